@@ -1,0 +1,299 @@
+//! Compiles kernels/*.cu to PTX with nvcc when one is found, and writes
+//! `$OUT_DIR/gradops_kernels.rs` (included by src/cuda/ptx.rs): one `Option<&str>` PTX
+//! constant per kernel file, a `(module, ptx)` table, and what was built with what.
+//!
+//! nvcc is looked up in order: `$NVCC`, `$CUDA_HOME/bin/nvcc`, `$CUDA_PATH/bin/nvcc`,
+//! `nvcc` on `PATH`, then the project's own `.cuda-toolchain/` (installed by
+//! `bash scripts/install-cuda-toolchain.sh`). Without nvcc the crate builds CPU-only and
+//! prints one warning; with `GRADOPS_REQUIRE_CUDA=1` a missing nvcc or a failed compile
+//! fails the build. `GRADOPS_CUDA_ARCH` (default `75`) picks the virtual architecture
+//! (`75`, `sm_80`, `compute_90` all accepted); PTX JITs forward to newer GPUs.
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Kernel files, in the order of the generated table. Module name = file stem.
+const KERNEL_FILES: &[&str] = &["resize", "conv", "pool"];
+const DEFAULT_ARCH: &str = "75";
+const INSTALL_HINT: &str = "bash scripts/install-cuda-toolchain.sh";
+
+fn main() {
+    let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
+    let kdir = root.join("kernels");
+
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=kernels");
+    if let Ok(rd) = fs::read_dir(&kdir) {
+        let mut names: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+        names.sort();
+        for p in names {
+            println!("cargo:rerun-if-changed={}", p.display());
+        }
+    }
+    for v in [
+        "NVCC",
+        "CUDA_HOME",
+        "CUDA_PATH",
+        "GRADOPS_CUDA_ARCH",
+        "GRADOPS_REQUIRE_CUDA",
+        "GRADOPS_TOOLCHAIN_DIR",
+        "GRADOPS_NVCC_FLAGS",
+    ] {
+        println!("cargo:rerun-if-env-changed={v}");
+    }
+
+    let require = matches!(
+        env::var("GRADOPS_REQUIRE_CUDA").ok().as_deref().map(str::trim),
+        Some("1") | Some("true") | Some("yes")
+    );
+    let toolchain_dir = env::var_os("GRADOPS_TOOLCHAIN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join(".cuda-toolchain"));
+    // Installing the toolchain writes this stamp; watching it makes a reinstall rebuild
+    // the kernels. When it is absent we do not watch it (a missing path would make cargo
+    // rerun this script and recompile the crate on every build); the install script
+    // touches build.rs instead, so the next build picks the new nvcc up.
+    let stamp = toolchain_dir.join(".gradops-stamp");
+    if stamp.is_file() {
+        println!("cargo:rerun-if-changed={}", stamp.display());
+    }
+
+    let arch = match normalize_arch(env::var("GRADOPS_CUDA_ARCH").ok().as_deref()) {
+        Ok(a) => a,
+        Err(msg) => fail_or_cpu(require, &out, &msg, None),
+    };
+
+    let Some(nvcc) = find_nvcc(&toolchain_dir) else {
+        let msg = format!(
+            "gradops: nvcc not found (NVCC, CUDA_HOME, CUDA_PATH, PATH, {}); building \
+             CPU-only. For the CUDA kernels run `{INSTALL_HINT}` and rebuild.",
+            toolchain_dir.display()
+        );
+        fail_or_cpu(require, &out, &msg, None)
+    };
+    let version = nvcc_version(&nvcc).unwrap_or_else(|| "unknown".to_string());
+    if let Some((maj, min)) = parse_major_minor(&version) {
+        if (maj, min) > (13, 0) {
+            println!(
+                "cargo:warning=gradops: nvcc {version} emits a PTX ISA newer than 9.0, which \
+                 drivers older than its CUDA release cannot load; the pinned toolchain \
+                 ({INSTALL_HINT}, then NVCC=.cuda-toolchain/nvidia/cu13/bin/nvcc) is 13.0"
+            );
+        }
+    }
+
+    let extra: Vec<String> = env::var("GRADOPS_NVCC_FLAGS")
+        .ok()
+        .map(|s| s.split_whitespace().map(String::from).collect())
+        .unwrap_or_default();
+
+    // Compile the files in parallel (nvcc is single-threaded per file).
+    let results: Vec<(String, Result<PathBuf, String>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = KERNEL_FILES
+            .iter()
+            .map(|name| {
+                let (nvcc, kdir, out, arch, extra) = (&nvcc, &kdir, &out, &arch, &extra);
+                s.spawn(move || (name.to_string(), compile(nvcc, kdir, out, name, arch, extra)))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("nvcc thread")).collect()
+    });
+
+    let errors: Vec<String> = results
+        .iter()
+        .filter_map(|(n, r)| r.as_ref().err().map(|e| format!("{n}.cu: {e}")))
+        .collect();
+    if !errors.is_empty() {
+        let msg = format!(
+            "gradops: nvcc ({}) failed; building CPU-only.\n{}",
+            nvcc.display(),
+            errors.join("\n")
+        );
+        fail_or_cpu(require, &out, &msg, Some((&nvcc, &version, &arch)));
+    }
+
+    let mut src = header(true, &nvcc, &version, &arch, "");
+    for (name, r) in &results {
+        let ptx = r.as_ref().expect("checked above");
+        src.push_str(&format!(
+            "pub const {}: Option<&str> = Some(include_str!({:?}));\n",
+            name.to_uppercase(),
+            ptx.display().to_string()
+        ));
+    }
+    src.push_str(&table());
+    write_out(&out, &src);
+}
+
+/// CPU-only output (or a build failure under GRADOPS_REQUIRE_CUDA=1).
+fn fail_or_cpu(
+    require: bool,
+    out: &Path,
+    msg: &str,
+    tool: Option<(&Path, &str, &str)>,
+) -> ! {
+    if require {
+        eprintln!("{msg}");
+        eprintln!("GRADOPS_REQUIRE_CUDA=1: refusing to build without the CUDA kernels.");
+        std::process::exit(1);
+    }
+    // Exactly one cargo:warning line (multi-line messages would print several).
+    let first = msg.lines().next().unwrap_or(msg);
+    println!("cargo:warning={first}");
+    for l in msg.lines().skip(1) {
+        eprintln!("{l}");
+    }
+    let (nvcc, version, arch) = tool.unwrap_or((Path::new(""), "", ""));
+    let mut src = header(false, nvcc, version, arch, first);
+    for name in KERNEL_FILES {
+        src.push_str(&format!("pub const {}: Option<&str> = None;\n", name.to_uppercase()));
+    }
+    src.push_str(&table());
+    write_out(out, &src);
+    std::process::exit(0);
+}
+
+fn header(compiled: bool, nvcc: &Path, version: &str, arch: &str, reason: &str) -> String {
+    format!(
+        "// @generated by build.rs\n\
+         /// True when build.rs compiled every kernel file to PTX.\n\
+         pub const KERNELS_COMPILED: bool = {compiled};\n\
+         /// nvcc release used (\"13.0.88\"), empty when none was found.\n\
+         pub const NVCC_VERSION: &str = {version:?};\n\
+         /// nvcc path used, empty when none was found.\n\
+         pub const NVCC_PATH: &str = {:?};\n\
+         /// Virtual architecture of the PTX (\"compute_75\").\n\
+         pub const CUDA_ARCH: &str = {arch:?};\n\
+         /// Why the kernels were not compiled (empty when they were).\n\
+         pub const NOT_COMPILED_REASON: &str = {reason:?};\n",
+        nvcc.display().to_string()
+    )
+}
+
+fn table() -> String {
+    let mut s = String::from("/// (module name, PTX) for every compiled kernel file.\npub const PTX_MODULES: &[(&str, Option<&str>)] = &[\n");
+    for name in KERNEL_FILES {
+        s.push_str(&format!("    ({name:?}, {}),\n", name.to_uppercase()));
+    }
+    s.push_str("];\n");
+    s
+}
+
+fn write_out(out: &Path, src: &str) {
+    let path = out.join("gradops_kernels.rs");
+    // Only rewrite on change, so an unchanged result does not trigger a recompile.
+    if fs::read_to_string(&path).ok().as_deref() != Some(src) {
+        fs::write(&path, src).expect("write gradops_kernels.rs");
+    }
+}
+
+fn compile(
+    nvcc: &Path,
+    kdir: &Path,
+    out: &Path,
+    name: &str,
+    arch: &str,
+    extra: &[String],
+) -> Result<PathBuf, String> {
+    let src = kdir.join(format!("{name}.cu"));
+    let ptx = out.join(format!("{name}.ptx"));
+    let output = Command::new(nvcc)
+        .arg("-ptx")
+        .arg(format!("-arch={arch}"))
+        .args(["-O3", "-std=c++17", "-lineinfo", "--Werror", "all-warnings"])
+        .arg("-I")
+        .arg(kdir)
+        .args(extra)
+        .arg("-o")
+        .arg(&ptx)
+        .arg(&src)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", nvcc.display()))?;
+    if !output.status.success() {
+        return Err(format!(
+            "exit {}\n{}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    Ok(ptx)
+}
+
+fn normalize_arch(v: Option<&str>) -> Result<String, String> {
+    let raw = v.map(str::trim).filter(|s| !s.is_empty()).unwrap_or(DEFAULT_ARCH);
+    let digits = raw
+        .trim_start_matches("compute_")
+        .trim_start_matches("sm_")
+        .trim_start_matches("arch=");
+    if !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()) {
+        Ok(format!("compute_{digits}"))
+    } else {
+        Err(format!(
+            "gradops: GRADOPS_CUDA_ARCH={raw:?} is not an architecture like 75, sm_80 or compute_90"
+        ))
+    }
+}
+
+fn is_exe(p: &Path) -> bool {
+    p.is_file()
+}
+
+fn find_nvcc(toolchain_dir: &Path) -> Option<PathBuf> {
+    if let Some(p) = env::var_os("NVCC").filter(|s| !s.is_empty()) {
+        let p = PathBuf::from(p);
+        // An explicit NVCC wins even if it is a bare name resolved through PATH.
+        if is_exe(&p) {
+            return Some(p);
+        }
+        if let Some(found) = search_path(p.to_str().unwrap_or("")) {
+            return Some(found);
+        }
+        println!("cargo:warning=gradops: NVCC={} does not exist; looking elsewhere", p.display());
+    }
+    for var in ["CUDA_HOME", "CUDA_PATH"] {
+        if let Some(home) = env::var_os(var).filter(|s| !s.is_empty()) {
+            let p = PathBuf::from(home).join("bin").join("nvcc");
+            if is_exe(&p) {
+                return Some(p);
+            }
+        }
+    }
+    if let Some(p) = search_path("nvcc") {
+        return Some(p);
+    }
+    let p = toolchain_dir.join("nvidia/cu13/bin/nvcc");
+    is_exe(&p).then_some(p)
+}
+
+fn search_path(name: &str) -> Option<PathBuf> {
+    if name.is_empty() || name.contains('/') {
+        return None;
+    }
+    let path = env::var_os("PATH")?;
+    env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| is_exe(p))
+}
+
+fn nvcc_version(nvcc: &Path) -> Option<String> {
+    let out = Command::new(nvcc).arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    // "Cuda compilation tools, release 13.0, V13.0.88"
+    text.lines()
+        .rev()
+        .find_map(|l| l.split(", V").nth(1).map(|v| v.trim().to_string()))
+        .or_else(|| {
+            text.lines()
+                .find_map(|l| l.split("release ").nth(1))
+                .map(|v| v.split(',').next().unwrap_or(v).trim().to_string())
+        })
+}
+
+fn parse_major_minor(v: &str) -> Option<(u32, u32)> {
+    let mut it = v.split('.');
+    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+}

@@ -1,0 +1,117 @@
+/* Kernel parameter blocks, one struct per kernel family.
+ *
+ * This header is the single definition: the .cu kernels include it, the host emulator
+ * includes it, and bindgen turns it into src/cuda/params.rs (scripts/gen-bindings.sh;
+ * CI fails if the committed file differs). Plain C, fixed-width fields only, every
+ * struct a multiple of 8 bytes with explicit padding, so the C and Rust layouts are
+ * identical. Device pointers are CUdeviceptr values (uint64_t); each kernel casts them
+ * to its element type. Each kernel takes exactly one argument: its struct, by value.
+ *
+ * layout: GO_LAYOUT_NCHW (0) or GO_LAYOUT_NHWC (1).
+ */
+#ifndef GRADOPS_PARAMS_H
+#define GRADOPS_PARAMS_H
+
+#include <stdint.h>
+
+#define GO_LAYOUT_NCHW 0
+#define GO_LAYOUT_NHWC 1
+
+/* Threads per block every gradops kernel is compiled for (__launch_bounds__) and
+ * launched with. The conv backprop tile geometry depends on it. */
+#define GO_BLOCK_THREADS 256
+
+/* conv2d_backprop_input tile: GO_CONV_TILE_P pixels x GO_CONV_TILE_C channels per block,
+ * reduction chunk GO_CONV_TILE_K. */
+#define GO_CONV_TILE_P 64
+#define GO_CONV_TILE_C 64
+#define GO_CONV_TILE_K 16
+
+/* resize_gather_<dtype>: separable CSR gather (forward resize and both resize grads).
+ *   dst[n, c, i, j] = sum_{a in [y_offsets[i], y_offsets[i+1])}
+ *                     sum_{b in [x_offsets[j], x_offsets[j+1])}
+ *                       (y_weight[a] * x_weight[b]) * src[n, c, y_index[a], x_index[b]]
+ * weights are Acc (float for f16/f32, double for f64); indices u32.
+ * Launch: block (256,1,1); grid.x strides over dst_w (NCHW) or dst_w*c (NHWC),
+ * grid.y over n*c*dst_h (NCHW) or n*dst_h (NHWC); any grid size is correct. */
+typedef struct GoResizeParams {
+    uint64_t src;       /* const T*   [n, c, src_h, src_w] in layout */
+    uint64_t dst;       /* T*         [n, c, dst_h, dst_w] in layout */
+    uint64_t y_offsets; /* const u32* [dst_h + 1] */
+    uint64_t y_index;   /* const u32* [y_offsets[dst_h]], each < src_h */
+    uint64_t y_weight;  /* const Acc* [y_offsets[dst_h]] */
+    uint64_t x_offsets; /* const u32* [dst_w + 1] */
+    uint64_t x_index;   /* const u32* [x_offsets[dst_w]], each < src_w */
+    uint64_t x_weight;  /* const Acc* [x_offsets[dst_w]] */
+    int64_t n;
+    int64_t c;
+    int64_t src_h;
+    int64_t src_w;
+    int64_t dst_h;
+    int64_t dst_w;
+    int32_t layout;
+    int32_t reserved;
+} GoResizeParams;
+
+/* conv2d_forward_<dtype> and conv2d_backprop_input_<dtype>.
+ * x: [n, ci, hi, wi], filter HWIO [kh, kw, ci/groups, co], y: [n, co, ho, wo] (layout).
+ * forward reads x, w and writes y; backprop_input reads y (= dy), w and writes x (= dx).
+ * y = oy*sh - pad_top + ky*dh, x = ox*sw - pad_left + kx*dw.
+ * forward launch: block (256,1,1), grid.x any (grid-stride over all outputs).
+ * backprop_input launch: block (256,1,1), grid.x any (strides over pixel tiles of one
+ * stride phase), grid.y any (strides over channel tiles x groups), grid.z any (strides
+ * over the sh*sw stride phases). */
+typedef struct GoConvParams {
+    uint64_t x;
+    uint64_t w;
+    uint64_t y;
+    int64_t n;
+    int64_t ci;
+    int64_t hi;
+    int64_t wi;
+    int64_t co;
+    int64_t ho;
+    int64_t wo;
+    int64_t kh;
+    int64_t kw;
+    int64_t sh;
+    int64_t sw;
+    int64_t dh;
+    int64_t dw;
+    int64_t pad_top;
+    int64_t pad_left;
+    int64_t groups;
+    int32_t layout;
+    int32_t reserved;
+} GoConvParams;
+
+/* max_pool_forward_<dtype>: y and argmax [n, c, ho, wo] from x [n, c, hi, wi].
+ *   argmax is the flat index into x (batch included, in x's layout), -1 for a window
+ *   with no in-bounds cell (its y is the lowest finite value of T).
+ * max_pool_grad_<dtype>: dx [n, c, hi, wi] from x and dy (argmax recomputed, TF rule).
+ * max_pool_grad_argmax_<dtype>: dx from dy and argmax (x unused).
+ * Window (oy, ox) covers rows oy*sh - pad_top + [0, kh), cols ox*sw - pad_left + [0, kw).
+ * Launch: block (256,1,1), grid.x any (grid-stride over all outputs). */
+typedef struct GoPoolParams {
+    uint64_t x;      /* const T* */
+    uint64_t y;      /* T* (forward) */
+    uint64_t argmax; /* int64_t* (forward writes, grad_argmax reads) */
+    uint64_t dy;     /* const T* (grads) */
+    uint64_t dx;     /* T* (grads) */
+    int64_t n;
+    int64_t c;
+    int64_t hi;
+    int64_t wi;
+    int64_t ho;
+    int64_t wo;
+    int64_t kh;
+    int64_t kw;
+    int64_t sh;
+    int64_t sw;
+    int64_t pad_top;
+    int64_t pad_left;
+    int32_t layout;
+    int32_t reserved;
+} GoPoolParams;
+
+#endif /* GRADOPS_PARAMS_H */
