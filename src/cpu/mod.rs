@@ -1,0 +1,3 @@
+//! CPU building blocks shared by the ops' CPU kernels.
+
+pub(crate) mod gemm;

@@ -1,0 +1,50 @@
+//! # gradops
+//!
+//! Backward passes of the spatial image ops that segmentation and detection networks train
+//! through, on CUDA and on the CPU, over `f16`, `f32` and `f64`, in NCHW and NHWC:
+//!
+//! | op | semantics |
+//! |---|---|
+//! | [`resize_grad`] | ONNX Runtime `ResizeGrad` (linear / nearest, five coordinate modes, scales) |
+//! | [`resize_bilinear_grad`], [`resize_nearest_neighbor_grad`] | TensorFlow's resize grads |
+//! | [`conv2d_backprop_input`] | TensorFlow `Conv2DBackpropInput` (groups, dilations, SAME/VALID/explicit) |
+//! | [`max_pool_grad`], [`max_pool_grad_with_argmax`] | TensorFlow `MaxPoolGrad` (TF CPU argmax rule) |
+//!
+//! plus the forwards ([`resize`], [`conv2d`], [`max_pool`]) so a training step runs end to end.
+//! The contract is `SPEC.md` (shared with the project); every op validates its arguments and
+//! returns [`Error`] naming the op, the argument and the values, never panicking on user input.
+//!
+//! The functions at the crate root run on the CPU over host slices. Results are deterministic:
+//! each output element is written once, in a fixed summation order.
+
+#![warn(missing_docs)]
+
+pub mod dtype;
+pub mod error;
+pub mod geometry;
+pub mod ops;
+pub mod tensor;
+
+pub(crate) mod cpu;
+
+pub use dtype::{DType, Element};
+pub use error::{Error, Result};
+pub use geometry::{
+    CoordinateTransform, DimRounding, NearestMode, Padding, ResizeAttrs, ResizeMode, WindowAttrs,
+};
+pub use half::f16;
+pub use ops::conv2d::{
+    conv2d, conv2d_backprop_input, conv2d_backprop_input_into, Conv2dAttrs, FilterLayout, FilterRef,
+};
+pub use ops::max_pool::{
+    max_pool, max_pool_grad, max_pool_grad_into, max_pool_grad_with_argmax, MaxPoolAttrs,
+};
+pub use ops::resize::{
+    resize, resize_bilinear, resize_bilinear_grad, resize_grad, resize_grad_into,
+    resize_nearest_neighbor, resize_nearest_neighbor_grad, TfResizeAttrs,
+};
+pub use tensor::{Dims, Layout, Tensor, TensorRef};
+
+pub mod array;
+pub mod case;
+pub use array::HostArray;

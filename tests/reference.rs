@@ -1,0 +1,356 @@
+//! Every backward op against a straightforward reference (tests/common), on random shapes and
+//! data, in every dtype and layout, at the SPEC tolerances. Outputs are poisoned with NaN before
+//! each run (the `_into` entry points) so an element left unwritten fails the comparison.
+
+mod common;
+use common::*;
+use gradops::geometry::{CoordinateTransform as Ct, NearestMode as Nm, ResizeMode};
+use gradops::{
+    f16, Conv2dAttrs, Dims, Element, FilterRef, Layout, MaxPoolAttrs, Padding, ResizeAttrs,
+    TensorRef,
+};
+
+const LAYOUTS: [Layout; 2] = [Layout::Nchw, Layout::Nhwc];
+const CTMS: [Ct; 5] = [
+    Ct::HalfPixel,
+    Ct::PytorchHalfPixel,
+    Ct::AlignCorners,
+    Ct::Asymmetric,
+    Ct::TfHalfPixelForNn,
+];
+const NMS: [Nm; 4] = [
+    Nm::RoundPreferFloor,
+    Nm::RoundPreferCeil,
+    Nm::Floor,
+    Nm::Ceil,
+];
+
+fn resize_grad_case<T: Element>(rng: &mut Rng, layout: Layout, mode: ResizeMode, ctm: Ct, nm: Nm) {
+    let xd = Dims {
+        n: rng.range(1, 2),
+        c: rng.range(1, 3),
+        h: rng.range(1, 9),
+        w: rng.range(1, 9),
+    };
+    let scaled = ctm != Ct::AlignCorners && rng.range(0, 3) == 0;
+    let (dyd, scales) = if scaled {
+        let s = [
+            *rng.pick(&[0.5, 0.75, 1.5, 2.0, 3.0]),
+            *rng.pick(&[0.6, 1.0, 1.25, 2.5]),
+        ];
+        let h = (xd.h as f32 * s[0] as f32).floor() as usize;
+        let w = (xd.w as f32 * s[1] as f32).floor() as usize;
+        (Dims { h, w, ..xd }, Some(s))
+    } else {
+        (
+            Dims {
+                h: rng.range(1, 13),
+                w: rng.range(1, 13),
+                ..xd
+            },
+            None,
+        )
+    };
+    let (dy, dy64) = round_to::<T>(&rng.vec(dyd.n * dyd.c * dyd.h * dyd.w));
+    let attrs = ResizeAttrs::new(mode)
+        .coordinate_transformation_mode(ctm)
+        .nearest_mode(nm)
+        .scales(scales);
+    let mut dx = vec![T::from_f64(f64::NAN); xd.n * xd.c * xd.h * xd.w];
+    gradops::resize_grad_into(
+        TensorRef::new(&dy, shape(layout, dyd), layout),
+        shape(layout, xd),
+        &attrs,
+        &mut dx,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let rc = ResizeCase {
+        mode,
+        ctm,
+        nm,
+        scales,
+    };
+    let want = ref_resize_grad(&dy64, dyd, xd, layout, &rc, T::DTYPE != gradops::DType::F64);
+    let err = rel_err(&to_f64(&dx), &want);
+    assert!(
+        err <= tol::<T>(),
+        "{:?} {layout} {mode:?} {ctm:?} {nm:?} x {xd:?} dy {dyd:?} scales {scales:?}: rel err {err:e}",
+        T::DTYPE
+    );
+}
+
+fn resize_grad_all<T: Element>(seed: u64) {
+    let mut rng = Rng::new(seed);
+    for layout in LAYOUTS {
+        for ctm in CTMS {
+            for _ in 0..6 {
+                resize_grad_case::<T>(
+                    &mut rng,
+                    layout,
+                    ResizeMode::Linear,
+                    ctm,
+                    Nm::RoundPreferFloor,
+                );
+            }
+            for nm in NMS {
+                for _ in 0..3 {
+                    resize_grad_case::<T>(&mut rng, layout, ResizeMode::Nearest, ctm, nm);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn resize_grad_matches_reference_f64() {
+    resize_grad_all::<f64>(1);
+}
+#[test]
+fn resize_grad_matches_reference_f32() {
+    resize_grad_all::<f32>(2);
+}
+#[test]
+fn resize_grad_matches_reference_f16() {
+    resize_grad_all::<f16>(3);
+}
+
+fn conv_case<T: Element>(rng: &mut Rng, layout: Layout) {
+    let groups = *rng.pick(&[1, 1, 2, 3]);
+    let (cig, cog) = (rng.range(1, 3), rng.range(1, 3));
+    let xd = Dims {
+        n: rng.range(1, 2),
+        c: cig * groups,
+        h: rng.range(1, 9),
+        w: rng.range(1, 9),
+    };
+    let k = [rng.range(1, 3), rng.range(1, 3)];
+    let strides = [rng.range(1, 3), rng.range(1, 3)];
+    let dil = [rng.range(1, 2), rng.range(1, 2)];
+    let padding = match rng.range(0, 2) {
+        0 => Padding::Same,
+        1 => Padding::Valid,
+        _ => Padding::Explicit([
+            [rng.range(0, 2), rng.range(0, 2)],
+            [rng.range(0, 2), rng.range(0, 2)],
+        ]),
+    };
+    let attrs = Conv2dAttrs::default()
+        .strides(strides)
+        .dilations(dil)
+        .padding(padding);
+    let fshape = [k[0], k[1], cig, cog * groups];
+    let Ok(g) = gradops::ops::conv2d::plan_conv2d(shape(layout, xd), fshape, layout, &attrs) else {
+        return; // window larger than the padded input: covered by the error tests
+    };
+    let dyd = g.output_dims();
+    let (dy, dy64) = round_to::<T>(&rng.vec(dyd.n * dyd.c * dyd.h * dyd.w));
+    let (w, w64) = round_to::<T>(&rng.vec(fshape.iter().product()));
+    let mut dx = vec![T::from_f64(f64::NAN); xd.n * xd.c * xd.h * xd.w];
+    gradops::conv2d_backprop_input_into(
+        TensorRef::new(&dy, shape(layout, dyd), layout),
+        FilterRef::new(&w, fshape),
+        shape(layout, xd),
+        &attrs,
+        &mut dx,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let want = ref_conv_backprop_input(
+        &dy64,
+        dyd,
+        &w64,
+        k,
+        xd,
+        layout,
+        strides,
+        dil,
+        [g.h.pad_before, g.w.pad_before],
+    );
+    let err = rel_err(&to_f64(&dx), &want);
+    assert!(err <= tol::<T>(), "{:?} {layout} x {xd:?} k {k:?} s {strides:?} d {dil:?} {padding:?} groups {groups}: rel err {err:e}", T::DTYPE);
+}
+
+fn conv_all<T: Element>(seed: u64) {
+    let mut rng = Rng::new(seed);
+    for layout in LAYOUTS {
+        for _ in 0..60 {
+            conv_case::<T>(&mut rng, layout);
+        }
+    }
+}
+
+#[test]
+fn conv2d_backprop_input_matches_reference_f64() {
+    conv_all::<f64>(11);
+}
+#[test]
+fn conv2d_backprop_input_matches_reference_f32() {
+    conv_all::<f32>(12);
+}
+#[test]
+fn conv2d_backprop_input_matches_reference_f16() {
+    conv_all::<f16>(13);
+}
+
+#[test]
+fn conv2d_backprop_input_oihw_equals_hwio() {
+    let mut rng = Rng::new(14);
+    let xd = Dims {
+        n: 2,
+        c: 4,
+        h: 7,
+        w: 6,
+    };
+    let (kh, kw, ci, co) = (3, 2, 2, 6); // groups = 2
+    let w_hwio = rng.vec(kh * kw * ci * co);
+    let mut w_oihw = vec![0.0; w_hwio.len()];
+    for y in 0..kh {
+        for x in 0..kw {
+            for i in 0..ci {
+                for o in 0..co {
+                    w_oihw[((o * ci + i) * kh + y) * kw + x] =
+                        w_hwio[((y * kw + x) * ci + i) * co + o];
+                }
+            }
+        }
+    }
+    let attrs = Conv2dAttrs::default()
+        .padding(Padding::Same)
+        .strides([2, 1]);
+    let dyd = Dims {
+        n: 2,
+        c: co,
+        h: 4,
+        w: 6,
+    };
+    let dy = rng.vec(dyd.n * dyd.c * dyd.h * dyd.w);
+    let v = TensorRef::new(&dy[..], shape(Layout::Nchw, dyd), Layout::Nchw);
+    let a = gradops::conv2d_backprop_input(
+        v,
+        FilterRef::new(&w_hwio, [kh, kw, ci, co]),
+        shape(Layout::Nchw, xd),
+        &attrs,
+    )
+    .unwrap();
+    let oihw = attrs.filter_layout(gradops::FilterLayout::Oihw);
+    let b = gradops::conv2d_backprop_input(
+        v,
+        FilterRef::new(&w_oihw, [co, ci, kh, kw]),
+        shape(Layout::Nchw, xd),
+        &oihw,
+    )
+    .unwrap();
+    assert_eq!(a.data, b.data);
+}
+
+fn pool_case<T: Element>(rng: &mut Rng, layout: Layout, ties: bool) {
+    let xd = Dims {
+        n: rng.range(1, 2),
+        c: rng.range(1, 3),
+        h: rng.range(1, 9),
+        w: rng.range(1, 9),
+    };
+    let k = [rng.range(1, 3), rng.range(1, 3)];
+    let s = [rng.range(1, 3), rng.range(1, 3)];
+    let padding = match rng.range(0, 2) {
+        0 => Padding::Same,
+        1 => Padding::Valid,
+        _ => Padding::Explicit([
+            [rng.range(0, k[0] - 1), rng.range(0, k[0] - 1)],
+            [rng.range(0, k[1] - 1), rng.range(0, k[1] - 1)],
+        ]),
+    };
+    let attrs = MaxPoolAttrs::new(k).strides(s).padding(padding);
+    let Ok(g) = gradops::ops::max_pool::plan_max_pool("t", shape(layout, xd), layout, &attrs)
+    else {
+        return;
+    };
+    let yd = g.output_dims();
+    let xs: Vec<f64> = if ties {
+        (0..xd.n * xd.c * xd.h * xd.w)
+            .map(|_| rng.range(0, 3) as f64)
+            .collect()
+    } else {
+        rng.vec(xd.n * xd.c * xd.h * xd.w)
+    };
+    let (x, x64) = round_to::<T>(&xs);
+    let (dy, dy64) = round_to::<T>(&rng.vec(yd.n * yd.c * yd.h * yd.w));
+    let mut dx = vec![T::from_f64(f64::NAN); x.len()];
+    let xv = TensorRef::new(&x[..], shape(layout, xd), layout);
+    let dyv = TensorRef::new(&dy[..], shape(layout, yd), layout);
+    gradops::max_pool_grad_into(dyv, xv, None, &attrs, &mut dx).unwrap_or_else(|e| panic!("{e}"));
+    let want = ref_max_pool_grad(
+        &dy64,
+        yd,
+        &x64,
+        xd,
+        layout,
+        k,
+        s,
+        [g.h.pad_before, g.w.pad_before],
+    );
+    let err = rel_err(&to_f64(&dx), &want);
+    assert!(
+        err <= tol::<T>(),
+        "{:?} {layout} x {xd:?} k {k:?} s {s:?} {padding:?}: rel err {err:e}",
+        T::DTYPE
+    );
+    // The stored-argmax path gives the same result, bit for bit.
+    let (_, arg) = gradops::max_pool(xv, &attrs, true).unwrap();
+    let dx2 =
+        gradops::max_pool_grad_with_argmax(dyv, &arg.unwrap(), shape(layout, xd), &attrs).unwrap();
+    assert_eq!(to_f64(&dx2.data), to_f64(&dx));
+}
+
+fn pool_all<T: Element>(seed: u64) {
+    let mut rng = Rng::new(seed);
+    for layout in LAYOUTS {
+        for i in 0..60 {
+            pool_case::<T>(&mut rng, layout, i % 2 == 0);
+        }
+    }
+}
+
+#[test]
+fn max_pool_grad_matches_reference_f64() {
+    pool_all::<f64>(21);
+}
+#[test]
+fn max_pool_grad_matches_reference_f32() {
+    pool_all::<f32>(22);
+}
+#[test]
+fn max_pool_grad_matches_reference_f16() {
+    pool_all::<f16>(23);
+}
+
+#[test]
+fn results_are_bitwise_deterministic() {
+    let mut rng = Rng::new(31);
+    let xd = Dims {
+        n: 4,
+        c: 8,
+        h: 17,
+        w: 23,
+    };
+    let dyd = Dims { h: 40, w: 9, ..xd };
+    let dy: Vec<f32> = rng
+        .vec(dyd.n * dyd.c * dyd.h * dyd.w)
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    for layout in LAYOUTS {
+        let run = || {
+            gradops::resize_grad(
+                TensorRef::new(&dy, shape(layout, dyd), layout),
+                shape(layout, xd),
+                &ResizeAttrs::new(ResizeMode::Linear),
+            )
+            .unwrap()
+            .data
+        };
+        let a = run();
+        for _ in 0..3 {
+            assert!(a.iter().zip(run()).all(|(x, y)| x.to_bits() == y.to_bits()));
+        }
+    }
+}
