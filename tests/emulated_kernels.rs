@@ -1,0 +1,984 @@
+//! Kernel emulation: the real .cu kernel bodies, compiled as host C++ with
+//! AddressSanitizer + UBSan (emu/runner.cpp, emu/cuda_emu.h), run over their real grids
+//! on the CPU (real OS threads per block, a real barrier for __syncthreads), compared
+//! with a float64 reference on random shapes, every dtype and both layouts. Each case
+//! also runs on a deliberately tiny grid to exercise the grid-stride loops. Output
+//! buffers start as NaN, so an element a kernel never writes fails the comparison, and
+//! every buffer is an exact-size heap block, so an out-of-bounds index fails under ASan.
+//!
+//! Needs g++ (C++20) and the CUDA headers (cuda_fp16.h): from the project toolchain
+//! (`bash scripts/install-cuda-toolchain.sh`), CUDA_HOME or CUDA_PATH. Without them the
+//! tests print that they skipped (and fail under GRADOPS_REQUIRE_CUDA=1).
+//! GRADOPS_EMU_CASES sets the number of random cases per kernel family (default 12).
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+mod built {
+    #![allow(dead_code)]
+    include!(concat!(env!("OUT_DIR"), "/gradops_kernels.rs"));
+}
+
+#[path = "../src/cuda/launch.rs"]
+mod launch;
+#[path = "../src/cuda/params.rs"]
+#[allow(
+    clippy::all,
+    non_camel_case_types,
+    non_snake_case,
+    non_upper_case_globals,
+    dead_code
+)]
+mod params;
+
+use params::{GoConvParams, GoPoolParams, GoResizeParams};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const NCHW: i32 = params::GO_LAYOUT_NCHW as i32;
+const NHWC: i32 = params::GO_LAYOUT_NHWC as i32;
+
+// ------------------------------------------------------------------ runner build ----
+
+fn require_cuda() -> bool {
+    matches!(
+        std::env::var("GRADOPS_REQUIRE_CUDA").as_deref(),
+        Ok("1") | Ok("true") | Ok("yes")
+    )
+}
+
+fn cuda_include() -> Option<PathBuf> {
+    let mut cands = Vec::new();
+    if !built::NVCC_PATH.is_empty() {
+        if let Some(bin) = Path::new(built::NVCC_PATH).parent() {
+            cands.push(bin.join("../include"));
+        }
+    }
+    for v in ["CUDA_HOME", "CUDA_PATH"] {
+        if let Some(h) = std::env::var_os(v) {
+            cands.push(PathBuf::from(h).join("include"));
+        }
+    }
+    cands.push(PathBuf::from(ROOT).join(".cuda-toolchain/nvidia/cu13/include"));
+    cands.into_iter().find(|p| p.join("cuda_fp16.h").is_file())
+}
+
+/// Builds the ASan runner once per test process. Err(reason) means skip.
+fn runner() -> Result<&'static Path, String> {
+    static RUNNER: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    RUNNER
+        .get_or_init(|| {
+            let inc = cuda_include().ok_or_else(|| {
+                "no CUDA headers (cuda_fp16.h): run `bash scripts/install-cuda-toolchain.sh`"
+                    .to_string()
+            })?;
+            let cxx = std::env::var("CXX").unwrap_or_else(|_| "g++".into());
+            let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("gradops-emu-runner");
+            let root = Path::new(ROOT);
+            let status = Command::new(&cxx)
+                .args(["-std=c++20", "-O1", "-g", "-fno-omit-frame-pointer"])
+                .args(["-fsanitize=address,undefined", "-fno-sanitize-recover=all"])
+                .args([
+                    "-Wall",
+                    "-Wextra",
+                    "-Wno-unknown-pragmas",
+                    "-Werror",
+                    "-pthread",
+                ])
+                .arg("-I")
+                .arg(root.join("kernels"))
+                .arg("-I")
+                .arg(&inc)
+                .arg("-I")
+                .arg(inc.join("cccl"))
+                .arg(root.join("emu/runner.cpp"))
+                .arg("-o")
+                .arg(&out)
+                .status()
+                .map_err(|e| format!("cannot run {cxx}: {e}"))?;
+            if !status.success() {
+                // A compile error in the kernels or the harness is a failure, not a skip.
+                panic!("building the emulator with {cxx} failed ({status})");
+            }
+            Ok(out)
+        })
+        .as_ref()
+        .map(|p| p.as_path())
+        .map_err(|e| e.clone())
+}
+
+fn runner_or_skip(test: &str) -> Option<&'static Path> {
+    match runner() {
+        Ok(p) => Some(p),
+        Err(reason) => {
+            let msg = format!("SKIPPED {test}: {reason}");
+            assert!(!require_cuda(), "GRADOPS_REQUIRE_CUDA=1 but {msg}");
+            eprintln!("{msg}");
+            println!("{msg}");
+            None
+        }
+    }
+}
+
+// ------------------------------------------------------------------ job protocol ----
+
+enum BufSpec {
+    In(Vec<u8>),
+    Out(usize),
+}
+
+fn as_bytes<P: Copy>(p: &P) -> Vec<u8> {
+    // SAFETY: P is a #[repr(C)] plain-old-data params struct (integers only, explicit
+    // padding fields), so all size_of::<P>() bytes are initialised.
+    unsafe {
+        std::slice::from_raw_parts(p as *const P as *const u8, std::mem::size_of::<P>()).to_vec()
+    }
+}
+
+/// Runs `kernel` in the emulator; returns every buffer's final bytes.
+fn run_kernel(kernel: &str, l: launch::Launch, params: &[u8], bufs: &[BufSpec]) -> Vec<Vec<u8>> {
+    let exe = runner().expect("runner");
+    let mut job = Vec::new();
+    job.extend((kernel.len() as u32).to_le_bytes());
+    job.extend(kernel.as_bytes());
+    for v in [
+        l.grid.0, l.grid.1, l.grid.2, l.block.0, l.block.1, l.block.2,
+    ] {
+        job.extend(v.to_le_bytes());
+    }
+    job.extend((params.len() as u32).to_le_bytes());
+    job.extend(params);
+    job.extend((bufs.len() as u32).to_le_bytes());
+    for b in bufs {
+        match b {
+            BufSpec::In(d) => {
+                job.extend((d.len() as u64).to_le_bytes());
+                job.push(0);
+                job.extend(d);
+            }
+            BufSpec::Out(n) => {
+                job.extend((*n as u64).to_le_bytes());
+                job.push(1);
+            }
+        }
+    }
+    let mut child = Command::new(exe)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env(
+            "ASAN_OPTIONS",
+            "detect_leaks=1:abort_on_error=0:halt_on_error=1",
+        )
+        .spawn()
+        .expect("spawn emulator");
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&job);
+    });
+    // Watchdog: a barrier that not every thread reaches deadlocks; fail instead of hang.
+    let start = Instant::now();
+    let pid = child.id();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d2 = done.clone();
+    let watchdog = std::thread::spawn(move || {
+        while !d2.load(std::sync::atomic::Ordering::Relaxed) {
+            if start.elapsed() > Duration::from_secs(300) {
+                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    });
+    let out = child.wait_with_output().expect("emulator output");
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let timed_out = watchdog.join().unwrap();
+    writer.join().unwrap();
+    assert!(
+        !timed_out,
+        "{kernel}: emulator hung (a __syncthreads not reached by every thread?)"
+    );
+    assert!(
+        out.status.success(),
+        "{kernel} grid {:?}: emulator failed ({}):\n{}",
+        l.grid,
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut res = Vec::new();
+    let mut s = &out.stdout[..];
+    for _ in bufs {
+        let len = u64::from_le_bytes(s[..8].try_into().unwrap()) as usize;
+        res.push(s[8..8 + len].to_vec());
+        s = &s[8 + len..];
+    }
+    res
+}
+
+// ------------------------------------------------------------------ dtypes, rng ----
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Dt {
+    F16,
+    F32,
+    F64,
+}
+const DTS: [Dt; 3] = [Dt::F16, Dt::F32, Dt::F64];
+
+impl Dt {
+    fn suffix(self) -> &'static str {
+        match self {
+            Dt::F16 => "f16",
+            Dt::F32 => "f32",
+            Dt::F64 => "f64",
+        }
+    }
+    fn size(self) -> usize {
+        match self {
+            Dt::F16 => 2,
+            Dt::F32 => 4,
+            Dt::F64 => 8,
+        }
+    }
+    fn tol(self) -> f64 {
+        match self {
+            Dt::F16 => 2e-3,
+            Dt::F32 => 1e-5,
+            Dt::F64 => 1e-10,
+        }
+    }
+    /// Round to this type (the reference works on the rounded inputs).
+    fn round(self, v: f64) -> f64 {
+        match self {
+            Dt::F16 => half::f16::from_f64(v).to_f64(),
+            Dt::F32 => v as f32 as f64,
+            Dt::F64 => v,
+        }
+    }
+    fn acc_round(self, v: f64) -> f64 {
+        match self {
+            Dt::F64 => v,
+            _ => v as f32 as f64,
+        }
+    }
+    fn encode(self, v: &[f64]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(v.len() * self.size());
+        for &x in v {
+            match self {
+                Dt::F16 => out.extend(half::f16::from_f64(x).to_le_bytes()),
+                Dt::F32 => out.extend((x as f32).to_le_bytes()),
+                Dt::F64 => out.extend(x.to_le_bytes()),
+            }
+        }
+        out
+    }
+    fn encode_acc(self, v: &[f64]) -> Vec<u8> {
+        match self {
+            Dt::F64 => Dt::F64.encode(v),
+            _ => Dt::F32.encode(v),
+        }
+    }
+    fn decode(self, b: &[u8]) -> Vec<f64> {
+        b.chunks_exact(self.size())
+            .map(|c| match self {
+                Dt::F16 => half::f16::from_le_bytes([c[0], c[1]]).to_f64(),
+                Dt::F32 => f32::from_le_bytes(c.try_into().unwrap()) as f64,
+                Dt::F64 => f64::from_le_bytes(c.try_into().unwrap()),
+            })
+            .collect()
+    }
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // splitmix64
+        self.0 = self.0.wrapping_add(0x9E3779B97F4A7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58476D1CE4E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D049BB133111EB);
+        z ^ (z >> 31)
+    }
+    fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + (self.next() % ((hi - lo + 1) as u64)) as i64
+    }
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+    }
+    fn vec(&mut self, n: usize, dt: Dt) -> Vec<f64> {
+        (0..n).map(|_| dt.round(self.unit())).collect()
+    }
+    fn pick<T: Copy>(&mut self, v: &[T]) -> T {
+        v[(self.next() % v.len() as u64) as usize]
+    }
+}
+
+fn cases() -> usize {
+    std::env::var("GRADOPS_EMU_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(12)
+}
+
+fn idx(layout: i32, n: i64, c: i64, h: i64, w: i64, cc: i64, hh: i64, ww: i64) -> usize {
+    (if layout == NCHW {
+        ((n * cc + c) * hh + h) * ww + w
+    } else {
+        ((n * hh + h) * ww + w) * cc + c
+    }) as usize
+}
+
+fn rel_l2(out: &[f64], reference: &[f64]) -> f64 {
+    assert_eq!(out.len(), reference.len());
+    let (mut num, mut den) = (0.0, 0.0);
+    for (o, r) in out.iter().zip(reference) {
+        num += (o - r) * (o - r);
+        den += r * r;
+    }
+    if den == 0.0 {
+        num.sqrt()
+    } else {
+        (num / den).sqrt()
+    }
+}
+
+fn check(what: &str, dt: Dt, out: &[f64], reference: &[f64]) {
+    if let Some(i) = out.iter().position(|v| !v.is_finite()) {
+        panic!(
+            "{what}: element {i} not written (or not finite): {}",
+            out[i]
+        );
+    }
+    let e = rel_l2(out, reference);
+    assert!(
+        e <= dt.tol(),
+        "{what}: relative L2 error {e:e} > {:e}",
+        dt.tol()
+    );
+}
+
+/// The runtime's launch, and a tiny one that makes every grid-stride loop iterate.
+fn launches(natural: Option<launch::Launch>, rng: &mut Rng) -> Vec<launch::Launch> {
+    let Some(l) = natural else { return vec![] };
+    let tiny = launch::Launch {
+        grid: (
+            l.grid.0.min(rng.range(1, 2) as u32),
+            l.grid.1.min(rng.range(1, 2) as u32),
+            l.grid.2.min(rng.range(1, 2) as u32),
+        ),
+        block: l.block,
+    };
+    if tiny == l {
+        vec![l]
+    } else {
+        vec![l, tiny]
+    }
+}
+
+// ------------------------------------------------------------------ resize ----
+
+#[derive(Clone, Copy, Debug)]
+enum Coord {
+    HalfPixel,
+    PytorchHalfPixel,
+    AlignCorners,
+    Asymmetric,
+    TfHalfPixelForNn,
+}
+#[derive(Clone, Copy, Debug)]
+enum Nearest {
+    RoundPreferFloor,
+    RoundPreferCeil,
+    Floor,
+    Ceil,
+}
+
+/// Per SPEC: the forward map of one axis as (output o) -> [(input i, weight)], in f64.
+fn axis_map(
+    inn: usize,
+    out: usize,
+    coord: Coord,
+    nearest: Option<Nearest>,
+) -> Vec<Vec<(usize, f64)>> {
+    let r = match coord {
+        Coord::AlignCorners => {
+            if out > 1 {
+                (inn as f64 - 1.0) / (out as f64 - 1.0)
+            } else {
+                0.0
+            }
+        }
+        _ => inn as f64 / out as f64,
+    };
+    (0..out)
+        .map(|o| {
+            let of = o as f64;
+            let src = match coord {
+                Coord::HalfPixel => r * (of + 0.5) - 0.5,
+                Coord::PytorchHalfPixel => {
+                    if out > 1 {
+                        r * (of + 0.5) - 0.5
+                    } else {
+                        0.0
+                    }
+                }
+                Coord::AlignCorners | Coord::Asymmetric => r * of,
+                Coord::TfHalfPixelForNn => r * (of + 0.5),
+            };
+            match nearest {
+                None => {
+                    let s = src.max(0.0);
+                    let i0 = (s.floor() as usize).min(inn - 1);
+                    let i1 = (i0 + 1).min(inn - 1);
+                    let l1 = s - i0 as f64;
+                    vec![(i0, 1.0 - l1), (i1, l1)]
+                }
+                Some(m) => {
+                    let v = match m {
+                        Nearest::RoundPreferFloor => {
+                            if src - src.floor() == 0.5 {
+                                src.floor()
+                            } else {
+                                src.round()
+                            }
+                        }
+                        Nearest::RoundPreferCeil => {
+                            if src - src.floor() == 0.5 {
+                                src.ceil()
+                            } else {
+                                src.round()
+                            }
+                        }
+                        Nearest::Floor => src.floor(),
+                        Nearest::Ceil => src.ceil(),
+                    };
+                    vec![(v.clamp(0.0, inn as f64 - 1.0) as usize, 1.0)]
+                }
+            }
+        })
+        .collect()
+}
+
+struct Table {
+    offsets: Vec<u32>,
+    index: Vec<u32>,
+    weight: Vec<f64>,
+}
+
+/// CSR table over `rows` destination indices from (dst, src, w) triples, keeping
+/// zero weights, ordered by ascending source index within a row.
+fn csr(rows: usize, mut trip: Vec<(usize, usize, f64)>) -> Table {
+    trip.sort_by_key(|t| (t.0, t.1));
+    let mut offsets = vec![0u32; rows + 1];
+    for t in &trip {
+        offsets[t.0 + 1] += 1;
+    }
+    for i in 0..rows {
+        offsets[i + 1] += offsets[i];
+    }
+    Table {
+        offsets,
+        index: trip.iter().map(|t| t.1 as u32).collect(),
+        weight: trip.iter().map(|t| t.2).collect(),
+    }
+}
+
+fn run_resize(
+    dt: Dt,
+    layout: i32,
+    n: i64,
+    c: i64,
+    src_hw: (i64, i64),
+    dst_hw: (i64, i64),
+    ty: &Table,
+    tx: &Table,
+    src: &[f64],
+    rng: &mut Rng,
+) -> Vec<Vec<f64>> {
+    let p = GoResizeParams {
+        src: 1,
+        dst: 2,
+        y_offsets: 3,
+        y_index: 4,
+        y_weight: 5,
+        x_offsets: 6,
+        x_index: 7,
+        x_weight: 8,
+        n,
+        c,
+        src_h: src_hw.0,
+        src_w: src_hw.1,
+        dst_h: dst_hw.0,
+        dst_w: dst_hw.1,
+        layout,
+        reserved: 0,
+    };
+    let u32b = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let dst_len = (n * c * dst_hw.0 * dst_hw.1) as usize;
+    let mut outs = Vec::new();
+    for l in launches(launch::resize(&p), rng) {
+        let r = run_kernel(
+            &format!("resize_gather_{}", dt.suffix()),
+            l,
+            &as_bytes(&p),
+            &[
+                BufSpec::In(dt.encode(src)),
+                BufSpec::Out(dst_len * dt.size()),
+                BufSpec::In(u32b(&ty.offsets)),
+                BufSpec::In(u32b(&ty.index)),
+                BufSpec::In(dt.encode_acc(&ty.weight)),
+                BufSpec::In(u32b(&tx.offsets)),
+                BufSpec::In(u32b(&tx.index)),
+                BufSpec::In(dt.encode_acc(&tx.weight)),
+            ],
+        );
+        outs.push(dt.decode(&r[1]));
+    }
+    outs
+}
+
+#[test]
+fn emulated_resize_forward_and_grad() {
+    let Some(_) = runner_or_skip("emulated_resize_forward_and_grad") else {
+        return;
+    };
+    let mut rng = Rng(0x5eed_0001);
+    let coords = [
+        Coord::HalfPixel,
+        Coord::PytorchHalfPixel,
+        Coord::AlignCorners,
+        Coord::Asymmetric,
+        Coord::TfHalfPixelForNn,
+    ];
+    let nearests = [
+        Nearest::RoundPreferFloor,
+        Nearest::RoundPreferCeil,
+        Nearest::Floor,
+        Nearest::Ceil,
+    ];
+    let mut ran = 0;
+    for case in 0..cases() {
+        let dt = DTS[case % 3];
+        let layout = if case % 2 == 0 { NCHW } else { NHWC };
+        let n = rng.range(1, 2);
+        let c = rng.range(1, 5);
+        let (hi, wi) = (rng.range(1, 9), rng.range(1, 9));
+        let (ho, wo) = (rng.range(1, 13), rng.range(1, 13));
+        let coord = rng.pick(&coords);
+        let nearest = if rng.range(0, 1) == 0 {
+            None
+        } else {
+            Some(rng.pick(&nearests))
+        };
+        let what = format!("resize {dt:?} layout={layout} n={n} c={c} in={hi}x{wi} out={ho}x{wo} {coord:?} {nearest:?}");
+        let my = axis_map(hi as usize, ho as usize, coord, nearest);
+        let mx = axis_map(wi as usize, wo as usize, coord, nearest);
+        let wr = |m: &Vec<Vec<(usize, f64)>>, fwd: bool| {
+            let mut t = Vec::new();
+            for (o, list) in m.iter().enumerate() {
+                for &(i, w) in list {
+                    let w = dt.acc_round(w);
+                    t.push(if fwd { (o, i, w) } else { (i, o, w) });
+                }
+            }
+            t
+        };
+        // Forward: x [n,c,hi,wi] -> y [n,c,ho,wo] (tables output -> input).
+        let x = rng.vec((n * c * hi * wi) as usize, dt);
+        let ty = csr(ho as usize, wr(&my, true));
+        let tx = csr(wo as usize, wr(&mx, true));
+        let mut yref = vec![0.0; (n * c * ho * wo) as usize];
+        for b in 0..n {
+            for ch in 0..c {
+                for o in 0..ho {
+                    for q in 0..wo {
+                        let mut s = 0.0;
+                        for &(i, wy) in &my[o as usize] {
+                            for &(j, wx) in &mx[q as usize] {
+                                s += wy * wx * x[idx(layout, b, ch, i as i64, j as i64, c, hi, wi)];
+                            }
+                        }
+                        yref[idx(layout, b, ch, o, q, c, ho, wo)] = s;
+                    }
+                }
+            }
+        }
+        for out in run_resize(dt, layout, n, c, (hi, wi), (ho, wo), &ty, &tx, &x, &mut rng) {
+            check(&format!("{what} forward"), dt, &out, &yref);
+        }
+        // Grad: dy [n,c,ho,wo] -> dx [n,c,hi,wi] (transposed tables), reference scatter.
+        let dy = rng.vec((n * c * ho * wo) as usize, dt);
+        let ty = csr(hi as usize, wr(&my, false));
+        let tx = csr(wi as usize, wr(&mx, false));
+        let mut dxref = vec![0.0; (n * c * hi * wi) as usize];
+        for b in 0..n {
+            for ch in 0..c {
+                for o in 0..ho {
+                    for q in 0..wo {
+                        let g = dy[idx(layout, b, ch, o, q, c, ho, wo)];
+                        for &(i, wy) in &my[o as usize] {
+                            for &(j, wx) in &mx[q as usize] {
+                                dxref[idx(layout, b, ch, i as i64, j as i64, c, hi, wi)] +=
+                                    wy * wx * g;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for out in run_resize(
+            dt,
+            layout,
+            n,
+            c,
+            (ho, wo),
+            (hi, wi),
+            &ty,
+            &tx,
+            &dy,
+            &mut rng,
+        ) {
+            check(&format!("{what} grad"), dt, &out, &dxref);
+        }
+        ran += 1;
+    }
+    // NaN in dy propagates through a zero weight (kept entries), as in TF.
+    for dt in DTS {
+        let my = axis_map(2, 4, Coord::Asymmetric, None); // weights 0 appear (l1 = 0)
+        let trip: Vec<_> = my
+            .iter()
+            .enumerate()
+            .flat_map(|(o, l)| l.iter().map(move |&(i, w)| (i, o, w)))
+            .collect();
+        let ty = csr(2, trip.clone());
+        let tx = csr(2, trip);
+        let mut dy = vec![1.0; 16];
+        dy[0] = f64::NAN; // o = 0 maps to i0 = 0 (w 1) and i1 = 1 (w 0)
+        let outs = run_resize(dt, NCHW, 1, 1, (4, 4), (2, 2), &ty, &tx, &dy, &mut rng);
+        for out in outs {
+            assert!(
+                out.iter().all(|v| v.is_nan()),
+                "{dt:?}: NaN must reach every dx fed by dy[0,0] (zero weights kept): {out:?}"
+            );
+        }
+    }
+    println!("emulated_resize_forward_and_grad: {ran} random cases x 2 ops x 2 grids");
+}
+
+// ------------------------------------------------------------------ conv ----
+
+#[test]
+fn emulated_conv2d_forward_and_backprop_input() {
+    let Some(_) = runner_or_skip("emulated_conv2d_forward_and_backprop_input") else {
+        return;
+    };
+    let mut rng = Rng(0x5eed_0002);
+    let mut ran = 0;
+    for case in 0..cases() {
+        let dt = DTS[case % 3];
+        let layout = if (case / 3) % 2 == 0 { NCHW } else { NHWC };
+        let groups = rng.range(1, 3);
+        // Every few cases cross the 64-channel tile and the 16-wide reduction chunk.
+        let big = case % 4 == 3;
+        let cig = if big {
+            rng.range(60, 70)
+        } else {
+            rng.range(1, 5)
+        };
+        let cog = if big {
+            rng.range(14, 20)
+        } else {
+            rng.range(1, 6)
+        };
+        let (ci, co) = (cig * groups, cog * groups);
+        let n = rng.range(1, 2);
+        let (kh, kw) = (rng.range(1, 4), rng.range(1, 4));
+        let (sh, sw) = (rng.range(1, 3), rng.range(1, 3));
+        let (dh, dw) = (rng.range(1, 2), rng.range(1, 2));
+        let (hi, wi) = if big {
+            (rng.range(1, 6), rng.range(1, 6))
+        } else {
+            (rng.range(1, 12), rng.range(1, 12))
+        };
+        let (pt, pb) = (rng.range(0, 2), rng.range(0, 2));
+        let (pl, pr) = (rng.range(0, 2), rng.range(0, 2));
+        let (keh, kew) = ((kh - 1) * dh + 1, (kw - 1) * dw + 1);
+        if hi + pt + pb < keh || wi + pl + pr < kew {
+            continue;
+        }
+        let ho = (hi + pt + pb - keh) / sh + 1;
+        let wo = (wi + pl + pr - kew) / sw + 1;
+        let what = format!(
+            "conv {dt:?} layout={layout} n={n} ci={ci} co={co} g={groups} in={hi}x{wi} k={kh}x{kw} s={sh}x{sw} d={dh}x{dw} pad=({pt},{pb},{pl},{pr}) out={ho}x{wo}"
+        );
+        let w = rng.vec((kh * kw * cig * co) as usize, dt);
+        let widx =
+            |ky: i64, kx: i64, c: i64, o: i64| (((ky * kw + kx) * cig + c) * co + o) as usize;
+        let p = GoConvParams {
+            x: 1,
+            w: 2,
+            y: 3,
+            n,
+            ci,
+            hi,
+            wi,
+            co,
+            ho,
+            wo,
+            kh,
+            kw,
+            sh,
+            sw,
+            dh,
+            dw,
+            pad_top: pt,
+            pad_left: pl,
+            groups,
+            layout,
+            reserved: 0,
+        };
+        // Forward.
+        let x = rng.vec((n * ci * hi * wi) as usize, dt);
+        let mut yref = vec![0.0; (n * co * ho * wo) as usize];
+        let mut dxref = vec![0.0; x.len()];
+        let dy = rng.vec(yref.len(), dt);
+        for b in 0..n {
+            for o in 0..co {
+                let g = o / cog;
+                for oy in 0..ho {
+                    for ox in 0..wo {
+                        let yi = idx(layout, b, o, oy, ox, co, ho, wo);
+                        let mut s = 0.0;
+                        for ky in 0..kh {
+                            let iy = oy * sh - pt + ky * dh;
+                            if iy < 0 || iy >= hi {
+                                continue;
+                            }
+                            for kx in 0..kw {
+                                let ix = ox * sw - pl + kx * dw;
+                                if ix < 0 || ix >= wi {
+                                    continue;
+                                }
+                                for cc in 0..cig {
+                                    let xi = idx(layout, b, g * cig + cc, iy, ix, ci, hi, wi);
+                                    s += x[xi] * w[widx(ky, kx, cc, o)];
+                                    dxref[xi] += dy[yi] * w[widx(ky, kx, cc, o)];
+                                }
+                            }
+                        }
+                        yref[yi] = s;
+                    }
+                }
+            }
+        }
+        for l in launches(launch::conv_forward(&p), &mut rng) {
+            let r = run_kernel(
+                &format!("conv2d_forward_{}", dt.suffix()),
+                l,
+                &as_bytes(&p),
+                &[
+                    BufSpec::In(dt.encode(&x)),
+                    BufSpec::In(dt.encode(&w)),
+                    BufSpec::Out(yref.len() * dt.size()),
+                ],
+            );
+            check(
+                &format!("{what} forward grid {:?}", l.grid),
+                dt,
+                &dt.decode(&r[2]),
+                &yref,
+            );
+        }
+        for l in launches(launch::conv_backprop_input(&p), &mut rng) {
+            let r = run_kernel(
+                &format!("conv2d_backprop_input_{}", dt.suffix()),
+                l,
+                &as_bytes(&p),
+                &[
+                    BufSpec::Out(x.len() * dt.size()),
+                    BufSpec::In(dt.encode(&w)),
+                    BufSpec::In(dt.encode(&dy)),
+                ],
+            );
+            check(
+                &format!("{what} backprop_input grid {:?}", l.grid),
+                dt,
+                &dt.decode(&r[0]),
+                &dxref,
+            );
+        }
+        ran += 1;
+    }
+    println!("emulated_conv2d_forward_and_backprop_input: {ran} random cases x 2 ops x 2 grids");
+}
+
+// ------------------------------------------------------------------ max pool ----
+
+#[test]
+fn emulated_max_pool() {
+    let Some(_) = runner_or_skip("emulated_max_pool") else {
+        return;
+    };
+    let mut rng = Rng(0x5eed_0003);
+    let mut ran = 0;
+    for case in 0..cases() + 3 {
+        let dt = DTS[case % 3];
+        let layout = if (case / 3) % 2 == 0 { NCHW } else { NHWC };
+        let n = rng.range(1, 2);
+        let c = rng.range(1, 5);
+        let (hi, wi) = (rng.range(1, 11), rng.range(1, 11));
+        let (kh, kw) = (rng.range(1, 4), rng.range(1, 4));
+        let (sh, sw) = (rng.range(1, 3), rng.range(1, 3));
+        let (pt, pb) = (rng.range(0, kh - 1), rng.range(0, kh - 1));
+        let (pl, pr) = (rng.range(0, kw - 1), rng.range(0, kw - 1));
+        if hi + pt + pb < kh || wi + pl + pr < kw {
+            continue;
+        }
+        let ho = (hi + pt + pb - kh) / sh + 1;
+        let wo = (wi + pl + pr - kw) / sw + 1;
+        let what = format!("max_pool {dt:?} layout={layout} n={n} c={c} in={hi}x{wi} k={kh}x{kw} s={sh}x{sw} pad=({pt},{pb},{pl},{pr})");
+        // Few distinct values so ties are common; a NaN now and then (TF rule).
+        let mut x: Vec<f64> = (0..n * c * hi * wi)
+            .map(|_| dt.round((rng.range(-3, 3) as f64) * 0.25))
+            .collect();
+        if case % 4 == 1 {
+            for _ in 0..3 {
+                let i = rng.range(0, x.len() as i64 - 1) as usize;
+                x[i] = f64::NAN;
+            }
+        }
+        let dy = rng.vec((n * c * ho * wo) as usize, dt);
+        let mut yref = vec![0.0; dy.len()];
+        let mut amref = vec![-1i64; dy.len()];
+        let mut dxref = vec![0.0; x.len()];
+        for b in 0..n {
+            for ch in 0..c {
+                for oy in 0..ho {
+                    for ox in 0..wo {
+                        let o = idx(layout, b, ch, oy, ox, c, ho, wo);
+                        let mut best: Option<(usize, f64)> = None;
+                        for h in oy * sh - pt..oy * sh - pt + kh {
+                            for w in ox * sw - pl..ox * sw - pl + kw {
+                                if h < 0 || h >= hi || w < 0 || w >= wi {
+                                    continue;
+                                }
+                                let i = idx(layout, b, ch, h, w, c, hi, wi);
+                                if best.is_none() || x[i] > best.unwrap().1 {
+                                    best = Some((i, x[i]));
+                                }
+                            }
+                        }
+                        if let Some((i, v)) = best {
+                            yref[o] = v;
+                            amref[o] = i as i64;
+                            dxref[i] += dy[o];
+                        }
+                    }
+                }
+            }
+        }
+        let p = GoPoolParams {
+            x: 1,
+            y: 2,
+            argmax: 3,
+            dy: 4,
+            dx: 5,
+            n,
+            c,
+            hi,
+            wi,
+            ho,
+            wo,
+            kh,
+            kw,
+            sh,
+            sw,
+            pad_top: pt,
+            pad_left: pl,
+            layout,
+            reserved: 0,
+        };
+        let mut argmax_bytes = None;
+        for l in launches(launch::pool_forward(&p), &mut rng) {
+            let r = run_kernel(
+                &format!("max_pool_forward_{}", dt.suffix()),
+                l,
+                &as_bytes(&p),
+                &[
+                    BufSpec::In(dt.encode(&x)),
+                    BufSpec::Out(dy.len() * dt.size()),
+                    BufSpec::Out(dy.len() * 8),
+                    BufSpec::In(vec![]),
+                    BufSpec::In(vec![]),
+                ],
+            );
+            let y = dt.decode(&r[1]);
+            let am: Vec<i64> = r[2]
+                .chunks_exact(8)
+                .map(|b| i64::from_le_bytes(b.try_into().unwrap()))
+                .collect();
+            assert_eq!(am, amref, "{what}: argmax");
+            for (i, (a, b)) in y.iter().zip(&yref).enumerate() {
+                assert!(
+                    a == b || (a.is_nan() && b.is_nan()),
+                    "{what}: y[{i}] = {a}, expected {b}"
+                );
+            }
+            argmax_bytes = Some(r[2].clone());
+        }
+        let mut grads = Vec::new();
+        for l in launches(launch::pool_grad(&p), &mut rng) {
+            let r = run_kernel(
+                &format!("max_pool_grad_{}", dt.suffix()),
+                l,
+                &as_bytes(&p),
+                &[
+                    BufSpec::In(dt.encode(&x)),
+                    BufSpec::In(vec![]),
+                    BufSpec::In(vec![]),
+                    BufSpec::In(dt.encode(&dy)),
+                    BufSpec::Out(x.len() * dt.size()),
+                ],
+            );
+            let dx = dt.decode(&r[4]);
+            check(&format!("{what} grad grid {:?}", l.grid), dt, &dx, &dxref);
+            grads.push(dx);
+            let r = run_kernel(
+                &format!("max_pool_grad_argmax_{}", dt.suffix()),
+                l,
+                &as_bytes(&p),
+                &[
+                    BufSpec::In(vec![]),
+                    BufSpec::In(vec![]),
+                    BufSpec::In(argmax_bytes.clone().unwrap()),
+                    BufSpec::In(dt.encode(&dy)),
+                    BufSpec::Out(x.len() * dt.size()),
+                ],
+            );
+            let dx = dt.decode(&r[4]);
+            check(
+                &format!("{what} grad_argmax grid {:?}", l.grid),
+                dt,
+                &dx,
+                &dxref,
+            );
+            grads.push(dx);
+        }
+        // Recompute and stored-argmax grads sum the same dy in the same order: bitwise equal.
+        for g in &grads[1..] {
+            assert!(
+                g.iter()
+                    .zip(&grads[0])
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{what}: grads differ bitwise"
+            );
+        }
+        ran += 1;
+    }
+    println!("emulated_max_pool: {ran} random cases x 3 kernels x 2 grids");
+}
