@@ -1,0 +1,230 @@
+//! `gradops run` end to end on case files written by the test, for all five backward ops, and
+//! the failure contract: non-zero exit, one stderr line naming op and argument, nothing written.
+
+mod common;
+use common::Rng;
+use gradops::array::HostArray;
+use gradops::case::OpCall;
+use gradops::Layout;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn dir(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-{name}"));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn gradops(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_gradops"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn random(rng: &mut Rng, shape: &[usize]) -> HostArray {
+    HostArray::new(shape.to_vec(), rng.vec(shape.iter().product()))
+}
+
+/// Writes the inputs and a case file, runs the CLI, and compares with the library call.
+fn roundtrip(
+    name: &str,
+    op: &str,
+    layout: &str,
+    attrs: serde_json::Value,
+    inputs: Vec<(&str, HostArray)>,
+) {
+    let d = dir(name);
+    let mut files = serde_json::Map::new();
+    for (k, a) in &inputs {
+        a.write_npy(&d.join(format!("{k}.npy"))).unwrap();
+        files.insert(k.to_string(), json!(format!("{k}.npy")));
+    }
+    let case = json!({"op": op, "layout": layout, "attrs": attrs, "inputs": files, "output": "out/dx.npy", "comment": "ignored"});
+    std::fs::create_dir_all(d.join("out")).unwrap();
+    std::fs::write(d.join("case.json"), case.to_string()).unwrap();
+    let o = gradops(&[
+        "run",
+        d.join("case.json").to_str().unwrap(),
+        "--device",
+        "cpu",
+    ]);
+    assert!(
+        o.status.success(),
+        "{name}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let got = HostArray::read_npy(&d.join("out/dx.npy")).unwrap();
+    let map: BTreeMap<String, HostArray> = inputs
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+    let want = OpCall::parse(op, Some(&attrs))
+        .unwrap()
+        .run_cpu(layout.parse::<Layout>().unwrap(), &map)
+        .unwrap();
+    assert_eq!(got, want, "{name}");
+    assert_eq!(
+        got.dtype(),
+        map["dy"].dtype(),
+        "{name}: output dtype must be dy's"
+    );
+}
+
+#[test]
+fn run_every_backward_op() {
+    let mut rng = Rng::new(5);
+    let dy = random(&mut rng, &[2, 3, 8, 6]);
+    let x = random(&mut rng, &[2, 3, 4, 3]);
+    roundtrip(
+        "resize_grad",
+        "resize_grad",
+        "NCHW",
+        json!({"mode": "linear", "coordinate_transformation_mode": "half_pixel", "scales": null}),
+        vec![("dy", dy.clone()), ("x", x.clone())],
+    );
+    roundtrip(
+        "resize_grad_f16",
+        "resize_grad",
+        "NCHW",
+        json!({"mode": "nearest", "scales": [1, 1, 2, 2]}),
+        vec![("dy", dy.cast(gradops::DType::F16)), ("x", x.clone())],
+    );
+    let dy = random(&mut rng, &[1, 7, 5, 2]);
+    let x = random(&mut rng, &[1, 3, 4, 2]);
+    roundtrip(
+        "bilinear",
+        "resize_bilinear_grad",
+        "NHWC",
+        json!({"half_pixel_centers": true}),
+        vec![("dy", dy.clone()), ("x", x.clone())],
+    );
+    roundtrip(
+        "nearest",
+        "resize_nearest_neighbor_grad",
+        "NHWC",
+        json!({"align_corners": true}),
+        vec![("dy", dy.cast(gradops::DType::F64)), ("x", x)],
+    );
+    let dy = random(&mut rng, &[2, 3, 3, 4]);
+    let w = random(&mut rng, &[3, 3, 2, 4]);
+    roundtrip(
+        "conv",
+        "conv2d_backprop_input",
+        "NHWC",
+        json!({"input_shape": [2, 5, 6, 2], "strides": [2, 2], "padding": "SAME"}),
+        vec![("dy", dy), ("filter", w)],
+    );
+    let x = random(&mut rng, &[1, 2, 7, 7]);
+    let dy = random(&mut rng, &[1, 2, 4, 4]);
+    roundtrip(
+        "pool",
+        "max_pool_grad",
+        "NCHW",
+        json!({"ksize": [3, 3], "strides": [2, 2], "padding": "SAME"}),
+        vec![("dy", dy), ("x", x)],
+    );
+}
+
+#[test]
+fn reads_a_hand_written_npy() {
+    // An '<f2' file built byte by byte (NumPy format 1.0), independent of the writer.
+    let d = dir("handmade");
+    let header = "{'descr': '<f2', 'fortran_order': False, 'shape': (1, 1, 2, 2), }";
+    let mut h = header.to_string();
+    while (10 + h.len() + 1) % 64 != 0 {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(h.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(h.as_bytes());
+    for v in [1.0f32, 2.0, 3.0, 4.0] {
+        bytes.extend_from_slice(&gradops::f16::from_f32(v).to_bits().to_le_bytes());
+    }
+    std::fs::write(d.join("dy.npy"), &bytes).unwrap();
+    HostArray::new(vec![1, 1, 1, 1], vec![0.0f32])
+        .write_npy(&d.join("x.npy"))
+        .unwrap();
+    std::fs::write(d.join("c.json"), json!({"op": "resize_grad", "attrs": {"mode": "linear"}, "inputs": {"dy": "dy.npy", "x": "x.npy"}, "output": "dx.npy"}).to_string()).unwrap();
+    let o = gradops(&["run", d.join("c.json").to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dx = HostArray::read_npy(&d.join("dx.npy")).unwrap();
+    assert_eq!(dx.shape, vec![1, 1, 1, 1]);
+    assert_eq!(dx.to_f64_vec(), vec![10.0]); // a 1x1 input receives all of dy
+    assert_eq!(dx.dtype(), gradops::DType::F16);
+}
+
+#[test]
+fn invalid_case_fails_cleanly_and_writes_nothing() {
+    let d = dir("invalid");
+    let mut rng = Rng::new(9);
+    random(&mut rng, &[1, 4, 4, 3])
+        .write_npy(&d.join("dy.npy"))
+        .unwrap();
+    random(&mut rng, &[1, 2, 2, 2])
+        .write_npy(&d.join("x.npy"))
+        .unwrap();
+    let cases = [
+        (
+            json!({"op": "resize_grad", "attrs": {"mode": "linear"}, "inputs": {"dy": "dy.npy", "x": "x.npy"}, "output": "dx.npy"}),
+            vec!["resize_grad", "dy"],
+        ),
+        (
+            json!({"op": "resize_grad", "attrs": {"mode": "bicubic"}, "inputs": {"dy": "dy.npy", "x": "x.npy"}, "output": "dx.npy"}),
+            vec!["resize_grad", "mode", "bicubic"],
+        ),
+        (
+            json!({"op": "max_pool_grad", "attrs": {"ksize": [2, 2]}, "inputs": {"dy": "dy.npy", "x": "missing.npy"}, "output": "dx.npy"}),
+            vec!["missing.npy"],
+        ),
+        (
+            json!({"op": "resize_grad", "attrs": {"mode": "linear"}, "inputs": {"dy": "dy.npy"}, "output": "dx.npy"}),
+            vec!["resize_grad", "x", "missing"],
+        ),
+        (
+            json!({"op": "warp_grad", "inputs": {}, "output": "dx.npy"}),
+            vec!["unknown op", "warp_grad"],
+        ),
+    ];
+    for (i, (case, words)) in cases.iter().enumerate() {
+        let p = d.join(format!("case{i}.json"));
+        std::fs::write(&p, case.to_string()).unwrap();
+        let o = gradops(&["run", p.to_str().unwrap()]);
+        assert!(!o.status.success(), "case {i} should fail");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(
+            err.trim_end().lines().count(),
+            1,
+            "one line on stderr, got {err:?}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        for w in words {
+            assert!(err.contains(w), "case {i}: {err:?} lacks {w:?}");
+        }
+        assert!(!d.join("dx.npy").exists(), "case {i} wrote an output");
+    }
+    std::fs::write(d.join("bad.json"), "{not json").unwrap();
+    let o = gradops(&["run", d.join("bad.json").to_str().unwrap()]);
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("invalid JSON"));
+}
+
+#[test]
+fn info_reports_build_and_devices() {
+    let o = gradops(&["info"]);
+    assert!(o.status.success());
+    let s = String::from_utf8_lossy(&o.stdout);
+    for w in [
+        "gradops",
+        "f16",
+        "f32",
+        "f64",
+        "resize_grad",
+        "max_pool_grad",
+    ] {
+        assert!(s.contains(w), "info lacks {w}: {s}");
+    }
+}

@@ -1,0 +1,187 @@
+//! Upstream conformance vectors (TensorFlow.js, TensorFlow, ONNX Runtime test suites, translated
+//! by tests/data/convert_conformance.py) run through the same case dispatcher as `gradops run`.
+//! Each case runs in its own dtype (f32) and again widened to f64; error cases must be rejected
+//! with an error, never a panic.
+
+use gradops::array::HostArray;
+use gradops::case::OpCall;
+use gradops::{DType, Layout};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+fn cases() -> Vec<Value> {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/conformance.json"
+    ))
+    .unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        v["untranslated"].as_array().map(Vec::len),
+        Some(0),
+        "untranslated upstream cases"
+    );
+    v["cases"].as_array().unwrap().clone()
+}
+
+fn num(v: &Value) -> f64 {
+    match v {
+        Value::String(s) => match s.as_str() {
+            "NaN" => f64::NAN,
+            "Infinity" => f64::INFINITY,
+            "-Infinity" => f64::NEG_INFINITY,
+            o => panic!("bad number {o}"),
+        },
+        v => v.as_f64().unwrap(),
+    }
+}
+
+fn array(v: &Value, dtype: DType) -> HostArray {
+    let shape: Vec<usize> = v["shape"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_u64().unwrap() as usize)
+        .collect();
+    let data: Vec<f64> = v["data"].as_array().unwrap().iter().map(num).collect();
+    HostArray::new(shape, data).cast(dtype)
+}
+
+/// Runs every case of `ops` in `dtype`; returns (passed, skipped) and panics listing failures.
+fn run(ops: &[&str], dtype: DType) -> (usize, usize) {
+    let (mut passed, mut skipped, mut failures) = (0, 0, Vec::new());
+    for c in cases()
+        .iter()
+        .filter(|c| ops.contains(&c["op"].as_str().unwrap()))
+    {
+        let id = c["id"].as_str().unwrap();
+        if c.get("extra_attrs").is_some_and(|e| !e.is_null()) {
+            println!(
+                "SKIP {id}: needs attributes outside SPEC.md: {}",
+                c["extra_attrs"]
+            );
+            skipped += 1;
+            continue;
+        }
+        let layout: Layout = c["layout"].as_str().unwrap().parse().unwrap();
+        let inputs: BTreeMap<String, HostArray> = c["inputs"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), array(v, dtype)))
+            .collect();
+        let result = OpCall::parse(c["op"].as_str().unwrap(), Some(&c["attrs"]))
+            .and_then(|call| call.run_cpu(layout, &inputs));
+        let expected = &c["expected"];
+        match (result, expected.is_null()) {
+            (Err(_), true) => passed += 1,
+            (Ok(out), true) => failures.push(format!(
+                "{id}: expected an error ({}), got shape {:?}",
+                c["expected_error"], out.shape
+            )),
+            (Err(e), false) => failures.push(format!("{id}: unexpected error: {e}")),
+            (Ok(out), false) => {
+                let want_shape: Vec<usize> = expected["shape"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|d| d.as_u64().unwrap() as usize)
+                    .collect();
+                if out.shape != want_shape {
+                    failures.push(format!(
+                        "{id}: shape {:?}, expected {want_shape:?}",
+                        out.shape
+                    ));
+                    continue;
+                }
+                if out.dtype() != dtype {
+                    failures.push(format!(
+                        "{id}: output dtype {}, expected {dtype}",
+                        out.dtype()
+                    ));
+                    continue;
+                }
+                let Some(data) = expected["data"].as_array() else {
+                    passed += 1; // upstream checks only the shape
+                    continue;
+                };
+                let atol = c["tolerance"].as_f64().unwrap();
+                let rtol = if c["tolerance_kind"] == "allclose" {
+                    c["rtol"].as_f64().unwrap_or(0.0)
+                } else {
+                    0.0
+                };
+                let got = out.to_f64_vec();
+                let bad: Vec<String> = got
+                    .iter()
+                    .zip(data.iter().map(num))
+                    .enumerate()
+                    .filter(|(_, (g, w))| {
+                        let both_nan = g.is_nan() && w.is_nan();
+                        let same_inf = g.is_infinite() && **g == *w;
+                        !(both_nan || same_inf || (**g - *w).abs() <= atol + rtol * w.abs())
+                    })
+                    .take(3)
+                    .map(|(i, (g, w))| format!("[{i}] got {g}, want {w}"))
+                    .collect();
+                if bad.is_empty() {
+                    passed += 1;
+                } else {
+                    failures.push(format!("{id}: {}", bad.join("; ")));
+                }
+            }
+        }
+    }
+    println!(
+        "{ops:?} {dtype}: {passed} passed, {skipped} skipped (printed above), {} failed",
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} conformance failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(passed > 0, "no case ran for {ops:?}");
+    (passed, skipped)
+}
+
+fn both(ops: &[&str]) {
+    run(ops, DType::F32);
+    run(ops, DType::F64);
+}
+
+#[test]
+fn onnx_resize_grad() {
+    both(&["resize_grad"]);
+}
+
+#[test]
+fn tf_resize_bilinear_grad() {
+    both(&["resize_bilinear_grad"]);
+}
+
+#[test]
+fn tf_resize_nearest_neighbor_grad() {
+    both(&["resize_nearest_neighbor_grad"]);
+}
+
+#[test]
+fn tf_conv2d_backprop_input() {
+    both(&["conv2d_backprop_input"]);
+}
+
+#[test]
+fn tf_max_pool_grad() {
+    both(&["max_pool_grad"]);
+}
+
+#[test]
+fn forward_ops() {
+    both(&[
+        "resize_bilinear",
+        "resize_nearest_neighbor",
+        "conv2d",
+        "max_pool",
+    ]);
+}
