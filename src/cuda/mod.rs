@@ -1,0 +1,32 @@
+//! CUDA backend: the kernels of `kernels/*.cu`, compiled to PTX by build.rs and embedded
+//! in the crate, run through cudarc on caller-given streams.
+//!
+//! * [`probe`] says once (cached) whether CUDA is usable here, and why not. It calls
+//!   `is_culib_present()` before any other driver call (cudarc panics without libcuda).
+//! * Device-resident API ([`resize_grad`], [`run_resize_plan`], [`conv2d_backprop_input`],
+//!   [`conv2d`], [`max_pool`], [`max_pool_grad`], [`max_pool_grad_with_argmax`]): inputs
+//!   and outputs are cudarc device buffers (`CudaSlice<T>`, views) on the caller's
+//!   `Arc<CudaStream>`; every launch is queued on that stream, nothing synchronises the
+//!   host, except the first use of a new resize geometry (its small tables are uploaded
+//!   from pageable memory once, then cached per context).
+//! * [`host`]: the same ops over host slices (upload, run, download), for the CLI.
+//!
+//! Every failure is a [`crate::Error`]: `CudaUnavailable { reason }` when the kernels
+//! or a device are missing, `Cuda { op, msg }` for a driver or launch error.
+
+pub mod launch;
+#[allow(missing_docs, clippy::all)]
+pub mod params;
+
+mod ops;
+mod ptx;
+mod runtime;
+
+pub mod host;
+
+pub use ops::{
+    conv2d, conv2d_backprop_input, max_pool, max_pool_grad, max_pool_grad_with_argmax,
+    resize, resize_grad, run_resize_plan,
+};
+pub use ptx::{build_info, BuildInfo};
+pub use runtime::{context, probe, stream, DeviceInfo};

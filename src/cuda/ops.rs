@@ -1,0 +1,537 @@
+//! Device-resident ops. Each validates with the same planner as the CPU path, then
+//! queues one kernel (or one device-to-device copy) on the caller's stream.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::driver::{
+    CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig,
+    PushKernelArg,
+};
+
+use super::launch::{self, Launch};
+use super::params::{GoConvParams, GoPoolParams, GoResizeParams, GO_LAYOUT_NCHW, GO_LAYOUT_NHWC};
+use super::runtime::{cuda_err, function};
+use crate::geometry::{ConvGeometry, PoolGeometry, ResizeAttrs, ResizePlan};
+use crate::ops::conv2d::{plan_conv2d, plan_conv2d_backprop_input, Conv2dAttrs, FilterLayout};
+use crate::ops::max_pool::{plan_max_pool, plan_max_pool_grad, MaxPoolAttrs};
+use crate::ops::resize::{plan_resize, plan_resize_grad};
+use crate::tensor::{Dims, Layout};
+use crate::{Element, Error, Result};
+
+// SAFETY: the three params structs are #[repr(C)] (bindgen from kernels/params.h), hold
+// only u64/i64/i32 fields with explicit padding, and each kernel takes exactly one such
+// struct by value, so passing a pointer to one as the kernel's only argument is the ABI
+// the kernel expects.
+unsafe impl DeviceRepr for GoResizeParams {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for GoConvParams {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for GoPoolParams {}
+
+fn layout_code(l: Layout) -> i32 {
+    match l {
+        Layout::Nchw => GO_LAYOUT_NCHW as i32,
+        Layout::Nhwc => GO_LAYOUT_NHWC as i32,
+    }
+}
+
+fn i64_of(op: &'static str, arg: &'static str, v: usize) -> Result<i64> {
+    i64::try_from(v).map_err(|_| Error::Overflow {
+        op,
+        arg,
+        msg: format!("{v} does not fit a 64-bit device index"),
+    })
+}
+
+fn check_len(op: &'static str, arg: &'static str, got: usize, d: Dims, layout: Layout) -> Result<()> {
+    let expected = d.len(op, arg)?;
+    if got != expected {
+        return Err(Error::BufferLen {
+            op,
+            arg,
+            expected,
+            got,
+            shape: layout.shape(d).to_vec(),
+        });
+    }
+    Ok(())
+}
+
+fn config(l: Launch) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: l.grid,
+        block_dim: l.block,
+        shared_mem_bytes: 0,
+    }
+}
+
+// ------------------------------------------------------------------- resize ----
+
+/// The six table arrays of a resize plan on one context, as raw bytes.
+struct DeviceTables {
+    bufs: [CudaSlice<u8>; 6],
+}
+
+type TableKey = (usize, Vec<u8>);
+static TABLES: OnceLock<Mutex<HashMap<TableKey, Arc<DeviceTables>>>> = OnceLock::new();
+const TABLE_CACHE_MAX: usize = 64;
+
+fn bytes_of<T: Copy>(v: &[T]) -> &[u8] {
+    // SAFETY: T is u32, f32 or f64 here: plain data without padding, every byte initialised.
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
+}
+
+/// Upload `b` (at least one byte, so an empty array still has a valid allocation).
+pub(crate) fn upload(stream: &Arc<CudaStream>, op: &'static str, b: &[u8]) -> Result<CudaSlice<u8>> {
+    let r = if b.is_empty() {
+        stream.clone_htod(&[0u8][..])
+    } else {
+        stream.clone_htod(b)
+    };
+    r.map_err(|e| cuda_err(op, "host-to-device copy", e))
+}
+
+/// The plan's tables on the stream's context: uploaded on first use (the upload from
+/// pageable memory waits for the copy), then cached per (context, table contents).
+fn device_tables<A: Copy>(
+    stream: &Arc<CudaStream>,
+    op: &'static str,
+    plan: &ResizePlan<A>,
+) -> Result<Arc<DeviceTables>> {
+    let parts: [&[u8]; 6] = [
+        bytes_of(&plan.y.offsets),
+        bytes_of(&plan.y.index),
+        bytes_of(&plan.y.weight),
+        bytes_of(&plan.x.offsets),
+        bytes_of(&plan.x.index),
+        bytes_of(&plan.x.weight),
+    ];
+    let mut key = Vec::with_capacity(parts.iter().map(|p| p.len() + 8).sum::<usize>() + 8);
+    key.extend((std::mem::size_of::<A>() as u64).to_le_bytes());
+    for p in parts {
+        key.extend((p.len() as u64).to_le_bytes());
+        key.extend(p);
+    }
+    let key = (stream.context().cu_ctx() as usize, key);
+    let cache = TABLES.get_or_init(Default::default);
+    if let Some(t) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return Ok(t.clone());
+    }
+    let bufs = [
+        upload(stream, op, parts[0])?,
+        upload(stream, op, parts[1])?,
+        upload(stream, op, parts[2])?,
+        upload(stream, op, parts[3])?,
+        upload(stream, op, parts[4])?,
+        upload(stream, op, parts[5])?,
+    ];
+    let t = Arc::new(DeviceTables { bufs });
+    let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
+    if c.len() >= TABLE_CACHE_MAX {
+        c.clear();
+    }
+    c.insert(key, t.clone());
+    Ok(t)
+}
+
+/// Queue the resize gather of `plan` from device pointer `src` to `dst` (not the
+/// identity shortcut: callers copy for that).
+pub(crate) fn resize_raw<T: Element>(
+    stream: &Arc<CudaStream>,
+    op: &'static str,
+    plan: &ResizePlan<T::Acc>,
+    layout: Layout,
+    src: u64,
+    dst: u64,
+) -> Result<()> {
+    let (s, d) = (plan.src, plan.dst);
+    let t = device_tables(stream, op, plan)?;
+    let g: Vec<_> = t.bufs.iter().map(|b| b.device_ptr(stream)).collect();
+    let p = GoResizeParams {
+        src,
+        dst,
+        y_offsets: g[0].0,
+        y_index: g[1].0,
+        y_weight: g[2].0,
+        x_offsets: g[3].0,
+        x_index: g[4].0,
+        x_weight: g[5].0,
+        n: i64_of(op, "n", d.n)?,
+        c: i64_of(op, "c", d.c)?,
+        src_h: i64_of(op, "h", s.h)?,
+        src_w: i64_of(op, "w", s.w)?,
+        dst_h: i64_of(op, "h", d.h)?,
+        dst_w: i64_of(op, "w", d.w)?,
+        layout: layout_code(layout),
+        reserved: 0,
+    };
+    let Some(l) = launch::resize(&p) else { return Ok(()) };
+    let f = function(stream, op, "resize", &format!("resize_gather_{}", T::SUFFIX))?;
+    let mut b = stream.launch_builder(&f);
+    b.arg(&p);
+    // SAFETY: resize_gather_<T> takes one GoResizeParams. src/dst point to buffers of
+    // s.len()/d.len() elements of T (checked by every caller); the six tables are the
+    // plan's own arrays, uploaded whole, and the plan guarantees offsets has dst_len+1
+    // entries bounded by the index/weight lengths and every index < the source axis
+    // length; the kernel's grid-stride loops stay inside n*c*dst_h*dst_w for any grid.
+    unsafe { b.launch(config(l)) }.map_err(|e| cuda_err(op, "launching resize_gather", e))?;
+    drop(g);
+    Ok(())
+}
+
+/// Run a validated resize plan (forward or backward) on device buffers: `dst` is fully
+/// written; the identity plan is a device-to-device copy on `stream`.
+pub fn run_resize_plan<T: Element>(
+    stream: &Arc<CudaStream>,
+    op: &'static str,
+    plan: &ResizePlan<T::Acc>,
+    layout: Layout,
+    src: &impl DevicePtr<T>,
+    dst: &mut impl DevicePtrMut<T>,
+) -> Result<()> {
+    check_len(op, "input", src.len(), plan.src, layout)?;
+    check_len(op, "output", dst.len(), plan.dst, layout)?;
+    if plan.identity {
+        if src.len() > 0 {
+            stream
+                .memcpy_dtod(src, dst)
+                .map_err(|e| cuda_err(op, "device-to-device copy", e))?;
+        }
+        return Ok(());
+    }
+    let (sp, _gs) = src.device_ptr(stream);
+    let (dp, _gd) = dst.device_ptr_mut(stream);
+    resize_raw::<T>(stream, op, plan, layout, sp, dp)
+}
+
+/// `resize_grad` (ONNX `ResizeGrad`; the TF resize grads via
+/// [`ResizeAttrs::from_tf`]) on device buffers: `dy` (shape `dy_shape`) to `dx`
+/// (`x_shape`), both in `layout`.
+#[allow(clippy::too_many_arguments)]
+pub fn resize_grad<T: Element>(
+    stream: &Arc<CudaStream>,
+    op: &'static str,
+    dy: &impl DevicePtr<T>,
+    dy_shape: [usize; 4],
+    x_shape: [usize; 4],
+    layout: Layout,
+    attrs: &ResizeAttrs,
+    dx: &mut impl DevicePtrMut<T>,
+) -> Result<()> {
+    let plan = plan_resize_grad::<T>(op, dy_shape, x_shape, layout, attrs)?;
+    run_resize_plan(stream, op, &plan, layout, dy, dx)
+}
+
+/// Forward `resize` of `x` to `out_hw` on device buffers.
+#[allow(clippy::too_many_arguments)]
+pub fn resize<T: Element>(
+    stream: &Arc<CudaStream>,
+    op: &'static str,
+    x: &impl DevicePtr<T>,
+    x_shape: [usize; 4],
+    out_hw: [usize; 2],
+    layout: Layout,
+    attrs: &ResizeAttrs,
+    y: &mut impl DevicePtrMut<T>,
+) -> Result<()> {
+    let plan = plan_resize::<T>(op, x_shape, out_hw, layout, attrs)?;
+    run_resize_plan(stream, op, &plan, layout, x, y)
+}
+
+// ------------------------------------------------------------------- conv ----
+
+fn conv_params(op: &'static str, g: &ConvGeometry, layout: Layout, x: u64, w: u64, y: u64) -> Result<GoConvParams> {
+    Ok(GoConvParams {
+        x,
+        w,
+        y,
+        n: i64_of(op, "n", g.n)?,
+        ci: i64_of(op, "ci", g.ci)?,
+        hi: i64_of(op, "h", g.h.input)?,
+        wi: i64_of(op, "w", g.w.input)?,
+        co: i64_of(op, "co", g.co)?,
+        ho: i64_of(op, "h", g.h.output)?,
+        wo: i64_of(op, "w", g.w.output)?,
+        kh: i64_of(op, "kh", g.h.kernel)?,
+        kw: i64_of(op, "kw", g.w.kernel)?,
+        sh: i64_of(op, "strides", g.h.stride)?,
+        sw: i64_of(op, "strides", g.w.stride)?,
+        dh: i64_of(op, "dilations", g.h.dilation)?,
+        dw: i64_of(op, "dilations", g.w.dilation)?,
+        pad_top: i64_of(op, "padding", g.h.pad_before)?,
+        pad_left: i64_of(op, "padding", g.w.pad_before)?,
+        groups: i64_of(op, "groups", g.groups)?,
+        layout: layout_code(layout),
+        reserved: 0,
+    })
+}
+
+fn hwio_only(op: &'static str, attrs: &Conv2dAttrs) -> Result<()> {
+    if attrs.filter_layout != FilterLayout::Hwio {
+        return Err(Error::attr(
+            op,
+            "filter_layout",
+            "the device API takes an HWIO filter; convert OIHW first (gradops::ops::conv2d::filter_as_hwio, or cuda::host)",
+        ));
+    }
+    Ok(())
+}
+
+fn filter_len(op: &'static str, g: &ConvGeometry, got: usize) -> Result<()> {
+    let [a, b, c, d] = g.filter_hwio();
+    check_len(op, "filter", got, Dims { n: a, c: b, h: c, w: d }, Layout::Nchw)
+}
+
+pub(crate) fn conv_backprop_input_raw<T: Element>(
+    stream: &Arc<CudaStream>,
+    g: &ConvGeometry,
+    layout: Layout,
+    dy: u64,
+    w: u64,
+    dx: u64,
+) -> Result<()> {
+    const OP: &str = "conv2d_backprop_input";
+    let p = conv_params(OP, g, layout, dx, w, dy)?;
+    let Some(l) = launch::conv_backprop_input(&p) else { return Ok(()) };
+    let f = function(stream, OP, "conv", &format!("conv2d_backprop_input_{}", T::SUFFIX))?;
+    let mut b = stream.launch_builder(&f);
+    b.arg(&p);
+    // SAFETY: conv2d_backprop_input_<T> takes one GoConvParams; x (= dx, written),
+    // y (= dy) and w point to buffers of exactly the geometry's input, output and HWIO
+    // filter sizes (checked by every caller); the kernel reads dy only at in-range
+    // (oy, ox) and writes each dx element of its tile once, for any grid size.
+    unsafe { b.launch(config(l)) }.map_err(|e| cuda_err(OP, "launching conv2d_backprop_input", e))?;
+    Ok(())
+}
+
+pub(crate) fn conv_forward_raw<T: Element>(
+    stream: &Arc<CudaStream>,
+    g: &ConvGeometry,
+    layout: Layout,
+    x: u64,
+    w: u64,
+    y: u64,
+) -> Result<()> {
+    const OP: &str = "conv2d";
+    let p = conv_params(OP, g, layout, x, w, y)?;
+    let Some(l) = launch::conv_forward(&p) else { return Ok(()) };
+    let f = function(stream, OP, "conv", &format!("conv2d_forward_{}", T::SUFFIX))?;
+    let mut b = stream.launch_builder(&f);
+    b.arg(&p);
+    // SAFETY: conv2d_forward_<T> takes one GoConvParams; x, w and y point to buffers of
+    // exactly the geometry's input, HWIO filter and output sizes (checked by every
+    // caller); x is read only at in-range (iy, ix), each y element written once.
+    unsafe { b.launch(config(l)) }.map_err(|e| cuda_err(OP, "launching conv2d_forward", e))?;
+    Ok(())
+}
+
+/// `Conv2DBackpropInput` on device buffers: `dy` (`dy_shape`, `layout`) and an HWIO
+/// `filter` (`filter_shape`) to `dx` (`input_shape`).
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_backprop_input<T: Element>(
+    stream: &Arc<CudaStream>,
+    dy: &impl DevicePtr<T>,
+    dy_shape: [usize; 4],
+    filter: &impl DevicePtr<T>,
+    filter_shape: [usize; 4],
+    input_shape: [usize; 4],
+    layout: Layout,
+    attrs: &Conv2dAttrs,
+    dx: &mut impl DevicePtrMut<T>,
+) -> Result<()> {
+    const OP: &str = "conv2d_backprop_input";
+    hwio_only(OP, attrs)?;
+    let g = plan_conv2d_backprop_input(dy_shape, filter_shape, input_shape, layout, attrs)?;
+    check_len(OP, "dy", dy.len(), g.output_dims(), layout)?;
+    filter_len(OP, &g, filter.len())?;
+    check_len(OP, "dx", dx.len(), g.input_dims(), layout)?;
+    let (a, _ga) = dy.device_ptr(stream);
+    let (b, _gb) = filter.device_ptr(stream);
+    let (c, _gc) = dx.device_ptr_mut(stream);
+    conv_backprop_input_raw::<T>(stream, &g, layout, a, b, c)
+}
+
+/// `conv2d` forward on device buffers (HWIO filter).
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d<T: Element>(
+    stream: &Arc<CudaStream>,
+    x: &impl DevicePtr<T>,
+    x_shape: [usize; 4],
+    filter: &impl DevicePtr<T>,
+    filter_shape: [usize; 4],
+    layout: Layout,
+    attrs: &Conv2dAttrs,
+    y: &mut impl DevicePtrMut<T>,
+) -> Result<()> {
+    const OP: &str = "conv2d";
+    hwio_only(OP, attrs)?;
+    let g = plan_conv2d(x_shape, filter_shape, layout, attrs)?;
+    check_len(OP, "x", x.len(), g.input_dims(), layout)?;
+    filter_len(OP, &g, filter.len())?;
+    check_len(OP, "y", y.len(), g.output_dims(), layout)?;
+    let (a, _ga) = x.device_ptr(stream);
+    let (b, _gb) = filter.device_ptr(stream);
+    let (c, _gc) = y.device_ptr_mut(stream);
+    conv_forward_raw::<T>(stream, &g, layout, a, b, c)
+}
+
+// ------------------------------------------------------------------- pool ----
+
+fn pool_params(op: &'static str, g: &PoolGeometry, layout: Layout) -> Result<GoPoolParams> {
+    Ok(GoPoolParams {
+        n: i64_of(op, "n", g.n)?,
+        c: i64_of(op, "c", g.c)?,
+        hi: i64_of(op, "h", g.h.input)?,
+        wi: i64_of(op, "w", g.w.input)?,
+        ho: i64_of(op, "h", g.h.output)?,
+        wo: i64_of(op, "w", g.w.output)?,
+        kh: i64_of(op, "ksize", g.h.kernel)?,
+        kw: i64_of(op, "ksize", g.w.kernel)?,
+        sh: i64_of(op, "strides", g.h.stride)?,
+        sw: i64_of(op, "strides", g.w.stride)?,
+        pad_top: i64_of(op, "padding", g.h.pad_before)?,
+        pad_left: i64_of(op, "padding", g.w.pad_before)?,
+        layout: layout_code(layout),
+        ..Default::default()
+    })
+}
+
+pub(crate) fn pool_forward_raw<T: Element>(
+    stream: &Arc<CudaStream>,
+    g: &PoolGeometry,
+    layout: Layout,
+    x: u64,
+    y: u64,
+    argmax: u64,
+) -> Result<()> {
+    const OP: &str = "max_pool";
+    let p = GoPoolParams { x, y, argmax, ..pool_params(OP, g, layout)? };
+    let Some(l) = launch::pool_forward(&p) else { return Ok(()) };
+    let f = function(stream, OP, "pool", &format!("max_pool_forward_{}", T::SUFFIX))?;
+    let mut b = stream.launch_builder(&f);
+    b.arg(&p);
+    // SAFETY: max_pool_forward_<T> takes one GoPoolParams; x points to the geometry's
+    // input size, y (T) and argmax (i64) to its output size (checked by every caller);
+    // the window scan reads only in-bounds cells, each output written once.
+    unsafe { b.launch(config(l)) }.map_err(|e| cuda_err(OP, "launching max_pool_forward", e))?;
+    Ok(())
+}
+
+pub(crate) fn pool_grad_raw<T: Element>(
+    stream: &Arc<CudaStream>,
+    g: &PoolGeometry,
+    layout: Layout,
+    x: u64,
+    dy: u64,
+    dx: u64,
+) -> Result<()> {
+    const OP: &str = "max_pool_grad";
+    let p = GoPoolParams { x, dy, dx, ..pool_params(OP, g, layout)? };
+    let Some(l) = launch::pool_grad(&p) else { return Ok(()) };
+    let f = function(stream, OP, "pool", &format!("max_pool_grad_{}", T::SUFFIX))?;
+    let mut b = stream.launch_builder(&f);
+    b.arg(&p);
+    // SAFETY: max_pool_grad_<T> takes one GoPoolParams; x and dx point to the geometry's
+    // input size, dy to its output size (checked by every caller); each dx element is
+    // written once from the in-range windows that contain it.
+    unsafe { b.launch(config(l)) }.map_err(|e| cuda_err(OP, "launching max_pool_grad", e))?;
+    Ok(())
+}
+
+pub(crate) fn pool_grad_argmax_raw<T: Element>(
+    stream: &Arc<CudaStream>,
+    g: &PoolGeometry,
+    layout: Layout,
+    argmax: u64,
+    dy: u64,
+    dx: u64,
+) -> Result<()> {
+    const OP: &str = "max_pool_grad_with_argmax";
+    let p = GoPoolParams { argmax, dy, dx, ..pool_params(OP, g, layout)? };
+    let Some(l) = launch::pool_grad(&p) else { return Ok(()) };
+    let f = function(stream, OP, "pool", &format!("max_pool_grad_argmax_{}", T::SUFFIX))?;
+    let mut b = stream.launch_builder(&f);
+    b.arg(&p);
+    // SAFETY: max_pool_grad_argmax_<T> takes one GoPoolParams; argmax (i64) and dy point
+    // to the geometry's output size, dx to its input size (checked by every caller).
+    // Stored indices are only compared with the dx index, never dereferenced, so any
+    // value (even a corrupt one) cannot cause an out-of-bounds access.
+    unsafe { b.launch(config(l)) }.map_err(|e| cuda_err(OP, "launching max_pool_grad_argmax", e))?;
+    Ok(())
+}
+
+/// Max pool forward on device buffers: `y` and `argmax` (flat index into `x`, batch
+/// included, in x's layout; -1 for a window with no in-bounds cell), both of the pool's
+/// output shape.
+pub fn max_pool<T: Element>(
+    stream: &Arc<CudaStream>,
+    x: &impl DevicePtr<T>,
+    x_shape: [usize; 4],
+    layout: Layout,
+    attrs: &MaxPoolAttrs,
+    y: &mut impl DevicePtrMut<T>,
+    argmax: &mut impl DevicePtrMut<i64>,
+) -> Result<()> {
+    const OP: &str = "max_pool";
+    let g = plan_max_pool(OP, x_shape, layout, attrs)?;
+    check_len(OP, "x", x.len(), g.input_dims(), layout)?;
+    check_len(OP, "y", y.len(), g.output_dims(), layout)?;
+    check_len(OP, "argmax", argmax.len(), g.output_dims(), layout)?;
+    let (a, _ga) = x.device_ptr(stream);
+    let (b, _gb) = y.device_ptr_mut(stream);
+    let (c, _gc) = argmax.device_ptr_mut(stream);
+    pool_forward_raw::<T>(stream, &g, layout, a, b, c)
+}
+
+/// TensorFlow `MaxPoolGrad` on device buffers (argmax recomputed with the TF rule).
+#[allow(clippy::too_many_arguments)]
+pub fn max_pool_grad<T: Element>(
+    stream: &Arc<CudaStream>,
+    dy: &impl DevicePtr<T>,
+    dy_shape: [usize; 4],
+    x: &impl DevicePtr<T>,
+    x_shape: [usize; 4],
+    layout: Layout,
+    attrs: &MaxPoolAttrs,
+    dx: &mut impl DevicePtrMut<T>,
+) -> Result<()> {
+    const OP: &str = "max_pool_grad";
+    let g = plan_max_pool_grad(dy_shape, x_shape, None, layout, attrs)?;
+    check_len(OP, "dy", dy.len(), g.output_dims(), layout)?;
+    check_len(OP, "x", x.len(), g.input_dims(), layout)?;
+    check_len(OP, "dx", dx.len(), g.input_dims(), layout)?;
+    let (a, _ga) = x.device_ptr(stream);
+    let (b, _gb) = dy.device_ptr(stream);
+    let (c, _gc) = dx.device_ptr_mut(stream);
+    pool_grad_raw::<T>(stream, &g, layout, a, b, c)
+}
+
+/// Max-pool gradient from stored argmax indices (as [`max_pool`] writes them).
+/// Indices that are not a cell of their window route nothing (no range check needed:
+/// the gather never dereferences them).
+#[allow(clippy::too_many_arguments)]
+pub fn max_pool_grad_with_argmax<T: Element>(
+    stream: &Arc<CudaStream>,
+    dy: &impl DevicePtr<T>,
+    dy_shape: [usize; 4],
+    argmax: &impl DevicePtr<i64>,
+    x_shape: [usize; 4],
+    layout: Layout,
+    attrs: &MaxPoolAttrs,
+    dx: &mut impl DevicePtrMut<T>,
+) -> Result<()> {
+    const OP: &str = "max_pool_grad_with_argmax";
+    let g = plan_max_pool(OP, x_shape, layout, attrs)?;
+    let want = layout.shape(g.output_dims());
+    if dy_shape != want {
+        return Err(Error::shape(OP, "dy", format!("shape {dy_shape:?} differs from the pool's output shape {want:?}")));
+    }
+    check_len(OP, "dy", dy.len(), g.output_dims(), layout)?;
+    check_len(OP, "argmax", argmax.len(), g.output_dims(), layout)?;
+    check_len(OP, "dx", dx.len(), g.input_dims(), layout)?;
+    let (a, _ga) = argmax.device_ptr(stream);
+    let (b, _gb) = dy.device_ptr(stream);
+    let (c, _gc) = dx.device_ptr_mut(stream);
+    pool_grad_argmax_raw::<T>(stream, &g, layout, a, b, c)
+}

@@ -1,0 +1,150 @@
+//! Device probe (once, cached), per-context lazy module loading and the launch helper.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::nvrtc::Ptx;
+
+use super::ptx::{build_info, module_ptx};
+use crate::{Error, Result};
+
+/// What the probe found.
+#[derive(Debug, Clone)]
+pub struct DeviceInfo {
+    /// CUDA devices visible.
+    pub device_count: i32,
+    /// Device 0's name.
+    pub name: String,
+    /// Device 0's compute capability.
+    pub compute_capability: (i32, i32),
+    /// Device 0's memory in bytes.
+    pub total_mem: usize,
+}
+
+struct Probed {
+    info: DeviceInfo,
+    ctx: Arc<CudaContext>,
+}
+
+static PROBE: OnceLock<std::result::Result<Probed, String>> = OnceLock::new();
+
+fn probe_inner() -> std::result::Result<Probed, String> {
+    // SAFETY: is_culib_present only tries to dlopen libcuda; it is the one driver entry
+    // point that is safe to call when the library is absent (every other one panics).
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err("libcuda.so (the NVIDIA driver) not found".into());
+    }
+    let count =
+        CudaContext::device_count().map_err(|e| format!("cuDeviceGetCount failed: {e}"))?;
+    if count < 1 {
+        return Err("the driver reports no CUDA device".into());
+    }
+    let ctx = CudaContext::new(0).map_err(|e| format!("cannot create a context on device 0: {e}"))?;
+    let info = DeviceInfo {
+        device_count: count,
+        name: ctx.name().unwrap_or_else(|e| format!("<name unavailable: {e}>")),
+        compute_capability: ctx.compute_capability().unwrap_or((0, 0)),
+        total_mem: ctx.total_mem().unwrap_or(0),
+    };
+    Ok(Probed { info, ctx })
+}
+
+fn probed() -> Result<&'static Probed> {
+    PROBE
+        .get_or_init(probe_inner)
+        .as_ref()
+        .map_err(|reason| Error::CudaUnavailable {
+            reason: reason.clone(),
+        })
+}
+
+/// Whether CUDA is usable: kernels compiled in, libcuda present, a device, a context.
+/// Probed once per process; the `Err` is `CudaUnavailable` with a human reason.
+pub fn probe() -> Result<DeviceInfo> {
+    let b = build_info();
+    if !b.kernels_compiled {
+        return Err(Error::CudaUnavailable {
+            reason: format!("this build has no CUDA kernels ({})", b.reason),
+        });
+    }
+    Ok(probed()?.info.clone())
+}
+
+/// The process-wide context on device 0 (created by the probe).
+pub fn context() -> Result<Arc<CudaContext>> {
+    probe()?;
+    Ok(probed()?.ctx.clone())
+}
+
+/// A process-wide stream on device 0 for callers without one of their own (the CLI).
+pub fn stream() -> Result<Arc<CudaStream>> {
+    static STREAM: OnceLock<std::result::Result<Arc<CudaStream>, String>> = OnceLock::new();
+    let ctx = context()?;
+    STREAM
+        .get_or_init(|| ctx.new_stream().map_err(|e| e.to_string()))
+        .clone()
+        .map_err(|msg| Error::Cuda {
+            op: "new_stream",
+            msg,
+        })
+}
+
+/// Modules and functions loaded into one context, each loaded lazily once.
+#[derive(Default)]
+struct ContextKernels {
+    modules: HashMap<&'static str, Arc<CudaModule>>,
+    functions: HashMap<String, CudaFunction>,
+}
+
+// Keyed by the CUcontext handle; the cached modules hold an Arc of their context, so a
+// handle cannot be recycled while its entry exists.
+static KERNELS: OnceLock<Mutex<HashMap<usize, ContextKernels>>> = OnceLock::new();
+
+/// `kernel` (e.g. `resize_gather_f32`) from `module` (file stem), loaded into the
+/// stream's context on first use.
+pub(crate) fn function(
+    stream: &Arc<CudaStream>,
+    op: &'static str,
+    module: &'static str,
+    kernel: &str,
+) -> Result<CudaFunction> {
+    let ptx = module_ptx(module).ok_or_else(|| Error::CudaUnavailable {
+        reason: format!("this build has no CUDA kernels ({})", build_info().reason),
+    })?;
+    let ctx = stream.context();
+    let key = ctx.cu_ctx() as usize;
+    let mut all = KERNELS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    let entry = all.entry(key).or_default();
+    if let Some(f) = entry.functions.get(kernel) {
+        return Ok(f.clone());
+    }
+    let m = match entry.modules.get(module) {
+        Some(m) => m.clone(),
+        None => {
+            let m = ctx.load_module(Ptx::from_src(ptx)).map_err(|e| Error::Cuda {
+                op,
+                msg: format!("loading PTX module {module}: {e}"),
+            })?;
+            entry.modules.insert(module, m.clone());
+            m
+        }
+    };
+    let f = m.load_function(kernel).map_err(|e| Error::Cuda {
+        op,
+        msg: format!("kernel {kernel} not found in module {module}: {e}"),
+    })?;
+    entry.functions.insert(kernel.to_string(), f.clone());
+    Ok(f)
+}
+
+/// A driver error as the crate's error.
+pub(crate) fn cuda_err(op: &'static str, what: &str, e: impl std::fmt::Display) -> Error {
+    Error::Cuda {
+        op,
+        msg: format!("{what}: {e}"),
+    }
+}
