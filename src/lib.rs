@@ -19,6 +19,7 @@
 
 #![warn(missing_docs)]
 
+pub mod bench;
 pub mod dtype;
 pub mod error;
 pub mod geometry;

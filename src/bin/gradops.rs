@@ -34,6 +34,8 @@ enum Cmd {
     },
     /// Version, element types, compiled kernels and whether a GPU is usable (and why not).
     Info,
+    /// Time the SPEC's benchmark workloads W1-W6 (nvprof-style table, optional JSON).
+    Bench(gradops::bench::BenchArgs),
 }
 
 fn run(case: PathBuf, device: Device) -> gradops::Result<()> {
@@ -71,5 +73,12 @@ fn main() -> ExitCode {
             info();
             ExitCode::SUCCESS
         }
+        Cmd::Bench(args) => match gradops::bench::run_cli(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("gradops bench: {e}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }
