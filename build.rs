@@ -45,8 +45,22 @@ fn main() {
         println!("cargo:rerun-if-env-changed={v}");
     }
 
+    // tests/cuda_*.rs use gradops::cuda only once src/lib.rs declares the module.
+    println!("cargo:rustc-check-cfg=cfg(gradops_cuda)");
+    println!("cargo:rerun-if-changed=src/lib.rs");
+    let lib = fs::read_to_string(root.join("src/lib.rs")).unwrap_or_default();
+    if lib
+        .lines()
+        .any(|l| l.trim_start().starts_with("pub mod cuda;"))
+    {
+        println!("cargo:rustc-cfg=gradops_cuda");
+    }
+
     let require = matches!(
-        env::var("GRADOPS_REQUIRE_CUDA").ok().as_deref().map(str::trim),
+        env::var("GRADOPS_REQUIRE_CUDA")
+            .ok()
+            .as_deref()
+            .map(str::trim),
         Some("1") | Some("true") | Some("yes")
     );
     let toolchain_dir = env::var_os("GRADOPS_TOOLCHAIN_DIR")
@@ -96,10 +110,18 @@ fn main() {
             .iter()
             .map(|name| {
                 let (nvcc, kdir, out, arch, extra) = (&nvcc, &kdir, &out, &arch, &extra);
-                s.spawn(move || (name.to_string(), compile(nvcc, kdir, out, name, arch, extra)))
+                s.spawn(move || {
+                    (
+                        name.to_string(),
+                        compile(nvcc, kdir, out, name, arch, extra),
+                    )
+                })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("nvcc thread")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("nvcc thread"))
+            .collect()
     });
 
     let errors: Vec<String> = results
@@ -129,12 +151,7 @@ fn main() {
 }
 
 /// CPU-only output (or a build failure under GRADOPS_REQUIRE_CUDA=1).
-fn fail_or_cpu(
-    require: bool,
-    out: &Path,
-    msg: &str,
-    tool: Option<(&Path, &str, &str)>,
-) -> ! {
+fn fail_or_cpu(require: bool, out: &Path, msg: &str, tool: Option<(&Path, &str, &str)>) -> ! {
     if require {
         eprintln!("{msg}");
         eprintln!("GRADOPS_REQUIRE_CUDA=1: refusing to build without the CUDA kernels.");
@@ -149,7 +166,10 @@ fn fail_or_cpu(
     let (nvcc, version, arch) = tool.unwrap_or((Path::new(""), "", ""));
     let mut src = header(false, nvcc, version, arch, first);
     for name in KERNEL_FILES {
-        src.push_str(&format!("pub const {}: Option<&str> = None;\n", name.to_uppercase()));
+        src.push_str(&format!(
+            "pub const {}: Option<&str> = None;\n",
+            name.to_uppercase()
+        ));
     }
     src.push_str(&table());
     write_out(out, &src);
@@ -224,7 +244,10 @@ fn compile(
 }
 
 fn normalize_arch(v: Option<&str>) -> Result<String, String> {
-    let raw = v.map(str::trim).filter(|s| !s.is_empty()).unwrap_or(DEFAULT_ARCH);
+    let raw = v
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .unwrap_or(DEFAULT_ARCH);
     let digits = raw
         .trim_start_matches("compute_")
         .trim_start_matches("sm_")
@@ -252,7 +275,10 @@ fn find_nvcc(toolchain_dir: &Path) -> Option<PathBuf> {
         if let Some(found) = search_path(p.to_str().unwrap_or("")) {
             return Some(found);
         }
-        println!("cargo:warning=gradops: NVCC={} does not exist; looking elsewhere", p.display());
+        println!(
+            "cargo:warning=gradops: NVCC={} does not exist; looking elsewhere",
+            p.display()
+        );
     }
     for var in ["CUDA_HOME", "CUDA_PATH"] {
         if let Some(home) = env::var_os(var).filter(|s| !s.is_empty()) {
