@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# End-to-end GPU check for a machine with an NVIDIA GPU. Writes a results file.
+#
+#   bash scripts/gpu-check.sh                 # build here (cargo + nvcc) and run everything
+#   bash scripts/gpu-check.sh --prebuild      # on a machine without a GPU: build the test
+#                                             # binaries into target/gpu-bundle/ (carry it)
+#   bash scripts/gpu-check.sh --bundle DIR    # on a GPU machine without cargo/network:
+#                                             # run the prebuilt binaries in DIR
+#
+# Steps: toolchain (system nvcc if any, else scripts/install-cuda-toolchain.sh),
+# GRADOPS_REQUIRE_CUDA=1 build, ptxas check, GPU tests with GRADOPS_REQUIRE_GPU=1
+# (a skip is a failure here), compute-sanitizer (memcheck, racecheck, synccheck,
+# initcheck) over the GPU tests, benches named benches/cuda*.rs when present.
+# Results: ${GRADOPS_RESULTS:-gpu-results.txt} (nvidia-smi, versions, every step's
+# output and status). Exit status: non-zero if any step failed.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+RESULTS="${GRADOPS_RESULTS:-$ROOT/gpu-results.txt}"
+MODE=build
+BUNDLE=""
+case "${1:-}" in
+  --prebuild) MODE=prebuild ;;
+  --bundle) MODE=bundle; BUNDLE="${2:?--bundle needs a folder}" ;;
+  "") ;;
+  *) echo "usage: $0 [--prebuild | --bundle DIR]" >&2; exit 2 ;;
+esac
+
+FAILED=0
+step() {  # step NAME CMD...: run, log to RESULTS, remember failure
+  local name="$1"; shift
+  echo "=== $name: $*" | tee -a "$RESULTS"
+  local t0=$SECONDS
+  "$@" >>"$RESULTS" 2>&1
+  local rc=$?
+  echo "=== $name: rc=$rc ($((SECONDS - t0)) s)" | tee -a "$RESULTS"
+  [[ $rc -eq 0 ]] || FAILED=1
+  return $rc
+}
+
+toolchain() {
+  if [[ -n "${NVCC:-}" ]]; then echo "NVCC=$NVCC"; return 0; fi
+  if command -v nvcc >/dev/null 2>&1; then
+    local v; v="$(nvcc --version | sed -n 's/.*release \([0-9.]*\),.*/\1/p')"
+    if [[ "$v" == "13.0" ]]; then export NVCC="$(command -v nvcc)"; echo "system nvcc $v"; return 0; fi
+    echo "system nvcc $v is not 13.0; using the pinned toolchain"
+  fi
+  export NVCC="$(bash scripts/install-cuda-toolchain.sh | tail -1)"
+}
+
+# Test executables cargo built for `--test NAME` (release profile).
+test_exe() {
+  cargo test --release --no-run --test "$1" --message-format=json 2>/dev/null |
+    python3 -c 'import json,sys
+for l in sys.stdin:
+    try: m=json.loads(l)
+    except Exception: continue
+    if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]==sys.argv[1]: print(m["executable"])' "$1" | tail -1
+}
+
+: >"$RESULTS"
+{
+  echo "gradops gpu-check $(date -u +%FT%TZ) mode=$MODE"
+  echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)"
+  nvidia-smi 2>&1 || echo "nvidia-smi: not available"
+} >>"$RESULTS"
+
+if [[ "$MODE" == prebuild ]]; then
+  toolchain
+  export GRADOPS_REQUIRE_CUDA=1
+  step build cargo build --release || exit 1
+  mkdir -p target/gpu-bundle
+  for t in cuda_ops ptx_check; do
+    exe="$(test_exe "$t")"
+    [[ -n "$exe" ]] && cp "$exe" "target/gpu-bundle/$t"
+  done
+  cp target/release/gradops target/gpu-bundle/ 2>/dev/null || true
+  ls -la target/gpu-bundle | tee -a "$RESULTS"
+  echo "carry target/gpu-bundle and run: bash scripts/gpu-check.sh --bundle target/gpu-bundle"
+  exit $FAILED
+fi
+
+export GRADOPS_REQUIRE_GPU=1
+if [[ "$MODE" == build ]]; then
+  step toolchain toolchain
+  export GRADOPS_REQUIRE_CUDA=1
+  step build cargo build --release || { echo "build failed; see $RESULTS"; exit 1; }
+  step ptx_check cargo test --release --test ptx_check -- --nocapture
+  step gpu_tests cargo test --release --test cuda_ops -- --nocapture --test-threads=1
+  GPU_TEST="$(test_exe cuda_ops)"
+  [[ -x target/release/gradops ]] && step info target/release/gradops info
+else
+  GPU_TEST="$BUNDLE/cuda_ops"
+  step gpu_tests "$GPU_TEST" --nocapture --test-threads=1
+  [[ -x "$BUNDLE/gradops" ]] && step info "$BUNDLE/gradops" info
+fi
+
+SAN="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)"
+if [[ -n "$SAN" && -n "${GPU_TEST:-}" && -x "$GPU_TEST" ]]; then
+  for tool in memcheck racecheck synccheck initcheck; do
+    step "sanitizer_$tool" "$SAN" --tool "$tool" --error-exitcode 99 "$GPU_TEST" --test-threads=1
+  done
+else
+  echo "=== compute-sanitizer: not found or no test binary, skipped" | tee -a "$RESULTS"
+  FAILED=1
+fi
+
+if [[ "$MODE" == build ]]; then
+  for b in benches/cuda*.rs; do
+    [[ -e "$b" ]] || continue
+    step "bench_$(basename "$b" .rs)" cargo bench --bench "$(basename "$b" .rs)"
+  done
+fi
+
+echo "results in $RESULTS (failed=$FAILED)"
+exit $FAILED
