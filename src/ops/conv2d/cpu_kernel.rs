@@ -3,7 +3,7 @@
 
 use crate::cpu::gemm::{matmul, MatMut, MatRef};
 use crate::dtype::{Accum, Element};
-use crate::geometry::window::ConvGeometry;
+use crate::geometry::window::{ConvGeometry, WindowAxis};
 use crate::ops::resize::cpu_kernel::{acc_view, store};
 use crate::tensor::Layout;
 use num_traits::Zero;
@@ -69,6 +69,235 @@ fn per_image<T: Element>(
 
 /// `dx` from `dy` and an HWIO filter.
 pub(crate) fn backprop_input<T: Element>(
+    g: &ConvGeometry,
+    layout: Layout,
+    dy: &[T],
+    w: &[T],
+    dx: &mut [T],
+) {
+    match layout {
+        Layout::Nchw => backprop_input_nchw(g, dy, w, dx),
+        Layout::Nhwc => backprop_input_col2im(g, layout, dy, w, dx),
+    }
+}
+
+/// Column-buffer elements per stride-phase tile (256 KiB in f32: the buffer stays in L2).
+const PHASE_COL_ELEMS: usize = 1 << 16;
+
+/// One residue class of an axis of the transposed convolution: the inputs `x = q*s + ph`
+/// (`q < n`) receive exactly the taps `t` with `(ph + pad - t*d) % s == 0`, each from output
+/// `o = q + off` (when `0 <= o < output`).
+struct AxisPhase {
+    ph: usize,
+    n: usize,
+    /// `(tap, off)`.
+    taps: Vec<(usize, isize)>,
+}
+
+fn axis_phases(a: &WindowAxis) -> Vec<AxisPhase> {
+    let s = a.stride.max(1);
+    (0..s.min(a.input))
+        .map(|ph| {
+            let taps = (0..a.kernel)
+                .filter_map(|t| {
+                    let v = (ph + a.pad_before) as isize - (t * a.dilation) as isize;
+                    (v.rem_euclid(s as isize) == 0).then_some((t, v.div_euclid(s as isize)))
+                })
+                .collect();
+            AxisPhase {
+                ph,
+                n: (a.input - ph).div_ceil(s),
+                taps,
+            }
+        })
+        .collect()
+}
+
+/// A 2-D phase: `k` = taps x group output channels (the GEMM depth), its packed filter
+/// `[cig, k]` at `woff` in the packed buffer of each group.
+struct Phase<'a> {
+    y: &'a AxisPhase,
+    x: &'a AxisPhase,
+    k: usize,
+    woff: usize,
+}
+
+/// NCHW `dx` without a col2im scatter: per stride phase, an im2col of `dy` (rows
+/// `(tap_y, tap_x, co)`, columns the phase's pixels) and one GEMM `dx_phase[ci, p] =
+/// Wp[ci, (tap, co)] * col[(tap, co), p]` that writes `dx` directly (stride 1) or through a
+/// small tile buffer (stride > 1, or f16). Work items are (image, group, input-channel
+/// block); each `dx` element is one GEMM dot product over the fixed order `(tap, co)`
+/// (the `gemm` crate blocks depth by `k` alone), so results do not depend on the thread count.
+fn backprop_input_nchw<T: Element>(g: &ConvGeometry, dy: &[T], w: &[T], dx: &mut [T]) {
+    if dx.is_empty() {
+        return;
+    }
+    let (hi, wi, ho, wo) = (g.h.input, g.w.input, g.h.output, g.w.output);
+    let (cig, cog) = (g.ci / g.groups, g.co / g.groups);
+    let (hw, dimg) = (hi * wi, g.co * ho * wo);
+    let zero = T::Acc::zero();
+    let (hph, wph) = (axis_phases(&g.h), axis_phases(&g.w));
+    let mut phases = Vec::new();
+    let mut woff = 0;
+    for y in &hph {
+        for x in &wph {
+            let k = y.taps.len() * x.taps.len() * cog;
+            phases.push(Phase { y, x, k, woff });
+            woff += cig * k;
+        }
+    }
+    // Packed filter: per group, per phase, [ci][(tap_y, tap_x, co)].
+    let kw = g.w.kernel;
+    let mut wp = vec![zero; g.groups * woff];
+    for grp in 0..g.groups {
+        let base = grp * woff;
+        for ph in &phases {
+            for ci in 0..cig {
+                let row = &mut wp[base + ph.woff + ci * ph.k..][..ph.k];
+                let mut r = 0;
+                for &(ty, _) in &ph.y.taps {
+                    for &(tx, _) in &ph.x.taps {
+                        let src = &w[((ty * kw + tx) * cig + ci) * g.co + grp * cog..][..cog];
+                        T::slice_to_acc(src, &mut row[r..r + cog]);
+                        r += cog;
+                    }
+                }
+            }
+        }
+    }
+    // Split dx into (image, group, channel block) items; enough blocks to feed every thread.
+    let n = dx.len() / (g.ci * hw).max(1);
+    let threads = rayon::current_num_threads();
+    let blocks = threads.div_ceil((n * g.groups).max(1)).clamp(1, cig.max(1));
+    let chunk = cig.div_ceil(blocks).next_multiple_of(8).min(cig).max(1);
+    let mut items = Vec::new();
+    for (i, dxi) in dx.chunks_mut(g.ci * hw).enumerate() {
+        let mut rest = dxi;
+        for grp in 0..g.groups {
+            for c0 in (0..cig).step_by(chunk) {
+                let c1 = (c0 + chunk).min(cig);
+                let (a, b) = rest.split_at_mut((c1 - c0) * hw);
+                rest = b;
+                items.push((i, grp, c0, c1, a));
+            }
+        }
+    }
+    let (phases, wp) = (&phases, &wp);
+    items.into_par_iter().for_each_init(
+        || (Vec::new(), Vec::new()),
+        |(col, tmp), (i, grp, c0, c1, d)| {
+            let dyi = &dy[i * dimg..][..dimg];
+            let m = c1 - c0;
+            for ph in phases {
+                let wmat = &wp[grp * woff + ph.woff + c0 * ph.k..][..m * ph.k];
+                let nqx = ph.x.n;
+                let tq = (PHASE_COL_ELEMS / (ph.k * nqx).max(1)).clamp(1, ph.y.n.max(1));
+                for qy0 in (0..ph.y.n).step_by(tq) {
+                    let tr = tq.min(ph.y.n - qy0);
+                    let np = tr * nqx;
+                    col.resize(ph.k * np, zero);
+                    im2col_phase(g, grp, ph, qy0, tr, dyi, col);
+                    let lhs = MatRef {
+                        data: wmat,
+                        rows: m,
+                        cols: ph.k,
+                        rs: ph.k,
+                        cs: 1,
+                    };
+                    let rhs = MatRef {
+                        data: &col[..ph.k * np],
+                        rows: ph.k,
+                        cols: np,
+                        rs: np,
+                        cs: 1,
+                    };
+                    let direct = g.h.stride == 1 && g.w.stride == 1;
+                    if let (true, Some(acc)) = (direct, T::as_acc_slice_mut(d)) {
+                        let dst = MatMut {
+                            data: &mut acc[qy0 * wi..],
+                            rows: m,
+                            cols: np,
+                            rs: hw,
+                            cs: 1,
+                        };
+                        matmul(dst, lhs, rhs, false);
+                        continue;
+                    }
+                    tmp.resize(m * np, zero);
+                    let dst = MatMut {
+                        data: &mut tmp[..],
+                        rows: m,
+                        cols: np,
+                        rs: np,
+                        cs: 1,
+                    };
+                    matmul(dst, lhs, rhs, false);
+                    let (sy, sx) = (g.h.stride, g.w.stride);
+                    for c in 0..m {
+                        let plane = &mut d[c * hw..][..hw];
+                        for r in 0..tr {
+                            let y = (qy0 + r) * sy + ph.y.ph;
+                            let src = &tmp[c * np + r * nqx..][..nqx];
+                            let drow = &mut plane[y * wi..][..wi];
+                            if sx == 1 {
+                                T::slice_from_acc(src, drow);
+                            } else {
+                                for (qx, &v) in src.iter().enumerate() {
+                                    drow[qx * sx + ph.x.ph] = T::from_acc(v);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        },
+    );
+}
+
+/// `col[(tap_y, tap_x, co), (q_y - qy0, q_x)] = dy[grp*cog + co, q_y + off_y, q_x + off_x]`,
+/// zero where that output is out of range.
+fn im2col_phase<T: Element>(
+    g: &ConvGeometry,
+    grp: usize,
+    ph: &Phase<'_>,
+    qy0: usize,
+    tr: usize,
+    dy: &[T],
+    col: &mut [T::Acc],
+) {
+    let (ho, wo, cog) = (g.h.output, g.w.output, g.co / g.groups);
+    let zero = T::Acc::zero();
+    let nqx = ph.x.n;
+    let np = tr * nqx;
+    let mut rows = col.chunks_exact_mut(np.max(1));
+    for &(_, offy) in &ph.y.taps {
+        for &(_, offx) in &ph.x.taps {
+            // q_x whose output q_x + off_x lies in [0, wo).
+            let lo = (-offx).clamp(0, nqx as isize) as usize;
+            let hi = (wo as isize - offx).clamp(lo as isize, nqx as isize) as usize;
+            for co in 0..cog {
+                let plane = &dy[(grp * cog + co) * ho * wo..][..ho * wo];
+                let Some(dst) = rows.next() else {
+                    return;
+                };
+                for (r, d) in dst.chunks_exact_mut(nqx.max(1)).enumerate() {
+                    let oy = (qy0 + r) as isize + offy;
+                    if oy < 0 || oy >= ho as isize || hi == lo {
+                        d.fill(zero);
+                        continue;
+                    }
+                    let srow = &plane[oy as usize * wo..][..wo];
+                    d[..lo].fill(zero);
+                    d[hi..].fill(zero);
+                    let s0 = (lo as isize + offx) as usize;
+                    T::slice_to_acc(&srow[s0..s0 + (hi - lo)], &mut d[lo..hi]);
+                }
+            }
+        }
+    }
+}
+
+fn backprop_input_col2im<T: Element>(
     g: &ConvGeometry,
     layout: Layout,
     dy: &[T],
@@ -152,7 +381,7 @@ pub(crate) fn backprop_input<T: Element>(
 
 /// The outputs `ox` whose tap `kx` lands inside the input, as a range.
 #[inline]
-fn valid_outputs(a: &crate::geometry::window::WindowAxis, k: usize) -> std::ops::Range<usize> {
+fn valid_outputs(a: &WindowAxis, k: usize) -> std::ops::Range<usize> {
     // x = o*s + k*d - pad in [0, input)
     let off = k * a.dilation;
     let lo = if off >= a.pad_before {
@@ -361,5 +590,65 @@ fn im2col_nhwc<A: Accum>(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geometry::window::{Padding, WindowAttrs};
+    use crate::tensor::Dims;
+
+    /// The stride-phase NCHW path against the im2col/col2im path, on shapes wider than the
+    /// reference tests (channel blocks, strides above the kernel, dilations, batch 1 split).
+    #[test]
+    fn phase_path_matches_col2im() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m as u64) as usize
+        };
+        let mut checked = 0;
+        for case in 0..200 {
+            let groups = [1, 1, 2, 3][next(4)];
+            let (cig, cog) = (1 + next(20), 1 + next(20));
+            let n = 1 + next(3);
+            let input = Dims {
+                n,
+                c: cig * groups,
+                h: 1 + next(12),
+                w: 1 + next(12),
+            };
+            let (kh, kw) = (1 + next(4), 1 + next(4));
+            let attrs = WindowAttrs {
+                strides: [1 + next(4), 1 + next(4)],
+                dilations: [1 + next(3), 1 + next(3)],
+                padding: match next(3) {
+                    0 => Padding::Same,
+                    1 => Padding::Valid,
+                    _ => Padding::Explicit([[next(3), next(3)], [next(3), next(3)]]),
+                },
+                dim_rounding: None,
+            };
+            let Ok(g) = ConvGeometry::new("t", input, [kh, kw, cig, cog * groups], &attrs) else {
+                continue;
+            };
+            let dy: Vec<f64> = (0..n * g.co * g.h.output * g.w.output)
+                .map(|i| ((i * 7 + case) % 13) as f64 - 6.0)
+                .collect();
+            let w: Vec<f64> = (0..kh * kw * cig * g.co)
+                .map(|i| ((i * 5 + 3 * case) % 11) as f64 - 5.0)
+                .collect();
+            let len = n * g.ci * g.h.input * g.w.input;
+            let (mut a, mut b) = (vec![f64::NAN; len], vec![f64::NAN; len]);
+            backprop_input_nchw(&g, &dy, &w, &mut a);
+            backprop_input_col2im(&g, Layout::Nchw, &dy, &w, &mut b);
+            // Small integers: both sums are exact.
+            assert_eq!(a, b, "case {case}: {g:?}");
+            checked += 1;
+        }
+        assert!(checked > 50, "only {checked} valid cases");
     }
 }
