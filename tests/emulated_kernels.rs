@@ -11,7 +11,7 @@
 //! tests print that they skipped (and fail under GRADOPS_REQUIRE_CUDA=1).
 //! GRADOPS_EMU_CASES sets the number of random cases per kernel family (default 12).
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::too_many_arguments)]
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

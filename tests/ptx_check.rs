@@ -27,7 +27,10 @@ const DTYPES: &[&str] = &["f16", "f32", "f64"];
 const ARCHES: &[&str] = &["sm_80", "sm_90"];
 
 fn require_cuda() -> bool {
-    matches!(std::env::var("GRADOPS_REQUIRE_CUDA").as_deref(), Ok("1") | Ok("true") | Ok("yes"))
+    matches!(
+        std::env::var("GRADOPS_REQUIRE_CUDA").as_deref(),
+        Ok("1") | Ok("true") | Ok("yes")
+    )
 }
 
 /// Some(()) when the kernels were compiled; otherwise prints why the test skips.
@@ -108,11 +111,17 @@ fn ptx_isa_and_kernel_names() {
             .unwrap_or_else(|| panic!("{module}: no .version line"));
         let (maj, min) = version.trim().split_once('.').expect(".version X.Y");
         let v: (u32, u32) = (maj.parse().unwrap(), min.parse().unwrap());
-        assert!(v <= (9, 0), "{module}: PTX ISA {version} is newer than 9.0 (nvcc newer than 13.0?)");
+        assert!(
+            v <= (9, 0),
+            "{module}: PTX ISA {version} is newer than 9.0 (nvcc newer than 13.0?)"
+        );
         for (m, op) in OPS.iter().filter(|(m, _)| m == module) {
             for d in DTYPES {
                 let entry = format!(".entry {op}_{d}(");
-                assert!(ptx.contains(&entry), "{m}: kernel {op}_{d} missing from PTX");
+                assert!(
+                    ptx.contains(&entry),
+                    "{m}: kernel {op}_{d} missing from PTX"
+                );
             }
         }
     }
@@ -152,7 +161,10 @@ fn ptxas_sm80_sm90_no_spills() {
                 .unwrap_or_else(|e| panic!("cannot run {}: {e}", ptxas.display()));
             let text = String::from_utf8_lossy(&out.stderr).to_string()
                 + &String::from_utf8_lossy(&out.stdout);
-            assert!(out.status.success(), "ptxas -arch={arch} {module}.ptx failed:\n{text}");
+            assert!(
+                out.status.success(),
+                "ptxas -arch={arch} {module}.ptx failed:\n{text}"
+            );
             let usage = parse_ptxas(&text);
             for (m, op) in OPS.iter().filter(|(m, _)| m == module) {
                 for d in DTYPES {
@@ -183,5 +195,9 @@ fn ptxas_sm80_sm90_no_spills() {
     let _ = std::fs::remove_dir_all(&dir);
     println!("{report}");
     eprintln!("{report}");
-    assert!(problems.is_empty(), "register spills / local memory:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "register spills / local memory:\n{}",
+        problems.join("\n")
+    );
 }

@@ -9,7 +9,9 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use super::ops::{self, upload};
 use super::runtime::{cuda_err, probe, stream};
 use crate::geometry::ResizePlan;
-use crate::ops::conv2d::{filter_as_hwio, plan_conv2d, plan_conv2d_backprop_input, Conv2dAttrs, FilterRef};
+use crate::ops::conv2d::{
+    filter_as_hwio, plan_conv2d, plan_conv2d_backprop_input, Conv2dAttrs, FilterRef,
+};
 use crate::ops::max_pool::{plan_max_pool, plan_max_pool_grad, MaxPoolAttrs};
 use crate::tensor::{Dims, Layout, Tensor, TensorRef};
 use crate::{Element, Error, Result};
@@ -35,11 +37,19 @@ fn ready() -> Result<Arc<CudaStream>> {
 
 fn alloc(s: &Arc<CudaStream>, op: &'static str, bytes: usize) -> Result<CudaSlice<u8>> {
     // Zeroed so that nothing stale is ever read back, even on an early error.
-    s.alloc_zeros::<u8>(bytes.max(1)).map_err(|e| cuda_err(op, "device allocation", e))
+    s.alloc_zeros::<u8>(bytes.max(1))
+        .map_err(|e| cuda_err(op, "device allocation", e))
 }
 
-fn download<T: Copy + Default>(s: &Arc<CudaStream>, op: &'static str, d: &CudaSlice<u8>, len: usize) -> Result<Vec<T>> {
-    let b = s.clone_dtoh(d).map_err(|e| cuda_err(op, "device-to-host copy", e))?;
+fn download<T: Copy + Default>(
+    s: &Arc<CudaStream>,
+    op: &'static str,
+    d: &CudaSlice<u8>,
+    len: usize,
+) -> Result<Vec<T>> {
+    let b = s
+        .clone_dtoh(d)
+        .map_err(|e| cuda_err(op, "device-to-host copy", e))?;
     Ok(from_bytes(&b, len))
 }
 
@@ -50,7 +60,13 @@ fn len_of(op: &'static str, arg: &'static str, d: Dims) -> Result<usize> {
 fn check(op: &'static str, arg: &'static str, got: usize, d: Dims, layout: Layout) -> Result<()> {
     let expected = len_of(op, arg, d)?;
     if got != expected {
-        return Err(Error::BufferLen { op, arg, expected, got, shape: layout.shape(d).to_vec() });
+        return Err(Error::BufferLen {
+            op,
+            arg,
+            expected,
+            got,
+            shape: layout.shape(d).to_vec(),
+        });
     }
     Ok(())
 }
@@ -73,7 +89,8 @@ pub fn run_resize_plan<T: Element>(
     let ds = upload(&s, op, bytes(src))?;
     let mut dd = alloc(&s, op, std::mem::size_of_val(dst))?;
     if plan.identity {
-        s.memcpy_dtod(&ds, &mut dd).map_err(|e| cuda_err(op, "device-to-device copy", e))?;
+        s.memcpy_dtod(&ds, &mut dd)
+            .map_err(|e| cuda_err(op, "device-to-device copy", e))?;
     } else {
         let (a, _ga) = ds.device_ptr(&s);
         let (b, _gb) = dd.device_ptr_mut(&s);
@@ -95,7 +112,13 @@ pub fn conv2d_backprop_input<T: Element>(
     const OP: &str = "conv2d_backprop_input";
     let g = plan_conv2d_backprop_input(dy.shape, filter.shape, input_shape, dy.layout, attrs)?;
     check(OP, "dy", dy.data.len(), g.output_dims(), dy.layout)?;
-    check(OP, "filter", filter.data.len(), Layout::Nchw.dims(filter.shape), Layout::Nchw)?;
+    check(
+        OP,
+        "filter",
+        filter.data.len(),
+        Layout::Nchw.dims(filter.shape),
+        Layout::Nchw,
+    )?;
     let n = len_of(OP, "input_shape", g.input_dims())?;
     if n == 0 {
         return Tensor::from_vec(vec![], input_shape, dy.layout);
@@ -114,11 +137,21 @@ pub fn conv2d_backprop_input<T: Element>(
 }
 
 /// Mirrors [`crate::conv2d`].
-pub fn conv2d<T: Element>(x: TensorRef<'_, T>, filter: FilterRef<'_, T>, attrs: &Conv2dAttrs) -> Result<Tensor<T>> {
+pub fn conv2d<T: Element>(
+    x: TensorRef<'_, T>,
+    filter: FilterRef<'_, T>,
+    attrs: &Conv2dAttrs,
+) -> Result<Tensor<T>> {
     const OP: &str = "conv2d";
     let g = plan_conv2d(x.shape, filter.shape, x.layout, attrs)?;
     check(OP, "x", x.data.len(), g.input_dims(), x.layout)?;
-    check(OP, "filter", filter.data.len(), Layout::Nchw.dims(filter.shape), Layout::Nchw)?;
+    check(
+        OP,
+        "filter",
+        filter.data.len(),
+        Layout::Nchw.dims(filter.shape),
+        Layout::Nchw,
+    )?;
     let yshape = x.layout.shape(g.output_dims());
     let n = len_of(OP, "y", g.output_dims())?;
     if n == 0 {
@@ -138,14 +171,21 @@ pub fn conv2d<T: Element>(x: TensorRef<'_, T>, filter: FilterRef<'_, T>, attrs: 
 }
 
 /// Mirrors [`crate::max_pool`].
-pub fn max_pool<T: Element>(x: TensorRef<'_, T>, attrs: &MaxPoolAttrs, want_argmax: bool) -> Result<(Tensor<T>, Option<Vec<i64>>)> {
+pub fn max_pool<T: Element>(
+    x: TensorRef<'_, T>,
+    attrs: &MaxPoolAttrs,
+    want_argmax: bool,
+) -> Result<(Tensor<T>, Option<Vec<i64>>)> {
     const OP: &str = "max_pool";
     let g = plan_max_pool(OP, x.shape, x.layout, attrs)?;
     check(OP, "x", x.data.len(), g.input_dims(), x.layout)?;
     let yshape = x.layout.shape(g.output_dims());
     let n = len_of(OP, "y", g.output_dims())?;
     if n == 0 {
-        return Ok((Tensor::from_vec(vec![], yshape, x.layout)?, want_argmax.then(Vec::new)));
+        return Ok((
+            Tensor::from_vec(vec![], yshape, x.layout)?,
+            want_argmax.then(Vec::new),
+        ));
     }
     let s = ready()?;
     let dxx = upload(&s, OP, bytes(x.data))?;
@@ -158,7 +198,11 @@ pub fn max_pool<T: Element>(x: TensorRef<'_, T>, attrs: &MaxPoolAttrs, want_argm
         ops::pool_forward_raw::<T>(&s, &g, x.layout, a, b, c)?;
     }
     let y = Tensor::from_vec(download(&s, OP, &dy, n)?, yshape, x.layout)?;
-    let am = if want_argmax { Some(download::<i64>(&s, OP, &da, n)?) } else { None };
+    let am = if want_argmax {
+        Some(download::<i64>(&s, OP, &da, n)?)
+    } else {
+        None
+    };
     Ok((y, am))
 }
 
@@ -171,7 +215,11 @@ pub fn max_pool_grad<T: Element>(
 ) -> Result<Tensor<T>> {
     const OP: &str = "max_pool_grad";
     if dy.layout != x.layout || y.is_some_and(|y| y.layout != x.layout) {
-        return Err(Error::attr(OP, "layout", "dy, x (and y) must share one layout"));
+        return Err(Error::attr(
+            OP,
+            "layout",
+            "dy, x (and y) must share one layout",
+        ));
     }
     if let Some(y) = &y {
         check(OP, "y", y.data.len(), y.dims(), y.layout)?;
@@ -184,7 +232,10 @@ pub fn max_pool_grad<T: Element>(
         return Tensor::from_vec(vec![], x.shape, x.layout);
     }
     let s = ready()?;
-    let (dxx, ddy) = (upload(&s, OP, bytes(x.data))?, upload(&s, OP, bytes(dy.data))?);
+    let (dxx, ddy) = (
+        upload(&s, OP, bytes(x.data))?,
+        upload(&s, OP, bytes(dy.data))?,
+    );
     let mut ddx = alloc(&s, OP, std::mem::size_of_val(x.data))?;
     {
         let (a, _ga) = dxx.device_ptr(&s);
@@ -206,7 +257,14 @@ pub fn max_pool_grad_with_argmax<T: Element>(
     let g = plan_max_pool(OP, x_shape, dy.layout, attrs)?;
     let want = dy.layout.shape(g.output_dims());
     if dy.shape != want {
-        return Err(Error::shape(OP, "dy", format!("shape {:?} differs from the pool's output shape {want:?}", dy.shape)));
+        return Err(Error::shape(
+            OP,
+            "dy",
+            format!(
+                "shape {:?} differs from the pool's output shape {want:?}",
+                dy.shape
+            ),
+        ));
     }
     check(OP, "dy", dy.data.len(), g.output_dims(), dy.layout)?;
     check(OP, "argmax", argmax.len(), g.output_dims(), dy.layout)?;
@@ -215,7 +273,10 @@ pub fn max_pool_grad_with_argmax<T: Element>(
         return Tensor::from_vec(vec![], x_shape, dy.layout);
     }
     let s = ready()?;
-    let (da, ddy) = (upload(&s, OP, bytes(argmax))?, upload(&s, OP, bytes(dy.data))?);
+    let (da, ddy) = (
+        upload(&s, OP, bytes(argmax))?,
+        upload(&s, OP, bytes(dy.data))?,
+    );
     let mut ddx = alloc(&s, OP, n * std::mem::size_of::<T>())?;
     {
         let (a, _ga) = da.device_ptr(&s);
@@ -225,4 +286,3 @@ pub fn max_pool_grad_with_argmax<T: Element>(
     }
     Tensor::from_vec(download(&s, OP, &ddx, n)?, x_shape, dy.layout)
 }
-

@@ -25,8 +25,8 @@ mod runtime;
 pub mod host;
 
 pub use ops::{
-    conv2d, conv2d_backprop_input, max_pool, max_pool_grad, max_pool_grad_with_argmax,
-    resize, resize_grad, run_resize_plan,
+    conv2d, conv2d_backprop_input, max_pool, max_pool_grad, max_pool_grad_with_argmax, resize,
+    resize_grad, run_resize_plan,
 };
 pub use ptx::{build_info, BuildInfo};
 pub use runtime::{context, probe, stream, DeviceInfo};

@@ -5,8 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{
-    CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig,
-    PushKernelArg,
+    CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg,
 };
 
 use super::launch::{self, Launch};
@@ -44,7 +43,13 @@ fn i64_of(op: &'static str, arg: &'static str, v: usize) -> Result<i64> {
     })
 }
 
-fn check_len(op: &'static str, arg: &'static str, got: usize, d: Dims, layout: Layout) -> Result<()> {
+fn check_len(
+    op: &'static str,
+    arg: &'static str,
+    got: usize,
+    d: Dims,
+    layout: Layout,
+) -> Result<()> {
     let expected = d.len(op, arg)?;
     if got != expected {
         return Err(Error::BufferLen {
@@ -83,7 +88,11 @@ fn bytes_of<T: Copy>(v: &[T]) -> &[u8] {
 }
 
 /// Upload `b` (at least one byte, so an empty array still has a valid allocation).
-pub(crate) fn upload(stream: &Arc<CudaStream>, op: &'static str, b: &[u8]) -> Result<CudaSlice<u8>> {
+pub(crate) fn upload(
+    stream: &Arc<CudaStream>,
+    op: &'static str,
+    b: &[u8],
+) -> Result<CudaSlice<u8>> {
     let r = if b.is_empty() {
         stream.clone_htod(&[0u8][..])
     } else {
@@ -166,8 +175,15 @@ pub(crate) fn resize_raw<T: Element>(
         layout: layout_code(layout),
         reserved: 0,
     };
-    let Some(l) = launch::resize(&p) else { return Ok(()) };
-    let f = function(stream, op, "resize", &format!("resize_gather_{}", T::SUFFIX))?;
+    let Some(l) = launch::resize(&p) else {
+        return Ok(());
+    };
+    let f = function(
+        stream,
+        op,
+        "resize",
+        &format!("resize_gather_{}", T::SUFFIX),
+    )?;
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
     // SAFETY: resize_gather_<T> takes one GoResizeParams. src/dst point to buffers of
@@ -241,7 +257,14 @@ pub fn resize<T: Element>(
 
 // ------------------------------------------------------------------- conv ----
 
-fn conv_params(op: &'static str, g: &ConvGeometry, layout: Layout, x: u64, w: u64, y: u64) -> Result<GoConvParams> {
+fn conv_params(
+    op: &'static str,
+    g: &ConvGeometry,
+    layout: Layout,
+    x: u64,
+    w: u64,
+    y: u64,
+) -> Result<GoConvParams> {
     Ok(GoConvParams {
         x,
         w,
@@ -280,7 +303,18 @@ fn hwio_only(op: &'static str, attrs: &Conv2dAttrs) -> Result<()> {
 
 fn filter_len(op: &'static str, g: &ConvGeometry, got: usize) -> Result<()> {
     let [a, b, c, d] = g.filter_hwio();
-    check_len(op, "filter", got, Dims { n: a, c: b, h: c, w: d }, Layout::Nchw)
+    check_len(
+        op,
+        "filter",
+        got,
+        Dims {
+            n: a,
+            c: b,
+            h: c,
+            w: d,
+        },
+        Layout::Nchw,
+    )
 }
 
 pub(crate) fn conv_backprop_input_raw<T: Element>(
@@ -293,15 +327,23 @@ pub(crate) fn conv_backprop_input_raw<T: Element>(
 ) -> Result<()> {
     const OP: &str = "conv2d_backprop_input";
     let p = conv_params(OP, g, layout, dx, w, dy)?;
-    let Some(l) = launch::conv_backprop_input(&p) else { return Ok(()) };
-    let f = function(stream, OP, "conv", &format!("conv2d_backprop_input_{}", T::SUFFIX))?;
+    let Some(l) = launch::conv_backprop_input(&p) else {
+        return Ok(());
+    };
+    let f = function(
+        stream,
+        OP,
+        "conv",
+        &format!("conv2d_backprop_input_{}", T::SUFFIX),
+    )?;
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
     // SAFETY: conv2d_backprop_input_<T> takes one GoConvParams; x (= dx, written),
     // y (= dy) and w point to buffers of exactly the geometry's input, output and HWIO
     // filter sizes (checked by every caller); the kernel reads dy only at in-range
     // (oy, ox) and writes each dx element of its tile once, for any grid size.
-    unsafe { b.launch(config(l)) }.map_err(|e| cuda_err(OP, "launching conv2d_backprop_input", e))?;
+    unsafe { b.launch(config(l)) }
+        .map_err(|e| cuda_err(OP, "launching conv2d_backprop_input", e))?;
     Ok(())
 }
 
@@ -315,7 +357,9 @@ pub(crate) fn conv_forward_raw<T: Element>(
 ) -> Result<()> {
     const OP: &str = "conv2d";
     let p = conv_params(OP, g, layout, x, w, y)?;
-    let Some(l) = launch::conv_forward(&p) else { return Ok(()) };
+    let Some(l) = launch::conv_forward(&p) else {
+        return Ok(());
+    };
     let f = function(stream, OP, "conv", &format!("conv2d_forward_{}", T::SUFFIX))?;
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
@@ -406,9 +450,21 @@ pub(crate) fn pool_forward_raw<T: Element>(
     argmax: u64,
 ) -> Result<()> {
     const OP: &str = "max_pool";
-    let p = GoPoolParams { x, y, argmax, ..pool_params(OP, g, layout)? };
-    let Some(l) = launch::pool_forward(&p) else { return Ok(()) };
-    let f = function(stream, OP, "pool", &format!("max_pool_forward_{}", T::SUFFIX))?;
+    let p = GoPoolParams {
+        x,
+        y,
+        argmax,
+        ..pool_params(OP, g, layout)?
+    };
+    let Some(l) = launch::pool_forward(&p) else {
+        return Ok(());
+    };
+    let f = function(
+        stream,
+        OP,
+        "pool",
+        &format!("max_pool_forward_{}", T::SUFFIX),
+    )?;
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
     // SAFETY: max_pool_forward_<T> takes one GoPoolParams; x points to the geometry's
@@ -427,8 +483,15 @@ pub(crate) fn pool_grad_raw<T: Element>(
     dx: u64,
 ) -> Result<()> {
     const OP: &str = "max_pool_grad";
-    let p = GoPoolParams { x, dy, dx, ..pool_params(OP, g, layout)? };
-    let Some(l) = launch::pool_grad(&p) else { return Ok(()) };
+    let p = GoPoolParams {
+        x,
+        dy,
+        dx,
+        ..pool_params(OP, g, layout)?
+    };
+    let Some(l) = launch::pool_grad(&p) else {
+        return Ok(());
+    };
     let f = function(stream, OP, "pool", &format!("max_pool_grad_{}", T::SUFFIX))?;
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
@@ -448,16 +511,29 @@ pub(crate) fn pool_grad_argmax_raw<T: Element>(
     dx: u64,
 ) -> Result<()> {
     const OP: &str = "max_pool_grad_with_argmax";
-    let p = GoPoolParams { argmax, dy, dx, ..pool_params(OP, g, layout)? };
-    let Some(l) = launch::pool_grad(&p) else { return Ok(()) };
-    let f = function(stream, OP, "pool", &format!("max_pool_grad_argmax_{}", T::SUFFIX))?;
+    let p = GoPoolParams {
+        argmax,
+        dy,
+        dx,
+        ..pool_params(OP, g, layout)?
+    };
+    let Some(l) = launch::pool_grad(&p) else {
+        return Ok(());
+    };
+    let f = function(
+        stream,
+        OP,
+        "pool",
+        &format!("max_pool_grad_argmax_{}", T::SUFFIX),
+    )?;
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
     // SAFETY: max_pool_grad_argmax_<T> takes one GoPoolParams; argmax (i64) and dy point
     // to the geometry's output size, dx to its input size (checked by every caller).
     // Stored indices are only compared with the dx index, never dereferenced, so any
     // value (even a corrupt one) cannot cause an out-of-bounds access.
-    unsafe { b.launch(config(l)) }.map_err(|e| cuda_err(OP, "launching max_pool_grad_argmax", e))?;
+    unsafe { b.launch(config(l)) }
+        .map_err(|e| cuda_err(OP, "launching max_pool_grad_argmax", e))?;
     Ok(())
 }
 
@@ -525,7 +601,11 @@ pub fn max_pool_grad_with_argmax<T: Element>(
     let g = plan_max_pool(OP, x_shape, layout, attrs)?;
     let want = layout.shape(g.output_dims());
     if dy_shape != want {
-        return Err(Error::shape(OP, "dy", format!("shape {dy_shape:?} differs from the pool's output shape {want:?}")));
+        return Err(Error::shape(
+            OP,
+            "dy",
+            format!("shape {dy_shape:?} differs from the pool's output shape {want:?}"),
+        ));
     }
     check_len(OP, "dy", dy.len(), g.output_dims(), layout)?;
     check_len(OP, "argmax", argmax.len(), g.output_dims(), layout)?;

@@ -35,15 +35,17 @@ fn probe_inner() -> std::result::Result<Probed, String> {
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
         return Err("libcuda.so (the NVIDIA driver) not found".into());
     }
-    let count =
-        CudaContext::device_count().map_err(|e| format!("cuDeviceGetCount failed: {e}"))?;
+    let count = CudaContext::device_count().map_err(|e| format!("cuDeviceGetCount failed: {e}"))?;
     if count < 1 {
         return Err("the driver reports no CUDA device".into());
     }
-    let ctx = CudaContext::new(0).map_err(|e| format!("cannot create a context on device 0: {e}"))?;
+    let ctx =
+        CudaContext::new(0).map_err(|e| format!("cannot create a context on device 0: {e}"))?;
     let info = DeviceInfo {
         device_count: count,
-        name: ctx.name().unwrap_or_else(|e| format!("<name unavailable: {e}>")),
+        name: ctx
+            .name()
+            .unwrap_or_else(|e| format!("<name unavailable: {e}>")),
         compute_capability: ctx.compute_capability().unwrap_or((0, 0)),
         total_mem: ctx.total_mem().unwrap_or(0),
     };
@@ -125,10 +127,12 @@ pub(crate) fn function(
     let m = match entry.modules.get(module) {
         Some(m) => m.clone(),
         None => {
-            let m = ctx.load_module(Ptx::from_src(ptx)).map_err(|e| Error::Cuda {
-                op,
-                msg: format!("loading PTX module {module}: {e}"),
-            })?;
+            let m = ctx
+                .load_module(Ptx::from_src(ptx))
+                .map_err(|e| Error::Cuda {
+                    op,
+                    msg: format!("loading PTX module {module}: {e}"),
+                })?;
             entry.modules.insert(module, m.clone());
             m
         }
