@@ -354,3 +354,91 @@ fn results_are_bitwise_deterministic() {
         }
     }
 }
+
+/// Sizes large enough for the CPU fast paths (affine tables for integer ratios, dense bands
+/// for the others), against the reference, with NaN/Inf rows that must take the exact path.
+#[test]
+fn resize_grad_fast_paths_match_reference() {
+    let mut rng = Rng::new(41);
+    let sizes = [
+        (40, 80),
+        (80, 40),
+        (33, 99),
+        (64, 23),
+        (23, 64),
+        (50, 50),
+        (31, 17),
+        (17, 70),
+    ];
+    for layout in LAYOUTS {
+        for &(xin, out) in &sizes {
+            for mode in [ResizeMode::Linear, ResizeMode::Nearest] {
+                for ctm in CTMS {
+                    let xd = Dims {
+                        n: 1,
+                        c: 2,
+                        h: xin / 2 + 3,
+                        w: xin,
+                    };
+                    let dyd = Dims {
+                        h: out / 2 + 5,
+                        w: out,
+                        ..xd
+                    };
+                    let mut v = rng.vec(dyd.n * dyd.c * dyd.h * dyd.w);
+                    let attrs = ResizeAttrs::new(mode)
+                        .coordinate_transformation_mode(ctm)
+                        .nearest_mode(Nm::Floor);
+                    let rc = ResizeCase {
+                        mode,
+                        ctm,
+                        nm: Nm::Floor,
+                        scales: None,
+                    };
+                    let run = |v: &[f64]| {
+                        let (dy, dy64) = round_to::<f32>(v);
+                        let mut dx = vec![f32::NAN; xd.n * xd.c * xd.h * xd.w];
+                        gradops::resize_grad_into(
+                            TensorRef::new(&dy, shape(layout, dyd), layout),
+                            shape(layout, xd),
+                            &attrs,
+                            &mut dx,
+                        )
+                        .unwrap();
+                        (
+                            to_f64(&dx),
+                            ref_resize_grad(&dy64, dyd, xd, layout, &rc, true),
+                        )
+                    };
+                    let (got, want) = run(&v);
+                    let err = rel_err(&got, &want);
+                    assert!(
+                        err <= 1e-5,
+                        "{layout} {mode:?} {ctm:?} {xin}->{out}: rel err {err:e}"
+                    );
+                    // Poison one element per plane: exactly the dx cells it maps to go NaN/inf.
+                    for k in 0..2 {
+                        let at_ = at(layout, dyd, 0, k, dyd.h / 2, dyd.w / 3);
+                        v[at_] = if k == 0 { f64::NAN } else { f64::INFINITY };
+                    }
+                    let (got, want) = run(&v);
+                    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                        assert_eq!(
+                            g.is_nan(),
+                            w.is_nan(),
+                            "{layout} {mode:?} {ctm:?} {xin}->{out} [{i}]: got {g}, want {w}"
+                        );
+                        if w.is_finite() {
+                            assert!(
+                                (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                                "[{i}] got {g}, want {w}"
+                            );
+                        } else if !w.is_nan() {
+                            assert_eq!(g, w, "[{i}]");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

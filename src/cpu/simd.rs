@@ -1,0 +1,57 @@
+//! Hot element-wise loops, compiled for AVX-512 / AVX2 / baseline and picked at run time
+//! (`multiversion`). Plain multiply then add (no FMA contraction), so every variant gives
+//! bit-identical results.
+
+use crate::dtype::Accum;
+use multiversion::multiversion;
+
+/// `acc[i] += w * x[i]`.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+pub(crate) fn axpy<A: Accum>(acc: &mut [A], w: A, x: &[A]) {
+    for (a, &v) in acc.iter_mut().zip(x) {
+        *a = *a + w * v;
+    }
+}
+
+/// `acc[i] += w[i] * x[i]`.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+pub(crate) fn mul_add<A: Accum>(acc: &mut [A], w: &[A], x: &[A]) {
+    for ((a, &w), &v) in acc.iter_mut().zip(w).zip(x) {
+        *a = *a + w * v;
+    }
+}
+
+/// Lanes per block of [`banded`].
+pub(crate) const BAND: usize = 16;
+
+/// Blocks of `BAND` outputs, each a dense `len[b] x BAND` weight block over the source window
+/// starting at `lo[b]`: `out[b*BAND + l] = sum_s w[off[b] + s*BAND + l] * row[lo[b] + s]`, summed
+/// in ascending `s`. Only valid for finite `row` (a zero weight times NaN is NaN).
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+pub(crate) fn banded<A: Accum>(
+    row: &[A],
+    lo: &[u32],
+    len: &[u32],
+    off: &[usize],
+    w: &[A],
+    out: &mut [A],
+) {
+    for (b, o) in out.chunks_mut(BAND).enumerate() {
+        let mut acc = [A::zero(); BAND];
+        let base = lo[b] as usize;
+        let ws = &w[off[b]..off[b] + len[b] as usize * BAND];
+        for (s, wb) in ws.chunks_exact(BAND).enumerate() {
+            let v = row[base + s];
+            for (a, &wl) in acc.iter_mut().zip(wb) {
+                *a = *a + wl * v;
+            }
+        }
+        o.copy_from_slice(&acc[..o.len()]);
+    }
+}
+
+/// True when every element is finite.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+pub(crate) fn all_finite<A: Accum>(x: &[A]) -> bool {
+    x.iter().fold(true, |ok, v| ok & v.is_finite())
+}
