@@ -982,3 +982,97 @@ fn emulated_max_pool() {
     }
     println!("emulated_max_pool: {ran} random cases x 3 kernels x 2 grids");
 }
+
+// ------------------------------------------------- resize vs the crate's CPU path ----
+
+fn crate_resize_case<T: gradops::Element>(dt: Dt, rng: &mut Rng, layout: gradops::Layout) -> usize
+where
+    T::Acc: Into<f64>,
+{
+    use gradops::geometry::{CoordinateTransform as C, NearestMode as N, ResizeMode as M};
+    let modes = [M::Linear, M::Nearest];
+    let ctms = [
+        C::HalfPixel,
+        C::PytorchHalfPixel,
+        C::AlignCorners,
+        C::Asymmetric,
+        C::TfHalfPixelForNn,
+    ];
+    let nms = [N::RoundPreferFloor, N::RoundPreferCeil, N::Floor, N::Ceil];
+    let mut ran = 0;
+    for _ in 0..cases() {
+        let (n, c) = (rng.range(1, 2) as usize, rng.range(1, 4) as usize);
+        let (hi, wi, ho, wo) = (
+            rng.range(1, 9) as usize,
+            rng.range(1, 9) as usize,
+            rng.range(1, 13) as usize,
+            rng.range(1, 13) as usize,
+        );
+        let attrs = gradops::ResizeAttrs::new(rng.pick(&modes))
+            .coordinate_transformation_mode(rng.pick(&ctms))
+            .nearest_mode(rng.pick(&nms));
+        let (xs, dys) = match layout {
+            gradops::Layout::Nchw => ([n, c, hi, wi], [n, c, ho, wo]),
+            gradops::Layout::Nhwc => ([n, hi, wi, c], [n, ho, wo, c]),
+        };
+        let Ok(plan) =
+            gradops::ops::resize::plan_resize_grad::<T>("resize_grad", dys, xs, layout, &attrs)
+        else {
+            continue;
+        };
+        let dy64 = rng.vec(n * c * ho * wo, dt);
+        let dy: Vec<T> = dy64.iter().map(|&v| T::from_f64(v)).collect();
+        let mut cpu = vec![T::default(); n * c * hi * wi];
+        gradops::ops::resize::run_plan_cpu("resize_grad", &plan, layout, &dy, &mut cpu).unwrap();
+        let cpu: Vec<f64> = cpu.iter().map(|v| v.to_f64()).collect();
+        let table = |t: &gradops::geometry::resize::AxisTable<T::Acc>| Table {
+            offsets: t.offsets.clone(),
+            index: t.index.clone(),
+            weight: t.weight.iter().map(|&w| w.into()).collect(),
+        };
+        let code = if layout == gradops::Layout::Nchw {
+            NCHW
+        } else {
+            NHWC
+        };
+        let outs = run_resize(
+            dt,
+            code,
+            n as i64,
+            c as i64,
+            (ho as i64, wo as i64),
+            (hi as i64, wi as i64),
+            &table(&plan.y),
+            &table(&plan.x),
+            &dy64,
+            rng,
+        );
+        for out in outs {
+            check(
+                &format!("crate plan {:?} {layout:?} {xs:?} <- {dys:?} {attrs:?}", dt),
+                dt,
+                &out,
+                &cpu,
+            );
+        }
+        ran += 1;
+    }
+    ran
+}
+
+/// The kernel fed with the crate's own geometry tables (src/geometry/resize.rs) gives
+/// what the crate's CPU gather gives.
+#[test]
+fn emulated_resize_with_crate_tables_matches_cpu() {
+    let Some(_) = runner_or_skip("emulated_resize_with_crate_tables_matches_cpu") else {
+        return;
+    };
+    let mut rng = Rng(0x5eed_0004);
+    let mut ran = 0;
+    for layout in [gradops::Layout::Nchw, gradops::Layout::Nhwc] {
+        ran += crate_resize_case::<gradops::f16>(Dt::F16, &mut rng, layout);
+        ran += crate_resize_case::<f32>(Dt::F32, &mut rng, layout);
+        ran += crate_resize_case::<f64>(Dt::F64, &mut rng, layout);
+    }
+    println!("emulated_resize_with_crate_tables_matches_cpu: {ran} cases");
+}
