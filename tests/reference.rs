@@ -442,3 +442,69 @@ fn resize_grad_fast_paths_match_reference() {
         }
     }
 }
+
+/// Wide planes so the vectorised interior of the CPU max-pool path runs, with ties and NaNs.
+#[test]
+fn max_pool_grad_wide_planes_match_reference() {
+    let mut rng = Rng::new(51);
+    for layout in LAYOUTS {
+        for (w, k, s) in [
+            (37usize, 3usize, 2usize),
+            (40, 3, 2),
+            (33, 2, 1),
+            (29, 3, 3),
+            (50, 4, 2),
+        ] {
+            for padding in [
+                Padding::Same,
+                Padding::Valid,
+                Padding::Explicit([[1, 0], [k - 1, 1]]),
+            ] {
+                let xd = Dims {
+                    n: 1,
+                    c: 3,
+                    h: 9,
+                    w,
+                };
+                let attrs = MaxPoolAttrs::new([k, k]).strides([s, s]).padding(padding);
+                let g =
+                    gradops::ops::max_pool::plan_max_pool("t", shape(layout, xd), layout, &attrs)
+                        .unwrap();
+                let yd = g.output_dims();
+                let mut xs: Vec<f64> = (0..xd.n * xd.c * xd.h * xd.w)
+                    .map(|_| rng.range(0, 4) as f64)
+                    .collect();
+                for _ in 0..10 {
+                    let i = rng.range(0, xs.len() - 1);
+                    xs[i] = f64::NAN;
+                }
+                let (x, x64) = round_to::<f32>(&xs);
+                let (dy, dy64) = round_to::<f32>(&rng.vec(yd.n * yd.c * yd.h * yd.w));
+                let mut dx = vec![f32::NAN; x.len()];
+                gradops::max_pool_grad_into(
+                    TensorRef::new(&dy, shape(layout, yd), layout),
+                    TensorRef::new(&x, shape(layout, xd), layout),
+                    None,
+                    &attrs,
+                    &mut dx,
+                )
+                .unwrap();
+                let want = ref_max_pool_grad(
+                    &dy64,
+                    yd,
+                    &x64,
+                    xd,
+                    layout,
+                    [k, k],
+                    [s, s],
+                    [g.h.pad_before, g.w.pad_before],
+                );
+                let err = rel_err(&to_f64(&dx), &want);
+                assert!(
+                    err <= 1e-6,
+                    "{layout} w {w} k {k} s {s} {padding:?}: rel err {err:e}"
+                );
+            }
+        }
+    }
+}

@@ -55,3 +55,14 @@ pub(crate) fn banded<A: Accum>(
 pub(crate) fn all_finite<A: Accum>(x: &[A]) -> bool {
     x.iter().fold(true, |ok, v| ok & v.is_finite())
 }
+
+/// Running argmax with the TF rule: where `v[i] > best[i]` (strictly; false for NaN on either
+/// side), take `v[i]` and tap `t`.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+pub(crate) fn argmax_update<A: Accum>(best: &mut [A], tap: &mut [u32], v: &[A], t: u32) {
+    for ((b, i), &x) in best.iter_mut().zip(tap.iter_mut()).zip(v) {
+        let gt = x > *b;
+        *b = if gt { x } else { *b };
+        *i = if gt { t } else { *i };
+    }
+}

@@ -1,54 +1,205 @@
 //! CPU max-pool kernels. Per plane (NCHW) or per image (NHWC, channels as the vector), windows
 //! in row-major order: deterministic, and each `dx` cell sums its windows in that order.
 
+use crate::cpu::simd;
 use crate::dtype::{Accum, Element};
 use crate::error::{Error, Result};
 use crate::geometry::window::PoolGeometry;
+use crate::ops::resize::cpu_kernel::acc_view;
 use crate::tensor::Layout;
 use num_traits::Zero;
 use rayon::prelude::*;
 
-/// Calls `f(o, idx)` for each window `o` (row-major) with the in-image index (`y*W + x`) of its
-/// argmax, or `None` when the window holds no in-bounds cell. `val(idx)` reads the input.
+/// The in-bounds input range of every window along one axis (empty when the window lies wholly
+/// in the padding).
+fn ranges(a: &crate::geometry::window::WindowAxis) -> Vec<std::ops::Range<usize>> {
+    (0..a.output)
+        .map(|o| {
+            let start = (o * a.stride) as isize - a.pad_before as isize;
+            let lo = start.max(0) as usize;
+            let hi = ((start + a.kernel as isize).max(0) as usize).min(a.input);
+            lo..hi.max(lo)
+        })
+        .collect()
+}
+
+/// Per-plane scratch of [`plane_argmax`].
+#[derive(Default)]
+struct PlaneArgmax<A> {
+    tap_offset: Vec<usize>,
+    phases: Vec<A>,
+    best: Vec<A>,
+    tap: Vec<u32>,
+}
+
+/// Calls `f(o, i)` for each window `o` (row-major) of one plane with the in-plane index `i`
+/// (`y*W + x`) of its argmax (TF rule); windows with no in-bounds cell are skipped.
+///
+/// Windows that lie horizontally inside the image are done a whole output row at a time: each
+/// tap reads a contiguous slice of the phase-split input row, and the running argmax is a
+/// vector compare/blend over (value, tap number). Taps go in row-major order, as in the
+/// scalar loop used for the edge windows, so both follow the same rule.
 #[inline]
-fn argmax_windows<A: Accum>(
+fn plane_argmax<A: Accum>(
     g: &PoolGeometry,
-    val: impl Fn(usize) -> A,
-    mut f: impl FnMut(usize, Option<usize>),
+    ys: &[std::ops::Range<usize>],
+    xs: &[std::ops::Range<usize>],
+    x: &[A],
+    sc: &mut PlaneArgmax<A>,
+    mut f: impl FnMut(usize, usize),
 ) {
-    let (wi, ho, wo) = (g.w.input, g.h.output, g.w.output);
-    for oy in 0..ho {
-        for ox in 0..wo {
-            let mut best: Option<(usize, A)> = None;
-            for ky in 0..g.h.kernel {
-                let Some(y) = g.h.input_index(oy, ky) else {
-                    continue;
-                };
-                for kx in 0..g.w.kernel {
-                    let Some(x) = g.w.input_index(ox, kx) else {
-                        continue;
-                    };
-                    let idx = y * wi + x;
-                    let v = val(idx);
-                    match best {
-                        None => best = Some((idx, v)),
-                        Some((_, b)) if v > b => best = Some((idx, v)),
-                        _ => {}
+    let (w, wo) = (g.w.input, xs.len());
+    let (s, pad, k) = (g.w.stride, g.w.pad_before, g.w.kernel);
+    let full = |ox: usize| xs[ox].len() == k && ox * s >= pad;
+    let lo = (0..wo).find(|&ox| full(ox)).unwrap_or(wo);
+    let hi = (lo..wo).find(|&ox| !full(ox)).unwrap_or(wo);
+    let n = hi - lo;
+    let plen = w.div_ceil(s);
+    let scalar = |yr: &std::ops::Range<usize>, xr: &std::ops::Range<usize>| {
+        // The first in-bounds cell is the initial candidate; a later cell replaces it only if
+        // strictly greater. Comparing the first cell with itself is a no-op.
+        let mut bi = yr.start * w + xr.start;
+        let mut bv = x[bi];
+        for y in yr.clone() {
+            let row = &x[y * w..(y + 1) * w];
+            for xx in xr.clone() {
+                if row[xx] > bv {
+                    bv = row[xx];
+                    bi = y * w + xx;
+                }
+            }
+        }
+        bi
+    };
+    if n > 0 && s > 1 {
+        // Phase-split every row once: phases[(y*s + p)*plen + m] = x[y*W + m*s + p].
+        let h = x.len() / w.max(1);
+        sc.phases.clear();
+        sc.phases.resize(h * s * plen, A::zero());
+        for (y, row) in x.chunks_exact(w).enumerate() {
+            let dst = &mut sc.phases[y * s * plen..(y + 1) * s * plen];
+            if s == 2 {
+                let (p0, p1) = dst.split_at_mut(plen);
+                for ((c, a), b) in row.chunks_exact(2).zip(p0.iter_mut()).zip(p1.iter_mut()) {
+                    *a = c[0];
+                    *b = c[1];
+                }
+                if w % 2 == 1 {
+                    p0[plen - 1] = row[w - 1];
+                }
+            } else {
+                for (m, c) in row.chunks(s).enumerate() {
+                    for (p, &v) in c.iter().enumerate() {
+                        dst[p * plen + m] = v;
                     }
                 }
             }
-            f(oy * wo + ox, best.map(|b| b.0));
+        }
+    }
+    // In-window offset of each tap (row-major over the full kh x kw window).
+    sc.tap_offset.clear();
+    for ky in 0..g.h.kernel {
+        for kx in 0..k {
+            sc.tap_offset.push(ky * w + kx);
+        }
+    }
+    for (oy, yr) in ys.iter().enumerate() {
+        if yr.is_empty() {
+            continue;
+        }
+        if n > 0 {
+            sc.best.resize(n, A::zero());
+            sc.tap.resize(n, 0);
+            let mut t = 0u32;
+            for y in yr.clone() {
+                for kx in 0..k {
+                    let off = lo * s + kx - pad;
+                    let v = if s > 1 {
+                        &sc.phases[(y * s + off % s) * plen + off / s..][..n]
+                    } else {
+                        &x[y * w + off..][..n]
+                    };
+                    if t == 0 {
+                        sc.best.copy_from_slice(v);
+                        sc.tap.fill(0);
+                    } else {
+                        simd::argmax_update(&mut sc.best, &mut sc.tap, v, t);
+                    }
+                    t += 1;
+                }
+            }
+        }
+        for (ox, xr) in xs.iter().enumerate() {
+            if xr.is_empty() {
+                continue;
+            }
+            let bi = if (lo..hi).contains(&ox) {
+                yr.start * w + ox * s - pad + sc.tap_offset[sc.tap[ox - lo] as usize]
+            } else {
+                scalar(yr, xr)
+            };
+            f(oy * wo + ox, bi);
         }
     }
 }
 
-fn per_unit<T: Element>(g: &PoolGeometry, layout: Layout) -> (usize, usize, usize) {
+/// NHWC: for each window `o` of one image, the argmax cell (`y*W + x`) of every channel in
+/// `best`, then `f(o, best)`. Channels are the vector; cells go in row-major order.
+#[inline]
+fn image_argmax<A: Accum>(
+    ys: &[std::ops::Range<usize>],
+    xs: &[std::ops::Range<usize>],
+    w: usize,
+    c: usize,
+    x: &[A],
+    bv: &mut Vec<A>,
+    best: &mut Vec<u32>,
+    mut f: impl FnMut(usize, &[u32]),
+) {
+    bv.resize(c, A::zero());
+    best.resize(c, 0);
+    let wo = xs.len();
+    for (oy, yr) in ys.iter().enumerate() {
+        for (ox, xr) in xs.iter().enumerate() {
+            if yr.is_empty() || xr.is_empty() {
+                continue;
+            }
+            let first = yr.start * w + xr.start;
+            bv.copy_from_slice(&x[first * c..(first + 1) * c]);
+            best.fill(first as u32);
+            for y in yr.clone() {
+                for xx in xr.clone() {
+                    let cell = y * w + xx;
+                    let v = &x[cell * c..(cell + 1) * c];
+                    for ((b, i), &v) in bv.iter_mut().zip(best.iter_mut()).zip(v) {
+                        if v > *b {
+                            *b = v;
+                            *i = cell as u32;
+                        }
+                    }
+                }
+            }
+            f(oy * wo + ox, best);
+        }
+    }
+}
+
+fn per_unit(g: &PoolGeometry, layout: Layout) -> (usize, usize, usize) {
     // (units, x elements per unit, y elements per unit); a unit is a plane (NCHW) or an image.
     let (hw_in, hw_out) = (g.h.input * g.w.input, g.h.output * g.w.output);
     match layout {
         Layout::Nchw => (g.n * g.c, hw_in, hw_out),
         Layout::Nhwc => (g.n, hw_in * g.c, hw_out * g.c),
     }
+}
+
+#[derive(Default)]
+struct Scratch<A> {
+    x: Vec<A>,
+    acc: Vec<A>,
+    bv: Vec<A>,
+    best: Vec<u32>,
+    plane: PlaneArgmax<A>,
 }
 
 pub(crate) fn forward<T: Element>(
@@ -58,84 +209,104 @@ pub(crate) fn forward<T: Element>(
     y: &mut [T],
     argmax: Option<&mut [i64]>,
 ) {
-    let (_, xl, yl) = per_unit::<T>(g, layout);
+    let (_, xl, yl) = per_unit(g, layout);
     if y.is_empty() {
         return;
     }
-    let c = if layout == Layout::Nhwc { g.c } else { 1 };
     let empty = T::from_f64(f64::NEG_INFINITY);
     let mut dummy = Vec::new();
-    let (arg, have_arg) = match argmax {
-        Some(a) => (a, true),
+    let arg = match argmax {
+        Some(a) => a,
         None => {
             dummy.resize(y.len(), 0);
-            (&mut dummy[..], false)
+            &mut dummy[..]
         }
     };
-    let _ = have_arg;
+    // Windows with no in-bounds cell keep these.
+    y.fill(empty);
+    arg.fill(-1);
     if xl == 0 {
-        y.fill(empty);
-        arg.fill(-1);
         return;
     }
+    let (ys, xs, w, c) = (ranges(&g.h), ranges(&g.w), g.w.input, g.c);
     y.par_chunks_mut(yl)
         .zip(arg.par_chunks_mut(yl))
         .zip(x.par_chunks(xl))
         .enumerate()
-        .for_each(|(u, ((yu, au), xu))| {
-            for ch in 0..c {
-                argmax_windows::<T::Acc>(
-                    g,
-                    |i| xu[i * c + ch].to_acc(),
-                    |o, best| {
-                        let (v, a) = match best {
-                            Some(i) => (xu[i * c + ch], (u * xl + i * c + ch) as i64),
-                            None => (empty, -1),
-                        };
-                        yu[o * c + ch] = v;
-                        au[o * c + ch] = a;
-                    },
-                );
+        .for_each_init(Scratch::<T::Acc>::default, |s, (u, ((yu, au), xu))| {
+            let base = (u * xl) as i64;
+            let xa = acc_view(xu, &mut s.x);
+            match layout {
+                Layout::Nchw => plane_argmax(g, &ys, &xs, &xa, &mut s.plane, |o, i| {
+                    yu[o] = xu[i];
+                    au[o] = base + i as i64;
+                }),
+                Layout::Nhwc => {
+                    image_argmax(&ys, &xs, w, c, &xa, &mut s.bv, &mut s.best, |o, best| {
+                        for (ch, &i) in best.iter().enumerate() {
+                            let at = i as usize * c + ch;
+                            yu[o * c + ch] = xu[at];
+                            au[o * c + ch] = base + at as i64;
+                        }
+                    })
+                }
             }
         });
 }
 
 pub(crate) fn grad<T: Element>(g: &PoolGeometry, layout: Layout, dy: &[T], x: &[T], dx: &mut [T]) {
-    let (_, xl, yl) = per_unit::<T>(g, layout);
+    let (_, xl, yl) = per_unit(g, layout);
     if dx.is_empty() {
         return;
     }
-    let zero = T::Acc::zero();
     if yl == 0 {
         dx.fill(T::default());
         return;
     }
-    let c = if layout == Layout::Nhwc { g.c } else { 1 };
+    let (ys, xs, w, c) = (ranges(&g.h), ranges(&g.w), g.w.input, g.c);
+    let zero = T::Acc::zero();
     dx.par_chunks_mut(xl)
         .zip(x.par_chunks(xl))
         .zip(dy.par_chunks(yl))
-        .for_each_init(Vec::new, |acc: &mut Vec<T::Acc>, ((dxu, xu), dyu)| {
-            acc.clear();
-            acc.resize(xl, zero);
-            for ch in 0..c {
-                argmax_windows::<T::Acc>(
-                    g,
-                    |i| xu[i * c + ch].to_acc(),
-                    |o, best| {
-                        if let Some(i) = best {
-                            acc[i * c + ch] = acc[i * c + ch] + dyu[o * c + ch].to_acc();
+        .for_each_init(Scratch::<T::Acc>::default, |s, ((dxu, xu), dyu)| {
+            let xa = acc_view(xu, &mut s.x);
+            let mut owned = std::mem::take(&mut s.acc);
+            let direct = T::as_acc_slice_mut(dxu);
+            let acc: &mut [T::Acc] = match direct {
+                Some(d) => {
+                    d.fill(zero);
+                    d
+                }
+                None => {
+                    owned.clear();
+                    owned.resize(xl, zero);
+                    &mut owned
+                }
+            };
+            match layout {
+                Layout::Nchw => plane_argmax(g, &ys, &xs, &xa, &mut s.plane, |o, i| {
+                    acc[i] = acc[i] + dyu[o].to_acc()
+                }),
+                Layout::Nhwc => {
+                    image_argmax(&ys, &xs, w, c, &xa, &mut s.bv, &mut s.best, |o, best| {
+                        for (ch, &i) in best.iter().enumerate() {
+                            let at = i as usize * c + ch;
+                            acc[at] = acc[at] + dyu[o * c + ch].to_acc();
                         }
-                    },
-                );
+                    })
+                }
             }
-            T::slice_from_acc(acc, dxu);
+            if T::as_acc_slice(dxu).is_none() {
+                T::slice_from_acc(&owned, dxu);
+            }
+            s.acc = owned;
         });
 }
 
 /// Every argmax must be -1 or a flat index into the same unit (plane or image) and channel
 /// as its window, so the gather cannot read or write out of bounds.
 pub(crate) fn check_argmax(g: &PoolGeometry, layout: Layout, argmax: &[i64]) -> Result<()> {
-    let (_, xl, yl) = per_unit::<f32>(g, layout);
+    let (_, xl, yl) = per_unit(g, layout);
     let c = if layout == Layout::Nhwc { g.c } else { 1 };
     if yl == 0 {
         return Ok(());
@@ -166,7 +337,7 @@ pub(crate) fn grad_with_argmax<T: Element>(
     argmax: &[i64],
     dx: &mut [T],
 ) {
-    let (_, xl, yl) = per_unit::<T>(g, layout);
+    let (_, xl, yl) = per_unit(g, layout);
     if dx.is_empty() {
         return;
     }
