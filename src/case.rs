@@ -2,12 +2,12 @@
 //! host arrays. The CLI and the conformance tests both go through [`OpCall`].
 
 use crate::array::{ArrayElement, HostArray};
-use crate::dtype::DType;
+use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::geometry::{DimRounding, Padding, ResizeAttrs, ResizeMode, WindowAttrs};
+use crate::geometry::{DimRounding, Padding, ResizeAttrs, ResizeMode, ResizePlan, WindowAttrs};
 use crate::ops::conv2d::{Conv2dAttrs, FilterLayout, FilterRef};
 use crate::ops::max_pool::MaxPoolAttrs;
-use crate::tensor::{rank4, Layout, TensorRef};
+use crate::tensor::{rank4, Layout, Tensor, TensorRef};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -349,16 +349,30 @@ impl OpCall {
         layout: Layout,
         inputs: &BTreeMap<String, HostArray>,
     ) -> Result<HostArray> {
+        self.run(Device::Cpu, layout, inputs)
+    }
+
+    /// Runs the call on `device` (for CUDA: upload, launch, download, through
+    /// [`crate::cuda::host`]). The output has the primary input's dtype.
+    pub fn run(
+        &self,
+        device: Device,
+        layout: Layout,
+        inputs: &BTreeMap<String, HostArray>,
+    ) -> Result<HostArray> {
         let op = self.op();
         let primary = input(op, inputs, self.primary_input())?;
-        match primary.dtype() {
-            DType::F16 => self.run_typed::<half::f16>(layout, inputs),
-            DType::F32 => self.run_typed::<f32>(layout, inputs),
-            DType::F64 => self.run_typed::<f64>(layout, inputs),
+        match (device, primary.dtype()) {
+            (Device::Cpu, DType::F16) => self.run_typed::<half::f16, Cpu>(layout, inputs),
+            (Device::Cpu, DType::F32) => self.run_typed::<f32, Cpu>(layout, inputs),
+            (Device::Cpu, DType::F64) => self.run_typed::<f64, Cpu>(layout, inputs),
+            (Device::Cuda, DType::F16) => self.run_typed::<half::f16, Cuda>(layout, inputs),
+            (Device::Cuda, DType::F32) => self.run_typed::<f32, Cuda>(layout, inputs),
+            (Device::Cuda, DType::F64) => self.run_typed::<f64, Cuda>(layout, inputs),
         }
     }
 
-    fn run_typed<T: ArrayElement>(
+    fn run_typed<T: ArrayElement, B: Backend>(
         &self,
         layout: Layout,
         inputs: &BTreeMap<String, HostArray>,
@@ -369,11 +383,11 @@ impl OpCall {
             OpCall::ResizeGrad { attrs, .. } => {
                 let dy = t("dy")?;
                 let x = shape4(op, inputs, "x")?;
-                let mut dx = crate::Tensor::<T>::zeros_checked(op, "x", x, layout)?;
                 dy.check_len(op, "dy")?;
                 let plan =
                     crate::ops::resize::plan_resize_grad::<T>(op, dy.shape, x, layout, attrs)?;
-                crate::ops::resize::run_plan_cpu(op, &plan, layout, dy.data, &mut dx.data)?;
+                let mut dx = crate::Tensor::<T>::zeros_checked(op, "x", x, layout)?;
+                B::resize(op, &plan, layout, dy.data, &mut dx.data)?;
                 dx
             }
             OpCall::Resize { attrs, size, .. } => {
@@ -382,21 +396,16 @@ impl OpCall {
                 let plan = crate::ops::resize::plan_resize::<T>(op, x.shape, *size, layout, attrs)?;
                 let mut y =
                     crate::Tensor::<T>::zeros_checked(op, "size", layout.shape(plan.dst), layout)?;
-                crate::ops::resize::run_plan_cpu(op, &plan, layout, x.data, &mut y.data)?;
+                B::resize(op, &plan, layout, x.data, &mut y.data)?;
                 y
             }
             OpCall::Conv2dBackpropInput { attrs, input_shape } => {
                 let (f, fshape) = same_dtype::<T>(op, inputs, "filter", "dy")?;
-                crate::conv2d_backprop_input(
-                    t("dy")?,
-                    FilterRef::new(f, fshape),
-                    *input_shape,
-                    attrs,
-                )?
+                B::conv2d_backprop_input(t("dy")?, FilterRef::new(f, fshape), *input_shape, attrs)?
             }
             OpCall::Conv2d { attrs } => {
                 let (f, fshape) = same_dtype::<T>(op, inputs, "filter", "x")?;
-                crate::conv2d(t("x")?, FilterRef::new(f, fshape), attrs)?
+                B::conv2d(t("x")?, FilterRef::new(f, fshape), attrs)?
             }
             OpCall::MaxPoolGrad { attrs } => {
                 let (x, xs) = same_dtype::<T>(op, inputs, "x", "dy")?;
@@ -407,11 +416,128 @@ impl OpCall {
                         Some(TensorRef::new(y, ys, layout))
                     }
                 };
-                crate::max_pool_grad(t("dy")?, TensorRef::new(x, xs, layout), y, attrs)?
+                B::max_pool_grad(t("dy")?, TensorRef::new(x, xs, layout), y, attrs)?
             }
-            OpCall::MaxPool { attrs } => crate::max_pool(t("x")?, attrs, false)?.0,
+            OpCall::MaxPool { attrs } => B::max_pool(t("x")?, attrs)?,
         };
         Ok(HostArray::new(out.shape.to_vec(), out.data))
+    }
+}
+
+/// Where a call runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Device {
+    /// The CPU path.
+    Cpu,
+    /// The CUDA kernels on the first GPU (see [`crate::cuda::probe`]).
+    Cuda,
+}
+
+/// The host-slice entry points of one device, so the dispatch above is written once.
+trait Backend {
+    fn resize<T: Element>(
+        op: &'static str,
+        plan: &ResizePlan<T::Acc>,
+        layout: Layout,
+        src: &[T],
+        dst: &mut [T],
+    ) -> Result<()>;
+    fn conv2d_backprop_input<T: Element>(
+        dy: TensorRef<'_, T>,
+        f: FilterRef<'_, T>,
+        input_shape: [usize; 4],
+        a: &Conv2dAttrs,
+    ) -> Result<Tensor<T>>;
+    fn conv2d<T: Element>(
+        x: TensorRef<'_, T>,
+        f: FilterRef<'_, T>,
+        a: &Conv2dAttrs,
+    ) -> Result<Tensor<T>>;
+    fn max_pool_grad<T: Element>(
+        dy: TensorRef<'_, T>,
+        x: TensorRef<'_, T>,
+        y: Option<TensorRef<'_, T>>,
+        a: &MaxPoolAttrs,
+    ) -> Result<Tensor<T>>;
+    fn max_pool<T: Element>(x: TensorRef<'_, T>, a: &MaxPoolAttrs) -> Result<Tensor<T>>;
+}
+
+struct Cpu;
+struct Cuda;
+
+impl Backend for Cpu {
+    fn resize<T: Element>(
+        op: &'static str,
+        plan: &ResizePlan<T::Acc>,
+        layout: Layout,
+        src: &[T],
+        dst: &mut [T],
+    ) -> Result<()> {
+        crate::ops::resize::run_plan_cpu(op, plan, layout, src, dst)
+    }
+    fn conv2d_backprop_input<T: Element>(
+        dy: TensorRef<'_, T>,
+        f: FilterRef<'_, T>,
+        input_shape: [usize; 4],
+        a: &Conv2dAttrs,
+    ) -> Result<Tensor<T>> {
+        crate::conv2d_backprop_input(dy, f, input_shape, a)
+    }
+    fn conv2d<T: Element>(
+        x: TensorRef<'_, T>,
+        f: FilterRef<'_, T>,
+        a: &Conv2dAttrs,
+    ) -> Result<Tensor<T>> {
+        crate::conv2d(x, f, a)
+    }
+    fn max_pool_grad<T: Element>(
+        dy: TensorRef<'_, T>,
+        x: TensorRef<'_, T>,
+        y: Option<TensorRef<'_, T>>,
+        a: &MaxPoolAttrs,
+    ) -> Result<Tensor<T>> {
+        crate::max_pool_grad(dy, x, y, a)
+    }
+    fn max_pool<T: Element>(x: TensorRef<'_, T>, a: &MaxPoolAttrs) -> Result<Tensor<T>> {
+        Ok(crate::max_pool(x, a, false)?.0)
+    }
+}
+
+impl Backend for Cuda {
+    fn resize<T: Element>(
+        op: &'static str,
+        plan: &ResizePlan<T::Acc>,
+        layout: Layout,
+        src: &[T],
+        dst: &mut [T],
+    ) -> Result<()> {
+        crate::cuda::host::run_resize_plan(op, plan, layout, src, dst)
+    }
+    fn conv2d_backprop_input<T: Element>(
+        dy: TensorRef<'_, T>,
+        f: FilterRef<'_, T>,
+        input_shape: [usize; 4],
+        a: &Conv2dAttrs,
+    ) -> Result<Tensor<T>> {
+        crate::cuda::host::conv2d_backprop_input(dy, f, input_shape, a)
+    }
+    fn conv2d<T: Element>(
+        x: TensorRef<'_, T>,
+        f: FilterRef<'_, T>,
+        a: &Conv2dAttrs,
+    ) -> Result<Tensor<T>> {
+        crate::cuda::host::conv2d(x, f, a)
+    }
+    fn max_pool_grad<T: Element>(
+        dy: TensorRef<'_, T>,
+        x: TensorRef<'_, T>,
+        y: Option<TensorRef<'_, T>>,
+        a: &MaxPoolAttrs,
+    ) -> Result<Tensor<T>> {
+        crate::cuda::host::max_pool_grad(dy, x, y, a)
+    }
+    fn max_pool<T: Element>(x: TensorRef<'_, T>, a: &MaxPoolAttrs) -> Result<Tensor<T>> {
+        Ok(crate::cuda::host::max_pool(x, a, false)?.0)
     }
 }
 

@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod cuda;
 pub mod dtype;
 pub mod error;
 pub mod geometry;

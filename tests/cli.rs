@@ -228,3 +228,46 @@ fn info_reports_build_and_devices() {
         assert!(s.contains(w), "info lacks {w}: {s}");
     }
 }
+
+#[test]
+fn run_on_cuda_matches_cpu_or_fails_with_the_reason() {
+    let d = dir("cuda");
+    let mut rng = Rng::new(12);
+    random(&mut rng, &[1, 2, 9, 7])
+        .write_npy(&d.join("dy.npy"))
+        .unwrap();
+    random(&mut rng, &[1, 2, 4, 5])
+        .write_npy(&d.join("x.npy"))
+        .unwrap();
+    let case = json!({"op": "resize_grad", "layout": "NCHW", "attrs": {"mode": "linear"}, "inputs": {"dy": "dy.npy", "x": "x.npy"}, "output": "dx.npy"});
+    std::fs::write(d.join("c.json"), case.to_string()).unwrap();
+    let o = gradops(&[
+        "run",
+        d.join("c.json").to_str().unwrap(),
+        "--device",
+        "cuda",
+    ]);
+    match gradops::cuda::probe() {
+        Ok(dev) => {
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            let gpu = HostArray::read_npy(&d.join("dx.npy")).unwrap().to_f64_vec();
+            std::fs::remove_file(d.join("dx.npy")).unwrap();
+            assert!(gradops(&["run", d.join("c.json").to_str().unwrap()])
+                .status
+                .success());
+            let cpu = HostArray::read_npy(&d.join("dx.npy")).unwrap().to_f64_vec();
+            assert!(
+                common::rel_err(&gpu, &cpu) <= 1e-5,
+                "GPU ({dev}) and CPU differ"
+            );
+        }
+        Err(reason) => {
+            println!("SKIPPED GPU parity of `gradops run --device cuda`: {reason}");
+            assert!(!o.status.success());
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+            assert!(err.contains("CUDA unavailable"), "{err}");
+            assert!(!d.join("dx.npy").exists());
+        }
+    }
+}

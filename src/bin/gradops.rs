@@ -41,14 +41,11 @@ enum Cmd {
 fn run(case: PathBuf, device: Device) -> gradops::Result<()> {
     let c = CaseFile::load(&case)?;
     let inputs = c.read_inputs()?;
-    let out = match device {
-        Device::Cpu => c.call.run_cpu(c.layout, &inputs)?,
-        Device::Cuda => {
-            return Err(gradops::Error::CudaUnavailable {
-                reason: "the CUDA runtime is not wired into this build yet".into(),
-            })
-        }
+    let device = match device {
+        Device::Cpu => gradops::case::Device::Cpu,
+        Device::Cuda => gradops::case::Device::Cuda,
     };
+    let out = c.call.run(device, c.layout, &inputs)?;
     out.write_npy(&c.output)
 }
 
@@ -57,6 +54,11 @@ fn info() {
     println!("element types: f16 (accumulates in f32), f32, f64; layouts: NCHW, NHWC");
     println!("ops: {}", gradops::case::OP_NAMES.join(", "));
     println!("cpu: {} rayon threads", rayon::current_num_threads());
+    println!("cuda kernels: {}", gradops::cuda::build_info());
+    match gradops::cuda::probe() {
+        Ok(d) => println!("cuda device: {d}"),
+        Err(e) => println!("cuda device: unusable: {e}"),
+    }
 }
 
 fn main() -> ExitCode {

@@ -22,6 +22,20 @@ pub struct DeviceInfo {
     pub total_mem: usize,
 }
 
+impl std::fmt::Display for DeviceInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (compute capability {}.{}, {:.1} GiB; {} device(s) visible, using device 0)",
+            self.name,
+            self.compute_capability.0,
+            self.compute_capability.1,
+            self.total_mem as f64 / (1u64 << 30) as f64,
+            self.device_count
+        )
+    }
+}
+
 struct Probed {
     info: DeviceInfo,
     ctx: Arc<CudaContext>,
