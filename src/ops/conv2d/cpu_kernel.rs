@@ -76,6 +76,7 @@ pub(crate) fn backprop_input<T: Element>(
     dx: &mut [T],
 ) {
     match layout {
+        Layout::Nchw if winograd_applies(g) => backprop_input_winograd(g, dy, w, dx),
         Layout::Nchw => backprop_input_nchw(g, dy, w, dx),
         Layout::Nhwc => backprop_input_col2im(g, layout, dy, w, dx),
     }
@@ -246,6 +247,250 @@ fn backprop_input_nchw<T: Element>(g: &ConvGeometry, dy: &[T], w: &[T], dx: &mut
                                     drow[qx * sx + ph.x.ph] = T::from_acc(v);
                                 }
                             }
+                        }
+                    }
+                }
+            }
+        },
+    );
+}
+
+/// Winograd F(2x2, 3x3) covers 3x3, stride 1, dilation 1 with enough channels for its
+/// 16 GEMMs (depth `cog`) to pay off.
+fn winograd_applies(g: &ConvGeometry) -> bool {
+    let (cig, cog) = (g.ci / g.groups, g.co / g.groups);
+    g.h.kernel == 3
+        && g.w.kernel == 3
+        && g.h.stride == 1
+        && g.w.stride == 1
+        && g.h.dilation == 1
+        && g.w.dilation == 1
+        && cig >= WINO_MIN_CHANNELS
+        && cog >= WINO_MIN_CHANNELS
+        && g.h.input >= 2
+        && g.w.input >= 2
+}
+
+/// Smallest group channel counts (in and out) that take the Winograd path.
+const WINO_MIN_CHANNELS: usize = 16;
+
+/// Winograd tiles per block (whole tile rows, at least one): the transformed `dy` block
+/// (`16 x cog x tiles`) and the GEMM results stay in L2.
+const WINO_TILES: usize = 56;
+
+fn zip2<A: Accum>(out: &mut [A], a: &[A], b: &[A], f: impl Fn(A, A) -> A) {
+    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+        *o = f(x, y);
+    }
+}
+
+fn zip3<A: Accum>(out: &mut [A], a: &[A], b: &[A], c: &[A], f: impl Fn(A, A, A) -> A) {
+    for (((o, &x), &y), &z) in out.iter_mut().zip(a).zip(b).zip(c) {
+        *o = f(x, y, z);
+    }
+}
+
+/// NCHW `dx` for 3x3 stride 1 by Winograd F(2x2, 3x3) (Lavin & Gray): `dx` is the
+/// correlation of `dy` with the spatially flipped filter (channels transposed), computed per
+/// 2x2 output tile as `A^T [U (.) V] A` with `U = G g G^T` (the filter, transformed once,
+/// in f64 then rounded) and `V = B^T d B` (4x4 `dy` patches). The 16 products `U(.)V` summed
+/// over output channels are 16 GEMMs `M[xi][ci, tile] = U[xi][ci, co] * V[xi][co, tile]` over
+/// a block of tile rows. Per `dx` element a fixed sequence of operations: deterministic and
+/// independent of the thread count.
+fn backprop_input_winograd<T: Element>(g: &ConvGeometry, dy: &[T], w: &[T], dx: &mut [T]) {
+    if dx.is_empty() {
+        return;
+    }
+    let (hi, wi, ho, wo) = (g.h.input, g.w.input, g.h.output, g.w.output);
+    let (cig, cog) = (g.ci / g.groups, g.co / g.groups);
+    let (hw, dimg) = (hi * wi, g.co * ho * wo);
+    let zero = T::Acc::zero();
+    // U[grp][xi][ci][co] from the flipped filter gf[a][b] = w[2-a][2-b].
+    let usz = 16 * cig * cog;
+    let mut u = vec![zero; g.groups * usz];
+    for grp in 0..g.groups {
+        for ci in 0..cig {
+            for co in 0..cog {
+                let f = |a: usize, b: usize| {
+                    w[(((2 - a) * 3 + (2 - b)) * cig + ci) * g.co + grp * cog + co].to_f64()
+                };
+                // Gg: 4x3, rows g0, (g0+g1+g2)/2, (g0-g1+g2)/2, g2.
+                let col = |b: usize| {
+                    let (g0, g1, g2) = (f(0, b), f(1, b), f(2, b));
+                    [g0, (g0 + g1 + g2) * 0.5, (g0 - g1 + g2) * 0.5, g2]
+                };
+                let (c0, c1, c2) = (col(0), col(1), col(2));
+                let gg: [[f64; 3]; 4] = std::array::from_fn(|i| [c0[i], c1[i], c2[i]]);
+                for (i, r) in gg.iter().enumerate() {
+                    let v = [
+                        r[0],
+                        (r[0] + r[1] + r[2]) * 0.5,
+                        (r[0] - r[1] + r[2]) * 0.5,
+                        r[2],
+                    ];
+                    for (j, &x) in v.iter().enumerate() {
+                        u[grp * usz + ((i * 4 + j) * cig + ci) * cog + co] =
+                            T::Acc::from_f64_lossy(x);
+                    }
+                }
+            }
+        }
+    }
+    let n = dx.len() / (g.ci * hw).max(1);
+    let threads = rayon::current_num_threads();
+    let blocks = threads.div_ceil((n * g.groups).max(1)).clamp(1, cig.max(1));
+    let chunk = cig.div_ceil(blocks).next_multiple_of(8).min(cig).max(1);
+    let mut items = Vec::new();
+    for (i, dxi) in dx.chunks_mut(g.ci * hw).enumerate() {
+        let mut rest = dxi;
+        for grp in 0..g.groups {
+            for c0 in (0..cig).step_by(chunk) {
+                let c1 = (c0 + chunk).min(cig);
+                let (a, b) = rest.split_at_mut((c1 - c0) * hw);
+                rest = b;
+                items.push((i, grp, c0, c1, a));
+            }
+        }
+    }
+    let (ntx, nty) = (wi.div_ceil(2), hi.div_ceil(2));
+    let br = (WINO_TILES / ntx).clamp(1, nty);
+    // dy index of the patch's first row/column for tile 0: the correlation offset.
+    let (oy, ox) = (g.h.pad_before as isize - 2, g.w.pad_before as isize - 2);
+    let u = &u;
+    items.into_par_iter().for_each_init(
+        || (Vec::new(), Vec::new(), Vec::new()),
+        |(v, mb, sb), (i, grp, c0, c1, d)| {
+            let dyi = &dy[i * dimg..][..dimg];
+            let m = c1 - c0;
+            let ug = &u[grp * usz..][..usz];
+            let pw = 2 * ntx + 2;
+            for ty0 in (0..nty).step_by(br) {
+                let tr = br.min(nty - ty0);
+                let nt = tr * ntx;
+                v.resize(16 * cog * nt, zero);
+                mb.resize(16 * m * nt, zero);
+                sb.resize(32 * nt + pw, zero);
+                // Input transform: V[xi][co][t], vectorised over the block's tiles t.
+                for co in 0..cog {
+                    let plane = &dyi[(grp * cog + co) * ho * wo..][..ho * wo];
+                    let (dd, rest) = sb.split_at_mut(16 * nt);
+                    let (ub, rest) = rest.split_at_mut(16 * nt);
+                    let row = &mut rest[..pw];
+                    // dd[a][b][t] = dy[2 ty + a + oy][2 tx + b + ox] (zero outside).
+                    for r in 0..tr {
+                        for a in 0..4 {
+                            row.fill(zero);
+                            let y = (2 * (ty0 + r) + a) as isize + oy;
+                            if y >= 0 && y < ho as isize {
+                                let src = &plane[y as usize * wo..][..wo];
+                                let lo = (-ox).clamp(0, pw as isize) as usize;
+                                let hi_ =
+                                    (wo as isize - ox).clamp(lo as isize, pw as isize) as usize;
+                                if hi_ > lo {
+                                    let s0 = (lo as isize + ox) as usize;
+                                    T::slice_to_acc(&src[s0..s0 + (hi_ - lo)], &mut row[lo..hi_]);
+                                }
+                            }
+                            let dst = &mut dd[a * 4 * nt..][..4 * nt];
+                            let (d0, rest) = dst.split_at_mut(nt);
+                            let (d1, rest) = rest.split_at_mut(nt);
+                            let (d2, d3) = rest.split_at_mut(nt);
+                            let rr = r * ntx..(r + 1) * ntx;
+                            for ((((q, x0), x1), x2), x3) in row
+                                .windows(4)
+                                .step_by(2)
+                                .zip(&mut d0[rr.clone()])
+                                .zip(&mut d1[rr.clone()])
+                                .zip(&mut d2[rr.clone()])
+                                .zip(&mut d3[rr])
+                            {
+                                *x0 = q[0];
+                                *x1 = q[1];
+                                *x2 = q[2];
+                                *x3 = q[3];
+                            }
+                        }
+                    }
+                    let dc = |a: usize, b: usize| &dd[(a * 4 + b) * nt..][..nt];
+                    // u = B^T d: u0 = d0 - d2, u1 = d1 + d2, u2 = d2 - d1, u3 = d1 - d3 (rows).
+                    for b in 0..4 {
+                        let (d0, d1, d2, d3) = (dc(0, b), dc(1, b), dc(2, b), dc(3, b));
+                        zip2(&mut ub[b * nt..][..nt], d0, d2, |x, y| x - y);
+                        zip2(&mut ub[(4 + b) * nt..][..nt], d1, d2, |x, y| x + y);
+                        zip2(&mut ub[(8 + b) * nt..][..nt], d2, d1, |x, y| x - y);
+                        zip2(&mut ub[(12 + b) * nt..][..nt], d1, d3, |x, y| x - y);
+                    }
+                    // v = u B: the same on columns, into the GEMM operands.
+                    for i4 in 0..4 {
+                        let uc = |b: usize| &ub[(i4 * 4 + b) * nt..][..nt];
+                        let slab = |j: usize| ((i4 * 4 + j) * cog + co) * nt;
+                        zip2(&mut v[slab(0)..][..nt], uc(0), uc(2), |x, y| x - y);
+                        zip2(&mut v[slab(1)..][..nt], uc(1), uc(2), |x, y| x + y);
+                        zip2(&mut v[slab(2)..][..nt], uc(2), uc(1), |x, y| x - y);
+                        zip2(&mut v[slab(3)..][..nt], uc(1), uc(3), |x, y| x - y);
+                    }
+                }
+                // 16 GEMMs: M[xi][c][t] = U[xi][c0 + c][co] * V[xi][co][t].
+                for xi in 0..16 {
+                    matmul(
+                        MatMut {
+                            data: &mut mb[xi * m * nt..][..m * nt],
+                            rows: m,
+                            cols: nt,
+                            rs: nt,
+                            cs: 1,
+                        },
+                        MatRef {
+                            data: &ug[(xi * cig + c0) * cog..][..m * cog],
+                            rows: m,
+                            cols: cog,
+                            rs: cog,
+                            cs: 1,
+                        },
+                        MatRef {
+                            data: &v[xi * cog * nt..][..cog * nt],
+                            rows: cog,
+                            cols: nt,
+                            rs: nt,
+                            cs: 1,
+                        },
+                        false,
+                    );
+                }
+                // Output transform: Y = A^T M A, A^T = [[1, 1, 1, 0], [0, 1, -1, -1]].
+                let (st, rest) = sb.split_at_mut(8 * nt);
+                let (yv, rest) = rest.split_at_mut(4 * nt);
+                let rowbuf = &mut rest[..2 * ntx];
+                for c in 0..m {
+                    let mx = |xi: usize| &mb[(xi * m + c) * nt..][..nt];
+                    for j in 0..4 {
+                        let (m0, m1, m2, m3) = (mx(j), mx(4 + j), mx(8 + j), mx(12 + j));
+                        zip3(&mut st[j * nt..][..nt], m0, m1, m2, |a, b, c| a + b + c);
+                        zip3(&mut st[(4 + j) * nt..][..nt], m1, m2, m3, |a, b, c| {
+                            a - b - c
+                        });
+                    }
+                    for i2 in 0..2 {
+                        let sc = |j: usize| &st[(i2 * 4 + j) * nt..][..nt];
+                        let (y0, y1) = yv[i2 * 2 * nt..][..2 * nt].split_at_mut(nt);
+                        zip3(y0, sc(0), sc(1), sc(2), |a, b, c| a + b + c);
+                        zip3(y1, sc(1), sc(2), sc(3), |a, b, c| a - b - c);
+                    }
+                    for r in 0..tr {
+                        for i2 in 0..2 {
+                            let y = 2 * (ty0 + r) + i2;
+                            if y >= hi {
+                                break;
+                            }
+                            let (y0, y1) = yv[i2 * 2 * nt..][..2 * nt].split_at(nt);
+                            let rr = r * ntx..(r + 1) * ntx;
+                            for ((pair, &a), &b) in
+                                rowbuf.chunks_exact_mut(2).zip(&y0[rr.clone()]).zip(&y1[rr])
+                            {
+                                pair[0] = a;
+                                pair[1] = b;
+                            }
+                            T::slice_from_acc(&rowbuf[..wi], &mut d[c * hw + y * wi..][..wi]);
                         }
                     }
                 }
@@ -650,5 +895,76 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 50, "only {checked} valid cases");
+    }
+
+    /// Winograd F(2x2, 3x3) against the phase path (f64: agreement to rounding), on every
+    /// padding, odd sizes, groups, channel blocks.
+    #[test]
+    fn winograd_matches_phase_path() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |m: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m as u64) as usize
+        };
+        let mut checked = 0;
+        for case in 0..40 {
+            let groups = [1, 1, 2][next(3)];
+            let (cig, cog) = (16 + next(24), 16 + next(24));
+            let n = 1 + next(2);
+            let input = Dims {
+                n,
+                c: cig * groups,
+                h: 2 + next(13),
+                w: 2 + next(13),
+            };
+            let attrs = WindowAttrs {
+                strides: [1, 1],
+                dilations: [1, 1],
+                padding: match next(3) {
+                    0 => Padding::Same,
+                    1 => Padding::Valid,
+                    _ => Padding::Explicit([[next(3), next(3)], [next(3), next(3)]]),
+                },
+                dim_rounding: None,
+            };
+            let Ok(g) = ConvGeometry::new("t", input, [3, 3, cig, cog * groups], &attrs) else {
+                continue;
+            };
+            if !winograd_applies(&g) {
+                continue;
+            }
+            let dy: Vec<f64> = (0..n * g.co * g.h.output * g.w.output)
+                .map(|i| (((i * 7 + case) % 13) as f64 - 6.0) * 0.37)
+                .collect();
+            let w: Vec<f64> = (0..9 * cig * g.co)
+                .map(|i| (((i * 5 + 3 * case) % 11) as f64 - 5.0) * 0.21)
+                .collect();
+            let len = n * g.ci * g.h.input * g.w.input;
+            let (mut a, mut b) = (vec![f64::NAN; len], vec![f64::NAN; len]);
+            backprop_input_winograd(&g, &dy, &w, &mut a);
+            backprop_input_nchw(&g, &dy, &w, &mut b);
+            let num: f64 = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum();
+            let den: f64 = b.iter().map(|y| y * y).sum();
+            assert!(
+                num.sqrt() <= 1e-13 * den.sqrt().max(1.0),
+                "case {case}: {g:?}"
+            );
+            // f32 stays within the f32 tolerance of the f64 result.
+            let (dy32, w32): (Vec<f32>, Vec<f32>) = (
+                dy.iter().map(|&v| v as f32).collect(),
+                w.iter().map(|&v| v as f32).collect(),
+            );
+            let mut c = vec![f32::NAN; len];
+            backprop_input_winograd(&g, &dy32, &w32, &mut c);
+            let num: f64 = c.iter().zip(&b).map(|(&x, y)| (x as f64 - y).powi(2)).sum();
+            assert!(
+                num.sqrt() <= 1e-6 * den.sqrt().max(1.0),
+                "f32 case {case}: {g:?}"
+            );
+            checked += 1;
+        }
+        assert!(checked > 20, "only {checked} cases");
     }
 }
