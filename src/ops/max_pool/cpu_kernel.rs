@@ -152,10 +152,10 @@ fn image_argmax<A: Accum>(
     w: usize,
     c: usize,
     x: &[A],
-    bv: &mut Vec<A>,
-    best: &mut Vec<u32>,
+    sc: &mut ChannelArgmax<A>,
     mut f: impl FnMut(usize, &[u32]),
 ) {
+    let (bv, best) = (&mut sc.value, &mut sc.cell);
     bv.resize(c, A::zero());
     best.resize(c, 0);
     let wo = xs.len();
@@ -193,12 +193,18 @@ fn per_unit(g: &PoolGeometry, layout: Layout) -> (usize, usize, usize) {
     }
 }
 
+/// Per-image scratch of [`image_argmax`]: the running best value and cell of each channel.
+#[derive(Default)]
+struct ChannelArgmax<A> {
+    value: Vec<A>,
+    cell: Vec<u32>,
+}
+
 #[derive(Default)]
 struct Scratch<A> {
     x: Vec<A>,
     acc: Vec<A>,
-    bv: Vec<A>,
-    best: Vec<u32>,
+    channels: ChannelArgmax<A>,
     plane: PlaneArgmax<A>,
 }
 
@@ -241,15 +247,13 @@ pub(crate) fn forward<T: Element>(
                     yu[o] = xu[i];
                     au[o] = base + i as i64;
                 }),
-                Layout::Nhwc => {
-                    image_argmax(&ys, &xs, w, c, &xa, &mut s.bv, &mut s.best, |o, best| {
-                        for (ch, &i) in best.iter().enumerate() {
-                            let at = i as usize * c + ch;
-                            yu[o * c + ch] = xu[at];
-                            au[o * c + ch] = base + at as i64;
-                        }
-                    })
-                }
+                Layout::Nhwc => image_argmax(&ys, &xs, w, c, &xa, &mut s.channels, |o, best| {
+                    for (ch, &i) in best.iter().enumerate() {
+                        let at = i as usize * c + ch;
+                        yu[o * c + ch] = xu[at];
+                        au[o * c + ch] = base + at as i64;
+                    }
+                }),
             }
         });
 }
@@ -287,14 +291,12 @@ pub(crate) fn grad<T: Element>(g: &PoolGeometry, layout: Layout, dy: &[T], x: &[
                 Layout::Nchw => plane_argmax(g, &ys, &xs, &xa, &mut s.plane, |o, i| {
                     acc[i] = acc[i] + dyu[o].to_acc()
                 }),
-                Layout::Nhwc => {
-                    image_argmax(&ys, &xs, w, c, &xa, &mut s.bv, &mut s.best, |o, best| {
-                        for (ch, &i) in best.iter().enumerate() {
-                            let at = i as usize * c + ch;
-                            acc[at] = acc[at] + dyu[o * c + ch].to_acc();
-                        }
-                    })
-                }
+                Layout::Nhwc => image_argmax(&ys, &xs, w, c, &xa, &mut s.channels, |o, best| {
+                    for (ch, &i) in best.iter().enumerate() {
+                        let at = i as usize * c + ch;
+                        acc[at] = acc[at] + dyu[o * c + ch].to_acc();
+                    }
+                }),
             }
             if T::as_acc_slice(dxu).is_none() {
                 T::slice_from_acc(&owned, dxu);
