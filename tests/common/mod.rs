@@ -89,6 +89,7 @@ pub fn at(layout: Layout, d: Dims, n: usize, c: usize, h: usize, w: usize) -> us
 
 /// Per-axis source of output `o` per SPEC, computed in f32 when `f32_coords` (f16/f32 inputs).
 /// Returns [(index, weight)] (two entries for linear, one for nearest).
+#[allow(clippy::too_many_arguments)]
 pub fn spec_axis(
     o: usize,
     inp: usize,
