@@ -32,6 +32,12 @@ impl TfResizeAttrs {
         self.half_pixel_centers = v;
         self
     }
+
+    /// The ONNX-form attributes of the TF op `op` in `mode` (SPEC table); both flags set is
+    /// an error, as in TF.
+    pub fn to_onnx(&self, op: &'static str, mode: ResizeMode) -> Result<ResizeAttrs> {
+        ResizeAttrs::from_tf(op, mode, self.align_corners, self.half_pixel_centers)
+    }
 }
 
 impl ResizeAttrs {
@@ -172,12 +178,7 @@ pub fn resize_bilinear_grad<T: Element>(
     attrs: &TfResizeAttrs,
 ) -> Result<Tensor<T>> {
     const OP: &str = "resize_bilinear_grad";
-    let a = ResizeAttrs::from_tf(
-        OP,
-        ResizeMode::Linear,
-        attrs.align_corners,
-        attrs.half_pixel_centers,
-    )?;
+    let a = attrs.to_onnx(OP, ResizeMode::Linear)?;
     grad_alloc(OP, dy, x_shape, &a)
 }
 
@@ -188,12 +189,7 @@ pub fn resize_nearest_neighbor_grad<T: Element>(
     attrs: &TfResizeAttrs,
 ) -> Result<Tensor<T>> {
     const OP: &str = "resize_nearest_neighbor_grad";
-    let a = ResizeAttrs::from_tf(
-        OP,
-        ResizeMode::Nearest,
-        attrs.align_corners,
-        attrs.half_pixel_centers,
-    )?;
+    let a = attrs.to_onnx(OP, ResizeMode::Nearest)?;
     grad_alloc(OP, dy, x_shape, &a)
 }
 
@@ -226,12 +222,7 @@ pub fn resize_bilinear<T: Element>(
     attrs: &TfResizeAttrs,
 ) -> Result<Tensor<T>> {
     const OP: &str = "resize_bilinear";
-    let a = ResizeAttrs::from_tf(
-        OP,
-        ResizeMode::Linear,
-        attrs.align_corners,
-        attrs.half_pixel_centers,
-    )?;
+    let a = attrs.to_onnx(OP, ResizeMode::Linear)?;
     forward(OP, x, size, &a)
 }
 
@@ -242,11 +233,6 @@ pub fn resize_nearest_neighbor<T: Element>(
     attrs: &TfResizeAttrs,
 ) -> Result<Tensor<T>> {
     const OP: &str = "resize_nearest_neighbor";
-    let a = ResizeAttrs::from_tf(
-        OP,
-        ResizeMode::Nearest,
-        attrs.align_corners,
-        attrs.half_pixel_centers,
-    )?;
+    let a = attrs.to_onnx(OP, ResizeMode::Nearest)?;
     forward(OP, x, size, &a)
 }
