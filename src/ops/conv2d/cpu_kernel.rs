@@ -276,14 +276,16 @@ const WINO_MIN_CHANNELS: usize = 16;
 
 /// Winograd tiles per block (whole tile rows, at least one): the transformed `dy` block
 /// (`16 x cog x tiles`) and the GEMM results stay in L2.
-const WINO_TILES: usize = 56;
+const WINO_TILES: usize = 112;
 
+#[inline(always)]
 fn zip2<A: Accum>(out: &mut [A], a: &[A], b: &[A], f: impl Fn(A, A) -> A) {
     for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
         *o = f(x, y);
     }
 }
 
+#[inline(always)]
 fn zip3<A: Accum>(out: &mut [A], a: &[A], b: &[A], c: &[A], f: impl Fn(A, A, A) -> A) {
     for (((o, &x), &y), &z) in out.iter_mut().zip(a).zip(b).zip(c) {
         *o = f(x, y, z);
@@ -357,6 +359,7 @@ fn backprop_input_winograd<T: Element>(g: &ConvGeometry, dy: &[T], w: &[T], dx: 
     // dy index of the patch's first row/column for tile 0: the correlation offset.
     let (oy, ox) = (g.h.pad_before as isize - 2, g.w.pad_before as isize - 2);
     let u = &u;
+    let arch = pulp::Arch::new();
     items.into_par_iter().for_each_init(
         || (Vec::new(), Vec::new(), Vec::new()),
         |(v, mb, sb), (i, grp, c0, c1, d)| {
@@ -371,65 +374,16 @@ fn backprop_input_winograd<T: Element>(g: &ConvGeometry, dy: &[T], w: &[T], dx: 
                 mb.resize(16 * m * nt, zero);
                 sb.resize(32 * nt + pw, zero);
                 // Input transform: V[xi][co][t], vectorised over the block's tiles t.
-                for co in 0..cog {
-                    let plane = &dyi[(grp * cog + co) * ho * wo..][..ho * wo];
-                    let (dd, rest) = sb.split_at_mut(16 * nt);
-                    let (ub, rest) = rest.split_at_mut(16 * nt);
-                    let row = &mut rest[..pw];
-                    // dd[a][b][t] = dy[2 ty + a + oy][2 tx + b + ox] (zero outside).
-                    for r in 0..tr {
-                        for a in 0..4 {
-                            row.fill(zero);
-                            let y = (2 * (ty0 + r) + a) as isize + oy;
-                            if y >= 0 && y < ho as isize {
-                                let src = &plane[y as usize * wo..][..wo];
-                                let lo = (-ox).clamp(0, pw as isize) as usize;
-                                let hi_ =
-                                    (wo as isize - ox).clamp(lo as isize, pw as isize) as usize;
-                                if hi_ > lo {
-                                    let s0 = (lo as isize + ox) as usize;
-                                    T::slice_to_acc(&src[s0..s0 + (hi_ - lo)], &mut row[lo..hi_]);
-                                }
-                            }
-                            let dst = &mut dd[a * 4 * nt..][..4 * nt];
-                            let (d0, rest) = dst.split_at_mut(nt);
-                            let (d1, rest) = rest.split_at_mut(nt);
-                            let (d2, d3) = rest.split_at_mut(nt);
-                            let rr = r * ntx..(r + 1) * ntx;
-                            for ((((q, x0), x1), x2), x3) in row
-                                .windows(4)
-                                .step_by(2)
-                                .zip(&mut d0[rr.clone()])
-                                .zip(&mut d1[rr.clone()])
-                                .zip(&mut d2[rr.clone()])
-                                .zip(&mut d3[rr])
-                            {
-                                *x0 = q[0];
-                                *x1 = q[1];
-                                *x2 = q[2];
-                                *x3 = q[3];
-                            }
-                        }
-                    }
-                    let dc = |a: usize, b: usize| &dd[(a * 4 + b) * nt..][..nt];
-                    // u = B^T d: u0 = d0 - d2, u1 = d1 + d2, u2 = d2 - d1, u3 = d1 - d3 (rows).
-                    for b in 0..4 {
-                        let (d0, d1, d2, d3) = (dc(0, b), dc(1, b), dc(2, b), dc(3, b));
-                        zip2(&mut ub[b * nt..][..nt], d0, d2, |x, y| x - y);
-                        zip2(&mut ub[(4 + b) * nt..][..nt], d1, d2, |x, y| x + y);
-                        zip2(&mut ub[(8 + b) * nt..][..nt], d2, d1, |x, y| x - y);
-                        zip2(&mut ub[(12 + b) * nt..][..nt], d1, d3, |x, y| x - y);
-                    }
-                    // v = u B: the same on columns, into the GEMM operands.
-                    for i4 in 0..4 {
-                        let uc = |b: usize| &ub[(i4 * 4 + b) * nt..][..nt];
-                        let slab = |j: usize| ((i4 * 4 + j) * cog + co) * nt;
-                        zip2(&mut v[slab(0)..][..nt], uc(0), uc(2), |x, y| x - y);
-                        zip2(&mut v[slab(1)..][..nt], uc(1), uc(2), |x, y| x + y);
-                        zip2(&mut v[slab(2)..][..nt], uc(2), uc(1), |x, y| x - y);
-                        zip2(&mut v[slab(3)..][..nt], uc(1), uc(3), |x, y| x - y);
-                    }
-                }
+                // (`dispatch` compiles the loops for the widest SIMD the CPU has: AVX2 here.)
+                arch.dispatch(WinoIn::<T> {
+                    dyi,
+                    cogs: (grp * cog, cog),
+                    dims: (ho, wo),
+                    rows: (ty0, tr, ntx),
+                    off: (oy, ox),
+                    sb: &mut sb[..],
+                    v: &mut v[..],
+                });
                 // 16 GEMMs: M[xi][c][t] = U[xi][c0 + c][co] * V[xi][co][t].
                 for xi in 0..16 {
                     matmul(
@@ -461,42 +415,197 @@ fn backprop_input_winograd<T: Element>(g: &ConvGeometry, dy: &[T], w: &[T], dx: 
                 let (st, rest) = sb.split_at_mut(8 * nt);
                 let (yv, rest) = rest.split_at_mut(4 * nt);
                 let rowbuf = &mut rest[..2 * ntx];
-                for c in 0..m {
-                    let mx = |xi: usize| &mb[(xi * m + c) * nt..][..nt];
-                    for j in 0..4 {
-                        let (m0, m1, m2, m3) = (mx(j), mx(4 + j), mx(8 + j), mx(12 + j));
-                        zip3(&mut st[j * nt..][..nt], m0, m1, m2, |a, b, c| a + b + c);
-                        zip3(&mut st[(4 + j) * nt..][..nt], m1, m2, m3, |a, b, c| {
-                            a - b - c
-                        });
-                    }
-                    for i2 in 0..2 {
-                        let sc = |j: usize| &st[(i2 * 4 + j) * nt..][..nt];
-                        let (y0, y1) = yv[i2 * 2 * nt..][..2 * nt].split_at_mut(nt);
-                        zip3(y0, sc(0), sc(1), sc(2), |a, b, c| a + b + c);
-                        zip3(y1, sc(1), sc(2), sc(3), |a, b, c| a - b - c);
-                    }
-                    for r in 0..tr {
-                        for i2 in 0..2 {
-                            let y = 2 * (ty0 + r) + i2;
-                            if y >= hi {
-                                break;
-                            }
-                            let (y0, y1) = yv[i2 * 2 * nt..][..2 * nt].split_at(nt);
-                            let rr = r * ntx..(r + 1) * ntx;
-                            for ((pair, &a), &b) in
-                                rowbuf.chunks_exact_mut(2).zip(&y0[rr.clone()]).zip(&y1[rr])
-                            {
-                                pair[0] = a;
-                                pair[1] = b;
-                            }
-                            T::slice_from_acc(&rowbuf[..wi], &mut d[c * hw + y * wi..][..wi]);
-                        }
-                    }
-                }
+                arch.dispatch(WinoOut::<T> {
+                    mb: &mb[..],
+                    m,
+                    rows: (ty0, tr, ntx),
+                    dims: (hi, wi),
+                    st,
+                    yv,
+                    rowbuf,
+                    d: &mut d[..],
+                });
             }
         },
     );
+}
+
+/// The Winograd input transform of one tile block: `V[xi][co][t] = (B^T d B)[xi]` for the
+/// 4x4 `dy` patches `d` of the block's tiles, vectorised over tiles. `B^T = [[1, 0, -1, 0],
+/// [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]`.
+struct WinoIn<'a, T: Element> {
+    /// The image's `dy`.
+    dyi: &'a [T],
+    /// (first output channel of the group, group output channels).
+    cogs: (usize, usize),
+    /// `dy` (height, width).
+    dims: (usize, usize),
+    /// (first tile row, tile rows, tiles per row).
+    rows: (usize, usize, usize),
+    /// `dy` row and column of tile 0's patch origin.
+    off: (isize, isize),
+    sb: &'a mut [T::Acc],
+    v: &'a mut [T::Acc],
+}
+
+impl<T: Element> pulp::WithSimd for WinoIn<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) {
+        let WinoIn {
+            dyi,
+            cogs: (co0, cog),
+            dims: (ho, wo),
+            rows: (ty0, tr, ntx),
+            off: (oy, ox),
+            sb,
+            v,
+        } = self;
+        let zero = T::Acc::zero();
+        let nt = tr * ntx;
+        let pw = 2 * ntx + 2;
+        let (dd, rest) = sb.split_at_mut(16 * nt);
+        let (ub, rest) = rest.split_at_mut(16 * nt);
+        let row = &mut rest[..pw];
+        for co in 0..cog {
+            let plane = &dyi[(co0 + co) * ho * wo..][..ho * wo];
+            // dd[a][b][t] = dy[2 ty + a + oy][2 tx + b + ox] (zero outside).
+            for r in 0..tr {
+                for a in 0..4 {
+                    let y = (2 * (ty0 + r) + a) as isize + oy;
+                    if y >= 0 && y < ho as isize {
+                        let src = &plane[y as usize * wo..][..wo];
+                        let lo = (-ox).clamp(0, pw as isize) as usize;
+                        let hi = (wo as isize - ox).clamp(lo as isize, pw as isize) as usize;
+                        row[..lo].fill(zero);
+                        row[hi..].fill(zero);
+                        if hi > lo {
+                            let s0 = (lo as isize + ox) as usize;
+                            T::slice_to_acc(&src[s0..s0 + (hi - lo)], &mut row[lo..hi]);
+                        }
+                    } else {
+                        row.fill(zero);
+                    }
+                    let dst = &mut dd[a * 4 * nt..][..4 * nt];
+                    let (d0, rest) = dst.split_at_mut(nt);
+                    let (d1, rest) = rest.split_at_mut(nt);
+                    let (d2, d3) = rest.split_at_mut(nt);
+                    let rr = r * ntx..(r + 1) * ntx;
+                    for ((((q, x0), x1), x2), x3) in row
+                        .windows(4)
+                        .step_by(2)
+                        .zip(&mut d0[rr.clone()])
+                        .zip(&mut d1[rr.clone()])
+                        .zip(&mut d2[rr.clone()])
+                        .zip(&mut d3[rr])
+                    {
+                        *x0 = q[0];
+                        *x1 = q[1];
+                        *x2 = q[2];
+                        *x3 = q[3];
+                    }
+                }
+            }
+            let dc = |a: usize, b: usize| &dd[(a * 4 + b) * nt..][..nt];
+            // u = B^T d: u0 = d0 - d2, u1 = d1 + d2, u2 = d2 - d1, u3 = d1 - d3 (rows).
+            for b in 0..4 {
+                let (d0, d1, d2, d3) = (dc(0, b), dc(1, b), dc(2, b), dc(3, b));
+                zip2(&mut ub[b * nt..][..nt], d0, d2, |x, y| x - y);
+                zip2(&mut ub[(4 + b) * nt..][..nt], d1, d2, |x, y| x + y);
+                zip2(&mut ub[(8 + b) * nt..][..nt], d2, d1, |x, y| x - y);
+                zip2(&mut ub[(12 + b) * nt..][..nt], d1, d3, |x, y| x - y);
+            }
+            // v = u B: the same on columns, into the GEMM operands.
+            for i4 in 0..4 {
+                let uc = |b: usize| &ub[(i4 * 4 + b) * nt..][..nt];
+                let slab = |j: usize| ((i4 * 4 + j) * cog + co) * nt;
+                zip2(&mut v[slab(0)..][..nt], uc(0), uc(2), |x, y| x - y);
+                zip2(&mut v[slab(1)..][..nt], uc(1), uc(2), |x, y| x + y);
+                zip2(&mut v[slab(2)..][..nt], uc(2), uc(1), |x, y| x - y);
+                zip2(&mut v[slab(3)..][..nt], uc(1), uc(3), |x, y| x - y);
+            }
+        }
+    }
+}
+
+/// The Winograd output transform of one tile block: `Y = A^T M A` per tile and channel,
+/// `A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]`, vectorised over tiles, stored (rounded once, clipped
+/// to the image) into the item's `dx` channels.
+struct WinoOut<'a, T: Element> {
+    mb: &'a [T::Acc],
+    m: usize,
+    /// (first tile row, tile rows, tiles per row).
+    rows: (usize, usize, usize),
+    /// `dx` (height, width).
+    dims: (usize, usize),
+    st: &'a mut [T::Acc],
+    yv: &'a mut [T::Acc],
+    rowbuf: &'a mut [T::Acc],
+    d: &'a mut [T],
+}
+
+impl<T: Element> pulp::WithSimd for WinoOut<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) {
+        let WinoOut {
+            mb,
+            m,
+            rows: (ty0, tr, ntx),
+            dims: (hi, wi),
+            st,
+            yv,
+            rowbuf,
+            d,
+        } = self;
+        let nt = tr * ntx;
+        let hw = hi * wi;
+        for c in 0..m {
+            let mx = |xi: usize| &mb[(xi * m + c) * nt..][..nt];
+            for j in 0..4 {
+                let (m0, m1, m2, m3) = (mx(j), mx(4 + j), mx(8 + j), mx(12 + j));
+                zip3(&mut st[j * nt..][..nt], m0, m1, m2, |a, b, c| a + b + c);
+                zip3(&mut st[(4 + j) * nt..][..nt], m1, m2, m3, |a, b, c| {
+                    a - b - c
+                });
+            }
+            for i2 in 0..2 {
+                let sc = |j: usize| &st[(i2 * 4 + j) * nt..][..nt];
+                let (y0, y1) = yv[i2 * 2 * nt..][..2 * nt].split_at_mut(nt);
+                zip3(y0, sc(0), sc(1), sc(2), |a, b, c| a + b + c);
+                zip3(y1, sc(1), sc(2), sc(3), |a, b, c| a - b - c);
+            }
+            for r in 0..tr {
+                for i2 in 0..2 {
+                    let y = 2 * (ty0 + r) + i2;
+                    if y >= hi {
+                        break;
+                    }
+                    let (y0, y1) = yv[i2 * 2 * nt..][..2 * nt].split_at(nt);
+                    let rr = r * ntx..(r + 1) * ntx;
+                    let drow = &mut d[c * hw + y * wi..][..wi];
+                    // Interleave the tiles' columns straight into `dx` when it is the
+                    // accumulation type, else through `rowbuf` and one rounding.
+                    let (out, direct) = match T::as_acc_slice_mut(drow) {
+                        Some(acc) => (acc, true),
+                        None => (&mut rowbuf[..wi], false),
+                    };
+                    let (y0, y1) = (&y0[rr.clone()], &y1[rr]);
+                    let mut pairs = out.chunks_exact_mut(2);
+                    for ((pair, &a), &b) in (&mut pairs).zip(y0).zip(y1) {
+                        pair[0] = a;
+                        pair[1] = b;
+                    }
+                    if let [last] = pairs.into_remainder() {
+                        *last = y0[ntx - 1];
+                    }
+                    if !direct {
+                        T::slice_from_acc(&rowbuf[..wi], &mut d[c * hw + y * wi..][..wi]);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// `col[(tap_y, tap_x, co), (q_y - qy0, q_x)] = dy[grp*cog + co, q_y + off_y, q_x + off_x]`,
