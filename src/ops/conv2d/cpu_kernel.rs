@@ -185,13 +185,17 @@ fn backprop_input_nchw<T: Element>(g: &ConvGeometry, dy: &[T], w: &[T], dx: &mut
     }
     let (phases, wp) = (&phases, &wp);
     items.into_par_iter().for_each_init(
-        || (Vec::new(), Vec::new()),
-        |(col, tmp), (i, grp, c0, c1, d)| {
+        || (Vec::new(), Vec::new(), Vec::new()),
+        |(col, tmp, band), (i, grp, c0, c1, d)| {
             let dyi = &dy[i * dimg..][..dimg];
             let m = c1 - c0;
             for ph in phases {
                 let wmat = &wp[grp * woff + ph.woff + c0 * ph.k..][..m * ph.k];
                 let nqx = ph.x.n;
+                if cog >= BAND_MIN_COG && ph.k > 0 {
+                    phase_by_band(g, grp, ph, wmat, m, dyi, d, band, tmp);
+                    continue;
+                }
                 let tq = (PHASE_COL_ELEMS / (ph.k * nqx).max(1)).clamp(1, ph.y.n.max(1));
                 for qy0 in (0..ph.y.n).step_by(tq) {
                     let tr = tq.min(ph.y.n - qy0);
@@ -608,6 +612,118 @@ impl<T: Element> pulp::WithSimd for WinoOut<'_, T> {
     }
 }
 
+/// Group output channels from which a phase skips the im2col: one GEMM per tap (depth `cog`)
+/// reads a zero-bordered band of `dy` rows in place.
+const BAND_MIN_COG: usize = 32;
+
+/// One stride phase of an item without im2col: per tile of phase rows, a band of `dy`
+/// (`cog x rows x (nqx + tap spread)`, zero outside the image) shared by every tap; tap `t`'s
+/// operand is the band shifted by its offset, with the band's pitch (the extra columns of
+/// the product are discarded). `tmp[c, p] = sum_t W_t[c, :] * band_t[:, p]`, taps in order,
+/// then stored (rounded once) into the phase's `dx` positions.
+#[allow(clippy::too_many_arguments)]
+fn phase_by_band<T: Element>(
+    g: &ConvGeometry,
+    grp: usize,
+    ph: &Phase<'_>,
+    wmat: &[T::Acc],
+    m: usize,
+    dyi: &[T],
+    d: &mut [T],
+    band: &mut Vec<T::Acc>,
+    tmp: &mut Vec<T::Acc>,
+) {
+    let (hi, wi, ho, wo) = (g.h.input, g.w.input, g.h.output, g.w.output);
+    let (hw, cog) = (hi * wi, g.co / g.groups);
+    let zero = T::Acc::zero();
+    let span = |taps: &[(usize, isize)]| {
+        let lo = taps.iter().map(|t| t.1).min().unwrap_or(0);
+        let hi = taps.iter().map(|t| t.1).max().unwrap_or(0);
+        (lo, (hi - lo) as usize)
+    };
+    let ((ymin, ey), (xmin, ex)) = (span(&ph.y.taps), span(&ph.x.taps));
+    let nqx = ph.x.n;
+    let bw = nqx + ex;
+    let tq = (PHASE_COL_ELEMS / (cog * bw).max(1))
+        .saturating_sub(ey)
+        .clamp(1, ph.y.n.max(1));
+    let (sy, sx) = (g.h.stride, g.w.stride);
+    for qy0 in (0..ph.y.n).step_by(tq) {
+        let tr = tq.min(ph.y.n - qy0);
+        let bh = tr + ey;
+        band.resize(cog * bh * bw, zero);
+        // band[co][r][c] = dy[co, qy0 + ymin + r, xmin + c].
+        let lo = (-xmin).clamp(0, bw as isize) as usize;
+        let hi_ = (wo as isize - xmin).clamp(lo as isize, bw as isize) as usize;
+        for co in 0..cog {
+            let plane = &dyi[(grp * cog + co) * ho * wo..][..ho * wo];
+            for r in 0..bh {
+                let row = &mut band[(co * bh + r) * bw..][..bw];
+                let oy = (qy0 + r) as isize + ymin;
+                if oy < 0 || oy >= ho as isize || hi_ == lo {
+                    row.fill(zero);
+                    continue;
+                }
+                row[..lo].fill(zero);
+                row[hi_..].fill(zero);
+                let s0 = (lo as isize + xmin) as usize;
+                T::slice_to_acc(
+                    &plane[oy as usize * wo + s0..][..hi_ - lo],
+                    &mut row[lo..hi_],
+                );
+            }
+        }
+        let np = (tr - 1) * bw + nqx;
+        tmp.resize(m * np, zero);
+        let mut t = 0;
+        for &(_, offy) in &ph.y.taps {
+            for &(_, offx) in &ph.x.taps {
+                let start = (offy - ymin) as usize * bw + (offx - xmin) as usize;
+                matmul(
+                    MatMut {
+                        data: &mut tmp[..m * np],
+                        rows: m,
+                        cols: np,
+                        rs: np,
+                        cs: 1,
+                    },
+                    MatRef {
+                        data: &wmat[t * cog..],
+                        rows: m,
+                        cols: cog,
+                        rs: ph.k,
+                        cs: 1,
+                    },
+                    MatRef {
+                        data: &band[start..],
+                        rows: cog,
+                        cols: np,
+                        rs: bh * bw,
+                        cs: 1,
+                    },
+                    t > 0,
+                );
+                t += 1;
+            }
+        }
+        for c in 0..m {
+            let plane = &mut d[c * hw..][..hw];
+            for r in 0..tr {
+                let y = (qy0 + r) * sy + ph.y.ph;
+                let src = &tmp[c * np + r * bw..][..nqx];
+                let drow = &mut plane[y * wi..][..wi];
+                if sx == 1 {
+                    T::slice_from_acc(src, drow);
+                } else {
+                    for (qx, &v) in src.iter().enumerate() {
+                        drow[qx * sx + ph.x.ph] = T::from_acc(v);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// `col[(tap_y, tap_x, co), (q_y - qy0, q_x)] = dy[grp*cog + co, q_y + off_y, q_x + off_x]`,
 /// zero where that output is out of range.
 fn im2col_phase<T: Element>(
@@ -967,7 +1083,9 @@ mod tests {
         let mut checked = 0;
         for case in 0..200 {
             let groups = [1, 1, 2, 3][next(4)];
-            let (cig, cog) = (1 + next(20), 1 + next(20));
+            let cig = 1 + next(20);
+            // Both sides of BAND_MIN_COG.
+            let cog = if next(2) == 0 { 1 + next(20) } else { 32 + next(8) };
             let n = 1 + next(3);
             let input = Dims {
                 n,
