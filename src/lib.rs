@@ -39,7 +39,8 @@ pub use ops::conv2d::{
     conv2d, conv2d_backprop_input, conv2d_backprop_input_into, Conv2dAttrs, FilterLayout, FilterRef,
 };
 pub use ops::max_pool::{
-    max_pool, max_pool_grad, max_pool_grad_into, max_pool_grad_with_argmax, MaxPoolAttrs,
+    max_pool, max_pool_grad, max_pool_grad_into, max_pool_grad_with_argmax,
+    max_pool_grad_with_argmax_into, MaxPoolAttrs,
 };
 pub use ops::resize::{
     resize, resize_bilinear, resize_bilinear_grad, resize_grad, resize_grad_into,

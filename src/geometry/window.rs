@@ -435,7 +435,8 @@ mod tests {
     fn valid_and_explicit() {
         assert_eq!(axis(7, 3, 2, Padding::Valid).output, 3);
         assert_eq!(axis(7, 3, 2, Padding::Explicit([[1, 1], [0, 0]])).output, 4);
-        assert!(WindowAxis::new("t", "h", 2, 3, 1, 1, Padding::Valid, 0, None).is_err());
+        assert_eq!(axis(2, 3, 1, Padding::Valid).output, 0); // TF: (2 - 3 + 1) / 1 = 0, not an error
+        assert!(WindowAxis::new("t", "h", 1, 3, 1, 1, Padding::Valid, 0, None).is_err());
     }
 
     #[test]

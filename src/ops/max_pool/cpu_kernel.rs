@@ -203,6 +203,7 @@ struct ChannelArgmax<A> {
 #[derive(Default)]
 struct Scratch<A> {
     x: Vec<A>,
+    dy: Vec<A>,
     acc: Vec<A>,
     channels: ChannelArgmax<A>,
     plane: PlaneArgmax<A>,
@@ -274,6 +275,7 @@ pub(crate) fn grad<T: Element>(g: &PoolGeometry, layout: Layout, dy: &[T], x: &[
         .zip(dy.par_chunks(yl))
         .for_each_init(Scratch::<T::Acc>::default, |s, ((dxu, xu), dyu)| {
             let xa = acc_view(xu, &mut s.x);
+            let dya = acc_view(dyu, &mut s.dy);
             let mut owned = std::mem::take(&mut s.acc);
             let direct = T::as_acc_slice_mut(dxu);
             let acc: &mut [T::Acc] = match direct {
@@ -289,12 +291,12 @@ pub(crate) fn grad<T: Element>(g: &PoolGeometry, layout: Layout, dy: &[T], x: &[
             };
             match layout {
                 Layout::Nchw => plane_argmax(g, &ys, &xs, &xa, &mut s.plane, |o, i| {
-                    acc[i] = acc[i] + dyu[o].to_acc()
+                    acc[i] = acc[i] + dya[o]
                 }),
                 Layout::Nhwc => image_argmax(&ys, &xs, w, c, &xa, &mut s.channels, |o, best| {
                     for (ch, &i) in best.iter().enumerate() {
                         let at = i as usize * c + ch;
-                        acc[at] = acc[at] + dyu[o * c + ch].to_acc();
+                        acc[at] = acc[at] + dya[o * c + ch];
                     }
                 }),
             }
@@ -305,61 +307,73 @@ pub(crate) fn grad<T: Element>(g: &PoolGeometry, layout: Layout, dy: &[T], x: &[
         });
 }
 
-/// Every argmax must be -1 or a flat index into the same unit (plane or image) and channel
-/// as its window, so the gather cannot read or write out of bounds.
-pub(crate) fn check_argmax(g: &PoolGeometry, layout: Layout, argmax: &[i64]) -> Result<()> {
-    let (_, xl, yl) = per_unit(g, layout);
-    let c = if layout == Layout::Nhwc { g.c } else { 1 };
-    if yl == 0 {
-        return Ok(());
-    }
-    for (u, au) in argmax.chunks(yl).enumerate() {
-        for (o, &a) in au.iter().enumerate() {
-            if a == -1 {
-                continue;
-            }
-            let lo = (u * xl) as i64;
-            let ok = a >= lo && a < lo + xl as i64 && ((a - lo) as usize) % c == o % c;
-            if !ok {
-                return Err(Error::shape(
-                    "max_pool_grad_with_argmax",
-                    "argmax",
-                    format!("index {a} at position {} does not lie in its window's {} (flat range {lo}..{}, channel {})", u * yl + o, if c == 1 { "plane" } else { "image" }, lo + xl as i64, o % c),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
+/// Gradient from stored argmax: each unit (plane or image) scatters its `dy` to the cells its
+/// argmax names, in window order. Every index must be -1 or lie in the same unit and channel
+/// as its window; the check is fused into the scatter, and on a bad index `dx` is filled with
+/// NaN (never left looking valid) and the error names the first offending position.
 pub(crate) fn grad_with_argmax<T: Element>(
     g: &PoolGeometry,
     layout: Layout,
     dy: &[T],
     argmax: &[i64],
     dx: &mut [T],
-) {
+) -> Result<()> {
     let (_, xl, yl) = per_unit(g, layout);
     if dx.is_empty() {
-        return;
+        return Ok(());
     }
     if yl == 0 {
         dx.fill(T::default());
-        return;
+        return Ok(());
     }
+    let c = if layout == Layout::Nhwc { g.c } else { 1 };
     let zero = T::Acc::zero();
-    dx.par_chunks_mut(xl)
+    let bad = dx
+        .par_chunks_mut(xl)
         .zip(dy.par_chunks(yl).zip(argmax.par_chunks(yl)))
         .enumerate()
-        .for_each_init(Vec::new, |acc: &mut Vec<T::Acc>, (u, (dxu, (dyu, au)))| {
-            acc.clear();
-            acc.resize(xl, zero);
-            for (&d, &a) in dyu.iter().zip(au) {
-                if a >= 0 {
-                    let i = a as usize - u * xl;
-                    acc[i] = acc[i] + d.to_acc();
+        .map_init(Scratch::<T::Acc>::default, |s, (u, (dxu, (dyu, au)))| {
+            let dya = acc_view(dyu, &mut s.dy);
+            let mut owned = std::mem::take(&mut s.acc);
+            let acc: &mut [T::Acc] = match T::as_acc_slice_mut(dxu) {
+                Some(d) => d,
+                None => {
+                    owned.resize(xl, zero);
+                    &mut owned
+                }
+            };
+            acc.fill(zero);
+            let lo = (u * xl) as i64;
+            let mut bad = None;
+            for (o, (&d, &a)) in dya.iter().zip(au).enumerate() {
+                let i = a.wrapping_sub(lo) as u64;
+                if i < xl as u64 && i as usize % c == o % c {
+                    acc[i as usize] = acc[i as usize] + d;
+                } else if a != -1 {
+                    bad = Some((u * yl + o, a, lo));
+                    break;
                 }
             }
-            T::slice_from_acc(acc, dxu);
-        });
+            if T::as_acc_slice(dxu).is_none() {
+                T::slice_from_acc(&owned, dxu);
+            }
+            s.acc = owned;
+            bad
+        })
+        .flatten()
+        .min();
+    if let Some((pos, a, lo)) = bad {
+        dx.fill(T::from_f64(f64::NAN));
+        return Err(Error::shape(
+            "max_pool_grad_with_argmax",
+            "argmax",
+            format!(
+                "index {a} at position {pos} does not lie in its window's {} (flat range {lo}..{}, channel {})",
+                if c == 1 { "plane" } else { "image" },
+                lo + xl as i64,
+                pos % yl % c
+            ),
+        ));
+    }
+    Ok(())
 }

@@ -162,13 +162,28 @@ pub fn max_pool_grad_into<T: Element>(
 }
 
 /// Gradient from stored argmax indices (as [`max_pool`] returns them): no recompute.
-/// `x_shape` is the forward input's shape (dy's layout). Every index is range-checked first.
+/// `x_shape` is the forward input's shape (dy's layout). Every index is range-checked: an index
+/// outside its window's plane (or image) is an error, not an out-of-bounds write.
 pub fn max_pool_grad_with_argmax<T: Element>(
     dy: TensorRef<'_, T>,
     argmax: &[i64],
     x_shape: [usize; 4],
     attrs: &MaxPoolAttrs,
 ) -> Result<Tensor<T>> {
+    let mut dx = Tensor::zeros_checked("max_pool_grad_with_argmax", "x", x_shape, dy.layout)?;
+    max_pool_grad_with_argmax_into(dy, argmax, x_shape, attrs, &mut dx.data)?;
+    Ok(dx)
+}
+
+/// [`max_pool_grad_with_argmax`] into a caller buffer (x's shape), fully written; on a bad
+/// index it is filled with NaN and the error returned.
+pub fn max_pool_grad_with_argmax_into<T: Element>(
+    dy: TensorRef<'_, T>,
+    argmax: &[i64],
+    x_shape: [usize; 4],
+    attrs: &MaxPoolAttrs,
+    dx: &mut [T],
+) -> Result<()> {
     const OP: &str = "max_pool_grad_with_argmax";
     dy.check_len(OP, "dy")?;
     let g = plan_max_pool(OP, x_shape, dy.layout, attrs)?;
@@ -192,10 +207,8 @@ pub fn max_pool_grad_with_argmax<T: Element>(
             shape: dy.shape.to_vec(),
         });
     }
-    cpu_kernel::check_argmax(&g, dy.layout, argmax)?;
-    let mut dx = Tensor::zeros_checked(OP, "x", x_shape, dy.layout)?;
-    cpu_kernel::grad_with_argmax(&g, dy.layout, dy.data, argmax, &mut dx.data);
-    Ok(dx)
+    check_buffer(OP, "dx", x_shape, dx.len())?;
+    cpu_kernel::grad_with_argmax(&g, dy.layout, dy.data, argmax, dx)
 }
 
 fn check_layouts(op: &'static str, a: Layout, x: Layout) -> Result<()> {
