@@ -345,13 +345,20 @@ pub(crate) fn grad_with_argmax<T: Element>(
             acc.fill(zero);
             let lo = (u * xl) as i64;
             let mut bad = None;
+            // The window's channel, counted rather than divided for (NHWC: o % c; NCHW: 0).
+            let mut ch = 0usize;
             for (o, (&d, &a)) in dya.iter().zip(au).enumerate() {
                 let i = a.wrapping_sub(lo) as u64;
-                if i < xl as u64 && i as usize % c == o % c {
+                // In range, and in the window's channel: i % c == ch (c == 1: always).
+                if i < xl as u64 && (c == 1 || i as usize % c == ch) {
                     acc[i as usize] = acc[i as usize] + d;
                 } else if a != -1 {
                     bad = Some((u * yl + o, a, lo));
                     break;
+                }
+                ch += 1;
+                if ch == c {
+                    ch = 0;
                 }
             }
             if T::as_acc_slice(dxu).is_none() {
