@@ -413,6 +413,24 @@ fn max_pool_grad_errors() {
     let a = MaxPoolAttrs::new([2, 2])
         .strides([2, 2])
         .padding(Padding::Valid);
+    // NHWC, 2 channels: index 1 is in range but belongs to channel 1, not window 0's channel 0.
+    let mut dx = vec![0.0f32; 8];
+    let e = gradops::max_pool_grad_with_argmax_into(
+        TensorRef::new(&[1.0f32, 2.0], [1, 1, 1, 2], Layout::Nhwc),
+        &[1, 1],
+        [1, 2, 2, 2],
+        &a,
+        &mut dx,
+    )
+    .unwrap_err();
+    has(
+        &e.to_string(),
+        &["argmax", "index 1 at position 0", "channel 0"],
+    );
+    assert!(
+        dx.iter().all(|v| v.is_nan()),
+        "a rejected call must not leave dx looking valid: {dx:?}"
+    );
     for bad in [4i64, -2, 1 << 40] {
         let e = max_pool_grad_with_argmax(
             TensorRef::new(&[1.0f32], [1, 1, 1, 1], Layout::Nhwc),
