@@ -304,22 +304,72 @@ fn zip3<A: Accum>(out: &mut [A], a: &[A], b: &[A], c: &[A], f: impl Fn(A, A, A) 
 /// a block of tile rows. Per `dx` element a fixed sequence of operations: deterministic and
 /// independent of the thread count.
 fn backprop_input_winograd<T: Element>(g: &ConvGeometry, dy: &[T], w: &[T], dx: &mut [T]) {
+    let (cig, cog) = (g.ci / g.groups, g.co / g.groups);
+    let p = WinoProblem {
+        groups: g.groups,
+        cig,
+        cog,
+        src: (g.h.output, g.w.output),
+        dst: (g.h.input, g.w.input),
+        off: (g.h.pad_before as isize - 2, g.w.pad_before as isize - 2),
+    };
+    // The correlation's kernel: flipped, input and output channels swapped.
+    winograd_nchw(&p, dy, dx, |grp, ci, co, a, b| {
+        w[(((2 - a) * 3 + (2 - b)) * cig + ci) * g.co + grp * cog + co].to_f64()
+    });
+}
+
+/// Forward NCHW 3x3 stride-1 conv by the same Winograd core (`x` correlated with the filter).
+fn forward_winograd<T: Element>(g: &ConvGeometry, x: &[T], w: &[T], y: &mut [T]) {
+    let (cig, cog) = (g.ci / g.groups, g.co / g.groups);
+    let p = WinoProblem {
+        groups: g.groups,
+        cig: cog,
+        cog: cig,
+        src: (g.h.input, g.w.input),
+        dst: (g.h.output, g.w.output),
+        off: (-(g.h.pad_before as isize), -(g.w.pad_before as isize)),
+    };
+    winograd_nchw(&p, x, y, |grp, co, ci, a, b| {
+        w[((a * 3 + b) * cig + ci) * g.co + grp * cog + co].to_f64()
+    });
+}
+
+/// A grouped 3x3 stride-1 correlation `dst[c] = sum_k f(c, k) (*) src[k]` (NCHW), in the
+/// Winograd core's terms: `cig` destination and `cog` source channels per group.
+struct WinoProblem {
+    groups: usize,
+    cig: usize,
+    cog: usize,
+    /// Source plane (height, width).
+    src: (usize, usize),
+    /// Destination plane (height, width).
+    dst: (usize, usize),
+    /// Source row and column of the first destination pixel's 3x3 window.
+    off: (isize, isize),
+}
+
+/// `filt(grp, c_dst, c_src, a, b)`: the correlation kernel's tap `(a, b)`.
+fn winograd_nchw<T: Element>(
+    p: &WinoProblem,
+    dy: &[T],
+    dx: &mut [T],
+    filt: impl Fn(usize, usize, usize, usize, usize) -> f64,
+) {
     if dx.is_empty() {
         return;
     }
-    let (hi, wi, ho, wo) = (g.h.input, g.w.input, g.h.output, g.w.output);
-    let (cig, cog) = (g.ci / g.groups, g.co / g.groups);
-    let (hw, dimg) = (hi * wi, g.co * ho * wo);
+    let ((hi, wi), (ho, wo)) = (p.dst, p.src);
+    let (cig, cog, groups) = (p.cig, p.cog, p.groups);
+    let (hw, dimg) = (hi * wi, groups * cog * ho * wo);
     let zero = T::Acc::zero();
-    // U[grp][xi][ci][co] from the flipped filter gf[a][b] = w[2-a][2-b].
+    // U[grp][xi][c_dst][c_src] = G f G^T.
     let usz = 16 * cig * cog;
-    let mut u = vec![zero; g.groups * usz];
-    for grp in 0..g.groups {
+    let mut u = vec![zero; groups * usz];
+    for grp in 0..groups {
         for ci in 0..cig {
             for co in 0..cog {
-                let f = |a: usize, b: usize| {
-                    w[(((2 - a) * 3 + (2 - b)) * cig + ci) * g.co + grp * cog + co].to_f64()
-                };
+                let f = |a: usize, b: usize| filt(grp, ci, co, a, b);
                 // Gg: 4x3, rows g0, (g0+g1+g2)/2, (g0-g1+g2)/2, g2.
                 let col = |b: usize| {
                     let (g0, g1, g2) = (f(0, b), f(1, b), f(2, b));
@@ -342,14 +392,14 @@ fn backprop_input_winograd<T: Element>(g: &ConvGeometry, dy: &[T], w: &[T], dx: 
             }
         }
     }
-    let n = dx.len() / (g.ci * hw).max(1);
+    let n = dx.len() / (groups * cig * hw).max(1);
     let threads = rayon::current_num_threads();
-    let blocks = threads.div_ceil((n * g.groups).max(1)).clamp(1, cig.max(1));
+    let blocks = threads.div_ceil((n * groups).max(1)).clamp(1, cig.max(1));
     let chunk = cig.div_ceil(blocks).next_multiple_of(8).min(cig).max(1);
     let mut items = Vec::new();
-    for (i, dxi) in dx.chunks_mut(g.ci * hw).enumerate() {
+    for (i, dxi) in dx.chunks_mut(groups * cig * hw).enumerate() {
         let mut rest = dxi;
-        for grp in 0..g.groups {
+        for grp in 0..groups {
             for c0 in (0..cig).step_by(chunk) {
                 let c1 = (c0 + chunk).min(cig);
                 let (a, b) = rest.split_at_mut((c1 - c0) * hw);
@@ -361,7 +411,7 @@ fn backprop_input_winograd<T: Element>(g: &ConvGeometry, dy: &[T], w: &[T], dx: 
     let (ntx, nty) = (wi.div_ceil(2), hi.div_ceil(2));
     let br = (WINO_TILES / ntx).clamp(1, nty);
     // dy index of the patch's first row/column for tile 0: the correlation offset.
-    let (oy, ox) = (g.h.pad_before as isize - 2, g.w.pad_before as isize - 2);
+    let (oy, ox) = p.off;
     let u = &u;
     let arch = pulp::Arch::new();
     items.into_par_iter().for_each_init(
@@ -929,6 +979,14 @@ fn col2im_nhwc<A: Accum>(
 
 /// `y` from `x` and an HWIO filter.
 pub(crate) fn forward<T: Element>(g: &ConvGeometry, layout: Layout, x: &[T], w: &[T], y: &mut [T]) {
+    if layout == Layout::Nchw && winograd_applies(g) {
+        return forward_winograd(g, x, w, y);
+    }
+    forward_col(g, layout, x, w, y);
+}
+
+/// `y` by im2col and GEMM per image.
+fn forward_col<T: Element>(g: &ConvGeometry, layout: Layout, x: &[T], w: &[T], y: &mut [T]) {
     let mut wbuf = Vec::new();
     let w = acc_view(w, &mut wbuf);
     let (hi, wi, ho, wo) = (g.h.input, g.w.input, g.h.output, g.w.output);
@@ -1085,7 +1143,11 @@ mod tests {
             let groups = [1, 1, 2, 3][next(4)];
             let cig = 1 + next(20);
             // Both sides of BAND_MIN_COG.
-            let cog = if next(2) == 0 { 1 + next(20) } else { 32 + next(8) };
+            let cog = if next(2) == 0 {
+                1 + next(20)
+            } else {
+                32 + next(8)
+            };
             let n = 1 + next(3);
             let input = Dims {
                 n,
@@ -1190,8 +1252,79 @@ mod tests {
                 num.sqrt() <= 1e-6 * den.sqrt().max(1.0),
                 "f32 case {case}: {g:?}"
             );
+            // f16 (accumulated in f32, rounded once) against the f64 result on f16 inputs.
+            let (dyh, wh): (Vec<half::f16>, Vec<half::f16>) = (
+                dy.iter().map(|&v| half::f16::from_f64(v)).collect(),
+                w.iter().map(|&v| half::f16::from_f64(v)).collect(),
+            );
+            let (dyr, wr): (Vec<f64>, Vec<f64>) = (
+                dyh.iter().map(|v| v.to_f64()).collect(),
+                wh.iter().map(|v| v.to_f64()).collect(),
+            );
+            let mut r = vec![f64::NAN; len];
+            backprop_input_nchw(&g, &dyr, &wr, &mut r);
+            let mut h = vec![half::f16::NAN; len];
+            backprop_input_winograd(&g, &dyh, &wh, &mut h);
+            let num: f64 = h
+                .iter()
+                .zip(&r)
+                .map(|(x, y)| (x.to_f64() - y).powi(2))
+                .sum();
+            let den: f64 = r.iter().map(|y| y * y).sum();
+            assert!(
+                num.sqrt() <= 1e-3 * den.sqrt().max(1.0),
+                "f16 case {case}: {g:?}"
+            );
             checked += 1;
         }
         assert!(checked > 20, "only {checked} cases");
+    }
+
+    /// Forward Winograd against the forward im2col path (f64).
+    #[test]
+    fn forward_winograd_matches_im2col() {
+        let mut checked = 0;
+        for case in 0..24usize {
+            let (cig, cog) = (16 + case % 5, 16 + (case * 7) % 9);
+            let groups = 1 + case % 2;
+            let input = Dims {
+                n: 1 + case % 2,
+                c: cig * groups,
+                h: 3 + (case * 5) % 11,
+                w: 3 + (case * 3) % 13,
+            };
+            let attrs = WindowAttrs {
+                strides: [1, 1],
+                dilations: [1, 1],
+                padding: match case % 3 {
+                    0 => Padding::Same,
+                    1 => Padding::Valid,
+                    _ => Padding::Explicit([[case % 3, 2], [1, case % 2]]),
+                },
+                dim_rounding: None,
+            };
+            let Ok(g) = ConvGeometry::new("t", input, [3, 3, cig, cog * groups], &attrs) else {
+                continue;
+            };
+            assert!(winograd_applies(&g));
+            let x: Vec<f64> = (0..input.n * g.ci * g.h.input * g.w.input)
+                .map(|i| (((i * 7 + case) % 13) as f64 - 6.0) * 0.37)
+                .collect();
+            let w: Vec<f64> = (0..9 * cig * g.co)
+                .map(|i| (((i * 5 + 3 * case) % 11) as f64 - 5.0) * 0.21)
+                .collect();
+            let len = input.n * g.co * g.h.output * g.w.output;
+            let (mut a, mut b) = (vec![f64::NAN; len], vec![0.0; len]);
+            forward(&g, Layout::Nchw, &x, &w, &mut a);
+            forward_col(&g, Layout::Nchw, &x, &w, &mut b);
+            let num: f64 = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum();
+            let den: f64 = b.iter().map(|y| y * y).sum();
+            assert!(
+                num.sqrt() <= 1e-13 * den.sqrt().max(1.0),
+                "case {case}: {g:?}"
+            );
+            checked += 1;
+        }
+        assert!(checked > 12, "only {checked} cases");
     }
 }
