@@ -82,8 +82,8 @@ pub(crate) fn backprop_input<T: Element>(
     }
 }
 
-/// Column-buffer elements per stride-phase tile (256 KiB in f32: the buffer stays in L2).
-const PHASE_COL_ELEMS: usize = 1 << 16;
+/// Column-buffer (or dy band) elements per stride-phase tile (1 MiB in f32).
+const PHASE_COL_ELEMS: usize = 1 << 18;
 
 /// One residue class of an axis of the transposed convolution: the inputs `x = q*s + ph`
 /// (`q < n`) receive exactly the taps `t` with `(ph + pad - t*d) % s == 0`, each from output
