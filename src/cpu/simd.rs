@@ -56,13 +56,28 @@ pub(crate) fn all_finite<A: Accum>(x: &[A]) -> bool {
     x.iter().fold(true, |ok, v| ok & v.is_finite())
 }
 
-/// Running argmax with the TF rule: where `v[i] > best[i]` (strictly; false for NaN on either
-/// side), take `v[i]` and tap `t`.
+/// One step of a running argmax with the TF rule: where `v[i] > best[i]` (strictly; false for
+/// NaN on either side) take `v[i]` and tap `t`, else keep. Reads `best`/`tap`, writes
+/// `best_out`/`tap_out` (ping-pong buffers: an in-place conditional update compiles to masked
+/// stores, which are microcoded and slow on AMD).
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-pub(crate) fn argmax_update<A: Accum>(best: &mut [A], tap: &mut [u32], v: &[A], t: u32) {
-    for ((b, i), &x) in best.iter_mut().zip(tap.iter_mut()).zip(v) {
+pub(crate) fn argmax_step<A: Accum>(
+    best: &[A],
+    tap: &[u32],
+    v: &[A],
+    t: u32,
+    best_out: &mut [A],
+    tap_out: &mut [u32],
+) {
+    for ((((b, i), &x), bo), io) in best
+        .iter()
+        .zip(tap)
+        .zip(v)
+        .zip(best_out.iter_mut())
+        .zip(tap_out.iter_mut())
+    {
         let gt = x > *b;
-        *b = if gt { x } else { *b };
-        *i = if gt { t } else { *i };
+        *bo = if gt { x } else { *b };
+        *io = if gt { t } else { *i };
     }
 }

@@ -30,6 +30,8 @@ struct PlaneArgmax<A> {
     phases: Vec<A>,
     best: Vec<A>,
     tap: Vec<u32>,
+    best2: Vec<A>,
+    tap2: Vec<u32>,
 }
 
 /// Calls `f(o, i)` for each window `o` (row-major) of one plane with the in-plane index `i`
@@ -108,8 +110,12 @@ fn plane_argmax<A: Accum>(
             continue;
         }
         if n > 0 {
-            sc.best.resize(n, A::zero());
-            sc.tap.resize(n, 0);
+            for b in [&mut sc.best, &mut sc.best2] {
+                b.resize(n, A::zero());
+            }
+            for b in [&mut sc.tap, &mut sc.tap2] {
+                b.resize(n, 0);
+            }
             let mut t = 0u32;
             for y in yr.clone() {
                 for kx in 0..k {
@@ -123,7 +129,9 @@ fn plane_argmax<A: Accum>(
                         sc.best.copy_from_slice(v);
                         sc.tap.fill(0);
                     } else {
-                        simd::argmax_update(&mut sc.best, &mut sc.tap, v, t);
+                        simd::argmax_step(&sc.best, &sc.tap, v, t, &mut sc.best2, &mut sc.tap2);
+                        std::mem::swap(&mut sc.best, &mut sc.best2);
+                        std::mem::swap(&mut sc.tap, &mut sc.tap2);
                     }
                     t += 1;
                 }
