@@ -12,7 +12,9 @@ use crate::geometry::ResizePlan;
 use crate::ops::conv2d::{
     filter_as_hwio, plan_conv2d, plan_conv2d_backprop_input, Conv2dAttrs, FilterRef,
 };
-use crate::ops::max_pool::{plan_max_pool, plan_max_pool_grad, MaxPoolAttrs};
+use crate::ops::max_pool::{
+    plan_max_pool, plan_max_pool_grad, plan_max_pool_grad_with_argmax, MaxPoolAttrs,
+};
 use crate::tensor::{Dims, Layout, Tensor, TensorRef};
 use crate::{Element, Error, Result};
 
@@ -254,18 +256,7 @@ pub fn max_pool_grad_with_argmax<T: Element>(
     attrs: &MaxPoolAttrs,
 ) -> Result<Tensor<T>> {
     const OP: &str = "max_pool_grad_with_argmax";
-    let g = plan_max_pool(OP, x_shape, dy.layout, attrs)?;
-    let want = dy.layout.shape(g.output_dims());
-    if dy.shape != want {
-        return Err(Error::shape(
-            OP,
-            "dy",
-            format!(
-                "shape {:?} differs from the pool's output shape {want:?}",
-                dy.shape
-            ),
-        ));
-    }
+    let g = plan_max_pool_grad_with_argmax(dy.shape, x_shape, dy.layout, attrs)?;
     check(OP, "dy", dy.data.len(), g.output_dims(), dy.layout)?;
     check(OP, "argmax", argmax.len(), g.output_dims(), dy.layout)?;
     let n = len_of(OP, "x", g.input_dims())?;

@@ -13,7 +13,9 @@ use super::params::{GoConvParams, GoPoolParams, GoResizeParams, GO_LAYOUT_NCHW, 
 use super::runtime::{cuda_err, function};
 use crate::geometry::{ConvGeometry, PoolGeometry, ResizeAttrs, ResizePlan};
 use crate::ops::conv2d::{plan_conv2d, plan_conv2d_backprop_input, Conv2dAttrs, FilterLayout};
-use crate::ops::max_pool::{plan_max_pool, plan_max_pool_grad, MaxPoolAttrs};
+use crate::ops::max_pool::{
+    plan_max_pool, plan_max_pool_grad, plan_max_pool_grad_with_argmax, MaxPoolAttrs,
+};
 use crate::ops::resize::{plan_resize, plan_resize_grad};
 use crate::tensor::{Dims, Layout};
 use crate::{Element, Error, Result};
@@ -598,15 +600,7 @@ pub fn max_pool_grad_with_argmax<T: Element>(
     dx: &mut impl DevicePtrMut<T>,
 ) -> Result<()> {
     const OP: &str = "max_pool_grad_with_argmax";
-    let g = plan_max_pool(OP, x_shape, layout, attrs)?;
-    let want = layout.shape(g.output_dims());
-    if dy_shape != want {
-        return Err(Error::shape(
-            OP,
-            "dy",
-            format!("shape {dy_shape:?} differs from the pool's output shape {want:?}"),
-        ));
-    }
+    let g = plan_max_pool_grad_with_argmax(dy_shape, x_shape, layout, attrs)?;
     check_len(OP, "dy", dy.len(), g.output_dims(), layout)?;
     check_len(OP, "argmax", argmax.len(), g.output_dims(), layout)?;
     check_len(OP, "dx", dx.len(), g.input_dims(), layout)?;

@@ -89,6 +89,27 @@ pub fn plan_max_pool_grad(
     Ok(g)
 }
 
+/// Validates `max_pool_grad_with_argmax` (shared by CPU and CUDA): `dy` must have the pool's
+/// output shape.
+pub fn plan_max_pool_grad_with_argmax(
+    dy_shape: [usize; 4],
+    x_shape: [usize; 4],
+    layout: Layout,
+    attrs: &MaxPoolAttrs,
+) -> Result<PoolGeometry> {
+    const OP: &str = "max_pool_grad_with_argmax";
+    let g = plan_max_pool(OP, x_shape, layout, attrs)?;
+    let want = layout.shape(g.output_dims());
+    if dy_shape != want {
+        return Err(Error::shape(
+            OP,
+            "dy",
+            format!("shape {dy_shape:?} differs from the pool's output shape {want:?}"),
+        ));
+    }
+    Ok(g)
+}
+
 /// Max pool forward; with `want_argmax`, also the argmax of each window as a flat index into
 /// `x` (batch included, in x's layout; `-1` for a window with no in-bounds cell).
 pub fn max_pool<T: Element>(
@@ -163,7 +184,9 @@ pub fn max_pool_grad_into<T: Element>(
 
 /// Gradient from stored argmax indices (as [`max_pool`] returns them): no recompute.
 /// `x_shape` is the forward input's shape (dy's layout). Every index is range-checked: an index
-/// outside its window's plane (or image) is an error, not an out-of-bounds write.
+/// outside its window's plane (or image) and channel is an error, not an out-of-bounds write.
+/// (The CUDA version, a gather, cannot report without a host synchronisation: there such an
+/// index routes nothing, and nothing is read or written out of bounds.)
 pub fn max_pool_grad_with_argmax<T: Element>(
     dy: TensorRef<'_, T>,
     argmax: &[i64],
@@ -186,18 +209,7 @@ pub fn max_pool_grad_with_argmax_into<T: Element>(
 ) -> Result<()> {
     const OP: &str = "max_pool_grad_with_argmax";
     dy.check_len(OP, "dy")?;
-    let g = plan_max_pool(OP, x_shape, dy.layout, attrs)?;
-    let want = dy.layout.shape(g.output_dims());
-    if dy.shape != want {
-        return Err(Error::shape(
-            OP,
-            "dy",
-            format!(
-                "shape {:?} differs from the pool's output shape {want:?}",
-                dy.shape
-            ),
-        ));
-    }
+    let g = plan_max_pool_grad_with_argmax(dy.shape, x_shape, dy.layout, attrs)?;
     if argmax.len() != dy.data.len() {
         return Err(Error::BufferLen {
             op: OP,
