@@ -51,3 +51,8 @@ pub use tensor::{Dims, Layout, Tensor, TensorRef};
 pub mod array;
 pub mod case;
 pub use array::HostArray;
+
+/// The README's code blocks, compiled and run as doc-tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
