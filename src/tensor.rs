@@ -141,6 +141,17 @@ impl<'a, T> TensorRef<'a, T> {
     }
 }
 
+/// Checks that a buffer of `got` elements holds logical dims `d` (stored in `layout`).
+pub(crate) fn check_dims(
+    op: &'static str,
+    arg: &'static str,
+    got: usize,
+    d: Dims,
+    layout: Layout,
+) -> Result<()> {
+    check_buffer(op, arg, layout.shape(d), got)
+}
+
 pub(crate) fn check_buffer(
     op: &'static str,
     arg: &'static str,

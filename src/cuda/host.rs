@@ -15,7 +15,7 @@ use crate::ops::conv2d::{
 use crate::ops::max_pool::{
     plan_max_pool, plan_max_pool_grad, plan_max_pool_grad_with_argmax, MaxPoolAttrs,
 };
-use crate::tensor::{Dims, Layout, Tensor, TensorRef};
+use crate::tensor::{check_dims, Layout, Tensor, TensorRef};
 use crate::{Element, Error, Result};
 
 fn bytes<T: Copy>(v: &[T]) -> &[u8] {
@@ -55,24 +55,6 @@ fn download<T: Copy + Default>(
     Ok(from_bytes(&b, len))
 }
 
-fn len_of(op: &'static str, arg: &'static str, d: Dims) -> Result<usize> {
-    d.len(op, arg)
-}
-
-fn check(op: &'static str, arg: &'static str, got: usize, d: Dims, layout: Layout) -> Result<()> {
-    let expected = len_of(op, arg, d)?;
-    if got != expected {
-        return Err(Error::BufferLen {
-            op,
-            arg,
-            expected,
-            got,
-            shape: layout.shape(d).to_vec(),
-        });
-    }
-    Ok(())
-}
-
 /// Mirrors `ops::resize::run_plan_cpu`: the planned gather (or the identity copy) on the
 /// GPU; `dst` fully written.
 pub fn run_resize_plan<T: Element>(
@@ -82,8 +64,8 @@ pub fn run_resize_plan<T: Element>(
     src: &[T],
     dst: &mut [T],
 ) -> Result<()> {
-    check(op, "input", src.len(), plan.src, layout)?;
-    check(op, "output", dst.len(), plan.dst, layout)?;
+    check_dims(op, "input", src.len(), plan.src, layout)?;
+    check_dims(op, "output", dst.len(), plan.dst, layout)?;
     if dst.is_empty() {
         return Ok(());
     }
@@ -113,15 +95,15 @@ pub fn conv2d_backprop_input<T: Element>(
 ) -> Result<Tensor<T>> {
     const OP: &str = "conv2d_backprop_input";
     let g = plan_conv2d_backprop_input(dy.shape, filter.shape, input_shape, dy.layout, attrs)?;
-    check(OP, "dy", dy.data.len(), g.output_dims(), dy.layout)?;
-    check(
+    check_dims(OP, "dy", dy.data.len(), g.output_dims(), dy.layout)?;
+    check_dims(
         OP,
         "filter",
         filter.data.len(),
         Layout::Nchw.dims(filter.shape),
         Layout::Nchw,
     )?;
-    let n = len_of(OP, "input_shape", g.input_dims())?;
+    let n = g.input_dims().len(OP, "input_shape")?;
     if n == 0 {
         return Tensor::from_vec(vec![], input_shape, dy.layout);
     }
@@ -146,8 +128,8 @@ pub fn conv2d<T: Element>(
 ) -> Result<Tensor<T>> {
     const OP: &str = "conv2d";
     let g = plan_conv2d(x.shape, filter.shape, x.layout, attrs)?;
-    check(OP, "x", x.data.len(), g.input_dims(), x.layout)?;
-    check(
+    check_dims(OP, "x", x.data.len(), g.input_dims(), x.layout)?;
+    check_dims(
         OP,
         "filter",
         filter.data.len(),
@@ -155,7 +137,7 @@ pub fn conv2d<T: Element>(
         Layout::Nchw,
     )?;
     let yshape = x.layout.shape(g.output_dims());
-    let n = len_of(OP, "y", g.output_dims())?;
+    let n = g.output_dims().len(OP, "y")?;
     if n == 0 {
         return Tensor::from_vec(vec![], yshape, x.layout);
     }
@@ -180,9 +162,9 @@ pub fn max_pool<T: Element>(
 ) -> Result<(Tensor<T>, Option<Vec<i64>>)> {
     const OP: &str = "max_pool";
     let g = plan_max_pool(OP, x.shape, x.layout, attrs)?;
-    check(OP, "x", x.data.len(), g.input_dims(), x.layout)?;
+    check_dims(OP, "x", x.data.len(), g.input_dims(), x.layout)?;
     let yshape = x.layout.shape(g.output_dims());
-    let n = len_of(OP, "y", g.output_dims())?;
+    let n = g.output_dims().len(OP, "y")?;
     if n == 0 {
         return Ok((
             Tensor::from_vec(vec![], yshape, x.layout)?,
@@ -224,11 +206,11 @@ pub fn max_pool_grad<T: Element>(
         ));
     }
     if let Some(y) = &y {
-        check(OP, "y", y.data.len(), y.dims(), y.layout)?;
+        check_dims(OP, "y", y.data.len(), y.dims(), y.layout)?;
     }
     let g = plan_max_pool_grad(dy.shape, x.shape, y.map(|y| y.shape), x.layout, attrs)?;
-    check(OP, "dy", dy.data.len(), g.output_dims(), x.layout)?;
-    check(OP, "x", x.data.len(), g.input_dims(), x.layout)?;
+    check_dims(OP, "dy", dy.data.len(), g.output_dims(), x.layout)?;
+    check_dims(OP, "x", x.data.len(), g.input_dims(), x.layout)?;
     let n = x.data.len();
     if n == 0 {
         return Tensor::from_vec(vec![], x.shape, x.layout);
@@ -257,9 +239,9 @@ pub fn max_pool_grad_with_argmax<T: Element>(
 ) -> Result<Tensor<T>> {
     const OP: &str = "max_pool_grad_with_argmax";
     let g = plan_max_pool_grad_with_argmax(dy.shape, x_shape, dy.layout, attrs)?;
-    check(OP, "dy", dy.data.len(), g.output_dims(), dy.layout)?;
-    check(OP, "argmax", argmax.len(), g.output_dims(), dy.layout)?;
-    let n = len_of(OP, "x", g.input_dims())?;
+    check_dims(OP, "dy", dy.data.len(), g.output_dims(), dy.layout)?;
+    check_dims(OP, "argmax", argmax.len(), g.output_dims(), dy.layout)?;
+    let n = g.input_dims().len(OP, "x")?;
     if n == 0 {
         return Tensor::from_vec(vec![], x_shape, dy.layout);
     }

@@ -17,7 +17,7 @@ use crate::ops::max_pool::{
     plan_max_pool, plan_max_pool_grad, plan_max_pool_grad_with_argmax, MaxPoolAttrs,
 };
 use crate::ops::resize::{plan_resize, plan_resize_grad};
-use crate::tensor::{Dims, Layout};
+use crate::tensor::{check_dims, Dims, Layout};
 use crate::{Element, Error, Result};
 
 // SAFETY: the three params structs are #[repr(C)] (bindgen from kernels/params.h), hold
@@ -43,26 +43,6 @@ fn i64_of(op: &'static str, arg: &'static str, v: usize) -> Result<i64> {
         arg,
         msg: format!("{v} does not fit a 64-bit device index"),
     })
-}
-
-fn check_len(
-    op: &'static str,
-    arg: &'static str,
-    got: usize,
-    d: Dims,
-    layout: Layout,
-) -> Result<()> {
-    let expected = d.len(op, arg)?;
-    if got != expected {
-        return Err(Error::BufferLen {
-            op,
-            arg,
-            expected,
-            got,
-            shape: layout.shape(d).to_vec(),
-        });
-    }
-    Ok(())
 }
 
 fn config(l: Launch) -> LaunchConfig {
@@ -208,8 +188,8 @@ pub fn run_resize_plan<T: Element>(
     src: &impl DevicePtr<T>,
     dst: &mut impl DevicePtrMut<T>,
 ) -> Result<()> {
-    check_len(op, "input", src.len(), plan.src, layout)?;
-    check_len(op, "output", dst.len(), plan.dst, layout)?;
+    check_dims(op, "input", src.len(), plan.src, layout)?;
+    check_dims(op, "output", dst.len(), plan.dst, layout)?;
     if plan.identity {
         if src.len() > 0 {
             stream
@@ -305,7 +285,7 @@ fn hwio_only(op: &'static str, attrs: &Conv2dAttrs) -> Result<()> {
 
 fn filter_len(op: &'static str, g: &ConvGeometry, got: usize) -> Result<()> {
     let [a, b, c, d] = g.filter_hwio();
-    check_len(
+    check_dims(
         op,
         "filter",
         got,
@@ -389,9 +369,9 @@ pub fn conv2d_backprop_input<T: Element>(
     const OP: &str = "conv2d_backprop_input";
     hwio_only(OP, attrs)?;
     let g = plan_conv2d_backprop_input(dy_shape, filter_shape, input_shape, layout, attrs)?;
-    check_len(OP, "dy", dy.len(), g.output_dims(), layout)?;
+    check_dims(OP, "dy", dy.len(), g.output_dims(), layout)?;
     filter_len(OP, &g, filter.len())?;
-    check_len(OP, "dx", dx.len(), g.input_dims(), layout)?;
+    check_dims(OP, "dx", dx.len(), g.input_dims(), layout)?;
     let (a, _ga) = dy.device_ptr(stream);
     let (b, _gb) = filter.device_ptr(stream);
     let (c, _gc) = dx.device_ptr_mut(stream);
@@ -413,9 +393,9 @@ pub fn conv2d<T: Element>(
     const OP: &str = "conv2d";
     hwio_only(OP, attrs)?;
     let g = plan_conv2d(x_shape, filter_shape, layout, attrs)?;
-    check_len(OP, "x", x.len(), g.input_dims(), layout)?;
+    check_dims(OP, "x", x.len(), g.input_dims(), layout)?;
     filter_len(OP, &g, filter.len())?;
-    check_len(OP, "y", y.len(), g.output_dims(), layout)?;
+    check_dims(OP, "y", y.len(), g.output_dims(), layout)?;
     let (a, _ga) = x.device_ptr(stream);
     let (b, _gb) = filter.device_ptr(stream);
     let (c, _gc) = y.device_ptr_mut(stream);
@@ -553,9 +533,9 @@ pub fn max_pool<T: Element>(
 ) -> Result<()> {
     const OP: &str = "max_pool";
     let g = plan_max_pool(OP, x_shape, layout, attrs)?;
-    check_len(OP, "x", x.len(), g.input_dims(), layout)?;
-    check_len(OP, "y", y.len(), g.output_dims(), layout)?;
-    check_len(OP, "argmax", argmax.len(), g.output_dims(), layout)?;
+    check_dims(OP, "x", x.len(), g.input_dims(), layout)?;
+    check_dims(OP, "y", y.len(), g.output_dims(), layout)?;
+    check_dims(OP, "argmax", argmax.len(), g.output_dims(), layout)?;
     let (a, _ga) = x.device_ptr(stream);
     let (b, _gb) = y.device_ptr_mut(stream);
     let (c, _gc) = argmax.device_ptr_mut(stream);
@@ -576,9 +556,9 @@ pub fn max_pool_grad<T: Element>(
 ) -> Result<()> {
     const OP: &str = "max_pool_grad";
     let g = plan_max_pool_grad(dy_shape, x_shape, None, layout, attrs)?;
-    check_len(OP, "dy", dy.len(), g.output_dims(), layout)?;
-    check_len(OP, "x", x.len(), g.input_dims(), layout)?;
-    check_len(OP, "dx", dx.len(), g.input_dims(), layout)?;
+    check_dims(OP, "dy", dy.len(), g.output_dims(), layout)?;
+    check_dims(OP, "x", x.len(), g.input_dims(), layout)?;
+    check_dims(OP, "dx", dx.len(), g.input_dims(), layout)?;
     let (a, _ga) = x.device_ptr(stream);
     let (b, _gb) = dy.device_ptr(stream);
     let (c, _gc) = dx.device_ptr_mut(stream);
@@ -601,9 +581,9 @@ pub fn max_pool_grad_with_argmax<T: Element>(
 ) -> Result<()> {
     const OP: &str = "max_pool_grad_with_argmax";
     let g = plan_max_pool_grad_with_argmax(dy_shape, x_shape, layout, attrs)?;
-    check_len(OP, "dy", dy.len(), g.output_dims(), layout)?;
-    check_len(OP, "argmax", argmax.len(), g.output_dims(), layout)?;
-    check_len(OP, "dx", dx.len(), g.input_dims(), layout)?;
+    check_dims(OP, "dy", dy.len(), g.output_dims(), layout)?;
+    check_dims(OP, "argmax", argmax.len(), g.output_dims(), layout)?;
+    check_dims(OP, "dx", dx.len(), g.input_dims(), layout)?;
     let (a, _ga) = argmax.device_ptr(stream);
     let (b, _gb) = dy.device_ptr(stream);
     let (c, _gc) = dx.device_ptr_mut(stream);

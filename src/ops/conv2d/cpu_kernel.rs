@@ -123,6 +123,41 @@ struct Phase<'a> {
     woff: usize,
 }
 
+impl Phase<'_> {
+    /// Writes a GEMM result tile (`m` channels x `tr` phase rows, channel stride `np`, row
+    /// stride `row`) into this phase's pixels of the `m` planes of `d`, rounding once.
+    #[allow(clippy::too_many_arguments)]
+    fn store_tile<T: Element>(
+        &self,
+        g: &ConvGeometry,
+        tmp: &[T::Acc],
+        np: usize,
+        row: usize,
+        m: usize,
+        qy0: usize,
+        tr: usize,
+        d: &mut [T],
+    ) {
+        let (hw, wi, nqx) = (g.h.input * g.w.input, g.w.input, self.x.n);
+        let (sy, sx) = (g.h.stride, g.w.stride);
+        for c in 0..m {
+            let plane = &mut d[c * hw..][..hw];
+            for r in 0..tr {
+                let y = (qy0 + r) * sy + self.y.ph;
+                let src = &tmp[c * np + r * row..][..nqx];
+                let drow = &mut plane[y * wi..][..wi];
+                if sx == 1 {
+                    T::slice_from_acc(src, drow);
+                } else {
+                    for (qx, &v) in src.iter().enumerate() {
+                        drow[qx * sx + self.x.ph] = T::from_acc(v);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// NCHW `dx` without a col2im scatter: per stride phase, an im2col of `dy` (rows
 /// `(tap_y, tap_x, co)`, columns the phase's pixels) and one GEMM `dx_phase[ci, p] =
 /// Wp[ci, (tap, co)] * col[(tap, co), p]` that writes `dx` directly (stride 1) or through a
@@ -237,22 +272,7 @@ fn backprop_input_nchw<T: Element>(g: &ConvGeometry, dy: &[T], w: &[T], dx: &mut
                         cs: 1,
                     };
                     matmul(dst, lhs, rhs, false);
-                    let (sy, sx) = (g.h.stride, g.w.stride);
-                    for c in 0..m {
-                        let plane = &mut d[c * hw..][..hw];
-                        for r in 0..tr {
-                            let y = (qy0 + r) * sy + ph.y.ph;
-                            let src = &tmp[c * np + r * nqx..][..nqx];
-                            let drow = &mut plane[y * wi..][..wi];
-                            if sx == 1 {
-                                T::slice_from_acc(src, drow);
-                            } else {
-                                for (qx, &v) in src.iter().enumerate() {
-                                    drow[qx * sx + ph.x.ph] = T::from_acc(v);
-                                }
-                            }
-                        }
-                    }
+                    ph.store_tile::<T>(g, tmp, np, nqx, m, qy0, tr, d);
                 }
             }
         },
@@ -683,8 +703,8 @@ fn phase_by_band<T: Element>(
     band: &mut Vec<T::Acc>,
     tmp: &mut Vec<T::Acc>,
 ) {
-    let (hi, wi, ho, wo) = (g.h.input, g.w.input, g.h.output, g.w.output);
-    let (hw, cog) = (hi * wi, g.co / g.groups);
+    let (ho, wo) = (g.h.output, g.w.output);
+    let cog = g.co / g.groups;
     let zero = T::Acc::zero();
     let span = |taps: &[(usize, isize)]| {
         let lo = taps.iter().map(|t| t.1).min().unwrap_or(0);
@@ -697,7 +717,6 @@ fn phase_by_band<T: Element>(
     let tq = (PHASE_COL_ELEMS / (cog * bw).max(1))
         .saturating_sub(ey)
         .clamp(1, ph.y.n.max(1));
-    let (sy, sx) = (g.h.stride, g.w.stride);
     for qy0 in (0..ph.y.n).step_by(tq) {
         let tr = tq.min(ph.y.n - qy0);
         let bh = tr + ey;
@@ -756,21 +775,7 @@ fn phase_by_band<T: Element>(
                 t += 1;
             }
         }
-        for c in 0..m {
-            let plane = &mut d[c * hw..][..hw];
-            for r in 0..tr {
-                let y = (qy0 + r) * sy + ph.y.ph;
-                let src = &tmp[c * np + r * bw..][..nqx];
-                let drow = &mut plane[y * wi..][..wi];
-                if sx == 1 {
-                    T::slice_from_acc(src, drow);
-                } else {
-                    for (qx, &v) in src.iter().enumerate() {
-                        drow[qx * sx + ph.x.ph] = T::from_acc(v);
-                    }
-                }
-            }
-        }
+        ph.store_tile::<T>(g, tmp, np, bw, m, qy0, tr, d);
     }
 }
 

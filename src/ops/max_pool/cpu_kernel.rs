@@ -222,45 +222,44 @@ pub(crate) fn forward<T: Element>(
     layout: Layout,
     x: &[T],
     y: &mut [T],
-    argmax: Option<&mut [i64]>,
+    mut argmax: Option<&mut [i64]>,
 ) {
-    let (_, xl, yl) = per_unit(g, layout);
+    let (units, xl, yl) = per_unit(g, layout);
     if y.is_empty() {
         return;
     }
-    let empty = T::from_f64(f64::NEG_INFINITY);
-    let mut dummy = Vec::new();
-    let arg = match argmax {
-        Some(a) => a,
-        None => {
-            dummy.resize(y.len(), 0);
-            &mut dummy[..]
-        }
-    };
     // Windows with no in-bounds cell keep these.
-    y.fill(empty);
-    arg.fill(-1);
+    y.fill(T::from_f64(f64::NEG_INFINITY));
+    if let Some(a) = argmax.as_deref_mut() {
+        a.fill(-1);
+    }
     if xl == 0 {
         return;
     }
+    // One optional argmax chunk per unit: no index buffer when the caller wants none.
+    let mut args: Vec<Option<&mut [i64]>> = match argmax {
+        Some(a) => a.chunks_mut(yl).map(Some).collect(),
+        None => (0..units).map(|_| None).collect(),
+    };
     let (ys, xs, w, c) = (ranges(&g.h), ranges(&g.w), g.w.input, g.c);
     y.par_chunks_mut(yl)
-        .zip(arg.par_chunks_mut(yl))
+        .zip(args.par_iter_mut())
         .zip(x.par_chunks(xl))
         .enumerate()
         .for_each_init(Scratch::<T::Acc>::default, |s, (u, ((yu, au), xu))| {
             let base = (u * xl) as i64;
             let xa = acc_view(xu, &mut s.x);
+            let mut put = |o: usize, at: usize| {
+                yu[o] = xu[at];
+                if let Some(a) = au.as_deref_mut() {
+                    a[o] = base + at as i64;
+                }
+            };
             match layout {
-                Layout::Nchw => plane_argmax(g, &ys, &xs, &xa, &mut s.plane, |o, i| {
-                    yu[o] = xu[i];
-                    au[o] = base + i as i64;
-                }),
+                Layout::Nchw => plane_argmax(g, &ys, &xs, &xa, &mut s.plane, put),
                 Layout::Nhwc => image_argmax(&ys, &xs, w, c, &xa, &mut s.channels, |o, best| {
                     for (ch, &i) in best.iter().enumerate() {
-                        let at = i as usize * c + ch;
-                        yu[o * c + ch] = xu[at];
-                        au[o * c + ch] = base + at as i64;
+                        put(o * c + ch, i as usize * c + ch);
                     }
                 }),
             }
