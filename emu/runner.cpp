@@ -84,12 +84,16 @@ int main() {
     else if (name == #KNAME "_f64") { run<PARAMS>(KNAME##_f64, NPTR, blob, bufs, grid, block); } \
     else
 
-    GO_EMU_KERNEL(resize_gather, GoResizeParams, 8)
+    GO_EMU_KERNEL(resize_gather, GoResizeParams, 9)
+    GO_EMU_KERNEL(resize_tile, GoResizeParams, 9)
     GO_EMU_KERNEL(conv2d_forward, GoConvParams, 3)
     GO_EMU_KERNEL(conv2d_backprop_input, GoConvParams, 3)
     GO_EMU_KERNEL(max_pool_forward, GoPoolParams, 5)
     GO_EMU_KERNEL(max_pool_grad, GoPoolParams, 5)
     GO_EMU_KERNEL(max_pool_grad_argmax, GoPoolParams, 5)
+    GO_EMU_KERNEL(max_pool_tile_forward, GoPoolParams, 5)
+    GO_EMU_KERNEL(max_pool_tile_grad, GoPoolParams, 5)
+    GO_EMU_KERNEL(max_pool_tile_grad_argmax, GoPoolParams, 5)
     { die(("unknown kernel " + name).c_str()); }
 
     for (auto& b : bufs) {

@@ -13,9 +13,13 @@
 #ifdef __CUDACC__
 #define GO_DEV __device__ __forceinline__
 #define GO_LAUNCH_BOUNDS __launch_bounds__(GO_BLOCK_THREADS, 1)
+// Memory-bound kernels: at least this many blocks resident per SM (caps registers at 64
+// for 256 threads), so enough loads are in flight to cover the memory latency.
+#define GO_LAUNCH_BOUNDS_STREAMING __launch_bounds__(GO_BLOCK_THREADS, 4)
 #else
 #define GO_DEV inline
 #define GO_LAUNCH_BOUNDS
+#define GO_LAUNCH_BOUNDS_STREAMING
 #endif
 
 typedef long long go_i64;
@@ -92,3 +96,9 @@ GO_DEV go_i64 go_mod(go_i64 a, go_i64 b) { go_i64 r = a % b; return r < 0 ? r + 
     extern "C" __global__ void GO_LAUNCH_BOUNDS NAME##_f16(PARAMS p) { BODY<__half>(p); } \
     extern "C" __global__ void GO_LAUNCH_BOUNDS NAME##_f32(PARAMS p) { BODY<float>(p); }  \
     extern "C" __global__ void GO_LAUNCH_BOUNDS NAME##_f64(PARAMS p) { BODY<double>(p); }
+
+// The same, for the memory-bound tiled kernels (GO_LAUNCH_BOUNDS_STREAMING).
+#define GO_INSTANTIATE_STREAMING(NAME, PARAMS, BODY)                                               \
+    extern "C" __global__ void GO_LAUNCH_BOUNDS_STREAMING NAME##_f16(PARAMS p) { BODY<__half>(p); } \
+    extern "C" __global__ void GO_LAUNCH_BOUNDS_STREAMING NAME##_f32(PARAMS p) { BODY<float>(p); }  \
+    extern "C" __global__ void GO_LAUNCH_BOUNDS_STREAMING NAME##_f64(PARAMS p) { BODY<double>(p); }

@@ -27,13 +27,28 @@
 #define GO_CONV_TILE_C 64
 #define GO_CONV_TILE_K 16
 
+/* Static shared memory of the tiled resize kernel (bytes): the horizontal-pass rows of
+ * one tile, span rows x tile_w columns of Acc. The host picks tile_h so that they fit. */
+#define GO_RESIZE_TILE_SMEM 24576
+/* Taps per destination column the tiled resize kernel keeps in registers; columns with
+ * more read their taps from the table in the loop. */
+#define GO_RESIZE_REG_TAPS 4
+
 /* resize_gather_<dtype>: separable CSR gather (forward resize and both resize grads).
  *   dst[n, c, i, j] = sum_{a in [y_offsets[i], y_offsets[i+1])}
  *                     sum_{b in [x_offsets[j], x_offsets[j+1])}
  *                       (y_weight[a] * x_weight[b]) * src[n, c, y_index[a], x_index[b]]
  * weights are Acc (float for f16/f32, double for f64); indices u32.
  * Launch: block (256,1,1); grid.x strides over dst_w (NCHW) or dst_w*c (NHWC),
- * grid.y over n*c*dst_h (NCHW) or n*dst_h (NHWC); any grid size is correct. */
+ * grid.y over n*c*dst_h (NCHW) or n*dst_h (NHWC); any grid size is correct.
+ *
+ * resize_tile_<dtype>: the same gather, by tiles of tile_h destination rows x tile_w
+ * inner elements (inner = dst_w for NCHW, dst_w*c for NHWC) of one plane, in two
+ * passes through shared memory: horizontal (each source row the tile reads, summed
+ * over the x taps) then vertical (the y taps over those rows). Index math inside a
+ * plane is 32-bit: the host uses it only when src_h*src_inner and dst_h*dst_inner fit
+ * an int32, and only when the tile's source rows fit GO_RESIZE_TILE_SMEM.
+ * Launch: block (256,1,1), grid.x any (grid-stride over all tiles). */
 typedef struct GoResizeParams {
     uint64_t src;       /* const T*   [n, c, src_h, src_w] in layout */
     uint64_t dst;       /* T*         [n, c, dst_h, dst_w] in layout */
@@ -43,6 +58,8 @@ typedef struct GoResizeParams {
     uint64_t x_offsets; /* const u32* [dst_w + 1] */
     uint64_t x_index;   /* const u32* [x_offsets[dst_w]], each < src_w */
     uint64_t x_weight;  /* const Acc* [x_offsets[dst_w]] */
+    uint64_t row_tiles; /* resize_tile only: const u32* [2 * ceil(dst_h / tile_h)]:
+                           first source row and source row count of each tile row */
     int64_t n;
     int64_t c;
     int64_t src_h;
@@ -51,6 +68,9 @@ typedef struct GoResizeParams {
     int64_t dst_w;
     int32_t layout;
     int32_t reserved;
+    int32_t tile_h; /* resize_tile only: destination rows per tile */
+    int32_t tile_w; /* resize_tile only: destination inner elements per tile (32..256,
+                       dividing GO_BLOCK_THREADS) */
 } GoResizeParams;
 
 /* conv2d_forward_<dtype> and conv2d_backprop_input_<dtype>.
@@ -91,7 +111,17 @@ typedef struct GoConvParams {
  * max_pool_grad_<dtype>: dx [n, c, hi, wi] from x and dy (argmax recomputed, TF rule).
  * max_pool_grad_argmax_<dtype>: dx from dy and argmax (x unused).
  * Window (oy, ox) covers rows oy*sh - pad_top + [0, kh), cols ox*sw - pad_left + [0, kw).
- * Launch: block (256,1,1), grid.x any (grid-stride over all outputs). */
+ * Launch: block (256,1,1), grid.x any (grid-stride over all outputs).
+ *
+ * max_pool_tile_forward_<dtype>, max_pool_tile_grad_<dtype>,
+ * max_pool_tile_grad_argmax_<dtype>: the same results by tiles of tile_h x tile_w x
+ * tile_c (rows, columns, channels) of one image, staged in shared memory: the x cells
+ * the tile's windows cover, each window's argmax (found once per tile, TF rule), the
+ * windows' dy. The grads then gather in the same window order as the generic kernels.
+ * In-image index math is 32-bit (the host checks c*hi*wi and c*ho*wo fit an int32).
+ * The host sizes the tile so that its staging fits GO_POOL_TILE_SMEM.
+ * Launch: block (256,1,1), grid.x any (grid-stride over all tiles). */
+#define GO_POOL_TILE_SMEM 24576
 typedef struct GoPoolParams {
     uint64_t x;      /* const T* */
     uint64_t y;      /* T* (forward) */
@@ -112,6 +142,11 @@ typedef struct GoPoolParams {
     int64_t pad_left;
     int32_t layout;
     int32_t reserved;
+    int32_t tile_h; /* tiled kernels only: rows per tile (dx rows for the grads, y rows
+                       for the forward) */
+    int32_t tile_w; /* tiled kernels only: columns per tile */
+    int32_t tile_c; /* tiled kernels only: channels per tile (1 for NCHW) */
+    int32_t reserved2;
 } GoPoolParams;
 
 #endif /* GRADOPS_PARAMS_H */

@@ -94,3 +94,201 @@ template <typename T> GO_DEV void max_pool_grad_argmax_body(const GoPoolParams& 
 GO_INSTANTIATE(max_pool_forward, GoPoolParams, max_pool_forward_body)
 GO_INSTANTIATE(max_pool_grad, GoPoolParams, max_pool_grad_body)
 GO_INSTANTIATE(max_pool_grad_argmax, GoPoolParams, max_pool_grad_argmax_body)
+
+// ---- tiled kernels -----------------------------------------------------------------
+// Block level: one tile = tile_h x tile_w x tile_c (rows, columns, channels) of one
+// image: of dx for the grads, of y for the forward. Staged in shared memory, channels
+// innermost: the x cells the tile's windows cover (forward, recompute grad), then per
+// window its argmax as a flat index into x (found once per tile) and its dy. The grads
+// then gather: each dx element of the tile visits the windows containing it in
+// row-major order and sums the dy of those whose argmax is this element, the same sum
+// in the same order as max_pool_grad_impl. Index math inside an image is 32-bit.
+
+enum { GO_POOL_FORWARD = 0, GO_POOL_GRAD = 1, GO_POOL_GRAD_STORED = 2 };
+
+// Windows along one axis that contain a cell of [d0, d1), and the cells they cover.
+struct GoPoolSpan {
+    int w0, nw;  // windows [w0, w0 + nw)
+    int x0, nx;  // input cells [x0, x0 + nx), clipped to the image
+};
+
+GO_DEV GoPoolSpan pool_span_of_cells(int d0, int d1, int pad, int k, int s, int out, int in) {
+    GoPoolSpan r;
+    const int lo = d0 + pad < k ? 0 : (d0 + pad - k) / s + 1;
+    const int hi = (int)go_min((d1 - 1 + pad) / s + 1, out);
+    r.w0 = lo;
+    r.nw = hi > lo ? hi - lo : 0;
+    r.x0 = (int)go_max((go_i64)lo * s - pad, 0);
+    const int x1 = (int)go_min((go_i64)(hi - 1) * s - pad + k, in);
+    r.nx = r.nw > 0 && x1 > r.x0 ? x1 - r.x0 : 0;
+    return r;
+}
+
+// Windows [w0, w1) along one axis and the input cells they cover.
+GO_DEV GoPoolSpan pool_span_of_windows(int w0, int w1, int pad, int k, int s, int in) {
+    GoPoolSpan r;
+    r.w0 = w0;
+    r.nw = w1 - w0;
+    r.x0 = (int)go_max((go_i64)w0 * s - pad, 0);
+    const int x1 = (int)go_min((go_i64)(w1 - 1) * s - pad + k, in);
+    r.nx = x1 > r.x0 ? x1 - r.x0 : 0;
+    return r;
+}
+
+// TF-rule argmax of window (oy, ox), channel ch, over the staged cells xs
+// ([ys.nx][xsp.nx][tc]); returns the cell as (row, col) in image coordinates through
+// *h, *w, or false for a window with no in-bounds cell. *best gets the value.
+template <typename T>
+GO_DEV bool pool_tile_argmax(const T* xs, const GoPoolSpan& ys, const GoPoolSpan& xsp, int tc,
+                             int ch, int oy, int ox, int kh, int kw, int sh, int sw, int pt,
+                             int pl, int* h, int* w, T* best) {
+    typedef typename GoAcc<T>::type A;
+    const int y0 = oy * sh - pt, x0 = ox * sw - pl;
+    const int ya = y0 > ys.x0 ? y0 : ys.x0, yb = (int)go_min(y0 + kh, ys.x0 + ys.nx);
+    const int xa = x0 > xsp.x0 ? x0 : xsp.x0, xb = (int)go_min(x0 + kw, xsp.x0 + xsp.nx);
+    bool found = false;
+    A bv = A(0);
+    T bt = go_lowest<T>();
+    for (int yy = ya; yy < yb; ++yy) {
+        const T* row = xs + ((yy - ys.x0) * xsp.nx) * tc + ch;
+        for (int xx = xa; xx < xb; ++xx) {
+            const T t = row[(xx - xsp.x0) * tc];
+            const A v = go_to_acc(t);
+            if (!found || v > bv) { found = true; bv = v; bt = t; *h = yy; *w = xx; }
+        }
+    }
+    *best = bt;
+    return found;
+}
+
+template <typename T, int kMode>
+GO_DEV void max_pool_tile_impl(const GoPoolParams& p) {
+    typedef typename GoAcc<T>::type A;
+    __shared__ double smem[GO_POOL_TILE_SMEM / sizeof(double)];
+    const T* __restrict__ x = reinterpret_cast<const T*>(p.x);
+    const T* __restrict__ dy = reinterpret_cast<const T*>(p.dy);
+    T* __restrict__ y = reinterpret_cast<T*>(p.y);
+    T* __restrict__ dx = reinterpret_cast<T*>(p.dx);
+    long long* __restrict__ am = reinterpret_cast<long long*>(p.argmax);
+
+    const bool nchw = p.layout == GO_LAYOUT_NCHW;
+    const int C = (int)p.c, hi = (int)p.hi, wi = (int)p.wi, ho = (int)p.ho, wo = (int)p.wo;
+    const int kh = (int)p.kh, kw = (int)p.kw, sh = (int)p.sh, sw = (int)p.sw;
+    const int pt = (int)p.pad_top, pl = (int)p.pad_left;
+    // Strides inside one image (channel, row, column) of x and of y/dy.
+    const int xs_c = nchw ? hi * wi : 1, xs_h = nchw ? wi : wi * C, xs_w = nchw ? 1 : C;
+    const int ys_c = nchw ? ho * wo : 1, ys_h = nchw ? wo : wo * C, ys_w = nchw ? 1 : C;
+    const go_i64 x_image = (go_i64)C * hi * wi, y_image = (go_i64)C * ho * wo;
+
+    const int th = p.tile_h, tw = p.tile_w, tc = p.tile_c;
+    const int rows = kMode == GO_POOL_FORWARD ? ho : hi;
+    const int cols = kMode == GO_POOL_FORWARD ? wo : wi;
+    const int tiles_h = (rows + th - 1) / th, tiles_w = (cols + tw - 1) / tw;
+    const int tiles_c = (C + tc - 1) / tc;
+    const go_i64 tiles = p.n * tiles_c * tiles_h * tiles_w;
+    const int tid = (int)threadIdx.x, nthreads = (int)blockDim.x;
+
+    for (go_i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const int tx = (int)(t % tiles_w);
+        go_i64 q = t / tiles_w;
+        const int ty = (int)(q % tiles_h);
+        q /= tiles_h;
+        const int tcz = (int)(q % tiles_c);
+        const go_i64 n = q / tiles_c;
+        const int r0 = ty * th, r1 = (int)go_min(r0 + th, rows);
+        const int q0 = tx * tw, q1 = (int)go_min(q0 + tw, cols);
+        const int c0 = tcz * tc, nc = (int)go_min(tc, C - c0);
+        const go_i64 xb = n * x_image, yb = n * y_image;
+
+        GoPoolSpan ys, xsp;
+        if (kMode == GO_POOL_FORWARD) {
+            ys = pool_span_of_windows(r0, r1, pt, kh, sh, hi);
+            xsp = pool_span_of_windows(q0, q1, pl, kw, sw, wi);
+        } else {
+            ys = pool_span_of_cells(r0, r1, pt, kh, sh, ho, hi);
+            xsp = pool_span_of_cells(q0, q1, pl, kw, sw, wo, wi);
+        }
+        const int nwin = kMode == GO_POOL_FORWARD ? 0 : ys.nw * xsp.nw * nc;
+        long long* am_s = reinterpret_cast<long long*>(smem);
+        A* dy_s = reinterpret_cast<A*>(am_s + nwin);
+        T* x_s = reinterpret_cast<T*>(dy_s + nwin);
+
+        // Stage the x cells of the tile's windows (channels innermost).
+        if (kMode != GO_POOL_GRAD_STORED) {
+            const int ncell = ys.nx * xsp.nx * nc;
+            for (int e = tid; e < ncell; e += nthreads) {
+                const int ch = e % nc, rc = e / nc;
+                const int col = rc % xsp.nx, row = rc / xsp.nx;
+                x_s[e] = go_ldg(x + xb + (c0 + ch) * xs_c + (ys.x0 + row) * xs_h + (xsp.x0 + col) * xs_w);
+            }
+            __syncthreads();
+        }
+
+        if (kMode == GO_POOL_FORWARD) {
+            // Each output of the tile: its window's max and argmax from the staged cells.
+            const int nout = (r1 - r0) * (q1 - q0) * nc;
+            for (int e = tid; e < nout; e += nthreads) {
+                const int ch = e % nc, rc = e / nc;
+                const int oxl = rc % (q1 - q0), oyl = rc / (q1 - q0);
+                const int oy = r0 + oyl, ox = q0 + oxl;
+                int h = 0, w = 0;
+                T best;
+                const bool found = pool_tile_argmax<T>(x_s, ys, xsp, nc, ch, oy, ox, kh, kw, sh, sw,
+                                                       pt, pl, &h, &w, &best);
+                const go_i64 o = yb + (c0 + ch) * ys_c + oy * ys_h + ox * ys_w;
+                y[o] = best;
+                if (am) am[o] = found ? xb + (c0 + ch) * xs_c + h * xs_h + w * xs_w : -1;
+            }
+        } else {
+            // Each window of the tile: its dy and its argmax (stored or recomputed).
+            for (int e = tid; e < nwin; e += nthreads) {
+                const int ch = e % nc, rc = e / nc;
+                const int wxl = rc % xsp.nw, wyl = rc / xsp.nw;
+                const int oy = ys.w0 + wyl, ox = xsp.w0 + wxl;
+                const go_i64 o = yb + (c0 + ch) * ys_c + oy * ys_h + ox * ys_w;
+                dy_s[e] = go_to_acc(go_ldg(dy + o));
+                if (kMode == GO_POOL_GRAD_STORED) {
+                    am_s[e] = go_ldg(am + o);
+                } else {
+                    int h = 0, w = 0;
+                    T best;
+                    const bool found = pool_tile_argmax<T>(x_s, ys, xsp, nc, ch, oy, ox, kh, kw, sh,
+                                                           sw, pt, pl, &h, &w, &best);
+                    am_s[e] = found ? xb + (c0 + ch) * xs_c + h * xs_h + w * xs_w : -1;
+                }
+            }
+            __syncthreads();
+            // Each dx element of the tile: the windows containing it, in row-major order.
+            const int ncell = (r1 - r0) * (q1 - q0) * nc;
+            for (int e = tid; e < ncell; e += nthreads) {
+                const int ch = e % nc, rc = e / nc;
+                const int wl = rc % (q1 - q0), hl = rc / (q1 - q0);
+                const int h = r0 + hl, w = q0 + wl;
+                const int hp = h + pt, wp = w + pl;
+                const int oy0 = hp < kh ? 0 : (hp - kh) / sh + 1;
+                const int oy1 = (int)go_min(hp / sh + 1, ho);
+                const int ox0 = wp < kw ? 0 : (wp - kw) / sw + 1;
+                const int ox1 = (int)go_min(wp / sw + 1, wo);
+                const go_i64 me = xb + (c0 + ch) * xs_c + h * xs_h + w * xs_w;
+                A acc = A(0);
+                for (int oy = oy0; oy < oy1; ++oy) {
+                    const int base = (oy - ys.w0) * xsp.nw;
+                    for (int ox = ox0; ox < ox1; ++ox) {
+                        const int idx = (base + ox - xsp.w0) * nc + ch;
+                        if (am_s[idx] == me) acc += dy_s[idx];
+                    }
+                }
+                dx[me] = go_from_acc<T>(acc);
+            }
+        }
+        __syncthreads();
+    }
+}
+
+template <typename T> GO_DEV void max_pool_tile_forward_body(const GoPoolParams& p) { max_pool_tile_impl<T, GO_POOL_FORWARD>(p); }
+template <typename T> GO_DEV void max_pool_tile_grad_body(const GoPoolParams& p) { max_pool_tile_impl<T, GO_POOL_GRAD>(p); }
+template <typename T> GO_DEV void max_pool_tile_grad_argmax_body(const GoPoolParams& p) { max_pool_tile_impl<T, GO_POOL_GRAD_STORED>(p); }
+
+GO_INSTANTIATE_STREAMING(max_pool_tile_forward, GoPoolParams, max_pool_tile_forward_body)
+GO_INSTANTIATE_STREAMING(max_pool_tile_grad, GoPoolParams, max_pool_tile_grad_body)
+GO_INSTANTIATE_STREAMING(max_pool_tile_grad_argmax, GoPoolParams, max_pool_tile_grad_argmax_body)

@@ -54,3 +54,95 @@ GO_DEV void resize_gather_body(const GoResizeParams& p) {
 }
 
 GO_INSTANTIATE(resize_gather, GoResizeParams, resize_gather_body)
+
+// ---- tiled two-pass gather ---------------------------------------------------------
+// Block level: one tile = tile_h destination rows x tile_w inner elements of one plane.
+// Thread level: thread (ty, tx) owns inner element tx of the tile; its column's x taps
+// sit in registers for the whole tile. Pass 1 writes, for each source row the tile's y
+// taps reach, the horizontal sums hrow[r][tx] = sum_b wx[b] * src[r][x[b]] to shared
+// memory; pass 2 writes dst[i][tx] = sum_a wy[a] * hrow[y[a]][tx]. Both sums run in table
+// order, so the result is deterministic; it differs from resize_gather's
+// sum_a sum_b (wy*wx)*v only by rounding.
+template <typename T>
+GO_DEV void resize_tile_body(const GoResizeParams& p) {
+    typedef typename GoAcc<T>::type A;
+    __shared__ A hrow[GO_RESIZE_TILE_SMEM / sizeof(A)];
+    const T* __restrict__ src = reinterpret_cast<const T*>(p.src);
+    T* __restrict__ dst = reinterpret_cast<T*>(p.dst);
+    const uint32_t* __restrict__ yo = reinterpret_cast<const uint32_t*>(p.y_offsets);
+    const uint32_t* __restrict__ yi = reinterpret_cast<const uint32_t*>(p.y_index);
+    const A* __restrict__ yw = reinterpret_cast<const A*>(p.y_weight);
+    const uint32_t* __restrict__ xo = reinterpret_cast<const uint32_t*>(p.x_offsets);
+    const uint32_t* __restrict__ xi = reinterpret_cast<const uint32_t*>(p.x_index);
+    const A* __restrict__ xw = reinterpret_cast<const A*>(p.x_weight);
+    const uint32_t* __restrict__ row_tiles = reinterpret_cast<const uint32_t*>(p.row_tiles);
+
+    // Channels interleaved in the inner run: 1 for NCHW, c for NHWC.
+    const int cin = p.layout == GO_LAYOUT_NCHW ? 1 : (int)p.c;
+    const go_i64 planes = p.layout == GO_LAYOUT_NCHW ? p.n * p.c : p.n;
+    const int src_h = (int)p.src_h, dst_h = (int)p.dst_h;
+    const int src_inner = (int)p.src_w * cin, dst_inner = (int)p.dst_w * cin;
+    const int tile_h = p.tile_h, tile_w = p.tile_w;
+    const int row_tiles_n = (dst_h + tile_h - 1) / tile_h;
+    const int col_tiles_n = (dst_inner + tile_w - 1) / tile_w;
+    const go_i64 tiles = planes * row_tiles_n * col_tiles_n;
+    const int tx = (int)threadIdx.x % tile_w, ty = (int)threadIdx.x / tile_w;
+    const int ny = (int)blockDim.x / tile_w;
+
+    for (go_i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+        // Column tiles fastest, then row tiles, then planes: neighbouring blocks share
+        // their halo rows in L2.
+        const int ct = (int)(t % col_tiles_n);
+        const go_i64 q = t / col_tiles_n;
+        const int rt = (int)(q % row_tiles_n);
+        const go_i64 plane = q / row_tiles_n;
+        const int k = ct * tile_w + tx;
+        const bool live = k < dst_inner;
+        const int j = live ? k / cin : 0;
+        const int c = k - j * cin;
+
+        // This column's x taps: in registers when there are few (the common case).
+        const uint32_t b0 = live ? go_ldg(xo + j) : 0u;
+        const int nb = live ? (int)(go_ldg(xo + j + 1) - b0) : 0;
+        int xoff[GO_RESIZE_REG_TAPS];
+        A xwt[GO_RESIZE_REG_TAPS];
+#pragma unroll
+        for (int u = 0; u < GO_RESIZE_REG_TAPS; ++u) {
+            const bool has = u < nb;
+            xoff[u] = has ? (int)go_ldg(xi + b0 + u) * cin + c : 0;
+            xwt[u] = has ? go_ldg(xw + b0 + u) : A(0);
+        }
+
+        const int r0 = (int)go_ldg(row_tiles + 2 * rt);
+        const int nr = (int)go_ldg(row_tiles + 2 * rt + 1);
+        const T* __restrict__ sp = src + plane * (go_i64)src_h * src_inner + (go_i64)r0 * src_inner;
+        // Pass 1: horizontal sums of the tile's source rows.
+        for (int r = ty; r < nr; r += ny) {
+            const T* __restrict__ row = sp + r * src_inner;
+            A acc = A(0);
+            if (nb <= GO_RESIZE_REG_TAPS) {
+#pragma unroll
+                for (int u = 0; u < GO_RESIZE_REG_TAPS; ++u)
+                    if (u < nb) acc += xwt[u] * go_to_acc(go_ldg(row + xoff[u]));
+            } else {
+                for (int b = 0; b < nb; ++b)
+                    acc += go_ldg(xw + b0 + b) * go_to_acc(go_ldg(row + (int)go_ldg(xi + b0 + b) * cin + c));
+            }
+            hrow[r * tile_w + tx] = acc;
+        }
+        __syncthreads();
+        // Pass 2: vertical sums over the y taps of each destination row of the tile.
+        T* __restrict__ dp = dst + plane * (go_i64)dst_h * dst_inner;
+        const int i_end = go_min((go_i64)(rt + 1) * tile_h, dst_h);
+        for (int i = rt * tile_h + ty; i < i_end; i += ny) {
+            const uint32_t a0 = go_ldg(yo + i), a1 = go_ldg(yo + i + 1);
+            A acc = A(0);
+            for (uint32_t a = a0; a < a1; ++a)
+                acc += go_ldg(yw + a) * hrow[((int)go_ldg(yi + a) - r0) * tile_w + tx];
+            if (live) dp[i * dst_inner + k] = go_from_acc<T>(acc);
+        }
+        __syncthreads();
+    }
+}
+
+GO_INSTANTIATE_STREAMING(resize_tile, GoResizeParams, resize_tile_body)

@@ -509,6 +509,7 @@ fn run_resize(
         x_offsets: 6,
         x_index: 7,
         x_weight: 8,
+        row_tiles: 0,
         n,
         c,
         src_h: src_hw.0,
@@ -516,30 +517,126 @@ fn run_resize(
         dst_h: dst_hw.0,
         dst_w: dst_hw.1,
         layout,
-        reserved: 0,
+        ..Default::default()
     };
     let u32b = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     let dst_len = (n * c * dst_hw.0 * dst_hw.1) as usize;
+    let bufs = |row_tiles: &[u32]| {
+        [
+            BufSpec::In(dt.encode(src)),
+            BufSpec::Out(dst_len * dt.size()),
+            BufSpec::In(u32b(&ty.offsets)),
+            BufSpec::In(u32b(&ty.index)),
+            BufSpec::In(dt.encode_acc(&ty.weight)),
+            BufSpec::In(u32b(&tx.offsets)),
+            BufSpec::In(u32b(&tx.index)),
+            BufSpec::In(dt.encode_acc(&tx.weight)),
+            BufSpec::In(u32b(row_tiles)),
+        ]
+    };
     let mut outs = Vec::new();
     for l in launches(launch::resize(&p), rng) {
         let r = run_kernel(
             &format!("resize_gather_{}", dt.suffix()),
             l,
             &as_bytes(&p),
-            &[
-                BufSpec::In(dt.encode(src)),
-                BufSpec::Out(dst_len * dt.size()),
-                BufSpec::In(u32b(&ty.offsets)),
-                BufSpec::In(u32b(&ty.index)),
-                BufSpec::In(dt.encode_acc(&ty.weight)),
-                BufSpec::In(u32b(&tx.offsets)),
-                BufSpec::In(u32b(&tx.index)),
-                BufSpec::In(dt.encode_acc(&tx.weight)),
-            ],
+            &bufs(&[]),
+        );
+        outs.push(dt.decode(&r[1]));
+    }
+    // The tiled kernel, with the runtime's own tiling of these tables.
+    let acc_size = if dt == Dt::F64 { 8 } else { 4 };
+    let tiling = launch::resize_tiling(&p, &ty.offsets, &ty.index, acc_size)
+        .expect("small planes always fit the tiled resize kernel");
+    let pt = GoResizeParams {
+        row_tiles: 9,
+        tile_h: tiling.tile_h,
+        tile_w: tiling.tile_w,
+        ..p
+    };
+    for l in launches(launch::resize_tile(&pt), rng) {
+        let r = run_kernel(
+            &format!("resize_tile_{}", dt.suffix()),
+            l,
+            &as_bytes(&pt),
+            &bufs(&tiling.row_tiles),
         );
         outs.push(dt.decode(&r[1]));
     }
     outs
+}
+
+/// One resize case (forward and grad) through both resize kernels against the f64
+/// reference written from the SPEC.
+fn resize_case(
+    dt: Dt,
+    layout: i32,
+    n: i64,
+    c: i64,
+    (hi, wi): (i64, i64),
+    (ho, wo): (i64, i64),
+    coord: Coord,
+    nearest: Option<Nearest>,
+    rng: &mut Rng,
+) {
+    let what = format!("resize {dt:?} layout={layout} n={n} c={c} in={hi}x{wi} out={ho}x{wo} {coord:?} {nearest:?}");
+    let my = axis_map(hi as usize, ho as usize, coord, nearest);
+    let mx = axis_map(wi as usize, wo as usize, coord, nearest);
+    let wr = |m: &Vec<Vec<(usize, f64)>>, fwd: bool| {
+        let mut t = Vec::new();
+        for (o, list) in m.iter().enumerate() {
+            for &(i, w) in list {
+                let w = dt.acc_round(w);
+                t.push(if fwd { (o, i, w) } else { (i, o, w) });
+            }
+        }
+        t
+    };
+    // Forward: x [n,c,hi,wi] -> y [n,c,ho,wo] (tables output -> input).
+    let x = rng.vec((n * c * hi * wi) as usize, dt);
+    let ty = csr(ho as usize, wr(&my, true));
+    let tx = csr(wo as usize, wr(&mx, true));
+    let mut yref = vec![0.0; (n * c * ho * wo) as usize];
+    for b in 0..n {
+        for ch in 0..c {
+            for o in 0..ho {
+                for q in 0..wo {
+                    let mut s = 0.0;
+                    for &(i, wy) in &my[o as usize] {
+                        for &(j, wx) in &mx[q as usize] {
+                            s += wy * wx * x[idx(layout, b, ch, i as i64, j as i64, c, hi, wi)];
+                        }
+                    }
+                    yref[idx(layout, b, ch, o, q, c, ho, wo)] = s;
+                }
+            }
+        }
+    }
+    for out in run_resize(dt, layout, n, c, (hi, wi), (ho, wo), &ty, &tx, &x, rng) {
+        check(&format!("{what} forward"), dt, &out, &yref);
+    }
+    // Grad: dy [n,c,ho,wo] -> dx [n,c,hi,wi] (transposed tables), reference scatter.
+    let dy = rng.vec((n * c * ho * wo) as usize, dt);
+    let ty = csr(hi as usize, wr(&my, false));
+    let tx = csr(wi as usize, wr(&mx, false));
+    let mut dxref = vec![0.0; (n * c * hi * wi) as usize];
+    for b in 0..n {
+        for ch in 0..c {
+            for o in 0..ho {
+                for q in 0..wo {
+                    let g = dy[idx(layout, b, ch, o, q, c, ho, wo)];
+                    for &(i, wy) in &my[o as usize] {
+                        for &(j, wx) in &mx[q as usize] {
+                            dxref[idx(layout, b, ch, i as i64, j as i64, c, hi, wi)] += wy * wx * g;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for out in run_resize(dt, layout, n, c, (ho, wo), (hi, wi), &ty, &tx, &dy, rng) {
+        check(&format!("{what} grad"), dt, &out, &dxref);
+    }
 }
 
 #[test]
@@ -575,76 +672,17 @@ fn emulated_resize_forward_and_grad() {
         } else {
             Some(rng.pick(&nearests))
         };
-        let what = format!("resize {dt:?} layout={layout} n={n} c={c} in={hi}x{wi} out={ho}x{wo} {coord:?} {nearest:?}");
-        let my = axis_map(hi as usize, ho as usize, coord, nearest);
-        let mx = axis_map(wi as usize, wo as usize, coord, nearest);
-        let wr = |m: &Vec<Vec<(usize, f64)>>, fwd: bool| {
-            let mut t = Vec::new();
-            for (o, list) in m.iter().enumerate() {
-                for &(i, w) in list {
-                    let w = dt.acc_round(w);
-                    t.push(if fwd { (o, i, w) } else { (i, o, w) });
-                }
-            }
-            t
-        };
-        // Forward: x [n,c,hi,wi] -> y [n,c,ho,wo] (tables output -> input).
-        let x = rng.vec((n * c * hi * wi) as usize, dt);
-        let ty = csr(ho as usize, wr(&my, true));
-        let tx = csr(wo as usize, wr(&mx, true));
-        let mut yref = vec![0.0; (n * c * ho * wo) as usize];
-        for b in 0..n {
-            for ch in 0..c {
-                for o in 0..ho {
-                    for q in 0..wo {
-                        let mut s = 0.0;
-                        for &(i, wy) in &my[o as usize] {
-                            for &(j, wx) in &mx[q as usize] {
-                                s += wy * wx * x[idx(layout, b, ch, i as i64, j as i64, c, hi, wi)];
-                            }
-                        }
-                        yref[idx(layout, b, ch, o, q, c, ho, wo)] = s;
-                    }
-                }
-            }
-        }
-        for out in run_resize(dt, layout, n, c, (hi, wi), (ho, wo), &ty, &tx, &x, &mut rng) {
-            check(&format!("{what} forward"), dt, &out, &yref);
-        }
-        // Grad: dy [n,c,ho,wo] -> dx [n,c,hi,wi] (transposed tables), reference scatter.
-        let dy = rng.vec((n * c * ho * wo) as usize, dt);
-        let ty = csr(hi as usize, wr(&my, false));
-        let tx = csr(wi as usize, wr(&mx, false));
-        let mut dxref = vec![0.0; (n * c * hi * wi) as usize];
-        for b in 0..n {
-            for ch in 0..c {
-                for o in 0..ho {
-                    for q in 0..wo {
-                        let g = dy[idx(layout, b, ch, o, q, c, ho, wo)];
-                        for &(i, wy) in &my[o as usize] {
-                            for &(j, wx) in &mx[q as usize] {
-                                dxref[idx(layout, b, ch, i as i64, j as i64, c, hi, wi)] +=
-                                    wy * wx * g;
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        for out in run_resize(
+        resize_case(
             dt,
             layout,
             n,
             c,
-            (ho, wo),
             (hi, wi),
-            &ty,
-            &tx,
-            &dy,
+            (ho, wo),
+            coord,
+            nearest,
             &mut rng,
-        ) {
-            check(&format!("{what} grad"), dt, &out, &dxref);
-        }
+        );
         ran += 1;
     }
     // NaN in dy propagates through a zero weight (kept entries), as in TF.
@@ -668,6 +706,35 @@ fn emulated_resize_forward_and_grad() {
         }
     }
     println!("emulated_resize_forward_and_grad: {ran} random cases x 2 ops x 2 grids");
+}
+
+/// Planes large enough for several row and column tiles of `resize_tile` (and, at 4x,
+/// source spans that shrink the tile height), in both layouts.
+#[test]
+fn emulated_resize_tiles() {
+    let Some(_) = runner_or_skip("emulated_resize_tiles") else {
+        return;
+    };
+    let mut rng = Rng(0x5eed_0005);
+    let shapes: [(i64, i64, (i64, i64), (i64, i64), Coord, Option<Nearest>); 4] = [
+        (1, 2, (37, 45), (74, 90), Coord::HalfPixel, None),
+        (1, 3, (70, 9), (17, 3), Coord::AlignCorners, None),
+        (
+            2,
+            5,
+            (20, 60),
+            (80, 15),
+            Coord::Asymmetric,
+            Some(Nearest::Floor),
+        ),
+        (1, 1, (33, 300), (130, 75), Coord::PytorchHalfPixel, None),
+    ];
+    for (k, &(n, c, x_hw, y_hw, coord, nearest)) in shapes.iter().enumerate() {
+        let dt = DTS[k % 3];
+        for layout in [NCHW, NHWC] {
+            resize_case(dt, layout, n, c, x_hw, y_hw, coord, nearest, &mut rng);
+        }
+    }
 }
 
 // ------------------------------------------------------------------ conv ----
@@ -839,76 +906,121 @@ fn emulated_max_pool() {
         if hi + pt + pb < kh || wi + pl + pr < kw {
             continue;
         }
-        let ho = (hi + pt + pb - kh) / sh + 1;
-        let wo = (wi + pl + pr - kw) / sw + 1;
-        let what = format!("max_pool {dt:?} layout={layout} n={n} c={c} in={hi}x{wi} k={kh}x{kw} s={sh}x{sw} pad=({pt},{pb},{pl},{pr})");
-        // Few distinct values so ties are common; a NaN now and then (TF rule).
-        let mut x: Vec<f64> = (0..n * c * hi * wi)
-            .map(|_| dt.round((rng.range(-3, 3) as f64) * 0.25))
-            .collect();
-        if case % 4 == 1 {
-            for _ in 0..3 {
-                let i = rng.range(0, x.len() as i64 - 1) as usize;
-                x[i] = f64::NAN;
-            }
+        pool_case(
+            dt,
+            layout,
+            (n, c, hi, wi),
+            (kh, kw, sh, sw),
+            (pt, pb, pl, pr),
+            case % 4 == 1,
+            &mut rng,
+        );
+        ran += 1;
+    }
+    println!("emulated_max_pool: {ran} random cases x 3 kernels x 2 grids");
+}
+
+/// One max-pool case through the generic and the tiled forward, grad and stored-argmax
+/// grad kernels, against the reference (TF rule), every grad bitwise equal to the others.
+fn pool_case(
+    dt: Dt,
+    layout: i32,
+    (n, c, hi, wi): (i64, i64, i64, i64),
+    (kh, kw, sh, sw): (i64, i64, i64, i64),
+    (pt, pb, pl, pr): (i64, i64, i64, i64),
+    with_nan: bool,
+    rng: &mut Rng,
+) {
+    let ho = (hi + pt + pb - kh) / sh + 1;
+    let wo = (wi + pl + pr - kw) / sw + 1;
+    let what = format!("max_pool {dt:?} layout={layout} n={n} c={c} in={hi}x{wi} k={kh}x{kw} s={sh}x{sw} pad=({pt},{pb},{pl},{pr})");
+    // Few distinct values so ties are common; a NaN now and then (TF rule).
+    let mut x: Vec<f64> = (0..n * c * hi * wi)
+        .map(|_| dt.round((rng.range(-3, 3) as f64) * 0.25))
+        .collect();
+    if with_nan {
+        for _ in 0..3 {
+            let i = rng.range(0, x.len() as i64 - 1) as usize;
+            x[i] = f64::NAN;
         }
-        let dy = rng.vec((n * c * ho * wo) as usize, dt);
-        let mut yref = vec![0.0; dy.len()];
-        let mut amref = vec![-1i64; dy.len()];
-        let mut dxref = vec![0.0; x.len()];
-        for b in 0..n {
-            for ch in 0..c {
-                for oy in 0..ho {
-                    for ox in 0..wo {
-                        let o = idx(layout, b, ch, oy, ox, c, ho, wo);
-                        let mut best: Option<(usize, f64)> = None;
-                        for h in oy * sh - pt..oy * sh - pt + kh {
-                            for w in ox * sw - pl..ox * sw - pl + kw {
-                                if h < 0 || h >= hi || w < 0 || w >= wi {
-                                    continue;
-                                }
-                                let i = idx(layout, b, ch, h, w, c, hi, wi);
-                                if best.is_none() || x[i] > best.unwrap().1 {
-                                    best = Some((i, x[i]));
-                                }
+    }
+    let dy = rng.vec((n * c * ho * wo) as usize, dt);
+    let mut yref = vec![0.0; dy.len()];
+    let mut amref = vec![-1i64; dy.len()];
+    let mut dxref = vec![0.0; x.len()];
+    for b in 0..n {
+        for ch in 0..c {
+            for oy in 0..ho {
+                for ox in 0..wo {
+                    let o = idx(layout, b, ch, oy, ox, c, ho, wo);
+                    let mut best: Option<(usize, f64)> = None;
+                    for h in oy * sh - pt..oy * sh - pt + kh {
+                        for w in ox * sw - pl..ox * sw - pl + kw {
+                            if h < 0 || h >= hi || w < 0 || w >= wi {
+                                continue;
+                            }
+                            let i = idx(layout, b, ch, h, w, c, hi, wi);
+                            if best.is_none() || x[i] > best.unwrap().1 {
+                                best = Some((i, x[i]));
                             }
                         }
-                        if let Some((i, v)) = best {
-                            yref[o] = v;
-                            amref[o] = i as i64;
-                            dxref[i] += dy[o];
-                        }
+                    }
+                    if let Some((i, v)) = best {
+                        yref[o] = v;
+                        amref[o] = i as i64;
+                        dxref[i] += dy[o];
                     }
                 }
             }
         }
-        let p = GoPoolParams {
-            x: 1,
-            y: 2,
-            argmax: 3,
-            dy: 4,
-            dx: 5,
-            n,
-            c,
-            hi,
-            wi,
-            ho,
-            wo,
-            kh,
-            kw,
-            sh,
-            sw,
-            pad_top: pt,
-            pad_left: pl,
-            layout,
-            reserved: 0,
+    }
+    let p = GoPoolParams {
+        x: 1,
+        y: 2,
+        argmax: 3,
+        dy: 4,
+        dx: 5,
+        n,
+        c,
+        hi,
+        wi,
+        ho,
+        wo,
+        kh,
+        kw,
+        sh,
+        sw,
+        pad_top: pt,
+        pad_left: pl,
+        layout,
+        ..Default::default()
+    };
+    let mut grads = Vec::new();
+    for tiled in [false, true] {
+        // The tiled kernels with the runtime's own tiles; the generic ones otherwise.
+        let tile_of = |kind: launch::PoolKernel, family: &str| {
+            let tile = launch::pool_tiling(&p, kind, dt.size(), if dt == Dt::F64 { 8 } else { 4 })
+                .expect("small windows always fit the tiled max-pool kernels");
+            let mut q = p;
+            (q.tile_h, q.tile_w, q.tile_c) = tile;
+            (q, format!("max_pool_tile_{family}_{}", dt.suffix()))
+        };
+        let (pf, fwd_name, fwd_launch) = if tiled {
+            let (q, name) = tile_of(launch::PoolKernel::Forward, "forward");
+            (q, name, launch::pool_tile(&q, launch::PoolKernel::Forward))
+        } else {
+            (
+                p,
+                format!("max_pool_forward_{}", dt.suffix()),
+                launch::pool_forward(&p),
+            )
         };
         let mut argmax_bytes = None;
-        for l in launches(launch::pool_forward(&p), &mut rng) {
+        for l in launches(fwd_launch, rng) {
             let r = run_kernel(
-                &format!("max_pool_forward_{}", dt.suffix()),
+                &fwd_name,
                 l,
-                &as_bytes(&p),
+                &as_bytes(&pf),
                 &[
                     BufSpec::In(dt.encode(&x)),
                     BufSpec::Out(dy.len() * dt.size()),
@@ -931,12 +1043,35 @@ fn emulated_max_pool() {
             }
             argmax_bytes = Some(r[2].clone());
         }
-        let mut grads = Vec::new();
-        for l in launches(launch::pool_grad(&p), &mut rng) {
+        let (pg, grad_name, grad_launch) = if tiled {
+            let (q, name) = tile_of(launch::PoolKernel::Grad, "grad");
+            (q, name, launch::pool_tile(&q, launch::PoolKernel::Grad))
+        } else {
+            (
+                p,
+                format!("max_pool_grad_{}", dt.suffix()),
+                launch::pool_grad(&p),
+            )
+        };
+        let (ps, stored_name, stored_launch) = if tiled {
+            let (q, name) = tile_of(launch::PoolKernel::GradStored, "grad_argmax");
+            (
+                q,
+                name,
+                launch::pool_tile(&q, launch::PoolKernel::GradStored),
+            )
+        } else {
+            (
+                p,
+                format!("max_pool_grad_argmax_{}", dt.suffix()),
+                launch::pool_grad(&p),
+            )
+        };
+        for l in launches(grad_launch, rng) {
             let r = run_kernel(
-                &format!("max_pool_grad_{}", dt.suffix()),
+                &grad_name,
                 l,
-                &as_bytes(&p),
+                &as_bytes(&pg),
                 &[
                     BufSpec::In(dt.encode(&x)),
                     BufSpec::In(vec![]),
@@ -948,10 +1083,12 @@ fn emulated_max_pool() {
             let dx = dt.decode(&r[4]);
             check(&format!("{what} grad grid {:?}", l.grid), dt, &dx, &dxref);
             grads.push(dx);
+        }
+        for l in launches(stored_launch, rng) {
             let r = run_kernel(
-                &format!("max_pool_grad_argmax_{}", dt.suffix()),
+                &stored_name,
                 l,
-                &as_bytes(&p),
+                &as_bytes(&ps),
                 &[
                     BufSpec::In(vec![]),
                     BufSpec::In(vec![]),
@@ -969,18 +1106,62 @@ fn emulated_max_pool() {
             );
             grads.push(dx);
         }
-        // Recompute and stored-argmax grads sum the same dy in the same order: bitwise equal.
-        for g in &grads[1..] {
-            assert!(
-                g.iter()
-                    .zip(&grads[0])
-                    .all(|(a, b)| a.to_bits() == b.to_bits()),
-                "{what}: grads differ bitwise"
-            );
-        }
-        ran += 1;
     }
-    println!("emulated_max_pool: {ran} random cases x 3 kernels x 2 grids");
+    // Every grad kernel (recomputed or stored argmax, generic or tiled) sums the same
+    // dy in the same order: bitwise equal.
+    for g in &grads[1..] {
+        assert!(
+            g.iter()
+                .zip(&grads[0])
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "{what}: grads differ bitwise"
+        );
+    }
+}
+
+/// Images large enough for several tiles in every direction (and channel tiles in NHWC),
+/// with the workload's 3x3/2 SAME window and larger, overlapping ones.
+#[test]
+fn emulated_max_pool_tiles() {
+    let Some(_) = runner_or_skip("emulated_max_pool_tiles") else {
+        return;
+    };
+    let mut rng = Rng(0x5eed_0006);
+    let cases: [(
+        (i64, i64, i64, i64),
+        (i64, i64, i64, i64),
+        (i64, i64, i64, i64),
+    ); 4] = [
+        ((1, 2, 45, 140), (3, 3, 2, 2), (0, 1, 0, 1)),
+        ((2, 37, 19, 23), (3, 3, 2, 2), (1, 1, 1, 1)),
+        ((1, 3, 40, 70), (5, 4, 1, 3), (2, 2, 0, 3)),
+        ((1, 1, 21, 300), (7, 7, 3, 3), (3, 3, 3, 3)),
+    ];
+    for (k, &(dims, win, pads)) in cases.iter().enumerate() {
+        for layout in [NCHW, NHWC] {
+            pool_case(DTS[k % 3], layout, dims, win, pads, k % 2 == 1, &mut rng);
+        }
+    }
+    // Windows too large for the shared memory even for a one-cell tile: no tiling, so
+    // the runtime falls back to the generic kernels.
+    let huge = GoPoolParams {
+        n: 1,
+        c: 1,
+        hi: 100,
+        wi: 100,
+        ho: 1,
+        wo: 1,
+        kh: 100,
+        kw: 100,
+        sh: 1,
+        sw: 1,
+        layout: NCHW,
+        ..Default::default()
+    };
+    for kind in [launch::PoolKernel::Forward, launch::PoolKernel::Grad] {
+        assert_eq!(launch::pool_tiling(&huge, kind, 8, 8), None, "{kind:?}");
+    }
+    assert!(launch::pool_tiling(&huge, launch::PoolKernel::GradStored, 8, 8).is_some());
 }
 
 // ------------------------------------------------- resize vs the crate's CPU path ----

@@ -17,11 +17,15 @@ mod built {
 
 const OPS: &[(&str, &str)] = &[
     ("resize", "resize_gather"),
+    ("resize", "resize_tile"),
     ("conv", "conv2d_forward"),
     ("conv", "conv2d_backprop_input"),
     ("pool", "max_pool_forward"),
     ("pool", "max_pool_grad"),
     ("pool", "max_pool_grad_argmax"),
+    ("pool", "max_pool_tile_forward"),
+    ("pool", "max_pool_tile_grad"),
+    ("pool", "max_pool_tile_grad_argmax"),
 ];
 const DTYPES: &[&str] = &["f16", "f32", "f64"];
 const ARCHES: &[&str] = &["sm_80", "sm_90"];

@@ -4,7 +4,7 @@
 
 use super::params::{
     GoConvParams, GoPoolParams, GoResizeParams, GO_BLOCK_THREADS, GO_CONV_TILE_C, GO_CONV_TILE_P,
-    GO_LAYOUT_NCHW,
+    GO_LAYOUT_NCHW, GO_POOL_TILE_SMEM, GO_RESIZE_TILE_SMEM,
 };
 
 /// Threads per block for every kernel (matches `__launch_bounds__` in the kernels).
@@ -58,6 +58,232 @@ pub fn resize(p: &GoResizeParams) -> Option<Launch> {
             cap(rows, MAX_GRID_YZ),
             1,
         ),
+        block: (BLOCK, 1, 1),
+    })
+}
+
+/// How `resize_tile_*` tiles one plan: `tile_h` destination rows x `tile_w` inner
+/// elements per block, and per tile row its first source row and source row count
+/// (`row_tiles`, `2 * ceil(dst_h / tile_h)` entries, the kernel's `row_tiles` table).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResizeTiling {
+    /// Destination rows per tile.
+    pub tile_h: i32,
+    /// Destination inner elements per tile (`dst_w`, or `dst_w * c` for NHWC).
+    pub tile_w: i32,
+    /// `[first source row, source rows]` per tile row.
+    pub row_tiles: Vec<u32>,
+}
+
+/// The tiling of `resize_tile_*` for the gather `p` with height table `y_offsets` /
+/// `y_index` and accumulators of `acc_size` bytes, or `None` when the tiled kernel
+/// cannot run it (a plane past 32-bit indexing, or a tile row whose source rows do not fit
+/// the shared memory even one destination row high): then `resize_gather_*` runs it.
+/// The tallest tile (up to 32 rows) whose horizontal-pass rows fit is chosen.
+pub fn resize_tiling(
+    p: &GoResizeParams,
+    y_offsets: &[u32],
+    y_index: &[u32],
+    acc_size: usize,
+) -> Option<ResizeTiling> {
+    let cin = if p.layout == GO_LAYOUT_NCHW as i32 {
+        1
+    } else {
+        nonneg(p.c)
+    };
+    let (src_inner, dst_inner) = (nonneg(p.src_w) * cin, nonneg(p.dst_w) * cin);
+    let (src_h, dst_h) = (nonneg(p.src_h), nonneg(p.dst_h));
+    let fits_i32 = |a: u64, b: u64| a.checked_mul(b).is_some_and(|v| v <= i32::MAX as u64);
+    if !fits_i32(src_h, src_inner) || !fits_i32(dst_h, dst_inner) || dst_inner == 0 {
+        return None;
+    }
+    if y_offsets.len() as u64 != dst_h + 1 {
+        return None;
+    }
+    let tile_w: u64 = match dst_inner {
+        0..=32 => 32,
+        33..=64 => 64,
+        65..=128 => 128,
+        _ => 256,
+    };
+    let capacity = GO_RESIZE_TILE_SMEM as u64 / (tile_w * acc_size as u64);
+    for tile_h in [32u64, 16, 8, 4, 2, 1] {
+        if tile_h > dst_h.next_power_of_two() && tile_h > 1 {
+            continue;
+        }
+        let mut row_tiles = Vec::with_capacity(2 * dst_h.div_ceil(tile_h) as usize);
+        let mut fits = true;
+        for i0 in (0..dst_h).step_by(tile_h as usize) {
+            let i1 = (i0 + tile_h).min(dst_h);
+            let taps = &y_index[y_offsets[i0 as usize] as usize..y_offsets[i1 as usize] as usize];
+            let (lo, hi) = taps
+                .iter()
+                .fold((u32::MAX, 0u32), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+            let (first, count) = if taps.is_empty() {
+                (0, 0)
+            } else {
+                (lo, hi - lo + 1)
+            };
+            if u64::from(count) > capacity {
+                fits = false;
+                break;
+            }
+            row_tiles.extend([first, count]);
+        }
+        if fits {
+            return Some(ResizeTiling {
+                tile_h: tile_h as i32,
+                tile_w: tile_w as i32,
+                row_tiles,
+            });
+        }
+    }
+    None
+}
+
+/// `resize_tile_*`: a grid-stride loop over all tiles (`p.tile_h`, `p.tile_w` set).
+pub fn resize_tile(p: &GoResizeParams) -> Option<Launch> {
+    let cin = if p.layout == GO_LAYOUT_NCHW as i32 {
+        1
+    } else {
+        nonneg(p.c)
+    };
+    let planes = if p.layout == GO_LAYOUT_NCHW as i32 {
+        nonneg(p.n) * nonneg(p.c)
+    } else {
+        nonneg(p.n)
+    };
+    let (th, tw) = (
+        nonneg(p.tile_h as i64).max(1),
+        nonneg(p.tile_w as i64).max(1),
+    );
+    let tiles = planes * ceil_div(nonneg(p.dst_h), th) * ceil_div(nonneg(p.dst_w) * cin, tw);
+    (tiles > 0).then(|| Launch {
+        grid: (cap(tiles, MAX_GRID_X), 1, 1),
+        block: (BLOCK, 1, 1),
+    })
+}
+
+/// Which tiled max-pool kernel a tiling is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolKernel {
+    /// `max_pool_tile_forward_*`: tiles of y.
+    Forward,
+    /// `max_pool_tile_grad_*`: tiles of dx, argmax recomputed from x.
+    Grad,
+    /// `max_pool_tile_grad_argmax_*`: tiles of dx, stored argmax.
+    GradStored,
+}
+
+/// A tile of the tiled max-pool kernels: (`tile_h`, `tile_w`, `tile_c`).
+pub type PoolTile = (i32, i32, i32);
+
+/// Shared memory (bytes) the tiled max-pool kernel `kind` stages for a
+/// `th x tw x tc` tile at most, for elements of `elem` bytes and accumulators of `acc`.
+fn pool_tile_smem(
+    p: &GoPoolParams,
+    kind: PoolKernel,
+    (th, tw, tc): (u64, u64, u64),
+    elem: u64,
+    acc: u64,
+) -> u64 {
+    let (kh, kw) = (nonneg(p.kh), nonneg(p.kw));
+    let (sh, sw) = (nonneg(p.sh).max(1), nonneg(p.sw).max(1));
+    // Input cells covered by `nw` consecutive windows, clipped to the image.
+    let cells = |nw: u64, s: u64, k: u64, len: u64| (nw.saturating_sub(1) * s + k).min(len);
+    match kind {
+        PoolKernel::Forward => {
+            cells(th, sh, kh, nonneg(p.hi)) * cells(tw, sw, kw, nonneg(p.wi)) * tc * elem
+        }
+        PoolKernel::Grad | PoolKernel::GradStored => {
+            // Windows that contain a cell of `t` consecutive cells: at most (t+k-2)/s + 1.
+            let wins =
+                |t: u64, s: u64, k: u64, out: u64| ((t + k).saturating_sub(2) / s + 1).min(out);
+            let (nwy, nwx) = (
+                wins(th, sh, kh, nonneg(p.ho)),
+                wins(tw, sw, kw, nonneg(p.wo)),
+            );
+            let windows = nwy * nwx * tc * (8 + acc);
+            let staged = if kind == PoolKernel::Grad {
+                cells(nwy, sh, kh, nonneg(p.hi)) * cells(nwx, sw, kw, nonneg(p.wi)) * tc * elem
+            } else {
+                0
+            };
+            windows + staged
+        }
+    }
+}
+
+/// The tile (`tile_h`, `tile_w`, `tile_c`) of the tiled max-pool kernel `kind` for `p`,
+/// or `None` when it cannot run it (an image past 32-bit indexing, or windows so large
+/// that even a one-cell tile's staging does not fit the shared memory): then the generic
+/// kernel runs it. NCHW tiles one channel at a time, rows x columns; NHWC tiles up to 32
+/// channels innermost (coalesced) over a small patch. Tiles aim at 2048 elements.
+pub fn pool_tiling(
+    p: &GoPoolParams,
+    kind: PoolKernel,
+    elem: usize,
+    acc: usize,
+) -> Option<PoolTile> {
+    let (c, hi, wi, ho, wo) = (
+        nonneg(p.c),
+        nonneg(p.hi),
+        nonneg(p.wi),
+        nonneg(p.ho),
+        nonneg(p.wo),
+    );
+    let fits_i32 = |v: Option<u64>| v.is_some_and(|v| v <= i32::MAX as u64);
+    if !fits_i32(c.checked_mul(hi).and_then(|v| v.checked_mul(wi)))
+        || !fits_i32(c.checked_mul(ho).and_then(|v| v.checked_mul(wo)))
+        || [p.kh, p.kw, p.sh, p.sw, p.pad_top, p.pad_left]
+            .iter()
+            .any(|&v| v > i32::MAX as i64 / 4)
+    {
+        return None;
+    }
+    let cols = if kind == PoolKernel::Forward { wo } else { wi };
+    let (mut th, mut tw, tc) = if p.layout == GO_LAYOUT_NCHW as i32 {
+        let tw = match cols {
+            0..=32 => 32,
+            33..=64 => 64,
+            65..=128 => 128,
+            _ => 64,
+        };
+        (2048 / tw, tw, 1)
+    } else {
+        let tc = c.clamp(1, 32);
+        let side = if tc >= 32 { 8 } else { 16 };
+        (side, side, tc)
+    };
+    let (elem, acc) = (elem as u64, acc as u64);
+    loop {
+        if pool_tile_smem(p, kind, (th, tw, tc), elem, acc) <= GO_POOL_TILE_SMEM as u64 {
+            return Some((th as i32, tw as i32, tc as i32));
+        }
+        // Shrink rows first: full-width rows keep the accesses coalesced.
+        if th > 1 {
+            th /= 2;
+        } else if tw > 1 {
+            tw /= 2;
+        } else {
+            return None;
+        }
+    }
+}
+
+/// Tiled max-pool kernels: a grid-stride loop over all tiles (`p.tile_*` set).
+pub fn pool_tile(p: &GoPoolParams, kind: PoolKernel) -> Option<Launch> {
+    let (rows, cols) = match kind {
+        PoolKernel::Forward => (nonneg(p.ho), nonneg(p.wo)),
+        PoolKernel::Grad | PoolKernel::GradStored => (nonneg(p.hi), nonneg(p.wi)),
+    };
+    let t = |v: i32| nonneg(v as i64).max(1);
+    let tiles = nonneg(p.n)
+        * ceil_div(nonneg(p.c), t(p.tile_c))
+        * ceil_div(rows, t(p.tile_h))
+        * ceil_div(cols, t(p.tile_w));
+    (tiles > 0).then(|| Launch {
+        grid: (cap(tiles, MAX_GRID_X), 1, 1),
         block: (BLOCK, 1, 1),
     })
 }

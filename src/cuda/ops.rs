@@ -55,9 +55,10 @@ fn config(l: Launch) -> LaunchConfig {
 
 // ------------------------------------------------------------------- resize ----
 
-/// The six table arrays of a resize plan on one context, as raw bytes.
+/// The table arrays of a resize plan on one context, as raw bytes: the six axis tables,
+/// then the tiled kernel's row tiles (one byte when the generic kernel runs the plan).
 struct DeviceTables {
-    bufs: [CudaSlice<u8>; 6],
+    bufs: [CudaSlice<u8>; 7],
 }
 
 type TableKey = (usize, Vec<u8>);
@@ -83,20 +84,23 @@ pub(crate) fn upload(
     r.map_err(|e| cuda_err(op, "host-to-device copy", e))
 }
 
-/// The plan's tables on the stream's context: uploaded on first use (the upload from
-/// pageable memory waits for the copy), then cached per (context, table contents).
+/// The plan's tables (and `row_tiles`) on the stream's context: uploaded on first use
+/// (the upload from pageable memory waits for the copy), then cached per (context, table
+/// contents).
 fn device_tables<A: Copy>(
     stream: &Arc<CudaStream>,
     op: &'static str,
     plan: &ResizePlan<A>,
+    row_tiles: &[u32],
 ) -> Result<Arc<DeviceTables>> {
-    let parts: [&[u8]; 6] = [
+    let parts: [&[u8]; 7] = [
         bytes_of(&plan.y.offsets),
         bytes_of(&plan.y.index),
         bytes_of(&plan.y.weight),
         bytes_of(&plan.x.offsets),
         bytes_of(&plan.x.index),
         bytes_of(&plan.x.weight),
+        bytes_of(row_tiles),
     ];
     let mut key = Vec::with_capacity(parts.iter().map(|p| p.len() + 8).sum::<usize>() + 8);
     key.extend((std::mem::size_of::<A>() as u64).to_le_bytes());
@@ -109,14 +113,13 @@ fn device_tables<A: Copy>(
     if let Some(t) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
         return Ok(t.clone());
     }
-    let bufs = [
-        upload(stream, op, parts[0])?,
-        upload(stream, op, parts[1])?,
-        upload(stream, op, parts[2])?,
-        upload(stream, op, parts[3])?,
-        upload(stream, op, parts[4])?,
-        upload(stream, op, parts[5])?,
-    ];
+    let mut bufs = Vec::with_capacity(parts.len());
+    for part in parts {
+        bufs.push(upload(stream, op, part)?);
+    }
+    let bufs: [CudaSlice<u8>; 7] = bufs
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("seven parts, seven buffers"));
     let t = Arc::new(DeviceTables { bufs });
     let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
     if c.len() >= TABLE_CACHE_MAX {
@@ -124,6 +127,52 @@ fn device_tables<A: Copy>(
     }
     c.insert(key, t.clone());
     Ok(t)
+}
+
+/// The gather parameters of `plan` (tables not yet set), or an overflow error.
+fn resize_params(
+    op: &'static str,
+    plan_src: Dims,
+    plan_dst: Dims,
+    layout: Layout,
+    src: u64,
+    dst: u64,
+) -> Result<GoResizeParams> {
+    let (s, d) = (plan_src, plan_dst);
+    Ok(GoResizeParams {
+        src,
+        dst,
+        n: i64_of(op, "n", d.n)?,
+        c: i64_of(op, "c", d.c)?,
+        src_h: i64_of(op, "h", s.h)?,
+        src_w: i64_of(op, "w", s.w)?,
+        dst_h: i64_of(op, "h", d.h)?,
+        dst_w: i64_of(op, "w", d.w)?,
+        layout: layout_code(layout),
+        ..Default::default()
+    })
+}
+
+/// The kernel that runs a (non-identity) resize plan on the GPU: `resize_tile_<dtype>`
+/// (two-pass, shared-memory tiles, 32-bit in-plane indexing) when the plan fits it, else
+/// the generic `resize_gather_<dtype>`. With its tiling, for the launch.
+pub fn resize_kernel<T: Element>(
+    plan: &ResizePlan<T::Acc>,
+    layout: Layout,
+) -> Result<(String, Option<launch::ResizeTiling>)> {
+    let p = resize_params("resize", plan.src, plan.dst, layout, 0, 0)?;
+    let tiling = launch::resize_tiling(
+        &p,
+        &plan.y.offsets,
+        &plan.y.index,
+        std::mem::size_of::<T::Acc>(),
+    );
+    let family = if tiling.is_some() {
+        "resize_tile"
+    } else {
+        "resize_gather"
+    };
+    Ok((format!("{family}_{}", T::SUFFIX), tiling))
 }
 
 /// Queue the resize gather of `plan` from device pointer `src` to `dst` (not the
@@ -136,44 +185,44 @@ pub(crate) fn resize_raw<T: Element>(
     src: u64,
     dst: u64,
 ) -> Result<()> {
-    let (s, d) = (plan.src, plan.dst);
-    let t = device_tables(stream, op, plan)?;
+    let (kernel, tiling) = resize_kernel::<T>(plan, layout)?;
+    let row_tiles = tiling.as_ref().map_or(&[][..], |t| &t.row_tiles[..]);
+    let t = device_tables(stream, op, plan, row_tiles)?;
     let g: Vec<_> = t.bufs.iter().map(|b| b.device_ptr(stream)).collect();
-    let p = GoResizeParams {
-        src,
-        dst,
+    let mut p = GoResizeParams {
         y_offsets: g[0].0,
         y_index: g[1].0,
         y_weight: g[2].0,
         x_offsets: g[3].0,
         x_index: g[4].0,
         x_weight: g[5].0,
-        n: i64_of(op, "n", d.n)?,
-        c: i64_of(op, "c", d.c)?,
-        src_h: i64_of(op, "h", s.h)?,
-        src_w: i64_of(op, "w", s.w)?,
-        dst_h: i64_of(op, "h", d.h)?,
-        dst_w: i64_of(op, "w", d.w)?,
-        layout: layout_code(layout),
-        reserved: 0,
+        ..resize_params(op, plan.src, plan.dst, layout, src, dst)?
     };
-    let Some(l) = launch::resize(&p) else {
+    let l = match &tiling {
+        Some(tl) => {
+            p.row_tiles = g[6].0;
+            p.tile_h = tl.tile_h;
+            p.tile_w = tl.tile_w;
+            launch::resize_tile(&p)
+        }
+        None => launch::resize(&p),
+    };
+    let Some(l) = l else {
         return Ok(());
     };
-    let f = function(
-        stream,
-        op,
-        "resize",
-        &format!("resize_gather_{}", T::SUFFIX),
-    )?;
+    let f = function(stream, op, "resize", &kernel)?;
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
-    // SAFETY: resize_gather_<T> takes one GoResizeParams. src/dst point to buffers of
-    // s.len()/d.len() elements of T (checked by every caller); the six tables are the
-    // plan's own arrays, uploaded whole, and the plan guarantees offsets has dst_len+1
-    // entries bounded by the index/weight lengths and every index < the source axis
-    // length; the kernel's grid-stride loops stay inside n*c*dst_h*dst_w for any grid.
-    unsafe { b.launch(config(l)) }.map_err(|e| cuda_err(op, "launching resize_gather", e))?;
+    // SAFETY: resize_gather_<T> and resize_tile_<T> take one GoResizeParams. src/dst
+    // point to buffers of s.len()/d.len() elements of T (checked by every caller); the six
+    // tables are the plan's own arrays, uploaded whole, and the plan guarantees offsets
+    // has dst_len+1 entries bounded by the index/weight lengths and every index < the
+    // source axis length. resize_gather's grid-stride loops stay inside n*c*dst_h*dst_w
+    // for any grid. For resize_tile, launch::resize_tiling built row_tiles from these
+    // tables (each tile row's source rows lie in [first, first + count) and count rows of
+    // tile_w accumulators fit GO_RESIZE_TILE_SMEM) and checked that each plane's indices
+    // fit an int32; its grid-stride loop covers exactly the tiles of n*c*dst_h*dst_w.
+    unsafe { b.launch(config(l)) }.map_err(|e| cuda_err(op, &format!("launching {kernel}"), e))?;
     drop(g);
     Ok(())
 }
@@ -423,6 +472,76 @@ fn pool_params(op: &'static str, g: &PoolGeometry, layout: Layout) -> Result<GoP
     })
 }
 
+/// The kernel that runs a max-pool call on the GPU: the tiled kernel
+/// (`max_pool_tile_{forward,grad,grad_argmax}_<dtype>`, shared-memory staging, 32-bit
+/// in-image indexing) when its tile fits, else the generic one
+/// (`max_pool_{forward,grad,grad_argmax}_<dtype>`). With the tile, for the launch.
+pub fn pool_kernel<T: Element>(
+    g: &PoolGeometry,
+    layout: Layout,
+    kind: launch::PoolKernel,
+) -> Result<(String, Option<launch::PoolTile>)> {
+    let p = pool_params("max_pool", g, layout)?;
+    let tile = launch::pool_tiling(
+        &p,
+        kind,
+        std::mem::size_of::<T>(),
+        std::mem::size_of::<T::Acc>(),
+    );
+    let family = match kind {
+        launch::PoolKernel::Forward => "forward",
+        launch::PoolKernel::Grad => "grad",
+        launch::PoolKernel::GradStored => "grad_argmax",
+    };
+    let tiled = if tile.is_some() { "tile_" } else { "" };
+    Ok((format!("max_pool_{tiled}{family}_{}", T::SUFFIX), tile))
+}
+
+/// Queue the max-pool kernel `kind` with the pointers of `p` set (the geometry's sizes
+/// checked by every caller).
+fn pool_launch<T: Element>(
+    stream: &Arc<CudaStream>,
+    op: &'static str,
+    g: &PoolGeometry,
+    layout: Layout,
+    kind: launch::PoolKernel,
+    pointers: GoPoolParams,
+) -> Result<()> {
+    let (kernel, tile) = pool_kernel::<T>(g, layout, kind)?;
+    let mut p = GoPoolParams {
+        x: pointers.x,
+        y: pointers.y,
+        argmax: pointers.argmax,
+        dy: pointers.dy,
+        dx: pointers.dx,
+        ..pool_params(op, g, layout)?
+    };
+    let l = match tile {
+        Some((th, tw, tc)) => {
+            (p.tile_h, p.tile_w, p.tile_c) = (th, tw, tc);
+            launch::pool_tile(&p, kind)
+        }
+        None if kind == launch::PoolKernel::Forward => launch::pool_forward(&p),
+        None => launch::pool_grad(&p),
+    };
+    let Some(l) = l else {
+        return Ok(());
+    };
+    let f = function(stream, op, "pool", &kernel)?;
+    let mut b = stream.launch_builder(&f);
+    b.arg(&p);
+    // SAFETY: every max-pool kernel takes one GoPoolParams. x and dx point to buffers of
+    // the geometry's input size, y, argmax (i64) and dy to its output size, each set only
+    // where the kernel reads or writes it (checked by every caller). The generic kernels
+    // write each output once and read only in-bounds cells; the tiled ones stage only the
+    // in-image cells of their windows, in a tile that launch::pool_tiling sized to fit
+    // GO_POOL_TILE_SMEM and 32-bit in-image indices. Stored argmax values are only
+    // compared with dx indices, never dereferenced, so a corrupt one cannot cause an
+    // out-of-bounds access.
+    unsafe { b.launch(config(l)) }.map_err(|e| cuda_err(op, &format!("launching {kernel}"), e))?;
+    Ok(())
+}
+
 pub(crate) fn pool_forward_raw<T: Element>(
     stream: &Arc<CudaStream>,
     g: &PoolGeometry,
@@ -431,29 +550,20 @@ pub(crate) fn pool_forward_raw<T: Element>(
     y: u64,
     argmax: u64,
 ) -> Result<()> {
-    const OP: &str = "max_pool";
-    let p = GoPoolParams {
+    let ptrs = GoPoolParams {
         x,
         y,
         argmax,
-        ..pool_params(OP, g, layout)?
+        ..Default::default()
     };
-    let Some(l) = launch::pool_forward(&p) else {
-        return Ok(());
-    };
-    let f = function(
+    pool_launch::<T>(
         stream,
-        OP,
-        "pool",
-        &format!("max_pool_forward_{}", T::SUFFIX),
-    )?;
-    let mut b = stream.launch_builder(&f);
-    b.arg(&p);
-    // SAFETY: max_pool_forward_<T> takes one GoPoolParams; x points to the geometry's
-    // input size, y (T) and argmax (i64) to its output size (checked by every caller);
-    // the window scan reads only in-bounds cells, each output written once.
-    unsafe { b.launch(config(l)) }.map_err(|e| cuda_err(OP, "launching max_pool_forward", e))?;
-    Ok(())
+        "max_pool",
+        g,
+        layout,
+        launch::PoolKernel::Forward,
+        ptrs,
+    )
 }
 
 pub(crate) fn pool_grad_raw<T: Element>(
@@ -464,24 +574,20 @@ pub(crate) fn pool_grad_raw<T: Element>(
     dy: u64,
     dx: u64,
 ) -> Result<()> {
-    const OP: &str = "max_pool_grad";
-    let p = GoPoolParams {
+    let ptrs = GoPoolParams {
         x,
         dy,
         dx,
-        ..pool_params(OP, g, layout)?
+        ..Default::default()
     };
-    let Some(l) = launch::pool_grad(&p) else {
-        return Ok(());
-    };
-    let f = function(stream, OP, "pool", &format!("max_pool_grad_{}", T::SUFFIX))?;
-    let mut b = stream.launch_builder(&f);
-    b.arg(&p);
-    // SAFETY: max_pool_grad_<T> takes one GoPoolParams; x and dx point to the geometry's
-    // input size, dy to its output size (checked by every caller); each dx element is
-    // written once from the in-range windows that contain it.
-    unsafe { b.launch(config(l)) }.map_err(|e| cuda_err(OP, "launching max_pool_grad", e))?;
-    Ok(())
+    pool_launch::<T>(
+        stream,
+        "max_pool_grad",
+        g,
+        layout,
+        launch::PoolKernel::Grad,
+        ptrs,
+    )
 }
 
 pub(crate) fn pool_grad_argmax_raw<T: Element>(
@@ -492,31 +598,20 @@ pub(crate) fn pool_grad_argmax_raw<T: Element>(
     dy: u64,
     dx: u64,
 ) -> Result<()> {
-    const OP: &str = "max_pool_grad_with_argmax";
-    let p = GoPoolParams {
+    let ptrs = GoPoolParams {
         argmax,
         dy,
         dx,
-        ..pool_params(OP, g, layout)?
+        ..Default::default()
     };
-    let Some(l) = launch::pool_grad(&p) else {
-        return Ok(());
-    };
-    let f = function(
+    pool_launch::<T>(
         stream,
-        OP,
-        "pool",
-        &format!("max_pool_grad_argmax_{}", T::SUFFIX),
-    )?;
-    let mut b = stream.launch_builder(&f);
-    b.arg(&p);
-    // SAFETY: max_pool_grad_argmax_<T> takes one GoPoolParams; argmax (i64) and dy point
-    // to the geometry's output size, dx to its input size (checked by every caller).
-    // Stored indices are only compared with the dx index, never dereferenced, so any
-    // value (even a corrupt one) cannot cause an out-of-bounds access.
-    unsafe { b.launch(config(l)) }
-        .map_err(|e| cuda_err(OP, "launching max_pool_grad_argmax", e))?;
-    Ok(())
+        "max_pool_grad_with_argmax",
+        g,
+        layout,
+        launch::PoolKernel::GradStored,
+        ptrs,
+    )
 }
 
 /// Max pool forward on device buffers: `y` and `argmax` (flat index into `x`, batch

@@ -9,6 +9,9 @@ pub const GO_BLOCK_THREADS: u32 = 256;
 pub const GO_CONV_TILE_P: u32 = 64;
 pub const GO_CONV_TILE_C: u32 = 64;
 pub const GO_CONV_TILE_K: u32 = 16;
+pub const GO_RESIZE_TILE_SMEM: u32 = 24576;
+pub const GO_RESIZE_REG_TAPS: u32 = 4;
+pub const GO_POOL_TILE_SMEM: u32 = 24576;
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct GoResizeParams {
@@ -20,6 +23,7 @@ pub struct GoResizeParams {
     pub x_offsets: u64,
     pub x_index: u64,
     pub x_weight: u64,
+    pub row_tiles: u64,
     pub n: i64,
     pub c: i64,
     pub src_h: i64,
@@ -28,10 +32,12 @@ pub struct GoResizeParams {
     pub dst_w: i64,
     pub layout: i32,
     pub reserved: i32,
+    pub tile_h: i32,
+    pub tile_w: i32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GoResizeParams"][::std::mem::size_of::<GoResizeParams>() - 120usize];
+    ["Size of GoResizeParams"][::std::mem::size_of::<GoResizeParams>() - 136usize];
     ["Alignment of GoResizeParams"][::std::mem::align_of::<GoResizeParams>() - 8usize];
     ["Offset of field: GoResizeParams::src"][::std::mem::offset_of!(GoResizeParams, src) - 0usize];
     ["Offset of field: GoResizeParams::dst"][::std::mem::offset_of!(GoResizeParams, dst) - 8usize];
@@ -47,20 +53,26 @@ const _: () = {
         [::std::mem::offset_of!(GoResizeParams, x_index) - 48usize];
     ["Offset of field: GoResizeParams::x_weight"]
         [::std::mem::offset_of!(GoResizeParams, x_weight) - 56usize];
-    ["Offset of field: GoResizeParams::n"][::std::mem::offset_of!(GoResizeParams, n) - 64usize];
-    ["Offset of field: GoResizeParams::c"][::std::mem::offset_of!(GoResizeParams, c) - 72usize];
+    ["Offset of field: GoResizeParams::row_tiles"]
+        [::std::mem::offset_of!(GoResizeParams, row_tiles) - 64usize];
+    ["Offset of field: GoResizeParams::n"][::std::mem::offset_of!(GoResizeParams, n) - 72usize];
+    ["Offset of field: GoResizeParams::c"][::std::mem::offset_of!(GoResizeParams, c) - 80usize];
     ["Offset of field: GoResizeParams::src_h"]
-        [::std::mem::offset_of!(GoResizeParams, src_h) - 80usize];
+        [::std::mem::offset_of!(GoResizeParams, src_h) - 88usize];
     ["Offset of field: GoResizeParams::src_w"]
-        [::std::mem::offset_of!(GoResizeParams, src_w) - 88usize];
+        [::std::mem::offset_of!(GoResizeParams, src_w) - 96usize];
     ["Offset of field: GoResizeParams::dst_h"]
-        [::std::mem::offset_of!(GoResizeParams, dst_h) - 96usize];
+        [::std::mem::offset_of!(GoResizeParams, dst_h) - 104usize];
     ["Offset of field: GoResizeParams::dst_w"]
-        [::std::mem::offset_of!(GoResizeParams, dst_w) - 104usize];
+        [::std::mem::offset_of!(GoResizeParams, dst_w) - 112usize];
     ["Offset of field: GoResizeParams::layout"]
-        [::std::mem::offset_of!(GoResizeParams, layout) - 112usize];
+        [::std::mem::offset_of!(GoResizeParams, layout) - 120usize];
     ["Offset of field: GoResizeParams::reserved"]
-        [::std::mem::offset_of!(GoResizeParams, reserved) - 116usize];
+        [::std::mem::offset_of!(GoResizeParams, reserved) - 124usize];
+    ["Offset of field: GoResizeParams::tile_h"]
+        [::std::mem::offset_of!(GoResizeParams, tile_h) - 128usize];
+    ["Offset of field: GoResizeParams::tile_w"]
+        [::std::mem::offset_of!(GoResizeParams, tile_w) - 132usize];
 };
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
@@ -140,10 +152,14 @@ pub struct GoPoolParams {
     pub pad_left: i64,
     pub layout: i32,
     pub reserved: i32,
+    pub tile_h: i32,
+    pub tile_w: i32,
+    pub tile_c: i32,
+    pub reserved2: i32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GoPoolParams"][::std::mem::size_of::<GoPoolParams>() - 144usize];
+    ["Size of GoPoolParams"][::std::mem::size_of::<GoPoolParams>() - 160usize];
     ["Alignment of GoPoolParams"][::std::mem::align_of::<GoPoolParams>() - 8usize];
     ["Offset of field: GoPoolParams::x"][::std::mem::offset_of!(GoPoolParams, x) - 0usize];
     ["Offset of field: GoPoolParams::y"][::std::mem::offset_of!(GoPoolParams, y) - 8usize];
@@ -169,4 +185,12 @@ const _: () = {
         [::std::mem::offset_of!(GoPoolParams, layout) - 136usize];
     ["Offset of field: GoPoolParams::reserved"]
         [::std::mem::offset_of!(GoPoolParams, reserved) - 140usize];
+    ["Offset of field: GoPoolParams::tile_h"]
+        [::std::mem::offset_of!(GoPoolParams, tile_h) - 144usize];
+    ["Offset of field: GoPoolParams::tile_w"]
+        [::std::mem::offset_of!(GoPoolParams, tile_w) - 148usize];
+    ["Offset of field: GoPoolParams::tile_c"]
+        [::std::mem::offset_of!(GoPoolParams, tile_c) - 152usize];
+    ["Offset of field: GoPoolParams::reserved2"]
+        [::std::mem::offset_of!(GoPoolParams, reserved2) - 156usize];
 };
