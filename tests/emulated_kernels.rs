@@ -716,7 +716,8 @@ fn emulated_resize_tiles() {
         return;
     };
     let mut rng = Rng(0x5eed_0005);
-    let shapes: [(i64, i64, (i64, i64), (i64, i64), Coord, Option<Nearest>); 4] = [
+    type Shape = (i64, i64, (i64, i64), (i64, i64), Coord, Option<Nearest>);
+    let shapes: [Shape; 4] = [
         (1, 2, (37, 45), (74, 90), Coord::HalfPixel, None),
         (1, 3, (70, 9), (17, 3), Coord::AlignCorners, None),
         (
@@ -1127,11 +1128,8 @@ fn emulated_max_pool_tiles() {
         return;
     };
     let mut rng = Rng(0x5eed_0006);
-    let cases: [(
-        (i64, i64, i64, i64),
-        (i64, i64, i64, i64),
-        (i64, i64, i64, i64),
-    ); 4] = [
+    type Quad = (i64, i64, i64, i64);
+    let cases: [(Quad, Quad, Quad); 4] = [
         ((1, 2, 45, 140), (3, 3, 2, 2), (0, 1, 0, 1)),
         ((2, 37, 19, 23), (3, 3, 2, 2), (1, 1, 1, 1)),
         ((1, 3, 40, 70), (5, 4, 1, 3), (2, 2, 0, 3)),
