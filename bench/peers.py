@@ -13,11 +13,21 @@ are spent; median/min/max are reported.
     bench/.venv/bin/python bench/peers.py \\
         --gradops-cmd "target/release/gradops bench --device cpu --json /tmp/g.json"
 
+GPU mode (--device cuda): PyTorch's CUDA ops (cuDNN for conv) at batch 32 in f16/f32/f64,
+NCHW and NHWC, timed with the protocol of `gradops bench --device cuda` (CUDA events around
+each call, a 256 MiB clear queued before it, 3 untimed calls, median), side by side with
+gradops' JSON (one file per dtype/layout, or a --gradops-cmd template run per dtype/layout):
+
+    python3 bench/peers.py --device cuda --json /tmp/peers-gpu.json --gradops-cmd \
+        "target/release/gradops bench --device cuda --dtype {dtype} --layout {layout} \
+         --reps {reps} --json /tmp/gradops-{dtype}-{layout}.json"
+
 See bench/README.md for what each peer op is and where it differs from the SPEC.
 """
 
 import argparse
 import json
+import math
 import os
 import platform
 import shlex
@@ -348,6 +358,597 @@ def run_worker(args):
 
 
 # ---------------------------------------------------------------------------------------------
+# GPU mode (--device cuda): PyTorch CUDA rows timed with the protocol of
+# `gradops bench --device cuda` (src/bench.rs: CudaTimer, bench_cuda_typed, time_samples).
+
+CUDA_BATCH = 32                 # SPEC: "GPU: the same shapes with batch 32" (bench.rs CUDA_BATCH)
+CUDA_WARMUP_CALLS = 3           # bench.rs CUDA_WARMUP_CALLS: untimed calls before time_samples
+CUDA_PAD_BYTES = 256 << 20      # bench.rs CUDA_PAD_BYTES: cleared before each timed call
+MIN_CALLS, MAX_CALLS = 5, 10_000  # bench.rs MIN_CALLS / MAX_CALLS (adaptive mode only)
+GPU_DEFAULT_REPS, GPU_QUICK_REPS = 100, 20
+GPU_DTYPES = ("f16", "bf16", "f32", "f64")
+GRADOPS_DTYPES = ("f16", "f32", "f64")   # what `gradops bench --dtype` accepts
+DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}
+NHWC_DEFAULT = ("W1", "W2", "W3", "W6")
+
+
+def gpu_shapes(wid, batch, scale_down):
+    """Logical NCHW shapes (x, dy, weight OIHW or None) of a workload at `batch`, batch and
+    channels divided by `scale_down` (at least 1) exactly as `gradops bench --scale-down`."""
+    w = WORKLOADS[wid]
+    s = max(1, scale_down)
+    n = max(1, batch // s)
+    c = max(1, w["x"][1] // s)
+    x = (n, c) + tuple(w["x"][2:])
+    if "k" in w and wid in ("W4", "W5"):
+        co = max(1, w["dy"][1] // s)
+        return x, (n, co) + tuple(w["dy"][2:]), (co, c, w["k"], w["k"])
+    return x, (n, c) + tuple(w["dy"][2:]), None
+
+
+def minimal_bytes(wid, variant, x, dy, weight, dtype):
+    """Minimal traffic of one call, as `Workload::traffic` in src/bench.rs (SPEC shapes; i64
+    argmax)."""
+    e = DTYPE_BYTES[dtype]
+    num = lambda s: math.prod(s)  # noqa: E731
+    if variant == "forward":
+        return num(x) * e + num(dy) * e + num(dy) * 8
+    b = num(dy) * e + num(x) * e
+    if weight is not None:
+        b += num(weight) * e
+    if variant == "recompute":
+        b += num(x) * e
+    elif variant == "stored":
+        b += num(dy) * 8
+    return b
+
+
+def time_samples(timed_call, reps, target_s, max_calls=MAX_CALLS):
+    """bench.rs `time_samples`: warm-up (one timed call, two when adaptive; dropped), then
+    `reps` calls, or (reps None) calls until `target_s` of timed time is spent (at least
+    MIN_CALLS, at most max_calls). Returns the per-call seconds."""
+    timed_call()
+    if reps is None:
+        timed_call()
+    samples, spent = [], 0.0
+    while True:
+        if reps is not None:
+            enough = len(samples) >= max(reps, 1)
+        else:
+            enough = len(samples) >= max_calls or (len(samples) >= MIN_CALLS
+                                                   and spent >= target_s)
+        if enough:
+            return samples
+        dt = timed_call()
+        spent += dt
+        samples.append(dt)
+
+
+class EventTimer:
+    """bench.rs `CudaTimer`: queue a clear of a `pad_bytes` buffer (outside the events: the
+    GPU is busy with it while the host launches the call, and it evicts L2), record the start
+    event, queue the call, record the end event, wait for it, return the GPU seconds between
+    the two events. With `host=True` (the --torch-device cpu test path) the same steps with
+    perf_counter instead of events."""
+
+    def __init__(self, torch, device, pad_bytes, host):
+        self.torch, self.host = torch, host
+        self.pad = torch.empty(pad_bytes, dtype=torch.uint8, device=device)
+        self.pad.zero_()
+        if not host:
+            self.start = torch.cuda.Event(enable_timing=True)
+            self.end = torch.cuda.Event(enable_timing=True)
+
+    def time(self, fn):
+        self.pad.zero_()
+        if self.host:
+            t = time.perf_counter()
+            r = fn()
+            dt = time.perf_counter() - t
+            del r
+            return dt
+        self.start.record()
+        r = fn()
+        self.end.record()
+        self.end.synchronize()
+        del r  # freed (stream-ordered) after the end event, outside the timing
+        return self.start.elapsed_time(self.end) / 1e3
+
+
+def set_tf32(torch, on):
+    """PyTorch's legacy TF32 switches (both; `cudnn.allow_tf32` is what conv uses). Returns
+    what PyTorch reports afterwards."""
+    torch.backends.cuda.matmul.allow_tf32 = on
+    torch.backends.cudnn.allow_tf32 = on
+    state = {"cudnn.allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+             "cuda.matmul.allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32)}
+    try:  # the newer fp32_precision API (2.9+), for the record only
+        state["cudnn.conv.fp32_precision"] = str(torch.backends.cudnn.conv.fp32_precision)
+    except Exception:
+        pass
+    return state
+
+
+def deterministic_check(torch, fn, sync):
+    """Does `fn` run under torch.use_deterministic_algorithms(True)? (True / False, and the
+    first line of PyTorch's error when it refuses.) The previous setting is restored."""
+    prev = torch.are_deterministic_algorithms_enabled()
+    prev_warn = torch.is_deterministic_algorithms_warn_only_enabled()
+    try:
+        torch.use_deterministic_algorithms(True)
+        r = fn()
+        sync()
+        del r
+        return True, None
+    except RuntimeError as e:
+        return False, str(e).strip().splitlines()[0][:200]
+    finally:
+        torch.use_deterministic_algorithms(prev, warn_only=prev_warn)
+
+
+def gpu_cases(torch, args, device, dtype_name, layout):
+    """Yields (workload, variant, op text, math, x, dy, weight shapes, make) per row: `make()`
+    builds the inputs on the device and returns the call (a closure); `math` is 'tf32' or
+    'fp32' for f32 conv, else None. Shapes are the SPEC shapes (NCHW logical)."""
+    aten = torch.ops.aten
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32,
+          "f64": torch.float64}[dtype_name]
+    chl = layout == "NHWC"
+    exact = args.torch_exact_same
+    out = args.torch_out
+    gen = torch.Generator(device=device)
+
+    def fmt(t):
+        return t.contiguous(memory_format=torch.channels_last) if chl else t.contiguous()
+
+    def rnd(shape, seed):
+        # uniform in [-1, 1) like gradops' inputs, drawn in f32 and rounded to the dtype
+        gen.manual_seed(args.seed * 1000 + seed)
+        t = torch.rand(shape, generator=gen, device=device, dtype=torch.float32)
+        return fmt((t * 2 - 1).to(dt))
+
+    wls = [w for w in args.workloads if layout == "NCHW" or w in args.nhwc_workloads]
+    for wid in wls:
+        w = WORKLOADS[wid]
+        x_shape, dy_shape, wshape = gpu_shapes(wid, args.batch, args.scale_down)
+        if wid in ("W1", "W2", "W3"):
+            out_size, in_size = list(dy_shape[2:]), list(x_shape)
+            bil = wid != "W3"
+
+            def make(dy_shape=dy_shape, x_shape=x_shape, o=out_size, i=in_size, bil=bil):
+                dy = rnd(dy_shape, 1)
+                gi = fmt(torch.empty(x_shape, dtype=dt, device=device)) if out else None
+                if bil and out:
+                    return lambda: aten.upsample_bilinear2d_backward.grad_input(
+                        dy, o, i, False, grad_input=gi)
+                if bil:
+                    return lambda: aten.upsample_bilinear2d_backward(dy, o, i, False)
+                if out:
+                    return lambda: aten.upsample_nearest2d_backward.grad_input(
+                        dy, o, i, grad_input=gi)
+                return lambda: aten.upsample_nearest2d_backward(dy, o, i)
+
+            op = ("aten.upsample_bilinear2d_backward(align_corners=False)" if bil
+                  else "aten.upsample_nearest2d_backward")
+            yield wid, "backward", op + (" out=" if out else ""), None, x_shape, dy_shape, \
+                None, make
+        elif wid in ("W4", "W5"):
+            k, s = w["k"], w["stride"]
+            n, ci, h, wd = x_shape
+            _, top, bot = same_pads(h, k, s)
+            if top == bot:
+                pad, xin, note = [top, top], x_shape, f"padding={top}"
+            elif exact:
+                pad = [top, top]
+                xin = (n, ci, h + bot - top, wd + bot - top)
+                note = f"padding={top}, input {xin[2]}x{xin[3]} (exact SAME)"
+            else:
+                pad, xin = [bot, bot], x_shape
+                note = f"padding={bot} (symmetric; TF SAME is {top} top, {bot} bottom)"
+
+            def make(dy_shape=dy_shape, xin=xin, wshape=wshape, s=s, pad=pad):
+                dy, x, weight = rnd(dy_shape, 1), rnd(xin, 3), rnd(wshape, 2)  # all in layout
+                mask = [True, False, False]
+
+                def fn():
+                    return aten.convolution_backward(dy, x, weight, None, [s, s], pad, [1, 1],
+                                                     False, [0, 0], 1, mask)[0]
+                try:  # which backend PyTorch picks (cuDNN expected on the GPU), for the record
+                    fn.info = {"conv_backend": str(torch._C._select_conv_backend(
+                        x, weight, None, [s, s], pad, [1, 1], False, [0, 0], 1, None))}
+                except Exception as e:
+                    fn.info = {"conv_backend": f"unknown ({type(e).__name__})"}
+                return fn
+
+            op = f"aten.convolution_backward(mask=[T,F,F], {note})"
+            maths = ("tf32", "fp32") if dtype_name == "f32" else (None,)
+            for m in maths:
+                yield wid, "backward", op, m, x_shape, dy_shape, wshape, make
+        elif wid == "W6":
+            k, s = w["k"], w["stride"]
+            n, c, h, wd = x_shape
+            _, top, bot = same_pads(h, k, s)
+            if exact:
+                pad = [top, top]
+                note = f"padding={top} on x padded with -inf to {h + bot - top} (exact SAME)"
+            else:
+                pad = [bot, bot]
+                note = f"padding={bot} (symmetric; TF SAME is {top} top, {bot} bottom)"
+            ks, st = [k, k], [s, s]
+
+            def inputs(x_shape=x_shape, dy_shape=dy_shape, pad=pad):
+                x = rnd(x_shape, 3)
+                if exact and bot != top:
+                    x = fmt(torch.nn.functional.pad(x, (0, bot - top, 0, bot - top),
+                                                    value=float("-inf")))
+                y, idx = aten.max_pool2d_with_indices(x, ks, st, pad, [1, 1], False)
+                assert tuple(y.shape) == tuple(dy_shape), (tuple(y.shape), dy_shape)
+                dy = rnd(dy_shape, 1)
+                return x, dy, idx
+
+            def make_stored(pad=pad):
+                x, dy, idx = inputs()
+                gi = torch.empty_like(x) if out else None
+                if out:
+                    return lambda: aten.max_pool2d_with_indices_backward.grad_input(
+                        dy, x, ks, st, pad, [1, 1], False, idx, grad_input=gi)
+                return lambda: aten.max_pool2d_with_indices_backward(dy, x, ks, st, pad,
+                                                                     [1, 1], False, idx)
+
+            def make_recompute(pad=pad):
+                x, dy, _ = inputs()
+
+                def fn():
+                    _, idx = aten.max_pool2d_with_indices(x, ks, st, pad, [1, 1], False)
+                    return aten.max_pool2d_with_indices_backward(dy, x, ks, st, pad, [1, 1],
+                                                                 False, idx)
+                return fn
+
+            def make_forward(pad=pad):
+                x, _, _ = inputs()
+                return lambda: aten.max_pool2d_with_indices(x, ks, st, pad, [1, 1], False)
+
+            yield wid, "recompute", ("aten.max_pool2d_with_indices + "
+                                     f"max_pool2d_with_indices_backward({note})"), None, \
+                x_shape, dy_shape, None, make_recompute
+            yield wid, "stored", (f"aten.max_pool2d_with_indices_backward({note}), indices "
+                                  "from the forward (not timed)" + (" out=" if out else "")), \
+                None, x_shape, dy_shape, None, make_stored
+            yield wid, "forward", f"aten.max_pool2d_with_indices({note})", None, x_shape, \
+                dy_shape, None, make_forward
+
+
+def run_gpu_worker(args):
+    """The PyTorch GPU rows, in this (sub)process; writes {"versions", "results"} to _out."""
+    import torch
+
+    host = args.torch_device == "cpu"
+    if host:
+        device = torch.device("cpu")
+        torch.set_num_threads(args.threads)
+        sync = lambda: None  # noqa: E731
+    else:
+        if not torch.cuda.is_available():
+            raise SystemExit("peers.py --device cuda: torch.cuda.is_available() is False "
+                             f"(torch {torch.__version__}, built for CUDA {torch.version.cuda})")
+        device = torch.device("cuda", 0)
+        torch.cuda.set_device(device)
+        sync = torch.cuda.synchronize
+    torch.backends.cudnn.benchmark = True
+    default_tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    pad_bytes = max(CUDA_PAD_BYTES // max(1, args.scale_down), 16 << 20)
+    timer = EventTimer(torch, device, pad_bytes, host)
+    results = []
+    import gc
+
+    for dtype_name in args.dtypes:
+        for layout in args.layouts:
+            for wid, variant, op, m, x_shape, dy_shape, wshape, make in \
+                    gpu_cases(torch, args, device, dtype_name, layout):
+                row = {"workload": wid, "peer": "pytorch", "device": str(device),
+                       "variant": variant, "dtype": dtype_name, "layout": layout, "op": op,
+                       "math": m, "x_shape": list(x_shape), "dy_shape": list(dy_shape),
+                       "weight_shape": list(wshape) if wshape else None,
+                       "bytes": minimal_bytes(wid, variant, x_shape, dy_shape, wshape,
+                                              dtype_name)}
+                label = f"{wid} {variant:<9} {dtype_name:<4} {layout} {m or '':<4}"
+                fn = None
+                try:
+                    if m is not None:
+                        row["tf32_state"] = set_tf32(torch, m == "tf32")
+                    fn = make()
+                    row.update(getattr(fn, "info", {}))
+                    sync()
+                    for _ in range(CUDA_WARMUP_CALLS):
+                        fn()
+                    gc_was = gc.isenabled()
+                    gc.disable()
+                    try:
+                        samples = time_samples(lambda: timer.time(fn), args.reps, args.target_s,
+                                               args.max_reps)
+                    finally:
+                        if gc_was:
+                            gc.enable()
+                    ms = [t * 1e3 for t in samples]
+                    med = statistics.median(ms)
+                    row.update(median_ms=med, min_ms=min(ms), max_ms=max(ms), reps=len(ms),
+                               gbps=row["bytes"] / (med / 1e3) / 1e9)
+                    det, why = deterministic_check(torch, fn, sync)
+                    row["deterministic"] = det
+                    if why:
+                        row["deterministic_error"] = why
+                    print(f"  {label} {med:9.4f} ms median ({len(ms)} reps) "
+                          f"det={'yes' if det else 'no'}  {op}", file=sys.stderr, flush=True)
+                except Exception as e:  # one failing op must not lose the other rows
+                    row["error"] = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:300]}"
+                    print(f"  {label} FAILED: {row['error']}", file=sys.stderr, flush=True)
+                finally:
+                    if m is not None:
+                        torch.backends.cuda.matmul.allow_tf32 = default_tf32[0]
+                        torch.backends.cudnn.allow_tf32 = default_tf32[1]
+                    fn = None
+                    sync()
+                results.append(row)
+    v = {"torch": torch.__version__, "torch_device": str(device),
+         "cudnn_benchmark": True,
+         "default_tf32": {"cuda.matmul.allow_tf32": bool(default_tf32[0]),
+                          "cudnn.allow_tf32": bool(default_tf32[1])}}
+    try:  # GPU mode does not need numpy; record it when present
+        import numpy as np
+
+        v["numpy"] = np.__version__
+    except ImportError:
+        pass
+    if host:
+        v["timer"] = "host perf_counter (--torch-device cpu test path; not a GPU figure)"
+    else:
+        p = torch.cuda.get_device_properties(device)
+        v.update(timer="CUDA events (torch.cuda.Event(enable_timing=True))",
+                 cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version(),
+                 gpu=torch.cuda.get_device_name(device),
+                 gpu_capability=list(torch.cuda.get_device_capability(device)),
+                 gpu_mem_gib=round(p.total_memory / 2**30, 1),
+                 gpu_sm_count=p.multi_processor_count)
+    with open(args._out, "w") as f:
+        json.dump({"versions": v, "results": results}, f)
+
+
+def gradops_variant(row):
+    """A gradops JSON row's variant (older files have no `variant`: derive it)."""
+    if row.get("variant"):
+        return row["variant"]
+    if row.get("workload") == "W6":
+        return argmax_kind(row)
+    return "backward"
+
+
+def compare_gpu(gradops_rows, peer_results):
+    """Per gradops row, every PyTorch row with the same workload, variant, dtype and layout
+    (two for f32 conv: TF32 and FP32): ratio = PyTorch / gradops median."""
+    rows = []
+    for g in gradops_rows:
+        wid = g.get("workload")
+        if wid not in WORKLOADS or g.get("median_ms") is None:
+            continue
+        key = (wid, gradops_variant(g), str(g.get("dtype")).lower(),
+               str(g.get("layout", "NCHW")).upper())
+        peers = [p for p in peer_results
+                 if (p["workload"], p["variant"], p["dtype"], p["layout"]) == key]
+        gm = float(g["median_ms"])
+        limit = g.get("limit_gbps") or g.get("_report_limit_gbps")
+        share = g.get("share_of_limit")
+        base = {"workload": wid, "variant": key[1], "dtype": key[2], "layout": key[3],
+                "gradops_op": g.get("op"), "gradops_median_ms": gm,
+                "gradops_bytes": g.get("bytes"), "limit_gbps": limit,
+                "gradops_share_of_limit": share}
+        if not peers:
+            rows.append(dict(base, pytorch_median_ms=None, ratio_pytorch_over_gradops=None,
+                             math=None, pytorch_op=None, pytorch_share_of_limit=None,
+                             pytorch_deterministic=None))
+            continue
+        for p in peers:
+            pm = p.get("median_ms")
+            # PyTorch shapes are logical NCHW; gradops writes them in its layout's order
+            xs, ds = p["x_shape"], p["dy_shape"]
+            if key[3] == "NHWC":
+                xs, ds = [xs[0], xs[2], xs[3], xs[1]], [ds[0], ds[2], ds[3], ds[1]]
+            same = (list(g.get("x_shape") or []) == xs and list(g.get("dy_shape") or []) == ds)
+            pshare = None
+            if pm and limit and p.get("bytes"):
+                pshare = p["bytes"] / (pm / 1e3) / 1e9 / limit
+            rows.append(dict(base, math=p.get("math"), pytorch_op=p["op"],
+                             pytorch_median_ms=pm,
+                             ratio_pytorch_over_gradops=(pm / gm if pm and gm > 0 else None),
+                             pytorch_share_of_limit=pshare,
+                             pytorch_deterministic=p.get("deterministic"),
+                             pytorch_error=p.get("error"), same_shapes=same))
+    return rows
+
+
+def fnum(v, fmt):
+    return format(v, fmt) if isinstance(v, (int, float)) else "-"
+
+
+def print_gpu_table(results):
+    hdr = (f"{'wl':<3} {'variant':<9} {'dtype':<5} {'layout':<6} {'math':<4} {'median ms':>10} "
+           f"{'min ms':>9} {'max ms':>9} {'reps':>5} {'GB/s':>8} {'det':>4}  op")
+    print(hdr)
+    print("-" * len(hdr))
+    for r in results:
+        det = {True: "yes", False: "no"}.get(r.get("deterministic"), "-")
+        line = (f"{r['workload']:<3} {r['variant']:<9} {r['dtype']:<5} {r['layout']:<6} "
+                f"{r.get('math') or '':<4} {fnum(r.get('median_ms'), '10.4f'):>10} "
+                f"{fnum(r.get('min_ms'), '9.4f'):>9} {fnum(r.get('max_ms'), '9.4f'):>9} "
+                f"{fnum(r.get('reps'), '5d'):>5} {fnum(r.get('gbps'), '8.1f'):>8} {det:>4}  "
+                f"{r['op']}")
+        if r.get("error"):
+            line += f"  ERROR {r['error']}"
+        print(line)
+
+
+def pct(share):
+    return f"{share * 100:.1f}%" if isinstance(share, (int, float)) else "-"
+
+
+def print_gpu_comparison(rows, sources):
+    print()
+    print("gradops vs PyTorch, same card (ratio = PyTorch / gradops, > 1 means gradops is "
+          "faster; % copy = share of gradops' measured copy bandwidth)")
+    for s in sources:
+        print(f"  gradops {s.get('dtype')} {s.get('layout')}: {s.get('source')} "
+              f"({s.get('device_name')}, limit {fnum(s.get('limit_gbps'), '.1f')} GB/s, "
+              f"batch {s.get('batch')}, scale-down {s.get('scale_down')})")
+    hdr = (f"{'wl':<3} {'variant':<9} {'dtype':<5} {'layout':<6} {'math':<4} "
+           f"{'gradops ms':>10} {'torch ms':>9} {'ratio':>6} {'gradops %copy':>13} "
+           f"{'torch %copy':>11} {'torch det':>9}")
+    print(hdr)
+    print("-" * len(hdr))
+    for r in rows:
+        det = {True: "yes", False: "no"}.get(r.get("pytorch_deterministic"), "-")
+        warn = "  SHAPES DIFFER" if r.get("same_shapes") is False else ""
+        print(f"{r['workload']:<3} {r['variant']:<9} {r['dtype']:<5} {r['layout']:<6} "
+              f"{r.get('math') or '':<4} {fnum(r['gradops_median_ms'], '10.4f'):>10} "
+              f"{fnum(r.get('pytorch_median_ms'), '9.4f'):>9} "
+              f"{fnum(r.get('ratio_pytorch_over_gradops'), '6.2f'):>6} "
+              f"{pct(r.get('gradops_share_of_limit')):>13} "
+              f"{pct(r.get('pytorch_share_of_limit')):>11} {det:>9}{warn}")
+
+
+def expand_gradops_cmds(template, dtypes, layouts, reps):
+    """--gradops-cmd in GPU mode: the template once per dtype gradops knows ({dtype}) and per
+    layout ({layout}); a placeholder it lacks is not expanded over. Returns [(cmd, json)]."""
+    ds = [d for d in dtypes if d in GRADOPS_DTYPES] if "{dtype}" in template else [None]
+    ls = layouts if "{layout}" in template else [None]
+    out, seen = [], set()
+    for d in ds:
+        for lay in ls:
+            cmd = template
+            if d:
+                cmd = cmd.replace("{dtype}", d)
+            if lay:
+                cmd = cmd.replace("{layout}", lay.lower())
+            cmd = cmd.replace("{reps}", str(reps if reps is not None else GPU_DEFAULT_REPS))
+            if cmd in seen:
+                continue
+            seen.add(cmd)
+            out.append((cmd, json_arg(cmd)))
+    return out
+
+
+def json_arg(cmd):
+    toks = shlex.split(cmd)
+    for i, t in enumerate(toks):
+        if t == "--json" and i + 1 < len(toks):
+            return toks[i + 1]
+        if t.startswith("--json="):
+            return t.split("=", 1)[1]
+    return None
+
+
+def load_gradops(paths):
+    """Reads gradops bench JSON files; returns (rows, sources). Each row gets its report's
+    dtype/layout/limit where the row lacks them (older files)."""
+    rows, sources = [], []
+    for path in paths:
+        with open(path) as f:
+            rep = json.load(f)
+        for r in rep.get("results", []):
+            r = dict(r)
+            r.setdefault("dtype", rep.get("dtype"))
+            r.setdefault("layout", rep.get("layout", "NCHW"))
+            r["_report_limit_gbps"] = rep.get("limit_gbps")
+            r["_source"] = path
+            rows.append(r)
+        sources.append({"source": path, "device": rep.get("device"),
+                        "device_name": rep.get("device_name"), "dtype": rep.get("dtype"),
+                        "layout": rep.get("layout", "NCHW"), "batch": rep.get("batch"),
+                        "scale_down": rep.get("scale_down"),
+                        "limit_gbps": rep.get("limit_gbps"),
+                        "limit_source": rep.get("limit_source")})
+    return rows, sources
+
+
+def main_gpu(args):
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    t0 = time.perf_counter()
+    cmds = []
+    if args.gradops_cmd:
+        cmds = expand_gradops_cmds(args.gradops_cmd, args.dtypes, args.layouts, args.reps)
+        missing = [c for c, j in cmds if not j]
+        if missing:
+            print(f"peers.py: --gradops-cmd needs a --json PATH in the command: {missing[0]}",
+                  file=sys.stderr)
+            return 2
+    gradops_ok = True
+    if cmds and args.gradops_order == "before":
+        gradops_ok = all([run_gradops_cmd(c) for c, _ in cmds])
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
+        out = tmp.name
+    cmd = [sys.executable, os.path.abspath(__file__), "--_worker", "pytorch-gpu",
+           "--_out", out] + args._argv
+    print(f"[pytorch {args.torch_device}] running ...", file=sys.stderr, flush=True)
+    try:
+        subprocess.run(cmd, check=True)
+        with open(out) as f:
+            peer = json.load(f)
+    finally:
+        os.unlink(out)
+    if cmds and args.gradops_order == "after":
+        gradops_ok = all([run_gradops_cmd(c) for c, _ in cmds]) and gradops_ok
+    versions, results = peer["versions"], peer["results"]
+    machine = machine_info()
+    machine.update(started=started, wall_s=round(time.perf_counter() - t0, 1))
+    print()
+    print(f"PyTorch {versions.get('torch')} on {versions.get('gpu', versions.get('torch_device'))}"
+          f"; cuDNN {versions.get('cudnn', '-')}; batch {args.batch}"
+          + (f" (batch and channels scaled down by {args.scale_down})"
+             if args.scale_down > 1 else "")
+          + f"; timer: {versions.get('timer')}")
+    reps = f"{args.reps} timed calls" if args.reps is not None else \
+        f"adaptive ({args.target_s} s of timed calls, {MIN_CALLS}..{args.max_reps})"
+    print(f"protocol: {CUDA_WARMUP_CALLS} untimed calls, then warm-up and {reps}; each timed "
+          f"call between two events, after a {max(CUDA_PAD_BYTES // args.scale_down, 16 << 20) >> 20}"
+          " MiB clear; median")
+    print_gpu_table(results)
+    doc = {"mode": "cuda", "machine": machine, "versions": versions,
+           "settings": {"device": "cuda", "torch_device": args.torch_device,
+                        "batch": args.batch, "scale_down": args.scale_down,
+                        "dtypes": args.dtypes, "layouts": args.layouts,
+                        "workloads": args.workloads, "nhwc_workloads": args.nhwc_workloads,
+                        "reps": args.reps, "target_s": args.target_s if args.reps is None
+                        else None, "cuda_warmup_calls": CUDA_WARMUP_CALLS,
+                        "pad_bytes": max(CUDA_PAD_BYTES // args.scale_down, 16 << 20),
+                        "seed": args.seed, "quick": args.quick,
+                        "torch_exact_same": args.torch_exact_same, "torch_out": args.torch_out},
+           "results": results}
+    # (path, command that wrote it) for every gradops file: --gradops-json ones first
+    files = [(p, None) for p in args.gradops_json or []]
+    files += [(j, c) for c, j in cmds if j not in (args.gradops_json or [])]
+    if files and gradops_ok:
+        grows, sources = load_gradops([p for p, _ in files])
+        batch = max(1, args.batch // args.scale_down)
+        for s, (_, c) in zip(sources, files):
+            s["command"] = c
+            if s["device"] != "cuda" and args.torch_device == "cuda":
+                print(f"peers.py: warning: {s['source']} is a gradops run on "
+                      f"{s['device']}, not cuda", file=sys.stderr)
+            if s.get("batch") not in (None, batch):
+                print(f"peers.py: warning: {s['source']} has batch {s.get('batch')}, PyTorch "
+                      f"ran batch {batch}: shapes differ", file=sys.stderr)
+        rows = compare_gpu(grows, results)
+        print_gpu_comparison(rows, sources)
+        doc["gradops"] = sources
+        doc["comparison"] = rows
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=1)
+        print(f"\nwrote {args.json}", file=sys.stderr)
+    print(f"peers.py: done in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+    failed = [r for r in results if r.get("error")]
+    return 0 if gradops_ok and not (failed and args.torch_device == "cuda") else 1
+
+
+# ---------------------------------------------------------------------------------------------
 # --check: do the peer ops compute the SPEC's gradients? (small N and C, the workloads' H/W)
 
 
@@ -525,6 +1126,8 @@ def argmax_kind(row):
     """For W6: 'stored' (gradient from saved indices) or 'recompute' (argmax recomputed)."""
     if row.get("workload") != "W6":
         return None
+    if row.get("variant") == "forward":  # gradops' forward max_pool row: no CPU peer row
+        return "forward"
     if row.get("argmax"):
         return row["argmax"]
     op = str(row.get("op", "")).lower()
@@ -577,13 +1180,18 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--json", metavar="PATH", help="write results as JSON to PATH")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                   help="cpu (default): PyTorch and TensorFlow CPU ops, f32, batch 8; cuda: "
+                        "PyTorch CUDA ops at batch 32 with gradops' CUDA timing protocol "
+                        "(see bench/README.md, 'GPU mode')")
     p.add_argument("--peers", default="pytorch,tensorflow",
                    help="comma list of peers (pytorch, tensorflow); default both")
     p.add_argument("--workloads", default="W1,W2,W3,W4,W5,W6",
                    help="comma list of workload ids; default all CPU workloads")
     p.add_argument("--threads", type=int, default=2, help="intra/inter-op threads (default 2)")
     p.add_argument("--quick", action="store_true",
-                   help="smoke run: 1 warm-up, ~0.2 s per op, >= 3 reps (noisy)")
+                   help="smoke run: 1 warm-up, ~0.2 s per op, >= 3 reps (noisy); with "
+                        "--device cuda: 20 timed calls per row instead of 100")
     p.add_argument("--warmup", type=int, default=None, help="warm-up calls (default 5)")
     p.add_argument("--target-s", type=float, default=None,
                    help="seconds of timed calls per op (default 1.5)")
@@ -601,20 +1209,45 @@ def parse_args(argv):
                         "no native out kernel and still allocates")
     p.add_argument("--no-tf-argmax", action="store_true",
                    help="skip the extra TF MaxPoolGradWithArgmax row for W6")
-    p.add_argument("--gradops-json", metavar="PATH",
-                   help="a `gradops bench --json` output to compare against")
+    p.add_argument("--gradops-json", metavar="PATH", action="append",
+                   help="a `gradops bench --json` output to compare against (repeatable: "
+                        "one file per gradops dtype/layout run in GPU mode)")
     p.add_argument("--gradops-cmd", metavar="CMD",
                    help="shell command that runs gradops' benchmark in this same run "
                         "(e.g. 'target/release/gradops bench --device cpu --json /tmp/g.json'); "
-                        "its JSON is read from --gradops-json, or from the command's --json arg")
+                        "its JSON is read from --gradops-json, or from the command's --json arg. "
+                        "GPU mode: a template run once per dtype and layout, with {dtype}, "
+                        "{layout} and {reps} replaced; its JSON from its --json")
     p.add_argument("--gradops-order", choices=["before", "after"], default="before",
                    help="run --gradops-cmd before (default) or after the peers")
+    g = p.add_argument_group("GPU mode (--device cuda)")
+    g.add_argument("--dtypes", default="f16,f32,f64",
+                   help="comma list of f16, bf16, f32, f64 (default f16,f32,f64)")
+    g.add_argument("--layouts", default="nchw,nhwc",
+                   help="comma list of nchw, nhwc (NHWC = channels_last; default both)")
+    g.add_argument("--nhwc-workloads", default=",".join(NHWC_DEFAULT),
+                   help="workloads that also get NHWC rows (default W1,W2,W3,W6)")
+    g.add_argument("--reps", type=int, default=None,
+                   help=f"timed calls per row (default {GPU_DEFAULT_REPS}; --quick "
+                        f"{GPU_QUICK_REPS}); pass the same --reps to gradops bench. With "
+                        "--target-s instead: adaptive, as gradops bench without --reps")
+    g.add_argument("--batch", type=int, default=CUDA_BATCH, help="batch (default 32)")
+    g.add_argument("--scale-down", type=int, default=1, metavar="N",
+                   help="divide batch and channels by N, as gradops bench --scale-down "
+                        "(smoke tests)")
+    g.add_argument("--torch-device", choices=["cuda", "cpu"], default="cuda",
+                   help="testing only: 'cpu' runs the GPU-mode code with CPU tensors and a "
+                        "host timer (no GPU figures); use with --scale-down")
     p.add_argument("--check", action="store_true",
                    help="only cross-check the peer ops' results (small N, C) and exit")
-    p.add_argument("--_worker", choices=["pytorch", "tensorflow"], help=argparse.SUPPRESS)
+    p.add_argument("--_worker", choices=["pytorch", "tensorflow", "pytorch-gpu"],
+                   help=argparse.SUPPRESS)
     p.add_argument("--_out", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     q = a.quick
+    a._argv = [t for t in argv]
+    if a.device == "cuda":
+        return gpu_args(p, a)
     a.warmup = a.warmup if a.warmup is not None else (1 if q else 5)
     a.target_s = a.target_s if a.target_s is not None else (0.2 if q else 1.5)
     a.min_reps = a.min_reps if a.min_reps is not None else (3 if q else 20)
@@ -627,23 +1260,62 @@ def parse_args(argv):
     bad = [x for x in a.peers if x not in ("pytorch", "tensorflow")]
     if bad:
         p.error(f"unknown peer(s) {bad}; known: pytorch, tensorflow")
+    if a.gradops_json and len(a.gradops_json) > 1:
+        p.error("CPU mode compares with one --gradops-json file (several: --device cuda)")
+    a.gradops_json = a.gradops_json[0] if a.gradops_json else None
     if a.gradops_cmd and not a.gradops_json:
-        toks = shlex.split(a.gradops_cmd)
-        for i, t in enumerate(toks):
-            if t == "--json" and i + 1 < len(toks):
-                a.gradops_json = toks[i + 1]
-            elif t.startswith("--json="):
-                a.gradops_json = t.split("=", 1)[1]
+        a.gradops_json = json_arg(a.gradops_cmd)
         if not a.gradops_json:
             p.error("--gradops-cmd needs --gradops-json PATH (or a --json PATH in the command)")
     return a
 
 
+def gpu_args(p, a):
+    """Validates the GPU-mode options (--device cuda)."""
+    def split(v):
+        return [x.strip() for x in v.split(",") if x.strip()]
+
+    a.dtypes = [d.lower() for d in split(a.dtypes)]
+    bad = [d for d in a.dtypes if d not in GPU_DTYPES]
+    if bad or not a.dtypes:
+        p.error(f"unknown dtype(s) {bad}; known: {', '.join(GPU_DTYPES)}")
+    a.layouts = [x.upper() for x in split(a.layouts)]
+    bad = [x for x in a.layouts if x not in ("NCHW", "NHWC")]
+    if bad or not a.layouts:
+        p.error(f"unknown layout(s) {bad}; known: nchw, nhwc")
+    a.workloads = [w.strip().upper() for w in a.workloads.split(",") if w.strip()]
+    a.nhwc_workloads = [w.upper() for w in split(a.nhwc_workloads)]
+    bad = [w for w in a.workloads + a.nhwc_workloads if w not in WORKLOADS]
+    if bad:
+        p.error(f"unknown workload(s) {bad}; known: {sorted(WORKLOADS)}")
+    if a.batch < 1 or a.scale_down < 1:
+        p.error("--batch and --scale-down must be at least 1")
+    if a.reps is not None and a.reps < 1:
+        p.error("--reps must be at least 1")
+    if a.reps is None and a.target_s is None:
+        a.reps = GPU_QUICK_REPS if a.quick else GPU_DEFAULT_REPS
+    a.max_reps = a.max_reps if a.max_reps is not None else MAX_CALLS
+    if a.peers != "pytorch,tensorflow" and a.peers.strip().lower() != "pytorch":
+        p.error("--device cuda times PyTorch only")
+    if a.gradops_cmd and len(a.dtypes) > 1 and "{dtype}" not in a.gradops_cmd:
+        p.error("--gradops-cmd with several --dtypes needs {dtype} in the command (gradops "
+                "bench takes one --dtype per run)")
+    if a.gradops_cmd and len(a.layouts) > 1 and "{layout}" not in a.gradops_cmd:
+        print("peers.py: note: --gradops-cmd has no {layout}: gradops runs in its default "
+              "layout (NCHW) only", file=sys.stderr)
+    return a
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args._worker == "pytorch-gpu":
+        run_gpu_worker(args)
+        return 0
     if args._worker:
         run_worker(args)
         return 0
+    if args.device == "cuda":
+        return main_gpu(args)
     if args.check:
         return run_check()
 

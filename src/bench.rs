@@ -81,7 +81,8 @@ pub enum WorkloadOp {
         /// Padding.
         padding: Padding,
     },
-    /// `max_pool_grad` (recomputed argmax) and `max_pool_grad_with_argmax` (stored indices).
+    /// `max_pool_grad` (recomputed argmax), `max_pool_grad_with_argmax` (stored indices) and
+    /// the forward `max_pool` with argmax (the training-loop pair's first half).
     MaxPoolGrad {
         /// `[kh, kw]`.
         ksize: [usize; 2],
@@ -291,12 +292,21 @@ impl Workload {
         }
     }
 
-    /// The kernel rows this workload times: one, or two for max pool.
+    /// The kernel rows this workload times: one, or three for max pool (recomputed argmax,
+    /// stored argmax, forward with argmax).
     pub fn variants(&self) -> &'static [Variant] {
         match self.op {
-            WorkloadOp::MaxPoolGrad { .. } => &[Variant::Main, Variant::StoredArgmax],
+            WorkloadOp::MaxPoolGrad { .. } => {
+                &[Variant::Main, Variant::StoredArgmax, Variant::Forward]
+            }
             _ => &[Variant::Main],
         }
+    }
+
+    /// The workload in layout `layout` (same logical shapes, tensors in that order).
+    pub fn with_layout(mut self, layout: Layout) -> Self {
+        self.layout = layout;
+        self
     }
 
     /// SPEC-style description of the op (`resize_grad linear half_pixel`).
@@ -311,6 +321,7 @@ impl Workload {
             (WorkloadOp::Conv2dBackpropInput { .. }, _) => "conv2d_backprop_input",
             (WorkloadOp::MaxPoolGrad { .. }, Variant::Main) => "max_pool_grad",
             (WorkloadOp::MaxPoolGrad { .. }, Variant::StoredArgmax) => "max_pool_grad_with_argmax",
+            (WorkloadOp::MaxPoolGrad { .. }, Variant::Forward) => "max_pool",
         }
     }
 
@@ -364,9 +375,20 @@ impl Workload {
     }
 
     /// Minimal memory traffic of one call: every input byte read once, every output byte
-    /// written once (`dtype_size` bytes per element; argmax indices are `i64`).
+    /// written once (`dtype_size` bytes per element; argmax indices are `i64`). The forward
+    /// max pool reads `x` and writes `y` (dy's shape) and the argmax.
     pub fn traffic(&self, s: &Shapes, v: Variant, dtype_size: usize) -> Traffic {
         let bytes = |shape: [usize; 4]| (shape.iter().product::<usize>() * dtype_size) as u64;
+        if v == Variant::Forward {
+            let n: usize = s.dy.iter().product();
+            return Traffic {
+                items: vec![
+                    ("x", Dir::Read, bytes(s.x)),
+                    ("y", Dir::Write, bytes(s.dy)),
+                    ("argmax", Dir::Write, (n * 8) as u64),
+                ],
+            };
+        }
         let mut t = Traffic {
             items: vec![("dy", Dir::Read, bytes(s.dy))],
         };
@@ -383,6 +405,7 @@ impl Workload {
                 let n: usize = s.dy.iter().product();
                 t.items.push(("argmax", Dir::Read, (n * 8) as u64));
             }
+            (_, Variant::Forward) => unreachable!("handled above"),
             _ => {}
         }
         t.items.push(("dx", Dir::Write, bytes(s.x)));
@@ -418,9 +441,22 @@ pub enum Variant {
     Main,
     /// `max_pool_grad_with_argmax` with indices from `max_pool(.., true)` (not timed).
     StoredArgmax,
+    /// The forward `max_pool` with argmax indices (max pool only).
+    Forward,
 }
 
 impl Variant {
+    /// The row's `variant` in the JSON: `backward` (resize, conv), and for max pool
+    /// `recompute`, `stored` or `forward` (as `bench/peers.py` matches rows).
+    pub fn name(self, w: &Workload) -> &'static str {
+        match (w.op, self) {
+            (_, Variant::Forward) => "forward",
+            (WorkloadOp::MaxPoolGrad { .. }, Variant::Main) => "recompute",
+            (_, Variant::StoredArgmax) => "stored",
+            _ => "backward",
+        }
+    }
+
     /// For max pool rows: `recompute` or `stored` (as `bench/peers.py` reads it).
     pub fn argmax_kind(self, w: &Workload) -> Option<&'static str> {
         match (w.op, self) {
@@ -568,8 +604,17 @@ impl KernelInfo {
         self.workload.kernel_name(self.variant, self.dtype)
     }
 
-    /// `dy [8,64,256,256] -> dx [8,64,128,128] NCHW` (plus the filter for conv).
+    /// `dy [8,64,256,256] -> dx [8,64,128,128] NCHW` (plus the filter for conv; for the
+    /// forward max pool `x [..] -> y [..] + argmax NCHW`).
     pub fn shape_text(&self) -> String {
+        if self.variant == Variant::Forward {
+            return format!(
+                "x {} -> y {} + argmax {}",
+                shape_text(self.shapes.x),
+                shape_text(self.shapes.dy),
+                self.workload.layout
+            );
+        }
         let f = self
             .shapes
             .filter
@@ -694,7 +739,6 @@ pub fn cpu_kernels<T: Element>(
                     Ok(())
                 }),
             );
-            drop(x);
             let mut dx2 = vec![T::default(); s.x.iter().product()];
             push(
                 Variant::StoredArgmax,
@@ -708,6 +752,27 @@ pub fn cpu_kernels<T: Element>(
                         &mut dx2,
                     )?;
                     black_box(&mut dx2);
+                    Ok(())
+                }),
+            );
+            let mut y = vec![T::default(); len(s.dy)];
+            let mut am = vec![0i64; len(s.dy)];
+            push(
+                Variant::Forward,
+                true,
+                Box::new(move || {
+                    // As `max_pool(.., true)` does, into preallocated y and argmax.
+                    let xr = TensorRef::new(&x, s.x, layout);
+                    xr.check_len("max_pool", "x")?;
+                    let g = plan_max_pool("max_pool", s.x, layout, &attrs)?;
+                    crate::ops::max_pool::cpu_kernel::forward(
+                        &g,
+                        layout,
+                        xr.data,
+                        &mut y,
+                        Some(&mut am[..]),
+                    );
+                    black_box((&mut y, &mut am));
                     Ok(())
                 }),
             );
@@ -872,6 +937,10 @@ pub struct BenchArgs {
     /// Element type: f16, f32 or f64.
     #[arg(long, default_value = "f32")]
     pub dtype: DType,
+    /// Memory layout of every tensor: nchw (the SPEC's workloads) or nhwc (the same logical
+    /// shapes with the tensors in NHWC order; the conv filter stays HWIO).
+    #[arg(long, default_value = "nchw", value_name = "nchw|nhwc")]
+    pub layout: Layout,
     /// Workloads, comma-separated (W1,...,W6); default all.
     #[arg(long)]
     pub workload: Option<String>,
@@ -893,6 +962,8 @@ pub struct BenchOptions {
     pub workloads: Vec<Workload>,
     /// Element type.
     pub dtype: DType,
+    /// Layout of every workload (already applied to `workloads`).
+    pub layout: Layout,
     /// Timed calls per row (`None`: adaptive).
     pub reps: Option<usize>,
     /// Target timed time per row when adaptive.
@@ -915,8 +986,12 @@ impl BenchOptions {
             return Err(Error::attr("bench", "reps", "must be at least 1, got 0"));
         }
         Ok(BenchOptions {
-            workloads: select_workloads(a.workload.as_deref())?,
+            workloads: select_workloads(a.workload.as_deref())?
+                .into_iter()
+                .map(|w| w.with_layout(a.layout))
+                .collect(),
             dtype: a.dtype,
+            layout: a.layout,
             reps: a.reps,
             target: TARGET_PER_ROW,
             scale_down: a.scale_down,
@@ -944,7 +1019,10 @@ pub struct BenchRow {
     /// Filter shape (HWIO), conv only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub filter_shape: Option<[usize; 4]>,
-    /// For max pool: `recompute` or `stored`.
+    /// Which kernel of the workload: `backward` (resize, conv), or for max pool `recompute`
+    /// (`max_pool_grad`), `stored` (`max_pool_grad_with_argmax`) or `forward` (`max_pool`).
+    pub variant: String,
+    /// For the max-pool gradients: `recompute` or `stored`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub argmax: Option<String>,
     /// Timed calls.
@@ -963,6 +1041,8 @@ pub struct BenchRow {
     pub bytes: u64,
     /// Achieved GB/s of the minimal traffic at the median time.
     pub gbps: f64,
+    /// The bandwidth limit the share is taken of (the report's `limit_gbps`), GB/s.
+    pub limit_gbps: f64,
     /// `gbps / limit_gbps`.
     pub share_of_limit: f64,
     /// FLOPs of one call (conv).
@@ -994,6 +1074,8 @@ pub struct BenchReport {
     pub limit_source: String,
     /// Element type.
     pub dtype: String,
+    /// Layout of every tensor (`NCHW`, `NHWC`).
+    pub layout: String,
     /// Batch of every workload.
     pub batch: usize,
     /// Batch and channels divided by this (1: the SPEC's shapes).
@@ -1258,20 +1340,20 @@ pub fn cuda_kernels<T: Element>(
         }
         WorkloadOp::MaxPoolGrad { .. } => {
             let attrs = w.pool_attrs();
-            let x = upload_random(s.x, 3)?;
+            let x = Arc::new(upload_random(s.x, 3)?);
             let mut argmax = stream
                 .alloc_zeros::<i64>(len(s.dy))
                 .map_err(driver_err("bench", "device allocation"))?;
             {
                 let mut y = DevBuf::<T>::zeros(stream, len(s.dy))?;
-                crate::cuda::max_pool(stream, &x, s.x, layout, &attrs, &mut y, &mut argmax)?;
+                crate::cuda::max_pool(stream, &*x, s.x, layout, &attrs, &mut y, &mut argmax)?;
             }
             let mut dx = DevBuf::<T>::zeros(stream, len(s.x))?;
-            let dy1 = Arc::clone(&dy);
+            let (dy1, x1) = (Arc::clone(&dy), Arc::clone(&x));
             out.push(CudaKernel {
                 info: info(Variant::Main),
                 launch: Box::new(move || {
-                    crate::cuda::max_pool_grad(&st, &*dy1, s.dy, &x, s.x, layout, &attrs, &mut dx)
+                    crate::cuda::max_pool_grad(&st, &*dy1, s.dy, &*x1, s.x, layout, &attrs, &mut dx)
                 }),
             });
             let st = Arc::clone(stream);
@@ -1282,6 +1364,18 @@ pub fn cuda_kernels<T: Element>(
                     crate::cuda::max_pool_grad_with_argmax(
                         &st, &*dy, s.dy, &argmax, s.x, layout, &attrs, &mut dx,
                     )
+                }),
+            });
+            // The forward with argmax, into its own preallocated y and argmax.
+            let st = Arc::clone(stream);
+            let mut y = DevBuf::<T>::zeros(stream, len(s.dy))?;
+            let mut am = stream
+                .alloc_zeros::<i64>(len(s.dy))
+                .map_err(driver_err("bench", "device allocation"))?;
+            out.push(CudaKernel {
+                info: info(Variant::Forward),
+                launch: Box::new(move || {
+                    crate::cuda::max_pool(&st, &*x, s.x, layout, &attrs, &mut y, &mut am)
                 }),
             });
         }
@@ -1432,6 +1526,7 @@ fn bench_cuda_typed<T: Element>(
         limit_gbps: limit,
         limit_source,
         dtype: T::DTYPE.name().into(),
+        layout: opts.layout.name().into(),
         batch: div_at_least_one(CUDA_BATCH, opts.scale_down),
         scale_down: opts.scale_down,
         load_avg: load_before.zip(load_avg()).map(|(a, b)| [a, b]),
@@ -1492,7 +1587,8 @@ fn cpu_name() -> String {
 }
 
 const MINIMAL_TRAFFIC_NOTE: &str = "minimal traffic: read dy + write dx; + read x \
-     (max_pool_grad); + read the filter (conv); + read the i64 argmax (with_argmax)";
+     (max_pool_grad); + read the filter (conv); + read the i64 argmax (with_argmax); forward \
+     max_pool: read x + write y + write the i64 argmax";
 
 /// Times `opts.workloads` on the CPU at batch [`CPU_BATCH`] (divided by `scale_down`).
 pub fn bench_cpu(opts: &BenchOptions) -> Result<BenchReport> {
@@ -1544,8 +1640,8 @@ fn bench_cpu_typed<T: Element>(opts: &BenchOptions) -> Result<BenchReport> {
         "times: wall clock per call (std::time::Instant), each call timed alone after warm-up; \
          GB/s and GFLOP/s at the median"
             .to_string(),
-        "outputs preallocated (resize_grad_into, conv2d_backprop_input_into, max_pool_grad_into): \
-         allocation is not timed"
+        "outputs preallocated (resize_grad_into, conv2d_backprop_input_into, max_pool_grad_into; \
+         the forward max_pool into preallocated y and argmax): allocation is not timed"
             .to_string(),
         MINIMAL_TRAFFIC_NOTE.to_string(),
     ];
@@ -1573,6 +1669,7 @@ fn bench_cpu_typed<T: Element>(opts: &BenchOptions) -> Result<BenchReport> {
             stream_bytes >> 20
         ),
         dtype: T::DTYPE.name().into(),
+        layout: opts.layout.name().into(),
         batch: div_at_least_one(CPU_BATCH, opts.scale_down),
         scale_down: opts.scale_down,
         load_avg: load_before.zip(load_avg()).map(|(a, b)| [a, b]),
@@ -1597,6 +1694,7 @@ pub fn make_row(k: &KernelInfo, t: &Timing, limit: f64) -> BenchRow {
         x_shape: k.shapes.x,
         dy_shape: k.shapes.dy,
         filter_shape: k.shapes.filter,
+        variant: k.variant.name(&k.workload).into(),
         argmax: k.variant.argmax_kind(&k.workload).map(str::to_string),
         calls: t.calls(),
         total_ms: ms(t.total()),
@@ -1606,6 +1704,7 @@ pub fn make_row(k: &KernelInfo, t: &Timing, limit: f64) -> BenchRow {
         max_ms: ms(t.max()),
         bytes,
         gbps,
+        limit_gbps: limit,
         share_of_limit: gbps / limit,
         flops: k.flops,
         gflops: k.flops.map(|f| f as f64 / med / 1e9),
@@ -1638,10 +1737,11 @@ pub fn format_report(r: &BenchReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "==gradops== bench: device {} ({}), dtype {}, batch {}{}",
+        "==gradops== bench: device {} ({}), dtype {}, layout {}, batch {}{}",
         r.device,
         r.device_name,
         r.dtype,
+        r.layout,
         r.batch,
         if r.scale_down > 1 {
             format!(" (batch and channels scaled down by {})", r.scale_down)
@@ -1843,10 +1943,131 @@ mod tests {
     }
 
     #[test]
+    fn forward_row_names_and_traffic() {
+        let w = by_id("W6");
+        assert_eq!(
+            w.variants(),
+            [Variant::Main, Variant::StoredArgmax, Variant::Forward]
+        );
+        let names: Vec<_> = w.variants().iter().map(|v| v.name(&w)).collect();
+        assert_eq!(names, ["recompute", "stored", "forward"]);
+        assert_eq!(Variant::Main.name(&by_id("W4")), "backward");
+        assert_eq!(Variant::Forward.argmax_kind(&w), None);
+        assert_eq!(
+            w.kernel_name(Variant::Forward, DType::F32),
+            "max_pool_f32 (3x3, s2, SAME)"
+        );
+        let s = w.shapes(CPU_BATCH, 1).unwrap();
+        let t = w.traffic(&s, Variant::Forward, 4);
+        // read x, write y (f32) and the i64 argmax.
+        assert_eq!(
+            t.total(),
+            (8 * 64 * (112 * 112 * 4 + 56 * 56 * 4 + 56 * 56 * 8)) as u64
+        );
+        assert_eq!(t.describe().matches("write").count(), 2);
+        assert_eq!(w.flops(&s), None);
+    }
+
+    #[test]
+    fn nhwc_layout_shapes() {
+        let nhwc = |id| by_id(id).with_layout(Layout::Nhwc);
+        let s = nhwc("W1").shapes(CPU_BATCH, 1).unwrap();
+        assert_eq!((s.x, s.dy), ([8, 128, 128, 64], [8, 256, 256, 64]));
+        let s = nhwc("W5").shapes(CUDA_BATCH, 1).unwrap();
+        assert_eq!((s.x, s.dy), ([32, 56, 56, 64], [32, 28, 28, 128]));
+        assert_eq!(s.filter, Some([3, 3, 64, 128]), "the filter stays HWIO");
+        let s = nhwc("W6").shapes(CPU_BATCH, 8).unwrap();
+        assert_eq!((s.x, s.dy), ([1, 112, 112, 8], [1, 56, 56, 8]));
+        // Same bytes in either layout.
+        for w in workloads() {
+            for &v in w.variants() {
+                let a = w.shapes(CUDA_BATCH, 1).unwrap();
+                let b = w.with_layout(Layout::Nhwc).shapes(CUDA_BATCH, 1).unwrap();
+                assert_eq!(
+                    w.traffic(&a, v, 2).total(),
+                    w.with_layout(Layout::Nhwc).traffic(&b, v, 2).total()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn cpu_report_nhwc_with_forward_row() {
+        // `--layout nhwc` on the CPU path, scaled down: every row NHWC, W6 with its three
+        // rows, each row carrying variant, bytes and the limit.
+        let opts = BenchOptions::from_args(&BenchArgs {
+            device: BenchDevice::Cpu,
+            dtype: DType::F32,
+            layout: Layout::Nhwc,
+            workload: Some("W3,W5,W6".into()),
+            reps: Some(2),
+            json: None,
+            scale_down: 16,
+        })
+        .unwrap();
+        assert!(opts.workloads.iter().all(|w| w.layout == Layout::Nhwc));
+        let r = run(BenchDevice::Cpu, &opts).unwrap();
+        assert_eq!((r.device.as_str(), r.layout.as_str()), ("cpu", "NHWC"));
+        let got: Vec<_> = r
+            .results
+            .iter()
+            .map(|row| (row.workload.as_str(), row.variant.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("W3", "backward"),
+                ("W5", "backward"),
+                ("W6", "recompute"),
+                ("W6", "stored"),
+                ("W6", "forward"),
+            ]
+        );
+        for row in &r.results {
+            assert_eq!(row.layout, "NHWC");
+            assert_eq!(row.calls, 2);
+            assert!(row.median_ms > 0.0 && row.bytes > 0);
+            assert_eq!(row.limit_gbps, r.limit_gbps);
+            assert!((row.share_of_limit - row.gbps / r.limit_gbps).abs() < 1e-12);
+        }
+        let fwd = &r.results[4];
+        assert_eq!(fwd.kernel, "max_pool_f32 (3x3, s2, SAME)");
+        assert_eq!(
+            (fwd.x_shape, fwd.dy_shape),
+            ([1, 112, 112, 4], [1, 56, 56, 4])
+        );
+        assert_eq!(fwd.argmax, None);
+        assert_eq!(fwd.bytes, (4 * (112 * 112 * 4 + 56 * 56 * 12)) as u64);
+        let text = format_report(&r);
+        assert!(text.contains("layout NHWC"), "{text}");
+        assert!(
+            text.contains("x [1,112,112,4] -> y [1,56,56,4] + argmax NHWC"),
+            "{text}"
+        );
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["layout"], "NHWC");
+        assert_eq!(v["results"][4]["variant"], "forward");
+        assert!(v["results"][4]["limit_gbps"].as_f64().unwrap() > 0.0);
+    }
+
+    #[test]
+    fn forward_kernel_runs_nhwc_f64() {
+        // The forward row's kernel (into preallocated y and argmax) runs in NHWC, f64.
+        let w = by_id("W6").with_layout(Layout::Nhwc);
+        let mut ks = cpu_kernels::<f64>(&w, CPU_BATCH, 16).unwrap();
+        assert_eq!(ks.len(), 3);
+        let k = &mut ks[2];
+        assert_eq!(k.variant, Variant::Forward);
+        k.call().unwrap();
+        assert!(k.preallocated && k.flops.is_none());
+    }
+
+    #[test]
     fn cuda_device_errors_with_reason() {
         let opts = BenchOptions::from_args(&BenchArgs {
             device: BenchDevice::Cuda,
             dtype: DType::F32,
+            layout: Layout::Nchw,
             workload: Some("W1".into()),
             reps: Some(1),
             json: None,
@@ -1865,6 +2086,7 @@ mod tests {
         let opts = BenchOptions::from_args(&BenchArgs {
             device: BenchDevice::Cuda,
             dtype: DType::F32,
+            layout: Layout::Nchw,
             workload: Some("W1".into()),
             reps: Some(1),
             json: None,

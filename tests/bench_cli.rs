@@ -51,7 +51,7 @@ fn bench_w1_w6_json() {
         .iter()
         .map(|r| r["workload"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["W1", "W6", "W6"]);
+    assert_eq!(ids, ["W1", "W6", "W6", "W6"]);
     for r in results {
         for key in ["op", "dtype", "layout"] {
             assert!(r[key].is_string(), "{key} in {r}");
@@ -68,6 +68,14 @@ fn bench_w1_w6_json() {
     assert_eq!(results[1]["argmax"], "recompute");
     assert_eq!(results[2]["argmax"], "stored");
     assert!(results[2]["op"].as_str().unwrap().contains("argmax"));
+    let variants: Vec<&str> = results
+        .iter()
+        .map(|r| r["variant"].as_str().unwrap())
+        .collect();
+    assert_eq!(variants, ["backward", "recompute", "stored", "forward"]);
+    assert!(results[3].get("argmax").is_none(), "{}", results[3]);
+    assert!(results[3]["op"].as_str().unwrap().starts_with("max_pool ("));
+    assert_eq!(v["layout"], "NCHW");
     std::fs::remove_file(&json).ok();
 }
 
@@ -102,6 +110,56 @@ fn bench_conv_reports_gflops() {
     assert!(r["gflops"].as_f64().is_some_and(|g| g > 0.0), "{r}");
     assert_eq!(r["dy_shape"], serde_json::json!([1, 16, 28, 28]));
     std::fs::remove_file(&json).ok();
+}
+
+#[test]
+fn bench_layout_nhwc_json() {
+    let json = tmp("nhwc.json");
+    let out = gradops()
+        .args([
+            "bench",
+            "--device",
+            "cpu",
+            "--layout",
+            "nhwc",
+            "--workload",
+            "W2,W6",
+        ])
+        .args(["--reps", "1", "--scale-down", "16", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("layout NHWC"), "{stdout}");
+    assert!(stdout.contains("max_pool_f32 (3x3, s2, SAME)"), "{stdout}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["layout"], "NHWC");
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4);
+    for r in results {
+        assert_eq!(r["layout"], "NHWC", "{r}");
+        assert_eq!(r["limit_gbps"], v["limit_gbps"], "{r}");
+        assert!(r["bytes"].as_u64().is_some_and(|b| b > 0), "{r}");
+    }
+    assert_eq!(results[0]["x_shape"], serde_json::json!([1, 256, 256, 4]));
+    assert_eq!(results[3]["variant"], "forward");
+    std::fs::remove_file(&json).ok();
+
+    let out = gradops()
+        .args([
+            "bench", "--device", "cpu", "--layout", "nhcw", "--reps", "1",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nhcw") && !err.contains("panicked"), "{err}");
 }
 
 #[test]
