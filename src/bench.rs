@@ -577,6 +577,8 @@ pub struct KernelInfo {
     /// Whether the output is preallocated (`_into` API, device buffers) rather than
     /// allocated by each call.
     pub preallocated: bool,
+    /// The device kernel that runs the call (CUDA: `resize_tile_f32`, ...), when known.
+    pub device_kernel: Option<String>,
 }
 
 impl KernelInfo {
@@ -596,6 +598,7 @@ impl KernelInfo {
             traffic: w.traffic(&shapes, variant, dtype.size()),
             flops: w.flops(&shapes),
             preallocated,
+            device_kernel: None,
         }
     }
 
@@ -1019,6 +1022,10 @@ pub struct BenchRow {
     /// Filter shape (HWIO), conv only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub filter_shape: Option<[usize; 4]>,
+    /// The device kernel that ran (CUDA rows: `resize_tile_f32`, `max_pool_tile_grad_f16`,
+    /// ...), the name `ncu` shows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_kernel: Option<String>,
     /// Which kernel of the workload: `backward` (resize, conv), or for max pool `recompute`
     /// (`max_pool_grad`), `stored` (`max_pool_grad_with_argmax`) or `forward` (`max_pool`).
     pub variant: String,
@@ -1302,14 +1309,18 @@ pub fn cuda_kernels<T: Element>(
         DevBuf::<T>::upload(stream, &random_vec(len(shape), seed_for(w.id, buffer)))
     };
     let dy = Arc::new(upload_random(s.dy, 1)?);
-    let info = |variant| KernelInfo::new(w, variant, T::DTYPE, s, true);
+    let info = |variant, kernel: String| KernelInfo {
+        device_kernel: Some(kernel),
+        ..KernelInfo::new(w, variant, T::DTYPE, s, true)
+    };
     let st = Arc::clone(stream);
     let mut out = Vec::new();
     match w.op {
         WorkloadOp::ResizeGrad { attrs, .. } => {
             let mut dx = DevBuf::<T>::zeros(stream, len(s.x))?;
+            let kernel = crate::cuda::resize_grad_kernel::<T>(s.dy, s.x, layout, &attrs)?;
             out.push(CudaKernel {
-                info: info(Variant::Main),
+                info: info(Variant::Main, kernel),
                 launch: Box::new(move || {
                     crate::cuda::resize_grad(
                         &st,
@@ -1329,8 +1340,9 @@ pub fn cuda_kernels<T: Element>(
             let filter = upload_random(fshape, 2)?;
             let attrs = w.conv_attrs();
             let mut dx = DevBuf::<T>::zeros(stream, len(s.x))?;
+            let kernel = format!("conv2d_backprop_input_{}", T::SUFFIX);
             out.push(CudaKernel {
-                info: info(Variant::Main),
+                info: info(Variant::Main, kernel),
                 launch: Box::new(move || {
                     crate::cuda::conv2d_backprop_input(
                         &st, &*dy, s.dy, &filter, fshape, s.x, layout, &attrs, &mut dx,
@@ -1350,8 +1362,9 @@ pub fn cuda_kernels<T: Element>(
             }
             let mut dx = DevBuf::<T>::zeros(stream, len(s.x))?;
             let (dy1, x1) = (Arc::clone(&dy), Arc::clone(&x));
+            let kernel = |kind| crate::cuda::max_pool_kernel::<T>(s.x, layout, &attrs, kind);
             out.push(CudaKernel {
-                info: info(Variant::Main),
+                info: info(Variant::Main, kernel(crate::cuda::PoolKernel::Grad)?),
                 launch: Box::new(move || {
                     crate::cuda::max_pool_grad(&st, &*dy1, s.dy, &*x1, s.x, layout, &attrs, &mut dx)
                 }),
@@ -1359,7 +1372,10 @@ pub fn cuda_kernels<T: Element>(
             let st = Arc::clone(stream);
             let mut dx = DevBuf::<T>::zeros(stream, len(s.x))?;
             out.push(CudaKernel {
-                info: info(Variant::StoredArgmax),
+                info: info(
+                    Variant::StoredArgmax,
+                    kernel(crate::cuda::PoolKernel::GradStored)?,
+                ),
                 launch: Box::new(move || {
                     crate::cuda::max_pool_grad_with_argmax(
                         &st, &*dy, s.dy, &argmax, s.x, layout, &attrs, &mut dx,
@@ -1373,7 +1389,7 @@ pub fn cuda_kernels<T: Element>(
                 .alloc_zeros::<i64>(len(s.dy))
                 .map_err(driver_err("bench", "device allocation"))?;
             out.push(CudaKernel {
-                info: info(Variant::Forward),
+                info: info(Variant::Forward, kernel(crate::cuda::PoolKernel::Forward)?),
                 launch: Box::new(move || {
                     crate::cuda::max_pool(&st, &*x, s.x, layout, &attrs, &mut y, &mut am)
                 }),
@@ -1694,6 +1710,7 @@ pub fn make_row(k: &KernelInfo, t: &Timing, limit: f64) -> BenchRow {
         x_shape: k.shapes.x,
         dy_shape: k.shapes.dy,
         filter_shape: k.shapes.filter,
+        device_kernel: k.device_kernel.clone(),
         variant: k.variant.name(&k.workload).into(),
         argmax: k.variant.argmax_kind(&k.workload).map(str::to_string),
         calls: t.calls(),
@@ -1819,7 +1836,10 @@ pub fn format_report(r: &BenchReport) -> String {
             row.gbps,
             row.share_of_limit * 100.0,
             gf,
-            row.kernel,
+            match &row.device_kernel {
+                Some(d) => format!("{} -> {d}", row.kernel),
+                None => row.kernel.clone(),
+            },
             row.shape_text
         );
     }

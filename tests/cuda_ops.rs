@@ -84,8 +84,19 @@ mod gpu {
     }
 
     fn resize_case<T: Element>(layout: Layout, mode: ResizeMode, ctm: CoordinateTransform) {
-        let mut rng = Rng(7);
-        let (n, c, hi, wi, ho, wo) = (2, 3, 7, 9, 13, 5);
+        resize_case_at::<T>(layout, mode, ctm, (2, 3, 7, 9), (13, 5));
+    }
+
+    /// Grad of the resize (n, c, hi, wi) -> (ho, wo) on the GPU against the CPU path,
+    /// twice, bitwise equal.
+    fn resize_case_at<T: Element>(
+        layout: Layout,
+        mode: ResizeMode,
+        ctm: CoordinateTransform,
+        (n, c, hi, wi): (usize, usize, usize, usize),
+        (ho, wo): (usize, usize),
+    ) {
+        let mut rng = Rng(7 + (hi * 31 + wo) as u64);
         let (xs, dys) = match layout {
             Layout::Nchw => ([n, c, hi, wi], [n, c, ho, wo]),
             Layout::Nhwc => ([n, hi, wi, c], [n, ho, wo, c]),
@@ -104,9 +115,10 @@ mod gpu {
         cuda::host::run_resize_plan("resize_grad", &plan, layout, &dy, &mut g1).unwrap();
         cuda::host::run_resize_plan("resize_grad", &plan, layout, &dy, &mut g2).unwrap();
         let e = rel(&g1, &cpu);
+        let kernel = cuda::resize_grad_kernel::<T>(dys, xs, layout, &attrs).unwrap();
         assert!(
             e <= tol::<T>(),
-            "resize_grad {} {layout:?} {mode:?} {ctm:?}: rel err {e:e}",
+            "resize_grad {} {layout:?} {mode:?} {ctm:?} {xs:?} <- {dys:?} ({kernel}): rel err {e:e}",
             T::SUFFIX
         );
         assert_eq!(bits(&g1), bits(&g2), "resize_grad not deterministic");
@@ -130,6 +142,57 @@ mod gpu {
                 }
             }
         }
+    }
+
+    /// Planes with several tiles of `resize_tile` in both directions, 2x and 4x up and
+    /// down (the tile height shrinks with the source span), and one plan the tiled kernel
+    /// cannot take (a 1-row output from 4000 source rows: `resize_gather` runs it).
+    #[test]
+    fn gpu_resize_tiles_parity_or_skipped() {
+        if !gpu_or_skip("gpu_resize_tiles_parity_or_skipped") {
+            return;
+        }
+        let shapes = [
+            ((2, 3, 40, 70), (80, 140)),
+            ((1, 5, 128, 96), (64, 48)),
+            ((1, 2, 256, 300), (64, 75)),
+            ((2, 37, 33, 21), (97, 7)),
+        ];
+        let ctms = [
+            CoordinateTransform::HalfPixel,
+            CoordinateTransform::AlignCorners,
+            CoordinateTransform::PytorchHalfPixel,
+        ];
+        for (k, &(x, y)) in shapes.iter().enumerate() {
+            for layout in [Layout::Nchw, Layout::Nhwc] {
+                for mode in [ResizeMode::Linear, ResizeMode::Nearest] {
+                    let ctm = ctms[k % ctms.len()];
+                    resize_case_at::<f16>(layout, mode, ctm, x, y);
+                    resize_case_at::<f32>(layout, mode, ctm, x, y);
+                    resize_case_at::<f64>(layout, mode, ctm, x, y);
+                }
+            }
+        }
+        // Every output row gathers all 4000 source rows: no tile height fits.
+        let (xs, dys) = ([1, 2, 1, 3], [1, 2, 4000, 3]);
+        let attrs = ResizeAttrs::new(ResizeMode::Linear);
+        let k = cuda::resize_grad_kernel::<f32>(dys, xs, Layout::Nchw, &attrs).unwrap();
+        assert_eq!(k, "resize_gather_f32");
+        resize_case_at::<f32>(
+            Layout::Nchw,
+            ResizeMode::Linear,
+            CoordinateTransform::HalfPixel,
+            (1, 2, 1, 3),
+            (4000, 3),
+        );
+        let k = cuda::resize_grad_kernel::<f32>(
+            [8, 64, 256, 256],
+            [8, 64, 128, 128],
+            Layout::Nchw,
+            &attrs,
+        )
+        .unwrap();
+        assert_eq!(k, "resize_tile_f32");
     }
 
     fn conv_case<T: Element>(layout: Layout, stride: usize, groups: usize) {
@@ -198,16 +261,31 @@ mod gpu {
     }
 
     fn pool_case<T: Element>(layout: Layout) {
-        let mut rng = Rng(13);
-        let (n, c, h, w) = (2, 3, 12, 9);
+        let attrs = MaxPoolAttrs::new([3, 3])
+            .strides([2, 2])
+            .padding(Padding::Same);
+        pool_case_at::<T>(layout, (2, 3, 12, 9), &attrs);
+    }
+
+    /// Forward, recomputed grad and stored-argmax grad of the pool `attrs` over
+    /// (n, c, h, w) on the GPU against the CPU path.
+    fn pool_case_at<T: Element>(
+        layout: Layout,
+        (n, c, h, w): (usize, usize, usize, usize),
+        attrs: &MaxPoolAttrs,
+    ) {
+        let mut rng = Rng(13 + (h * 131 + w * 7 + c) as u64);
         let xs = match layout {
             Layout::Nchw => [n, c, h, w],
             Layout::Nhwc => [n, h, w, c],
         };
-        let attrs = MaxPoolAttrs::new([3, 3])
-            .strides([2, 2])
-            .padding(Padding::Same);
-        let x: Vec<T> = rng.vec(n * c * h * w);
+        let attrs = *attrs;
+        // Few distinct values: ties are common, so the TF first-cell rule is exercised.
+        let x: Vec<T> = rng
+            .vec::<T>(n * c * h * w)
+            .into_iter()
+            .map(|v| T::from_f64((v.to_f64() * 4.0).round() / 4.0))
+            .collect();
         let xt = TensorRef::new(&x, xs, layout);
         let (y_cpu, am_cpu) = gradops::max_pool(xt, &attrs, true).unwrap();
         let (y_gpu, am_gpu) = cuda::host::max_pool(xt, &attrs, true).unwrap();
@@ -224,9 +302,11 @@ mod gpu {
         let g1 = cuda::host::max_pool_grad(dyt, xt, None, &attrs).unwrap();
         let g2 = cuda::host::max_pool_grad_with_argmax(dyt, am_gpu.as_ref().unwrap(), xs, &attrs)
             .unwrap();
+        let kernel =
+            cuda::max_pool_kernel::<T>(xs, layout, &attrs, cuda::PoolKernel::Grad).unwrap();
         assert!(
             rel(&g1.data, &g_cpu.data) <= tol::<T>(),
-            "max_pool_grad {}",
+            "max_pool_grad {} {layout:?} {xs:?} ({kernel})",
             T::SUFFIX
         );
         assert_eq!(
@@ -246,6 +326,58 @@ mod gpu {
             pool_case::<f32>(layout);
             pool_case::<f64>(layout);
         }
+    }
+
+    /// Images with several tiles in every direction (channel tiles in NHWC), the W6 window
+    /// and larger overlapping ones, and a window too large for any tile (the generic
+    /// kernels run it).
+    #[test]
+    fn gpu_max_pool_tiles_parity_or_skipped() {
+        if !gpu_or_skip("gpu_max_pool_tiles_parity_or_skipped") {
+            return;
+        }
+        let w6 = MaxPoolAttrs::new([3, 3])
+            .strides([2, 2])
+            .padding(Padding::Same);
+        let big = MaxPoolAttrs::new([5, 4])
+            .strides([1, 3])
+            .padding(Padding::Same);
+        let wide = MaxPoolAttrs::new([7, 7])
+            .strides([3, 3])
+            .padding(Padding::Valid);
+        let cases = [
+            ((2, 4, 112, 112), w6),
+            ((1, 40, 30, 50), w6),
+            ((1, 3, 45, 140), big),
+            ((2, 5, 31, 300), wide),
+        ];
+        for (dims, attrs) in cases {
+            for layout in [Layout::Nchw, Layout::Nhwc] {
+                pool_case_at::<f16>(layout, dims, &attrs);
+                pool_case_at::<f32>(layout, dims, &attrs);
+                pool_case_at::<f64>(layout, dims, &attrs);
+            }
+        }
+        let huge = MaxPoolAttrs::new([90, 90])
+            .strides([1, 1])
+            .padding(Padding::Valid);
+        let k = cuda::max_pool_kernel::<f64>(
+            [1, 1, 96, 96],
+            Layout::Nchw,
+            &huge,
+            cuda::PoolKernel::Grad,
+        )
+        .unwrap();
+        assert_eq!(k, "max_pool_grad_f64");
+        pool_case_at::<f64>(Layout::Nchw, (1, 1, 96, 96), &huge);
+        let k = cuda::max_pool_kernel::<f32>(
+            [32, 64, 112, 112],
+            Layout::Nchw,
+            &w6,
+            cuda::PoolKernel::GradStored,
+        )
+        .unwrap();
+        assert_eq!(k, "max_pool_tile_grad_argmax_f32");
     }
 
     /// resize_grad -> max_pool_grad chained on device buffers with no host sync between,

@@ -24,9 +24,11 @@ mod runtime;
 
 pub mod host;
 
+pub use launch::PoolKernel;
 pub use ops::{
-    conv2d, conv2d_backprop_input, max_pool, max_pool_grad, max_pool_grad_with_argmax, resize,
-    resize_grad, run_resize_plan,
+    conv2d, conv2d_backprop_input, max_pool, max_pool_grad, max_pool_grad_with_argmax,
+    max_pool_kernel, pool_kernel, resize, resize_grad, resize_grad_kernel, resize_kernel,
+    run_resize_plan,
 };
 pub use ptx::{build_info, BuildInfo};
 pub use runtime::{context, probe, stream, DeviceInfo};

@@ -175,6 +175,21 @@ pub fn resize_kernel<T: Element>(
     Ok((format!("{family}_{}", T::SUFFIX), tiling))
 }
 
+/// The device kernel `resize_grad` runs for these shapes (`resize_tile_f32`,
+/// `resize_gather_f64`, or `device-to-device copy` for the identity), for reports.
+pub fn resize_grad_kernel<T: Element>(
+    dy_shape: [usize; 4],
+    x_shape: [usize; 4],
+    layout: Layout,
+    attrs: &ResizeAttrs,
+) -> Result<String> {
+    let plan = plan_resize_grad::<T>("resize_grad", dy_shape, x_shape, layout, attrs)?;
+    if plan.identity {
+        return Ok("device-to-device copy".into());
+    }
+    Ok(resize_kernel::<T>(&plan, layout)?.0)
+}
+
 /// Queue the resize gather of `plan` from device pointer `src` to `dst` (not the
 /// identity shortcut: callers copy for that).
 pub(crate) fn resize_raw<T: Element>(
@@ -495,6 +510,18 @@ pub fn pool_kernel<T: Element>(
     };
     let tiled = if tile.is_some() { "tile_" } else { "" };
     Ok((format!("max_pool_{tiled}{family}_{}", T::SUFFIX), tile))
+}
+
+/// The device kernel a max-pool call of `kind` runs for input `x_shape`
+/// (`max_pool_tile_grad_f32`, `max_pool_grad_argmax_f64`, ...), for reports.
+pub fn max_pool_kernel<T: Element>(
+    x_shape: [usize; 4],
+    layout: Layout,
+    attrs: &MaxPoolAttrs,
+    kind: launch::PoolKernel,
+) -> Result<String> {
+    let g = plan_max_pool("max_pool", x_shape, layout, attrs)?;
+    Ok(pool_kernel::<T>(&g, layout, kind)?.0)
 }
 
 /// Queue the max-pool kernel `kind` with the pointers of `p` set (the geometry's sizes
