@@ -216,6 +216,7 @@ GO_DEV void max_pool_tile_impl(const GoPoolParams& p) {
         // Stage the x cells of the tile's windows (channels innermost).
         if (kMode != GO_POOL_GRAD_STORED) {
             const int ncell = ys.nx * xsp.nx * nc;
+#pragma unroll 4
             for (int e = tid; e < ncell; e += nthreads) {
                 const int ch = e % nc, rc = e / nc;
                 const int col = rc % xsp.nx, row = rc / xsp.nx;
@@ -241,6 +242,7 @@ GO_DEV void max_pool_tile_impl(const GoPoolParams& p) {
             }
         } else {
             // Each window of the tile: its dy and its argmax (stored or recomputed).
+#pragma unroll 2
             for (int e = tid; e < nwin; e += nthreads) {
                 const int ch = e % nc, rc = e / nc;
                 const int wxl = rc % xsp.nw, wyl = rc / xsp.nw;

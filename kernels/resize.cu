@@ -116,24 +116,33 @@ GO_DEV void resize_tile_body(const GoResizeParams& p) {
         const int r0 = (int)go_ldg(row_tiles + 2 * rt);
         const int nr = (int)go_ldg(row_tiles + 2 * rt + 1);
         const T* __restrict__ sp = src + plane * (go_i64)src_h * src_inner + (go_i64)r0 * src_inner;
-        // Pass 1: horizontal sums of the tile's source rows.
-        for (int r = ty; r < nr; r += ny) {
-            const T* __restrict__ row = sp + r * src_inner;
-            A acc = A(0);
-            if (nb <= GO_RESIZE_REG_TAPS) {
+        // Pass 1: horizontal sums of the tile's source rows. Unrolled over rows so that
+        // several rows' loads are in flight at once (the kernel is bound by memory latency
+        // otherwise).
+        if (nb <= GO_RESIZE_REG_TAPS) {
+#pragma unroll 4
+            for (int r = ty; r < nr; r += ny) {
+                const T* __restrict__ row = sp + r * src_inner;
+                A acc = A(0);
 #pragma unroll
                 for (int u = 0; u < GO_RESIZE_REG_TAPS; ++u)
                     if (u < nb) acc += xwt[u] * go_to_acc(go_ldg(row + xoff[u]));
-            } else {
+                hrow[r * tile_w + tx] = acc;
+            }
+        } else {
+            for (int r = ty; r < nr; r += ny) {
+                const T* __restrict__ row = sp + r * src_inner;
+                A acc = A(0);
                 for (int b = 0; b < nb; ++b)
                     acc += go_ldg(xw + b0 + b) * go_to_acc(go_ldg(row + (int)go_ldg(xi + b0 + b) * cin + c));
+                hrow[r * tile_w + tx] = acc;
             }
-            hrow[r * tile_w + tx] = acc;
         }
         __syncthreads();
         // Pass 2: vertical sums over the y taps of each destination row of the tile.
         T* __restrict__ dp = dst + plane * (go_i64)dst_h * dst_inner;
         const int i_end = go_min((go_i64)(rt + 1) * tile_h, dst_h);
+#pragma unroll 2
         for (int i = rt * tile_h + ty; i < i_end; i += ny) {
             const uint32_t a0 = go_ldg(yo + i), a1 = go_ldg(yo + i + 1);
             A acc = A(0);
