@@ -1,13 +1,18 @@
-//! Compiles kernels/*.cu to PTX with nvcc when one is found, and writes
-//! `$OUT_DIR/gradops_kernels.rs` (included by src/cuda/ptx.rs): one `Option<&str>` PTX
-//! constant per kernel file, a `(module, ptx)` table, and what was built with what.
+//! Compiles kernels/*.cu to PTX with nvcc when one is found, once per virtual architecture,
+//! and writes `$OUT_DIR/gradops_kernels.rs` (included by src/cuda/ptx.rs): a
+//! `(module, arch, ptx)` table of every image, the architectures, and what was built with
+//! what. The runtime loads, per module, the image of the highest architecture the device
+//! supports (src/cuda/images.rs).
 //!
 //! nvcc is looked up in order: `$NVCC`, `$CUDA_HOME/bin/nvcc`, `$CUDA_PATH/bin/nvcc`,
 //! `nvcc` on `PATH`, then the project's own `.cuda-toolchain/` (installed by
 //! `bash scripts/install-cuda-toolchain.sh`). Without nvcc the crate builds CPU-only and
 //! prints one warning; with `GRADOPS_REQUIRE_CUDA=1` a missing nvcc or a failed compile
-//! fails the build. `GRADOPS_CUDA_ARCH` (default `75`) picks the virtual architecture
-//! (`75`, `sm_80`, `compute_90` all accepted); PTX JITs forward to newer GPUs.
+//! fails the build. `GRADOPS_CUDA_ARCH` (default `75,80,90`) is a comma-separated list of
+//! virtual architectures (`75`, `sm_80`, `compute_90` all accepted, also alone); each kernel
+//! file is compiled once per architecture, all in parallel, with `__CUDA_ARCH__` set to
+//! that architecture (`800` for compute_80), so kernels can put newer-hardware code behind
+//! `#if __CUDA_ARCH__ >= 800`. PTX JITs forward to newer GPUs (compute_90 on sm_100/sm_120).
 
 use std::env;
 use std::fs;
@@ -16,7 +21,7 @@ use std::process::Command;
 
 /// Kernel files, in the order of the generated table. Module name = file stem.
 const KERNEL_FILES: &[&str] = &["resize", "conv", "pool"];
-const DEFAULT_ARCH: &str = "75";
+const DEFAULT_ARCHS: &str = "75,80,90";
 const INSTALL_HINT: &str = "bash scripts/install-cuda-toolchain.sh";
 
 fn main() {
@@ -75,9 +80,9 @@ fn main() {
         println!("cargo:rerun-if-changed={}", stamp.display());
     }
 
-    let arch = match normalize_arch(env::var("GRADOPS_CUDA_ARCH").ok().as_deref()) {
+    let archs = match parse_archs(env::var("GRADOPS_CUDA_ARCH").ok().as_deref()) {
         Ok(a) => a,
-        Err(msg) => fail_or_cpu(require, &out, &msg, None),
+        Err(msg) => fail_or_cpu(require, &out, &msg, None, &[]),
     };
 
     let Some(nvcc) = find_nvcc(&toolchain_dir) else {
@@ -86,7 +91,7 @@ fn main() {
              CPU-only. For the CUDA kernels run `{INSTALL_HINT}` and rebuild.",
             toolchain_dir.display()
         );
-        fail_or_cpu(require, &out, &msg, None)
+        fail_or_cpu(require, &out, &msg, None, &archs)
     };
     let version = nvcc_version(&nvcc).unwrap_or_else(|| "unknown".to_string());
     if let Some((maj, min)) = parse_major_minor(&version) {
@@ -104,18 +109,17 @@ fn main() {
         .map(|s| s.split_whitespace().map(String::from).collect())
         .unwrap_or_default();
 
-    // Compile the files in parallel (nvcc is single-threaded per file).
-    let results: Vec<(String, Result<PathBuf, String>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = KERNEL_FILES
+    // Compile every (file, arch) pair in parallel (nvcc is single-threaded per file).
+    let jobs: Vec<(&str, u32)> = KERNEL_FILES
+        .iter()
+        .flat_map(|name| archs.iter().map(move |&a| (*name, a)))
+        .collect();
+    let results: Vec<(&str, u32, Result<PathBuf, String>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
             .iter()
-            .map(|name| {
-                let (nvcc, kdir, out, arch, extra) = (&nvcc, &kdir, &out, &arch, &extra);
-                s.spawn(move || {
-                    (
-                        name.to_string(),
-                        compile(nvcc, kdir, out, name, arch, extra),
-                    )
-                })
+            .map(|&(name, arch)| {
+                let (nvcc, kdir, out, extra) = (&nvcc, &kdir, &out, &extra);
+                s.spawn(move || (name, arch, compile(nvcc, kdir, out, name, arch, extra)))
             })
             .collect();
         handles
@@ -126,7 +130,11 @@ fn main() {
 
     let errors: Vec<String> = results
         .iter()
-        .filter_map(|(n, r)| r.as_ref().err().map(|e| format!("{n}.cu: {e}")))
+        .filter_map(|(n, a, r)| {
+            r.as_ref()
+                .err()
+                .map(|e| format!("{n}.cu (compute_{a}): {e}"))
+        })
         .collect();
     if !errors.is_empty() {
         let msg = format!(
@@ -134,24 +142,33 @@ fn main() {
             nvcc.display(),
             errors.join("\n")
         );
-        fail_or_cpu(require, &out, &msg, Some((&nvcc, &version, &arch)));
+        fail_or_cpu(require, &out, &msg, Some((&nvcc, &version)), &archs);
     }
 
-    let mut src = header(true, &nvcc, &version, &arch, "");
-    for (name, r) in &results {
+    let mut src = header(true, &nvcc, &version, &archs, "");
+    src.push_str(
+        "/// (module name, virtual architecture, PTX) for every compiled image, by module then \
+         architecture.\npub const PTX_IMAGES: &[(&str, u32, &str)] = &[\n",
+    );
+    for (name, arch, r) in &results {
         let ptx = r.as_ref().expect("checked above");
         src.push_str(&format!(
-            "pub const {}: Option<&str> = Some(include_str!({:?}));\n",
-            name.to_uppercase(),
+            "    ({name:?}, {arch}, include_str!({:?})),\n",
             ptx.display().to_string()
         ));
     }
-    src.push_str(&table());
+    src.push_str("];\n");
     write_out(&out, &src);
 }
 
 /// CPU-only output (or a build failure under GRADOPS_REQUIRE_CUDA=1).
-fn fail_or_cpu(require: bool, out: &Path, msg: &str, tool: Option<(&Path, &str, &str)>) -> ! {
+fn fail_or_cpu(
+    require: bool,
+    out: &Path,
+    msg: &str,
+    tool: Option<(&Path, &str)>,
+    archs: &[u32],
+) -> ! {
     if require {
         eprintln!("{msg}");
         eprintln!("GRADOPS_REQUIRE_CUDA=1: refusing to build without the CUDA kernels.");
@@ -163,43 +180,37 @@ fn fail_or_cpu(require: bool, out: &Path, msg: &str, tool: Option<(&Path, &str, 
     for l in msg.lines().skip(1) {
         eprintln!("{l}");
     }
-    let (nvcc, version, arch) = tool.unwrap_or((Path::new(""), "", ""));
-    let mut src = header(false, nvcc, version, arch, first);
-    for name in KERNEL_FILES {
-        src.push_str(&format!(
-            "pub const {}: Option<&str> = None;\n",
-            name.to_uppercase()
-        ));
-    }
-    src.push_str(&table());
+    let (nvcc, version) = tool.unwrap_or((Path::new(""), ""));
+    let mut src = header(false, nvcc, version, archs, first);
+    src.push_str(
+        "/// (module name, virtual architecture, PTX) for every compiled image: none.\n\
+         pub const PTX_IMAGES: &[(&str, u32, &str)] = &[];\n",
+    );
     write_out(out, &src);
     std::process::exit(0);
 }
 
-fn header(compiled: bool, nvcc: &Path, version: &str, arch: &str, reason: &str) -> String {
+fn header(compiled: bool, nvcc: &Path, version: &str, archs: &[u32], reason: &str) -> String {
+    let names: Vec<String> = archs.iter().map(|a| format!("compute_{a}")).collect();
     format!(
         "// @generated by build.rs\n\
-         /// True when build.rs compiled every kernel file to PTX.\n\
+         /// True when build.rs compiled every kernel file to PTX for every architecture.\n\
          pub const KERNELS_COMPILED: bool = {compiled};\n\
          /// nvcc release used (\"13.0.88\"), empty when none was found.\n\
          pub const NVCC_VERSION: &str = {version:?};\n\
          /// nvcc path used, empty when none was found.\n\
          pub const NVCC_PATH: &str = {:?};\n\
-         /// Virtual architecture of the PTX (\"compute_75\").\n\
-         pub const CUDA_ARCH: &str = {arch:?};\n\
+         /// Virtual architectures of the PTX images, ascending (`80` = compute_80).\n\
+         pub const CUDA_ARCHS: &[u32] = &{archs:?};\n\
+         /// The same as text (\"compute_75,compute_80,compute_90\").\n\
+         pub const CUDA_ARCH: &str = {:?};\n\
+         /// Kernel files (modules), in table order.\n\
+         pub const PTX_MODULES: &[&str] = &{KERNEL_FILES:?};\n\
          /// Why the kernels were not compiled (empty when they were).\n\
          pub const NOT_COMPILED_REASON: &str = {reason:?};\n",
-        nvcc.display().to_string()
+        nvcc.display().to_string(),
+        names.join(",")
     )
-}
-
-fn table() -> String {
-    let mut s = String::from("/// (module name, PTX) for every compiled kernel file.\npub const PTX_MODULES: &[(&str, Option<&str>)] = &[\n");
-    for name in KERNEL_FILES {
-        s.push_str(&format!("    ({name:?}, {}),\n", name.to_uppercase()));
-    }
-    s.push_str("];\n");
-    s
 }
 
 fn write_out(out: &Path, src: &str) {
@@ -215,14 +226,14 @@ fn compile(
     kdir: &Path,
     out: &Path,
     name: &str,
-    arch: &str,
+    arch: u32,
     extra: &[String],
 ) -> Result<PathBuf, String> {
     let src = kdir.join(format!("{name}.cu"));
-    let ptx = out.join(format!("{name}.ptx"));
+    let ptx = out.join(format!("{name}.compute_{arch}.ptx"));
     let output = Command::new(nvcc)
         .arg("-ptx")
-        .arg(format!("-arch={arch}"))
+        .arg(format!("-arch=compute_{arch}"))
         .args(["-O3", "-std=c++17", "-lineinfo", "--Werror", "all-warnings"])
         .arg("-I")
         .arg(kdir)
@@ -243,22 +254,37 @@ fn compile(
     Ok(ptx)
 }
 
-fn normalize_arch(v: Option<&str>) -> Result<String, String> {
+/// `GRADOPS_CUDA_ARCH`: a comma-separated list of architectures, each `75`, `sm_80`,
+/// `compute_90` (or `arch=...`); default [`DEFAULT_ARCHS`]. Sorted, duplicates removed.
+fn parse_archs(v: Option<&str>) -> Result<Vec<u32>, String> {
     let raw = v
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .unwrap_or(DEFAULT_ARCH);
-    let digits = raw
-        .trim_start_matches("compute_")
-        .trim_start_matches("sm_")
-        .trim_start_matches("arch=");
-    if !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()) {
-        Ok(format!("compute_{digits}"))
-    } else {
-        Err(format!(
-            "gradops: GRADOPS_CUDA_ARCH={raw:?} is not an architecture like 75, sm_80 or compute_90"
-        ))
+        .unwrap_or(DEFAULT_ARCHS);
+    let mut archs = Vec::new();
+    for item in raw.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let digits = item
+            .trim_start_matches("arch=")
+            .trim_start_matches("compute_")
+            .trim_start_matches("sm_");
+        match digits.parse::<u32>() {
+            Ok(a) if digits.chars().all(|c| c.is_ascii_digit()) && a >= 10 => archs.push(a),
+            _ => {
+                return Err(format!(
+                    "gradops: GRADOPS_CUDA_ARCH={raw:?}: {item:?} is not an architecture like \
+                     75, sm_80 or compute_90 (a comma-separated list, e.g. 75,80,90)"
+                ))
+            }
+        }
     }
+    if archs.is_empty() {
+        return Err(format!(
+            "gradops: GRADOPS_CUDA_ARCH={raw:?} names no architecture (e.g. 75,80,90)"
+        ));
+    }
+    archs.sort_unstable();
+    archs.dedup();
+    Ok(archs)
 }
 
 fn is_exe(p: &Path) -> bool {

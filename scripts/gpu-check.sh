@@ -8,9 +8,13 @@
 #                                             # run the prebuilt binaries in DIR
 #
 # Steps: toolchain (system nvcc if any, else scripts/install-cuda-toolchain.sh),
-# GRADOPS_REQUIRE_CUDA=1 build, ptxas check, GPU tests with GRADOPS_REQUIRE_GPU=1
-# (a skip is a failure here), compute-sanitizer (memcheck, racecheck, synccheck,
-# initcheck) over the GPU tests, benches named benches/cuda*.rs when present.
+# GRADOPS_REQUIRE_CUDA=1 build (one PTX image per architecture of GRADOPS_CUDA_ARCH, default
+# 75,80,90), ptxas check (every image for its own target), GPU tests with
+# GRADOPS_REQUIRE_GPU=1 (a skip is a failure here; they run on the image the runtime picks,
+# the highest not newer than the device's compute capability), `gradops info` (that
+# capability, and the image and kernel variant each op loads on it), compute-sanitizer
+# (memcheck, racecheck, synccheck, initcheck) over the GPU tests, benches named
+# benches/cuda*.rs when present.
 # Results: ${GRADOPS_RESULTS:-gpu-results.txt} (nvidia-smi, versions, every step's
 # output and status). Exit status: non-zero if any step failed.
 set -uo pipefail
@@ -62,7 +66,9 @@ for l in sys.stdin:
 {
   echo "gradops gpu-check $(date -u +%FT%TZ) mode=$MODE"
   echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)"
+  echo "GRADOPS_CUDA_ARCH=${GRADOPS_CUDA_ARCH:-<unset: 75,80,90>}"
   nvidia-smi 2>&1 || echo "nvidia-smi: not available"
+  nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv 2>&1 || true
 } >>"$RESULTS"
 
 if [[ "$MODE" == prebuild ]]; then

@@ -227,6 +227,18 @@ fn info_reports_build_and_devices() {
     ] {
         assert!(s.contains(w), "info lacks {w}: {s}");
     }
+    // The PTX images, and which one each op's kernels come from (on this device, or per
+    // image without one).
+    let build = gradops::cuda::build_info();
+    if build.kernels_compiled {
+        for a in build.archs {
+            let w = format!("compute_{a}");
+            assert!(s.contains(&w), "info lacks {w}: {s}");
+        }
+        for w in ["conv2d_backprop_input", "simt"] {
+            assert!(s.contains(w), "info lacks {w}: {s}");
+        }
+    }
 }
 
 #[test]

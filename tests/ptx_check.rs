@@ -1,7 +1,10 @@
-//! PTX checks that need no GPU: every kernel file's PTX (built by build.rs) assembles
-//! with ptxas for sm_80 and sm_90, every kernel of the op list is present, the PTX ISA is
-//! at most 9.0 (what nvcc 13.0 emits and the R580 driver loads), and no kernel spills
-//! registers or uses a local-memory stack. Prints registers per kernel.
+//! PTX checks that need no GPU. build.rs embeds one PTX image per kernel file and virtual
+//! architecture (`GRADOPS_CUDA_ARCH`, default compute_75, compute_80, compute_90). Every
+//! image is present, targets its architecture, holds every kernel of the op list and has a
+//! PTX ISA of at most 9.0 (what nvcc 13.0 emits and the R580 driver loads); every image
+//! assembles with ptxas for its own real target (compute_80 -> sm_80), and the newest image
+//! also for sm_100 and sm_120 (devices the driver JITs it for), with no kernel spilling
+//! registers or using a local-memory stack. Prints registers per kernel and target.
 //!
 //! Without compiled kernels the tests say they skipped (and fail if
 //! GRADOPS_REQUIRE_CUDA=1 is set when the tests run).
@@ -28,7 +31,8 @@ const OPS: &[(&str, &str)] = &[
     ("pool", "max_pool_tile_grad_argmax"),
 ];
 const DTYPES: &[&str] = &["f16", "f32", "f64"];
-const ARCHES: &[&str] = &["sm_80", "sm_90"];
+/// Real targets newer than every default image: devices that JIT the newest image.
+const JIT_TARGETS: &[u32] = &[100, 120];
 
 fn require_cuda() -> bool {
     matches!(
@@ -107,59 +111,86 @@ fn ptx_isa_and_kernel_names() {
     if kernels_or_skip("ptx_isa_and_kernel_names").is_none() {
         return;
     }
-    for (module, ptx) in built::PTX_MODULES {
-        let ptx = ptx.expect("compiled");
+    assert!(!built::CUDA_ARCHS.is_empty());
+    assert_eq!(
+        built::PTX_IMAGES.len(),
+        built::PTX_MODULES.len() * built::CUDA_ARCHS.len(),
+        "one image per module and architecture"
+    );
+    for module in built::PTX_MODULES {
+        for arch in built::CUDA_ARCHS {
+            assert!(
+                built::PTX_IMAGES
+                    .iter()
+                    .any(|(m, a, _)| m == module && a == arch),
+                "no image {module}.compute_{arch}"
+            );
+        }
+    }
+    for (module, arch, ptx) in built::PTX_IMAGES {
+        let image = format!("{module}.compute_{arch}");
         let version = ptx
             .lines()
             .find_map(|l| l.trim().strip_prefix(".version "))
-            .unwrap_or_else(|| panic!("{module}: no .version line"));
+            .unwrap_or_else(|| panic!("{image}: no .version line"));
         let (maj, min) = version.trim().split_once('.').expect(".version X.Y");
         let v: (u32, u32) = (maj.parse().unwrap(), min.parse().unwrap());
         assert!(
             v <= (9, 0),
-            "{module}: PTX ISA {version} is newer than 9.0 (nvcc newer than 13.0?)"
+            "{image}: PTX ISA {version} is newer than 9.0 (nvcc newer than 13.0?)"
         );
+        let target = ptx
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(".target "))
+            .unwrap_or_else(|| panic!("{image}: no .target line"));
+        assert_eq!(target.trim(), format!("sm_{arch}"), "{image}: .target");
         for (m, op) in OPS.iter().filter(|(m, _)| m == module) {
             for d in DTYPES {
                 let entry = format!(".entry {op}_{d}(");
                 assert!(
                     ptx.contains(&entry),
-                    "{m}: kernel {op}_{d} missing from PTX"
+                    "{m}.compute_{arch}: kernel {op}_{d} missing from PTX"
                 );
             }
         }
     }
 }
 
+/// One ptxas run: an image assembled for a real target.
+struct Assembly {
+    /// Real target (`80` = sm_80).
+    target: u32,
+    /// The image's architecture.
+    image_arch: u32,
+    usage: BTreeMap<String, Usage>,
+}
+
 #[test]
-fn ptxas_sm80_sm90_no_spills() {
-    if kernels_or_skip("ptxas_sm80_sm90_no_spills").is_none() {
+fn ptxas_every_image_no_spills() {
+    if kernels_or_skip("ptxas_every_image_no_spills").is_none() {
         return;
     }
     let ptxas = ptxas();
     let dir = std::env::temp_dir().join(format!("gradops-ptxas-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mut report = String::new();
+    let newest = *built::CUDA_ARCHS.iter().max().expect("an architecture");
+    // (target, image arch): every image on its own target, the newest also on JIT targets.
+    let mut targets: Vec<(u32, u32)> = built::CUDA_ARCHS.iter().map(|&a| (a, a)).collect();
+    targets.extend(
+        JIT_TARGETS
+            .iter()
+            .filter(|&&t| t > newest)
+            .map(|&t| (t, newest)),
+    );
+    let mut runs: Vec<Assembly> = Vec::new();
     let mut problems = Vec::new();
-    report.push_str(&format!(
-        "PTX from nvcc {} ({}), ptxas {}\n{:<32} {:>6} {:>6} {:>7} {:>7} {:>7}\n",
-        built::NVCC_VERSION,
-        built::CUDA_ARCH,
-        ptxas.display(),
-        "kernel",
-        "arch",
-        "regs",
-        "smem",
-        "stack",
-        "spills"
-    ));
-    for (module, ptx) in built::PTX_MODULES {
-        let ptx = ptx.expect("compiled");
-        let file = dir.join(format!("{module}.ptx"));
-        std::fs::write(&file, ptx).unwrap();
-        for arch in ARCHES {
+    for &(target, image_arch) in &targets {
+        let mut usage = BTreeMap::new();
+        for (module, _, ptx) in built::PTX_IMAGES.iter().filter(|i| i.1 == image_arch) {
+            let file = dir.join(format!("{module}.compute_{image_arch}.ptx"));
+            std::fs::write(&file, ptx).unwrap();
             let out = Command::new(&ptxas)
-                .args(["-v", &format!("-arch={arch}"), "-o", "/dev/null"])
+                .args(["-v", &format!("-arch=sm_{target}"), "-o", "/dev/null"])
                 .arg(&file)
                 .output()
                 .unwrap_or_else(|e| panic!("cannot run {}: {e}", ptxas.display()));
@@ -167,36 +198,67 @@ fn ptxas_sm80_sm90_no_spills() {
                 + &String::from_utf8_lossy(&out.stdout);
             assert!(
                 out.status.success(),
-                "ptxas -arch={arch} {module}.ptx failed:\n{text}"
+                "ptxas -arch=sm_{target} {module}.compute_{image_arch}.ptx failed:\n{text}"
             );
-            let usage = parse_ptxas(&text);
-            for (m, op) in OPS.iter().filter(|(m, _)| m == module) {
-                for d in DTYPES {
-                    let name = format!("{op}_{d}");
-                    let Some(u) = usage.get(&name) else {
-                        problems.push(format!("{arch} {name}: not in ptxas output ({m})"));
-                        continue;
-                    };
-                    report.push_str(&format!(
-                        "{:<32} {:>6} {:>6} {:>7} {:>7} {:>7}\n",
-                        name,
-                        arch,
-                        u.registers,
-                        u.smem,
-                        u.stack,
-                        u.spill_stores + u.spill_loads
-                    ));
-                    if u.spill_stores + u.spill_loads > 0 || u.stack > 0 {
-                        problems.push(format!(
-                            "{arch} {name}: {} B stack, {} B spill stores, {} B spill loads",
-                            u.stack, u.spill_stores, u.spill_loads
-                        ));
-                    }
-                }
-            }
+            usage.extend(parse_ptxas(&text));
         }
+        runs.push(Assembly {
+            target,
+            image_arch,
+            usage,
+        });
     }
     let _ = std::fs::remove_dir_all(&dir);
+
+    // One row per kernel, one register column per target.
+    let mut report = format!(
+        "PTX images from nvcc {} ({}), ptxas {}\n\
+         registers per kernel: each image assembled for its own target (compute_80 -> sm_80){}\n\
+         smem = static shared memory bytes (max over targets); stack, spills = bytes (max)\n",
+        built::NVCC_VERSION,
+        built::CUDA_ARCH,
+        ptxas.display(),
+        if targets.len() > built::CUDA_ARCHS.len() {
+            format!("; * = the compute_{newest} image, JIT-compiled by the driver there")
+        } else {
+            String::new()
+        }
+    );
+    report.push_str(&format!("{:<30}", "kernel"));
+    for r in &runs {
+        let mark = if r.target == r.image_arch { "" } else { "*" };
+        report.push_str(&format!(" {:>7}", format!("sm_{}{mark}", r.target)));
+    }
+    report.push_str(&format!(" {:>6} {:>6} {:>6}\n", "smem", "stack", "spills"));
+    for (m, op) in OPS {
+        for d in DTYPES {
+            let name = format!("{op}_{d}");
+            let mut row = format!("{name:<30}");
+            let (mut smem, mut stack, mut spills) = (0, 0, 0);
+            for r in &runs {
+                let Some(u) = r.usage.get(&name) else {
+                    problems.push(format!(
+                        "sm_{} {name}: not in ptxas output of {m}.compute_{}",
+                        r.target, r.image_arch
+                    ));
+                    row.push_str(&format!(" {:>7}", "-"));
+                    continue;
+                };
+                row.push_str(&format!(" {:>7}", u.registers));
+                smem = smem.max(u.smem);
+                stack = stack.max(u.stack);
+                spills = spills.max(u.spill_stores + u.spill_loads);
+                if u.spill_stores + u.spill_loads > 0 || u.stack > 0 {
+                    problems.push(format!(
+                        "sm_{} ({m}.compute_{}) {name}: {} B stack, {} B spill stores, {} B \
+                         spill loads",
+                        r.target, r.image_arch, u.stack, u.spill_stores, u.spill_loads
+                    ));
+                }
+            }
+            report.push_str(&format!("{row} {smem:>6} {stack:>6} {spills:>6}\n"));
+        }
+    }
     println!("{report}");
     eprintln!("{report}");
     assert!(

@@ -54,10 +54,97 @@ fn info() {
     println!("element types: f16 (accumulates in f32), f32, f64; layouts: NCHW, NHWC");
     println!("ops: {}", gradops::case::OP_NAMES.join(", "));
     println!("cpu: {} rayon threads", rayon::current_num_threads());
-    println!("cuda kernels: {}", gradops::cuda::build_info());
-    match gradops::cuda::probe() {
+    let build = gradops::cuda::build_info();
+    println!("cuda kernels: {build}");
+    let device = gradops::cuda::probe();
+    match &device {
         Ok(d) => println!("cuda device: {d}"),
         Err(e) => println!("cuda device: unusable: {e}"),
+    }
+    if !build.kernels_compiled {
+        return;
+    }
+    let archs: Vec<String> = build.archs.iter().map(|a| format!("compute_{a}")).collect();
+    let sizes: Vec<String> = build
+        .modules
+        .iter()
+        .map(|m| {
+            let kib: Vec<String> = build
+                .images()
+                .filter(|i| i.module == *m)
+                .map(|i| i.ptx.len().div_ceil(1024).to_string())
+                .collect();
+            format!("{m} {} KiB", kib.join("/"))
+        })
+        .collect();
+    println!(
+        "cuda PTX images: {} of each module ({})",
+        archs.join(", "),
+        sizes.join(", ")
+    );
+    match &device {
+        Ok(d) => {
+            let (major, minor) = d.compute_capability;
+            match gradops::cuda::op_kernels() {
+                Ok(ops) => {
+                    println!("cuda kernels on this device (compute capability {major}.{minor}):");
+                    println!("  {:<30} {:<18} kernels (variant)", "op", "image");
+                    for k in ops {
+                        println!(
+                            "  {:<30} {:<18} {}_{{f16,f32,f64}} ({})",
+                            k.op,
+                            k.image.to_string(),
+                            k.kernel,
+                            k.variant
+                        );
+                    }
+                }
+                Err(e) => println!("cuda kernels on this device: none: {e}"),
+            }
+            println!("  {}", gradops::cuda::TILED_FALLBACK_NOTE);
+        }
+        Err(_) => {
+            // No usable device: which image each common compute capability would load, and
+            // each op's kernel variant in every image.
+            let choices: Vec<String> = [
+                (7, 0),
+                (7, 5),
+                (8, 0),
+                (8, 6),
+                (8, 9),
+                (9, 0),
+                (10, 0),
+                (12, 0),
+            ]
+            .iter()
+            .map(|&cc| match gradops::cuda::arch_for(cc) {
+                Ok(a) => format!("{}.{} -> compute_{a}", cc.0, cc.1),
+                Err(_) => format!("{}.{} -> none", cc.0, cc.1),
+            })
+            .collect();
+            println!(
+                "cuda image a device would load (the highest not newer than its compute \
+                 capability): {}",
+                choices.join(", ")
+            );
+            println!("cuda kernel variant per op and image (no usable device here):");
+            let mut header = format!("  {:<30} {:<34}", "op", "kernels");
+            for a in &archs {
+                header.push_str(&format!(" {a:<11}"));
+            }
+            println!("{}", header.trim_end());
+            for &(op, module, kernel) in gradops::cuda::OP_KERNELS {
+                let mut row = format!("  {op:<30} {:<34}", format!("{module}.{kernel}_*"));
+                for &a in build.archs {
+                    row.push_str(&format!(
+                        " {:<11}",
+                        gradops::cuda::kernel_variant(kernel, a)
+                    ));
+                }
+                println!("{}", row.trim_end());
+            }
+            println!("  {}", gradops::cuda::TILED_FALLBACK_NOTE);
+        }
     }
 }
 

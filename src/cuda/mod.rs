@@ -3,6 +3,12 @@
 //!
 //! * [`probe`] says once (cached) whether CUDA is usable here, and why not. It calls
 //!   `is_culib_present()` before any other driver call (cudarc panics without libcuda).
+//! * PTX images: every kernel module is embedded once per virtual architecture
+//!   (`GRADOPS_CUDA_ARCH`, default compute_75, compute_80, compute_90; [`BuildInfo::images`]).
+//!   A context loads the image of the highest architecture not newer than its device
+//!   ([`pick_arch`]); [`selected_image`] and [`op_kernels`] say which image and kernel
+//!   variant each module and op uses on this device, [`image_for`] and [`op_kernels_for`]
+//!   on any compute capability (no GPU needed).
 //! * Device-resident API ([`resize_grad`], [`run_resize_plan`], [`conv2d_backprop_input`],
 //!   [`conv2d`], [`max_pool`], [`max_pool_grad`], [`max_pool_grad_with_argmax`]): inputs
 //!   and outputs are cudarc device buffers (`CudaSlice<T>`, views) on the caller's
@@ -18,17 +24,22 @@ pub mod launch;
 #[allow(missing_docs, clippy::all)]
 pub mod params;
 
+mod images;
 mod ops;
 mod ptx;
 mod runtime;
 
 pub mod host;
 
+pub use images::{
+    arch_for, image_for, kernel_variant, op_kernels, op_kernels_for, pick_arch, selected_image,
+    OpKernel, OP_KERNELS, TILED_FALLBACK_NOTE,
+};
 pub use launch::PoolKernel;
 pub use ops::{
     conv2d, conv2d_backprop_input, max_pool, max_pool_grad, max_pool_grad_with_argmax,
     max_pool_kernel, pool_kernel, resize, resize_grad, resize_grad_kernel, resize_kernel,
     run_resize_plan,
 };
-pub use ptx::{build_info, BuildInfo};
+pub use ptx::{build_info, BuildInfo, PtxImage};
 pub use runtime::{context, probe, stream, DeviceInfo};

@@ -1,24 +1,54 @@
-//! The PTX that build.rs compiled (or did not), and what it was built with.
+//! The PTX images that build.rs compiled (or did not), and what they were built with.
 
 mod built {
     include!(concat!(env!("OUT_DIR"), "/gradops_kernels.rs"));
 }
 
+/// One embedded PTX image: one kernel file (module) compiled for one virtual architecture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PtxImage {
+    /// Module (kernel file stem): `resize`, `conv` or `pool`.
+    pub module: &'static str,
+    /// Virtual architecture: `80` for `compute_80` (`__CUDA_ARCH__` was `800`).
+    pub arch: u32,
+    /// The PTX text.
+    pub ptx: &'static str,
+}
+
+impl std::fmt::Display for PtxImage {
+    /// `conv.compute_80`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.compute_{}", self.module, self.arch)
+    }
+}
+
 /// How the CUDA kernels were built (for `gradops info`).
 #[derive(Debug, Clone, Copy)]
 pub struct BuildInfo {
-    /// All kernel files were compiled to PTX and are embedded.
+    /// Every kernel file was compiled to PTX for every architecture, and all are embedded.
     pub kernels_compiled: bool,
     /// nvcc release (`13.0.88`), empty without nvcc.
     pub nvcc_version: &'static str,
     /// nvcc used.
     pub nvcc_path: &'static str,
-    /// Virtual architecture of the PTX (`compute_75`).
+    /// Virtual architectures of the PTX images as text (`compute_75,compute_80,compute_90`).
     pub arch: &'static str,
+    /// Virtual architectures of the PTX images, ascending (`[75, 80, 90]`); what
+    /// `GRADOPS_CUDA_ARCH` asked for, even when nothing was compiled.
+    pub archs: &'static [u32],
     /// Why the kernels are missing (empty when compiled).
     pub reason: &'static str,
-    /// Embedded modules: (name, PTX bytes).
-    pub modules: &'static [(&'static str, Option<&'static str>)],
+    /// Kernel modules (file stems): `resize`, `conv`, `pool`.
+    pub modules: &'static [&'static str],
+}
+
+impl BuildInfo {
+    /// Every embedded image, by module then architecture (none when not compiled).
+    pub fn images(&self) -> impl Iterator<Item = PtxImage> {
+        built::PTX_IMAGES
+            .iter()
+            .map(|&(module, arch, ptx)| PtxImage { module, arch, ptx })
+    }
 }
 
 /// The build-time facts about the kernels.
@@ -28,6 +58,7 @@ pub fn build_info() -> BuildInfo {
         nvcc_version: built::NVCC_VERSION,
         nvcc_path: built::NVCC_PATH,
         arch: built::CUDA_ARCH,
+        archs: built::CUDA_ARCHS,
         reason: built::NOT_COMPILED_REASON,
         modules: built::PTX_MODULES,
     }
@@ -36,13 +67,13 @@ pub fn build_info() -> BuildInfo {
 impl std::fmt::Display for BuildInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.kernels_compiled {
-            let names: Vec<&str> = self.modules.iter().map(|m| m.0).collect();
+            let archs: Vec<String> = self.archs.iter().map(|a| format!("compute_{a}")).collect();
             write!(
                 f,
-                "kernels compiled (nvcc {}, {}, modules {})",
+                "kernels compiled (nvcc {}; modules {}; PTX images for {} each)",
                 self.nvcc_version,
-                self.arch,
-                names.join(", ")
+                self.modules.join(", "),
+                archs.join(", ")
             )
         } else {
             write!(f, "kernels not compiled: {}", self.reason)
@@ -50,10 +81,9 @@ impl std::fmt::Display for BuildInfo {
     }
 }
 
-/// PTX source of `module`, if compiled.
-pub(crate) fn module_ptx(module: &str) -> Option<&'static str> {
-    built::PTX_MODULES
-        .iter()
-        .find(|(n, _)| *n == module)
-        .and_then(|(_, p)| *p)
+/// The image of `module` for virtual architecture `arch`, if compiled.
+pub(crate) fn image(module: &str, arch: u32) -> Option<PtxImage> {
+    build_info()
+        .images()
+        .find(|i| i.module == module && i.arch == arch)
 }

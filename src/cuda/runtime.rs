@@ -1,4 +1,7 @@
 //! Device probe (once, cached), per-context lazy module loading and the launch helper.
+//!
+//! Each context picks its PTX image architecture once ([`super::images::arch_for`] of its
+//! device's compute capability) and loads each module's image of that architecture lazily.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -6,7 +9,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 
-use super::ptx::{build_info, module_ptx};
+use super::images::arch_for;
+use super::ptx::{build_info, image};
 use crate::{Error, Result};
 
 /// What the probe found.
@@ -75,8 +79,9 @@ fn probed() -> Result<&'static Probed> {
         })
 }
 
-/// Whether CUDA is usable: kernels compiled in, libcuda present, a device, a context.
-/// Probed once per process; the `Err` is `CudaUnavailable` with a human reason.
+/// Whether CUDA is usable: kernels compiled in, libcuda present, a device, a context, and a
+/// PTX image the device can run (one not newer than its compute capability). Probed once
+/// per process; the `Err` is `CudaUnavailable` with a human reason.
 pub fn probe() -> Result<DeviceInfo> {
     let b = build_info();
     if !b.kernels_compiled {
@@ -84,7 +89,14 @@ pub fn probe() -> Result<DeviceInfo> {
             reason: format!("this build has no CUDA kernels ({})", b.reason),
         });
     }
-    Ok(probed()?.info.clone())
+    let info = &probed()?.info;
+    arch_for(info.compute_capability).map_err(|e| match e {
+        Error::CudaUnavailable { reason } => Error::CudaUnavailable {
+            reason: format!("{}: {reason}", info.name),
+        },
+        e => e,
+    })?;
+    Ok(info.clone())
 }
 
 /// The process-wide context on device 0 (created by the probe).
@@ -109,25 +121,70 @@ pub fn stream() -> Result<Arc<CudaStream>> {
 /// Modules and functions loaded into one context, each loaded lazily once.
 #[derive(Default)]
 struct ContextKernels {
+    /// Architecture of the images this context loads, chosen on first use, with the
+    /// context it was chosen for (held, so the handle cannot be recycled under it).
+    arch: Option<(u32, Arc<CudaContext>)>,
     modules: HashMap<&'static str, Arc<CudaModule>>,
     functions: HashMap<String, CudaFunction>,
 }
 
-// Keyed by the CUcontext handle; the cached modules hold an Arc of their context, so a
-// handle cannot be recycled while its entry exists.
+// Keyed by the CUcontext handle; an entry holds an Arc of its context (with its chosen
+// architecture, and in every cached module), so a handle cannot be recycled while its entry
+// exists.
 static KERNELS: OnceLock<Mutex<HashMap<usize, ContextKernels>>> = OnceLock::new();
 
+/// The context's image architecture, chosen on its first use and kept.
+fn context_arch(
+    entry: &mut ContextKernels,
+    ctx: &Arc<CudaContext>,
+    op: &'static str,
+) -> Result<u32> {
+    if let Some((a, _)) = &entry.arch {
+        return Ok(*a);
+    }
+    let cc = ctx
+        .compute_capability()
+        .map_err(|e| cuda_err(op, "querying the compute capability", e))?;
+    let a = arch_for(cc)?;
+    entry.arch = Some((a, ctx.clone()));
+    Ok(a)
+}
+
+/// The architecture of the PTX images that [`function`] loads into the stream's context
+/// (`80` for compute_80), for launch code whose configuration depends on the kernel
+/// variant ([`super::images::kernel_variant`]).
+#[allow(dead_code)] // for the per-architecture kernel variants that follow
+pub(crate) fn image_arch(stream: &Arc<CudaStream>, op: &'static str) -> Result<u32> {
+    let b = build_info();
+    if !b.kernels_compiled {
+        return Err(Error::CudaUnavailable {
+            reason: format!("this build has no CUDA kernels ({})", b.reason),
+        });
+    }
+    let ctx = stream.context();
+    let key = ctx.cu_ctx() as usize;
+    let mut all = KERNELS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    context_arch(all.entry(key).or_default(), ctx, op)
+}
+
 /// `kernel` (e.g. `resize_gather_f32`) from `module` (file stem), loaded into the
-/// stream's context on first use.
+/// stream's context on first use, from the module's image for the context's device (the
+/// highest architecture not newer than its compute capability, chosen once per context).
 pub(crate) fn function(
     stream: &Arc<CudaStream>,
     op: &'static str,
     module: &'static str,
     kernel: &str,
 ) -> Result<CudaFunction> {
-    let ptx = module_ptx(module).ok_or_else(|| Error::CudaUnavailable {
-        reason: format!("this build has no CUDA kernels ({})", build_info().reason),
-    })?;
+    let b = build_info();
+    if !b.kernels_compiled {
+        return Err(Error::CudaUnavailable {
+            reason: format!("this build has no CUDA kernels ({})", b.reason),
+        });
+    }
     let ctx = stream.context();
     let key = ctx.cu_ctx() as usize;
     let mut all = KERNELS
@@ -138,14 +195,18 @@ pub(crate) fn function(
     if let Some(f) = entry.functions.get(kernel) {
         return Ok(f.clone());
     }
+    let arch = context_arch(entry, ctx, op)?;
     let m = match entry.modules.get(module) {
         Some(m) => m.clone(),
         None => {
+            let img = image(module, arch).ok_or_else(|| Error::CudaUnavailable {
+                reason: format!("this build has no PTX module {module:?} for compute_{arch}"),
+            })?;
             let m = ctx
-                .load_module(Ptx::from_src(ptx))
+                .load_module(Ptx::from_src(img.ptx))
                 .map_err(|e| Error::Cuda {
                     op,
-                    msg: format!("loading PTX module {module}: {e}"),
+                    msg: format!("loading PTX module {img}: {e}"),
                 })?;
             entry.modules.insert(module, m.clone());
             m

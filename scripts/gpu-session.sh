@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# One prepared GPU session on a machine without cargo: the prebuilt bundle's GPU tests,
+# `gradops bench --device cuda` beside `bench/peers.py --device cuda` (PyTorch, same
+# protocol, same run), Nsight Compute on the memory-bound kernels, compute-sanitizer.
+#
+#   bash scripts/gpu-check.sh --prebuild                  # here, where cargo is
+#   strip target/gpu-bundle/*                             # the tree that travels is capped
+#   bash scripts/gpu-session.sh target/gpu-bundle OUTDIR  # on the GPU machine
+#
+# Every step has its own time limit, so one slow step cannot starve the others; the log,
+# the JSON results (gradops-json.tar, peers.json) and the ncu reports (ncu.txt) go to
+# OUTDIR. STEPS (default all) picks steps:
+# tests, bench, peers, ncu, sanitizer. DTYPES / LAYOUTS pick the bench rows (default
+# f32,f16,f64 / nchw,nhwc). Exit status: non-zero if any step failed.
+set -uo pipefail
+BUNDLE="${1:-target/gpu-bundle}"
+OUT="${2:-gpu-out}"
+STEPS="${STEPS:-tests,bench,peers,ncu,sanitizer}"
+DTYPES="${DTYPES:-f32,f16,f64}"
+LAYOUTS="${LAYOUTS:-nchw,nhwc}"
+REPS="${REPS:-50}"
+mkdir -p "$OUT"
+LOG="$OUT/log.txt"
+FAILED=0
+has() { [[ ",$STEPS," == *",$1,"* ]]; }
+step() {  # step NAME SECONDS CMD...
+  local name="$1" limit="$2"; shift 2
+  echo "=== $name: $*" | tee -a "$LOG"
+  local t0=$SECONDS
+  timeout "$limit" "$@" >>"$LOG" 2>&1
+  local rc=$?
+  echo "=== $name: rc=$rc ($((SECONDS - t0)) s)" | tee -a "$LOG"
+  [[ $rc -eq 0 ]] || FAILED=1
+  return $rc
+}
+
+{
+  echo "gradops gpu-session $(date -u +%FT%TZ)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv 2>&1
+  python3 -c 'import torch; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version())' 2>&1
+} >>"$LOG"
+step info 60 "$BUNDLE/gradops" info
+
+if has tests; then
+  GRADOPS_REQUIRE_GPU=1 step gpu_tests 240 "$BUNDLE/cuda_ops" --test-threads=1 --nocapture
+fi
+
+if has bench; then
+  for d in ${DTYPES//,/ }; do
+    for l in ${LAYOUTS//,/ }; do
+      step "bench_${d}_${l}" 120 "$BUNDLE/gradops" bench --device cuda --dtype "$d" \
+        --layout "$l" --reps "$REPS" --json "$OUT/gradops-$d-$l.json"
+    done
+  done
+fi
+
+if has peers; then
+  args=()
+  for f in "$OUT"/gradops-*.json; do [[ -e "$f" ]] && args+=(--gradops-json "$f"); done
+  PYTHONUNBUFFERED=1 step peers 300 python3 bench/peers.py --device cuda --reps "$REPS" \
+    --dtypes "$DTYPES" --layouts "$LAYOUTS" --json "$OUT/peers.json" "${args[@]}"
+fi
+
+NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
+if has ncu && [[ -n "$NCU" ]]; then
+  # One launch of each memory-bound kernel at the SPEC's GPU size (f32, NCHW).
+  for spec in W1:resize_tile_f32 W2:resize_tile_f32 W3:resize_tile_f32 \
+    W6:max_pool_tile_grad_f32 W6:max_pool_tile_grad_argmax_f32 W6:max_pool_tile_forward_f32; do
+    wl="${spec%%:*}" k="${spec#*:}"
+    echo "##### $wl $k" >>"$OUT/ncu.txt"
+    step "ncu_${wl}_$k" 90 bash -c '"$0" --clock-control none -k "$1" -s 2 -c 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats \
+      --section MemoryWorkloadAnalysis \
+      "$2/gradops" bench --device cuda --dtype f32 --workload "$3" --reps 3 >>"$4" 2>&1' \
+      "$NCU" "$k" "$BUNDLE" "$wl" "$OUT/ncu.txt"
+  done
+fi
+
+SAN="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)"
+if has sanitizer && [[ -n "$SAN" ]]; then
+  for tool in memcheck racecheck; do
+    GRADOPS_REQUIRE_GPU=1 step "sanitizer_$tool" 180 "$SAN" --tool "$tool" --error-exitcode 99 \
+      "$BUNDLE/cuda_ops" --test-threads=1
+  done
+fi
+
+(cd "$OUT" && ls gradops-*.json >/dev/null 2>&1 && tar cf gradops-json.tar gradops-*.json && rm -f gradops-*.json)
+grep -E "^=== .*rc=" "$LOG"
+echo "failed=$FAILED"
+exit $FAILED

@@ -1,0 +1,229 @@
+//! Which PTX image (virtual architecture) and which kernel variant each op uses on a device.
+//!
+//! build.rs compiles every kernel file once per architecture of `GRADOPS_CUDA_ARCH` (default
+//! `75,80,90`). On a device of compute capability `major.minor` the runtime loads, per
+//! context and once, the image of the highest architecture `<= major*10 + minor`
+//! ([`pick_arch`]): 7.5 gets compute_75, 8.0/8.6/8.9 compute_80, 9.0 and newer (10.0,
+//! 12.0, through the driver's JIT) compute_90. A device older than every image (sm_70 and
+//! older with the default set) is `CudaUnavailable`.
+
+use super::ptx::{build_info, image, PtxImage};
+use crate::{Error, Result};
+
+/// Every op of the CUDA API ([`crate::case::OP_NAMES`] and `max_pool_grad_with_argmax`) with
+/// its module (kernel file) and kernel family (the kernel name without its
+/// `_f16`/`_f32`/`_f64` suffix), as `src/cuda/ops.rs` launches them.
+pub const OP_KERNELS: &[(&str, &str, &str)] = &[
+    ("resize_grad", "resize", "resize_tile"),
+    ("resize_bilinear_grad", "resize", "resize_tile"),
+    ("resize_nearest_neighbor_grad", "resize", "resize_tile"),
+    ("conv2d_backprop_input", "conv", "conv2d_backprop_input"),
+    ("max_pool_grad", "pool", "max_pool_tile_grad"),
+    (
+        "max_pool_grad_with_argmax",
+        "pool",
+        "max_pool_tile_grad_argmax",
+    ),
+    ("resize", "resize", "resize_tile"),
+    ("resize_bilinear", "resize", "resize_tile"),
+    ("resize_nearest_neighbor", "resize", "resize_tile"),
+    ("conv2d", "conv", "conv2d_forward"),
+    ("max_pool", "pool", "max_pool_tile_forward"),
+];
+
+/// The virtual architecture of the image to load on a device of compute capability
+/// `compute_capability` (`(8, 6)`), from `archs` (the compiled ones, e.g. `[75, 80, 90]`):
+/// the highest one `<= major*10 + minor`. Pure; no GPU needed.
+///
+/// # Errors
+/// [`Error::CudaUnavailable`] naming the capability and the compiled architectures when
+/// every image is newer than the device (or `archs` is empty).
+pub fn pick_arch(compute_capability: (i32, i32), archs: &[u32]) -> Result<u32> {
+    let (major, minor) = compute_capability;
+    let cc = i64::from(major) * 10 + i64::from(minor);
+    archs
+        .iter()
+        .copied()
+        .filter(|&a| i64::from(a) <= cc)
+        .max()
+        .ok_or_else(|| {
+            let list: Vec<String> = archs.iter().map(|a| format!("compute_{a}")).collect();
+            Error::CudaUnavailable {
+                reason: if archs.is_empty() {
+                    "this build has no PTX images".to_string()
+                } else {
+                    format!(
+                        "the device's compute capability {major}.{minor} is older than every \
+                         PTX image in this build ({}); rebuild with GRADOPS_CUDA_ARCH naming an \
+                         older architecture (nvcc 13.0 supports compute_75 and newer)",
+                        list.join(", ")
+                    )
+                },
+            }
+        })
+}
+
+/// [`pick_arch`] over this build's images; `CudaUnavailable` also when the build has no
+/// kernels.
+pub fn arch_for(compute_capability: (i32, i32)) -> Result<u32> {
+    let b = build_info();
+    if !b.kernels_compiled {
+        return Err(Error::CudaUnavailable {
+            reason: format!("this build has no CUDA kernels ({})", b.reason),
+        });
+    }
+    pick_arch(compute_capability, b.archs)
+}
+
+/// The image of `module` (`resize`, `conv`, `pool`) that a device of compute capability
+/// `compute_capability` loads. No GPU needed.
+pub fn image_for(module: &str, compute_capability: (i32, i32)) -> Result<PtxImage> {
+    let arch = arch_for(compute_capability)?;
+    image(module, arch).ok_or_else(|| Error::CudaUnavailable {
+        reason: format!("this build has no PTX module {module:?} for compute_{arch}"),
+    })
+}
+
+/// The image of `module` that the runtime loads on this process's device (device 0, as
+/// [`super::probe`] finds it).
+///
+/// # Errors
+/// `CudaUnavailable` when CUDA is unusable here (no kernels, no driver or device, a device
+/// older than every image) or `module` is not a kernel module.
+pub fn selected_image(module: &str) -> Result<PtxImage> {
+    image_for(module, super::probe()?.compute_capability)
+}
+
+/// Why a call of a tiled family may run another kernel (for `gradops info`).
+pub const TILED_FALLBACK_NOTE: &str = "tiled: resize_tile_* stages a tile's rows in shared \
+memory and runs resize_gather_* for plans whose tile rows do not fit (a very large \
+downsampling ratio) or planes past 32-bit indexing; max_pool_tile_* stage x, argmax and dy \
+per tile and run the generic max_pool_{forward,grad,grad_argmax}_* for windows too large \
+for a one-cell tile";
+
+/// The kernel variant that `kernel` (a family of [`OP_KERNELS`], e.g. `conv2d_backprop_input`)
+/// has in the image of virtual architecture `arch`. Today every image holds the same
+/// CUDA-core code; code behind `#if __CUDA_ARCH__ >= 800` (tensor cores) names its variant
+/// here, so `gradops info` and [`op_kernels`] report it. The tiled families name the
+/// generic kernel that runs a call whose tile does not fit (which one a given call runs:
+/// [`super::resize_grad_kernel`], [`super::max_pool_kernel`]).
+pub fn kernel_variant(kernel: &str, arch: u32) -> &'static str {
+    let _ = arch;
+    match kernel {
+        "resize_tile"
+        | "max_pool_tile_grad"
+        | "max_pool_tile_grad_argmax"
+        | "max_pool_tile_forward" => "simt, tiled",
+        _ => "simt",
+    }
+}
+
+/// One op's kernels on one device: which image they come from and which variant runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpKernel {
+    /// The op (`conv2d_backprop_input`).
+    pub op: &'static str,
+    /// Kernel family; the kernels are `<kernel>_f16`, `_f32`, `_f64`.
+    pub kernel: &'static str,
+    /// The image the kernels are loaded from.
+    pub image: PtxImage,
+    /// The kernel variant ([`kernel_variant`]).
+    pub variant: &'static str,
+}
+
+/// For every op of [`OP_KERNELS`], its image and kernel variant on a device of compute
+/// capability `compute_capability`. No GPU needed.
+pub fn op_kernels_for(compute_capability: (i32, i32)) -> Result<Vec<OpKernel>> {
+    OP_KERNELS
+        .iter()
+        .map(|&(op, module, kernel)| {
+            let image = image_for(module, compute_capability)?;
+            Ok(OpKernel {
+                op,
+                kernel,
+                image,
+                variant: kernel_variant(kernel, image.arch),
+            })
+        })
+        .collect()
+}
+
+/// [`op_kernels_for`] this process's device (device 0).
+pub fn op_kernels() -> Result<Vec<OpKernel>> {
+    op_kernels_for(super::probe()?.compute_capability)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEFAULT: &[u32] = &[75, 80, 90];
+
+    #[test]
+    fn highest_image_not_newer_than_the_device() {
+        for (cc, want) in [
+            ((7, 5), 75),
+            ((8, 0), 80),
+            ((8, 6), 80),
+            ((8, 7), 80),
+            ((8, 9), 80),
+            ((9, 0), 90),
+            ((10, 0), 90),
+            ((12, 0), 90),
+        ] {
+            assert_eq!(pick_arch(cc, DEFAULT).unwrap(), want, "{cc:?}");
+        }
+        assert_eq!(pick_arch((9, 0), &[75]).unwrap(), 75);
+        assert_eq!(pick_arch((8, 6), &[75, 86, 90]).unwrap(), 86);
+    }
+
+    #[test]
+    fn device_older_than_every_image_is_unavailable_and_says_why() {
+        for cc in [(7, 0), (6, 1), (0, 0)] {
+            let e = pick_arch(cc, DEFAULT).unwrap_err();
+            let msg = e.to_string();
+            assert!(matches!(e, Error::CudaUnavailable { .. }), "{msg}");
+            for w in [
+                format!("{}.{}", cc.0, cc.1),
+                "compute_75, compute_80, compute_90".to_string(),
+            ] {
+                assert!(msg.contains(&w), "{msg:?} lacks {w:?}");
+            }
+        }
+        let e = pick_arch((8, 6), &[90]).unwrap_err().to_string();
+        assert!(e.contains("8.6") && e.contains("compute_90"), "{e}");
+        assert!(matches!(
+            pick_arch((9, 0), &[]),
+            Err(Error::CudaUnavailable { .. })
+        ));
+    }
+
+    #[test]
+    fn every_op_has_an_image_on_every_compiled_arch() {
+        let b = build_info();
+        if !b.kernels_compiled {
+            return;
+        }
+        for &arch in b.archs {
+            let cc = ((arch / 10) as i32, (arch % 10) as i32);
+            let ops = op_kernels_for(cc).unwrap();
+            assert_eq!(ops.len(), OP_KERNELS.len());
+            for k in &ops {
+                assert_eq!(k.image.arch, arch, "{}", k.op);
+                let entry = format!(".entry {}_f32(", k.kernel);
+                assert!(k.image.ptx.contains(&entry), "{} lacks {entry}", k.image);
+                assert!(
+                    k.image.ptx.contains(&format!(".target sm_{arch}")),
+                    "{} has another .target",
+                    k.image
+                );
+            }
+        }
+        for op in crate::case::OP_NAMES {
+            assert!(
+                OP_KERNELS.iter().any(|k| k.0 == op),
+                "{op} missing from OP_KERNELS"
+            );
+        }
+    }
+}
