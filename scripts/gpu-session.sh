@@ -68,7 +68,7 @@ if has ncu && [[ -n "$NCU" ]]; then
     W6:max_pool_tile_grad_f32 W6:max_pool_tile_grad_argmax_f32 W6:max_pool_tile_forward_f32; do
     wl="${spec%%:*}" k="${spec#*:}"
     echo "##### $wl $k" >>"$OUT/ncu.txt"
-    step "ncu_${wl}_$k" 90 bash -c '"$0" --clock-control none -k "$1" -s 2 -c 1 \
+    step "ncu_${wl}_$k" 60 bash -c '"$0" --clock-control none -k "$1" -s 2 -c 1 \
       --section SpeedOfLight --section Occupancy --section LaunchStats \
       --section MemoryWorkloadAnalysis \
       "$2/gradops" bench --device cuda --dtype f32 --workload "$3" --reps 3 >>"$4" 2>&1' \
@@ -79,7 +79,7 @@ fi
 SAN="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)"
 if has sanitizer && [[ -n "$SAN" ]]; then
   for tool in memcheck racecheck; do
-    GRADOPS_REQUIRE_GPU=1 step "sanitizer_$tool" 180 "$SAN" --tool "$tool" --error-exitcode 99 \
+    GRADOPS_REQUIRE_GPU=1 step "sanitizer_$tool" 120 "$SAN" --tool "$tool" --error-exitcode 99 \
       "$BUNDLE/cuda_ops" --test-threads=1
   done
 fi
