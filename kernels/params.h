@@ -28,7 +28,8 @@
 #define GO_CONV_TILE_K 16
 
 /* Static shared memory of the tiled resize kernel (bytes): the horizontal-pass rows of
- * one tile, span rows x tile_w columns of Acc. The host picks tile_h so that they fit. */
+ * one tile (span_h rows x tile_w columns of Acc) and its y taps (max_taps weights and
+ * row offsets, tile_h + 1 tap offsets). The host picks tile_h so that they fit. */
 #define GO_RESIZE_TILE_SMEM 24576
 /* Taps per destination column the tiled resize kernel keeps in registers; columns with
  * more read their taps from the table in the loop. */
@@ -71,6 +72,8 @@ typedef struct GoResizeParams {
     int32_t tile_h; /* resize_tile only: destination rows per tile */
     int32_t tile_w; /* resize_tile only: destination inner elements per tile (32..256,
                        dividing GO_BLOCK_THREADS) */
+    int32_t span_h;   /* resize_tile only: the most source rows any tile reads */
+    int32_t max_taps; /* resize_tile only: the most y-table entries any tile has */
 } GoResizeParams;
 
 /* conv2d_forward_<dtype> and conv2d_backprop_input_<dtype>.

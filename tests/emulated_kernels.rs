@@ -552,6 +552,8 @@ fn run_resize(
         row_tiles: 9,
         tile_h: tiling.tile_h,
         tile_w: tiling.tile_w,
+        span_h: tiling.span_h,
+        max_taps: tiling.max_taps,
         ..p
     };
     for l in launches(launch::resize_tile(&pt), rng) {

@@ -71,15 +71,19 @@ pub struct ResizeTiling {
     pub tile_h: i32,
     /// Destination inner elements per tile (`dst_w`, or `dst_w * c` for NHWC).
     pub tile_w: i32,
+    /// The most source rows a tile reads (rows of the horizontal pass in shared memory).
+    pub span_h: i32,
+    /// The most y-table entries a tile has (staged in shared memory).
+    pub max_taps: i32,
     /// `[first source row, source rows]` per tile row.
     pub row_tiles: Vec<u32>,
 }
 
 /// The tiling of `resize_tile_*` for the gather `p` with height table `y_offsets` /
 /// `y_index` and accumulators of `acc_size` bytes, or `None` when the tiled kernel
-/// cannot run it (a plane past 32-bit indexing, or a tile row whose source rows do not fit
-/// the shared memory even one destination row high): then `resize_gather_*` runs it.
-/// The tallest tile (up to 32 rows) whose horizontal-pass rows fit is chosen.
+/// cannot run it (a plane past 32-bit indexing, or a tile row whose source rows and taps
+/// do not fit the shared memory even one destination row high): then `resize_gather_*`
+/// runs it. The tallest tile (up to 32 rows) whose staging fits is chosen.
 pub fn resize_tiling(
     p: &GoResizeParams,
     y_offsets: &[u32],
@@ -106,13 +110,13 @@ pub fn resize_tiling(
         65..=128 => 128,
         _ => 256,
     };
-    let capacity = GO_RESIZE_TILE_SMEM as u64 / (tile_w * acc_size as u64);
+    let acc = acc_size as u64;
     for tile_h in [32u64, 16, 8, 4, 2, 1] {
         if tile_h > dst_h.next_power_of_two() && tile_h > 1 {
             continue;
         }
         let mut row_tiles = Vec::with_capacity(2 * dst_h.div_ceil(tile_h) as usize);
-        let mut fits = true;
+        let (mut span, mut max_taps) = (0u64, 0u64);
         for i0 in (0..dst_h).step_by(tile_h as usize) {
             let i1 = (i0 + tile_h).min(dst_h);
             let taps = &y_index[y_offsets[i0 as usize] as usize..y_offsets[i1 as usize] as usize];
@@ -124,16 +128,17 @@ pub fn resize_tiling(
             } else {
                 (lo, hi - lo + 1)
             };
-            if u64::from(count) > capacity {
-                fits = false;
-                break;
-            }
+            span = span.max(u64::from(count));
+            max_taps = max_taps.max(taps.len() as u64);
             row_tiles.extend([first, count]);
         }
-        if fits {
+        let smem = span * tile_w * acc + max_taps * (acc + 4) + (tile_h + 1) * 4;
+        if smem <= GO_RESIZE_TILE_SMEM as u64 {
             return Some(ResizeTiling {
                 tile_h: tile_h as i32,
                 tile_w: tile_w as i32,
+                span_h: span as i32,
+                max_taps: max_taps as i32,
                 row_tiles,
             });
         }

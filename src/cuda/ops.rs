@@ -218,6 +218,8 @@ pub(crate) fn resize_raw<T: Element>(
             p.row_tiles = g[6].0;
             p.tile_h = tl.tile_h;
             p.tile_w = tl.tile_w;
+            p.span_h = tl.span_h;
+            p.max_taps = tl.max_taps;
             launch::resize_tile(&p)
         }
         None => launch::resize(&p),
@@ -235,7 +237,7 @@ pub(crate) fn resize_raw<T: Element>(
     // source axis length. resize_gather's grid-stride loops stay inside n*c*dst_h*dst_w
     // for any grid. For resize_tile, launch::resize_tiling built row_tiles from these
     // tables (each tile row's source rows lie in [first, first + count) and count rows of
-    // tile_w accumulators fit GO_RESIZE_TILE_SMEM) and checked that each plane's indices
+    // tile_w accumulators, with the tile's y taps, fit GO_RESIZE_TILE_SMEM) and checked that each plane's indices
     // fit an int32; its grid-stride loop covers exactly the tiles of n*c*dst_h*dst_w.
     unsafe { b.launch(config(l)) }.map_err(|e| cuda_err(op, &format!("launching {kernel}"), e))?;
     drop(g);

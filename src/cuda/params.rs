@@ -34,10 +34,12 @@ pub struct GoResizeParams {
     pub reserved: i32,
     pub tile_h: i32,
     pub tile_w: i32,
+    pub span_h: i32,
+    pub max_taps: i32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GoResizeParams"][::std::mem::size_of::<GoResizeParams>() - 136usize];
+    ["Size of GoResizeParams"][::std::mem::size_of::<GoResizeParams>() - 144usize];
     ["Alignment of GoResizeParams"][::std::mem::align_of::<GoResizeParams>() - 8usize];
     ["Offset of field: GoResizeParams::src"][::std::mem::offset_of!(GoResizeParams, src) - 0usize];
     ["Offset of field: GoResizeParams::dst"][::std::mem::offset_of!(GoResizeParams, dst) - 8usize];
@@ -73,6 +75,10 @@ const _: () = {
         [::std::mem::offset_of!(GoResizeParams, tile_h) - 128usize];
     ["Offset of field: GoResizeParams::tile_w"]
         [::std::mem::offset_of!(GoResizeParams, tile_w) - 132usize];
+    ["Offset of field: GoResizeParams::span_h"]
+        [::std::mem::offset_of!(GoResizeParams, span_h) - 136usize];
+    ["Offset of field: GoResizeParams::max_taps"]
+        [::std::mem::offset_of!(GoResizeParams, max_taps) - 140usize];
 };
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
