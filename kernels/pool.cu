@@ -161,6 +161,33 @@ GO_DEV bool pool_tile_argmax(const T* xs, const GoPoolSpan& ys, const GoPoolSpan
     return found;
 }
 
+// Walks e = e0, e0 + step, ... over a [.][nb][nc] index space as (a, b, c), with the
+// divisions done once up front instead of per element.
+struct GoWalk3 {
+    int a, b, c, da, db, dc, nb, nc;
+    GO_DEV GoWalk3(int e0, int step, int nb_, int nc_) : nb(nb_), nc(nc_) {
+        c = e0 % nc;
+        int t = e0 / nc;
+        b = t % nb;
+        a = t / nb;
+        dc = step % nc;
+        t = step / nc;
+        db = t % nb;
+        da = t / nb;
+    }
+    GO_DEV void next() {
+        c += dc;
+        int carry = c >= nc ? 1 : 0;
+        c -= carry * nc;
+        b += db + carry;
+        carry = b >= nb ? 1 : 0;
+        b -= carry * nb;
+        a += da + carry;
+    }
+};
+
+GO_DEV int go_align4(int bytes) { return (bytes + 3) & ~3; }
+
 template <typename T, int kMode>
 GO_DEV void max_pool_tile_impl(const GoPoolParams& p) {
     typedef typename GoAcc<T>::type A;
@@ -178,7 +205,8 @@ GO_DEV void max_pool_tile_impl(const GoPoolParams& p) {
     // Strides inside one image (channel, row, column) of x and of y/dy.
     const int xs_c = nchw ? hi * wi : 1, xs_h = nchw ? wi : wi * C, xs_w = nchw ? 1 : C;
     const int ys_c = nchw ? ho * wo : 1, ys_h = nchw ? wo : wo * C, ys_w = nchw ? 1 : C;
-    const go_i64 x_image = (go_i64)C * hi * wi, y_image = (go_i64)C * ho * wo;
+    const int x_image = C * hi * wi;
+    const go_i64 y_image = (go_i64)C * ho * wo;
 
     const int th = p.tile_h, tw = p.tile_w, tc = p.tile_c;
     const int rows = kMode == GO_POOL_FORWARD ? ho : hi;
@@ -187,6 +215,7 @@ GO_DEV void max_pool_tile_impl(const GoPoolParams& p) {
     const int tiles_c = (C + tc - 1) / tc;
     const go_i64 tiles = p.n * tiles_c * tiles_h * tiles_w;
     const int tid = (int)threadIdx.x, nthreads = (int)blockDim.x;
+    unsigned char* sbytes = reinterpret_cast<unsigned char*>(smem);
 
     for (go_i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
         const int tx = (int)(t % tiles_w);
@@ -198,7 +227,9 @@ GO_DEV void max_pool_tile_impl(const GoPoolParams& p) {
         const int r0 = ty * th, r1 = (int)go_min(r0 + th, rows);
         const int q0 = tx * tw, q1 = (int)go_min(q0 + tw, cols);
         const int c0 = tcz * tc, nc = (int)go_min(tc, C - c0);
-        const go_i64 xb = n * x_image, yb = n * y_image;
+        const int nr = r1 - r0, ncol = q1 - q0;
+        const go_i64 xb = n * (go_i64)x_image, yb = n * y_image;
+        const T* __restrict__ xn = x + xb;
 
         GoPoolSpan ys, xsp;
         if (kMode == GO_POOL_FORWARD) {
@@ -208,30 +239,44 @@ GO_DEV void max_pool_tile_impl(const GoPoolParams& p) {
             ys = pool_span_of_cells(r0, r1, pt, kh, sh, ho, hi);
             xsp = pool_span_of_cells(q0, q1, pl, kw, sw, wo, wi);
         }
+        // Shared memory: dy of the windows (Acc), the staged x cells (T), each window's
+        // argmax as an offset inside the image (int, -1: none), and per tile row and
+        // column the range of windows containing it (int, relative to the span).
         const int nwin = kMode == GO_POOL_FORWARD ? 0 : ys.nw * xsp.nw * nc;
-        long long* am_s = reinterpret_cast<long long*>(smem);
-        A* dy_s = reinterpret_cast<A*>(am_s + nwin);
-        T* x_s = reinterpret_cast<T*>(dy_s + nwin);
+        const int ncell = kMode == GO_POOL_GRAD_STORED ? 0 : ys.nx * xsp.nx * nc;
+        A* dy_s = reinterpret_cast<A*>(sbytes);
+        T* x_s = reinterpret_cast<T*>(sbytes + nwin * (int)sizeof(A));
+        int* am_s = reinterpret_cast<int*>(sbytes + go_align4(nwin * (int)sizeof(A) + ncell * (int)sizeof(T)));
+        int* wr = am_s + nwin;  // [nr][2]
+        int* wc = wr + 2 * nr;  // [ncol][2]
 
         // Stage the x cells of the tile's windows (channels innermost).
         if (kMode != GO_POOL_GRAD_STORED) {
-            const int ncell = ys.nx * xsp.nx * nc;
-#pragma unroll 4
-            for (int e = tid; e < ncell; e += nthreads) {
-                const int ch = e % nc, rc = e / nc;
-                const int col = rc % xsp.nx, row = rc / xsp.nx;
-                x_s[e] = go_ldg(x + xb + (c0 + ch) * xs_c + (ys.x0 + row) * xs_h + (xsp.x0 + col) * xs_w);
-            }
-            __syncthreads();
+            int e = tid;
+#pragma unroll 2
+            for (GoWalk3 it(tid, nthreads, xsp.nx, nc); it.a < ys.nx; it.next(), e += nthreads)
+                x_s[e] = go_ldg(xn + (c0 + it.c) * xs_c + (ys.x0 + it.a) * xs_h + (xsp.x0 + it.b) * xs_w);
         }
+        if (kMode != GO_POOL_FORWARD) {
+            // Windows containing each tile row / column.
+            for (int e = tid; e < nr + ncol; e += nthreads) {
+                const bool is_row = e < nr;
+                const int d = is_row ? r0 + e : q0 + e - nr;
+                const int k = is_row ? kh : kw, s = is_row ? sh : sw;
+                const int dp = d + (is_row ? pt : pl);
+                const int lo = dp < k ? 0 : (dp - k) / s + 1;
+                const int hi_w = (int)go_min(dp / s + 1, is_row ? ho : wo);
+                int* out = is_row ? wr + 2 * e : wc + 2 * (e - nr);
+                out[0] = lo - (is_row ? ys.w0 : xsp.w0);
+                out[1] = hi_w - (is_row ? ys.w0 : xsp.w0);
+            }
+        }
+        if (kMode != GO_POOL_GRAD_STORED) __syncthreads();
 
         if (kMode == GO_POOL_FORWARD) {
             // Each output of the tile: its window's max and argmax from the staged cells.
-            const int nout = (r1 - r0) * (q1 - q0) * nc;
-            for (int e = tid; e < nout; e += nthreads) {
-                const int ch = e % nc, rc = e / nc;
-                const int oxl = rc % (q1 - q0), oyl = rc / (q1 - q0);
-                const int oy = r0 + oyl, ox = q0 + oxl;
+            for (GoWalk3 it(tid, nthreads, ncol, nc); it.a < nr; it.next()) {
+                const int oy = r0 + it.a, ox = q0 + it.b, ch = it.c;
                 int h = 0, w = 0;
                 T best;
                 const bool found = pool_tile_argmax<T>(x_s, ys, xsp, nc, ch, oy, ox, kh, kw, sh, sw,
@@ -242,45 +287,40 @@ GO_DEV void max_pool_tile_impl(const GoPoolParams& p) {
             }
         } else {
             // Each window of the tile: its dy and its argmax (stored or recomputed).
-#pragma unroll 2
-            for (int e = tid; e < nwin; e += nthreads) {
-                const int ch = e % nc, rc = e / nc;
-                const int wxl = rc % xsp.nw, wyl = rc / xsp.nw;
-                const int oy = ys.w0 + wyl, ox = xsp.w0 + wxl;
+            int e = tid;
+            for (GoWalk3 it(tid, nthreads, xsp.nw, nc); it.a < ys.nw; it.next(), e += nthreads) {
+                const int oy = ys.w0 + it.a, ox = xsp.w0 + it.b, ch = it.c;
                 const go_i64 o = yb + (c0 + ch) * ys_c + oy * ys_h + ox * ys_w;
                 dy_s[e] = go_to_acc(go_ldg(dy + o));
                 if (kMode == GO_POOL_GRAD_STORED) {
-                    am_s[e] = go_ldg(am + o);
+                    // Stored flat index -> offset in this image; anything else routes nothing.
+                    const go_i64 local = go_ldg(am + o) - xb;
+                    am_s[e] = local >= 0 && local < x_image ? (int)local : -1;
                 } else {
                     int h = 0, w = 0;
                     T best;
                     const bool found = pool_tile_argmax<T>(x_s, ys, xsp, nc, ch, oy, ox, kh, kw, sh,
                                                            sw, pt, pl, &h, &w, &best);
-                    am_s[e] = found ? xb + (c0 + ch) * xs_c + h * xs_h + w * xs_w : -1;
+                    am_s[e] = found ? (c0 + ch) * xs_c + h * xs_h + w * xs_w : -1;
                 }
             }
             __syncthreads();
             // Each dx element of the tile: the windows containing it, in row-major order.
-            const int ncell = (r1 - r0) * (q1 - q0) * nc;
-            for (int e = tid; e < ncell; e += nthreads) {
-                const int ch = e % nc, rc = e / nc;
-                const int wl = rc % (q1 - q0), hl = rc / (q1 - q0);
-                const int h = r0 + hl, w = q0 + wl;
-                const int hp = h + pt, wp = w + pl;
-                const int oy0 = hp < kh ? 0 : (hp - kh) / sh + 1;
-                const int oy1 = (int)go_min(hp / sh + 1, ho);
-                const int ox0 = wp < kw ? 0 : (wp - kw) / sw + 1;
-                const int ox1 = (int)go_min(wp / sw + 1, wo);
-                const go_i64 me = xb + (c0 + ch) * xs_c + h * xs_h + w * xs_w;
+            T* __restrict__ dxn = dx + xb;
+            for (GoWalk3 it(tid, nthreads, ncol, nc); it.a < nr; it.next()) {
+                const int h = r0 + it.a, w = q0 + it.b, ch = it.c;
+                const int oy0 = wr[2 * it.a], oy1 = wr[2 * it.a + 1];
+                const int ox0 = wc[2 * it.b], ox1 = wc[2 * it.b + 1];
+                const int me = (c0 + ch) * xs_c + h * xs_h + w * xs_w;
                 A acc = A(0);
                 for (int oy = oy0; oy < oy1; ++oy) {
-                    const int base = (oy - ys.w0) * xsp.nw;
+                    const int base = oy * xsp.nw;
                     for (int ox = ox0; ox < ox1; ++ox) {
-                        const int idx = (base + ox - xsp.w0) * nc + ch;
+                        const int idx = (base + ox) * nc + ch;
                         if (am_s[idx] == me) acc += dy_s[idx];
                     }
                 }
-                dx[me] = go_from_acc<T>(acc);
+                dxn[me] = go_from_acc<T>(acc);
             }
         }
         __syncthreads();

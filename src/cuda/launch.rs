@@ -208,13 +208,15 @@ fn pool_tile_smem(
                 wins(th, sh, kh, nonneg(p.ho)),
                 wins(tw, sw, kw, nonneg(p.wo)),
             );
-            let windows = nwy * nwx * tc * (8 + acc);
+            // Per window its dy (acc) and argmax offset (i32); the staged x cells; the
+            // per-row and per-column window ranges (two i32 each); 4 bytes of alignment.
+            let windows = nwy * nwx * tc * (4 + acc);
             let staged = if kind == PoolKernel::Grad {
                 cells(nwy, sh, kh, nonneg(p.hi)) * cells(nwx, sw, kw, nonneg(p.wi)) * tc * elem
             } else {
                 0
             };
-            windows + staged
+            windows + staged + 4 + (th + tw) * 8
         }
     }
 }
