@@ -81,6 +81,15 @@ if [[ "$MODE" == prebuild ]]; then
     [[ -n "$exe" ]] && cp "$exe" "target/gpu-bundle/$t"
   done
   cp target/release/gradops target/gpu-bundle/ 2>/dev/null || true
+  # sm_90 machine code of the compute_90 images, for `cuobjdump -sass` on the GPU machine
+  # (the crate embeds PTX only; the driver compiles it there).
+  out_dir="$(ls -td target/release/build/gradops-*/out 2>/dev/null | head -1)"
+  ptxas="$(dirname "$NVCC")/ptxas"
+  for ptx in "$out_dir"/*.compute_90.ptx; do
+    [[ -e "$ptx" && -x "$ptxas" ]] || continue
+    m="$(basename "$ptx" .compute_90.ptx)"
+    "$ptxas" -arch=sm_90 "$ptx" -o "target/gpu-bundle/$m.sm_90.cubin" || FAILED=1
+  done
   ls -la target/gpu-bundle | tee -a "$RESULTS"
   echo "carry target/gpu-bundle and run: bash scripts/gpu-check.sh --bundle target/gpu-bundle"
   exit $FAILED

@@ -10,12 +10,12 @@
 # Every step has its own time limit, so one slow step cannot starve the others; the log,
 # the JSON results (gradops-json.tar, peers.json) and the ncu reports (ncu.txt) go to
 # OUTDIR. STEPS (default all) picks steps:
-# tests, bench, peers, ncu, sanitizer. DTYPES / LAYOUTS pick the bench rows (default
+# tests, bench, peers, ncu, sass, sanitizer. DTYPES / LAYOUTS pick the bench rows (default
 # f32,f16,f64 / nchw,nhwc). Exit status: non-zero if any step failed.
 set -uo pipefail
 BUNDLE="${1:-target/gpu-bundle}"
 OUT="${2:-gpu-out}"
-STEPS="${STEPS:-tests,bench,peers,ncu,sanitizer}"
+STEPS="${STEPS:-tests,bench,peers,ncu,sass,sanitizer}"
 DTYPES="${DTYPES:-f32,f16,f64}"
 LAYOUTS="${LAYOUTS:-nchw,nhwc}"
 REPS="${REPS:-50}"
@@ -70,9 +70,20 @@ if has ncu && [[ -n "$NCU" ]]; then
     echo "##### $wl $k" >>"$OUT/ncu.txt"
     step "ncu_${wl}_$k" 60 bash -c '"$0" --clock-control none -k "$1" -s 2 -c 1 \
       --section SpeedOfLight --section Occupancy --section LaunchStats \
-      --section MemoryWorkloadAnalysis \
+      --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
       "$2/gradops" bench --device cuda --dtype f32 --workload "$3" --reps 3 >>"$4" 2>&1' \
       "$NCU" "$k" "$BUNDLE" "$wl" "$OUT/ncu.txt"
+  done
+fi
+
+OBJDUMP="$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump 2>/dev/null | head -1)"
+if has sass && [[ -n "$OBJDUMP" ]]; then
+  # SASS of the memory-bound kernels (f32), from the sm_90 cubins the prebuild made.
+  for cubin in "$BUNDLE"/resize.sm_90.cubin "$BUNDLE"/pool.sm_90.cubin; do
+    [[ -e "$cubin" ]] || continue
+    for f in resize_tile_f32 max_pool_tile_grad_f32 max_pool_tile_grad_argmax_f32; do
+      "$OBJDUMP" -sass -fun "$f" "$cubin" >>"$OUT/sass.txt" 2>/dev/null
+    done
   done
 fi
 
