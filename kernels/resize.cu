@@ -56,25 +56,26 @@ GO_DEV void resize_gather_body(const GoResizeParams& p) {
 GO_INSTANTIATE(resize_gather, GoResizeParams, resize_gather_body)
 
 // ---- tiled two-pass gather ---------------------------------------------------------
-// Block level: one tile = tile_h destination rows x tile_w inner elements of one plane.
-// Thread level: thread (ty, tx) owns inner element tx of the tile; its column's x taps
-// sit in registers (reloaded only when the block moves to another column tile). The
-// tile's y taps are staged in shared memory with the tile's first source row and count.
-// Pass 1 writes, for each source row the tile's y taps reach, the horizontal sums
-// hrow[r][tx] = sum_b wx[b] * src[r][x[b]] to shared memory, GO_RESIZE_ROW_BATCH rows
-// per step with all their loads issued before the first use (the kernel is bound by
-// memory latency otherwise); pass 2 writes dst[i][tx] = sum_a wy[a] * hrow[y[a]][tx].
-// Both sums run in table order, so the result is deterministic; it differs from
-// resize_gather's sum_a sum_b (wy*wx)*v only by rounding.
+// Block level: one spatial tile = tile_h destination rows x tile_w inner elements, for
+// a run of planes (grid.x strides over spatial tiles, grid.y over planes). Everything
+// that depends only on the spatial tile is set up once per block and reused for every
+// plane: the column's x taps in registers, the tile's y taps (weights, rows as offsets
+// into hrow) in shared memory, its first source row and row count.
+// Thread level: thread (ty, tx) owns inner element tx of the tile. Pass 1 writes, for
+// each source row the tile's y taps reach, the horizontal sums
+// hrow[r][tx] = sum_b wx[b] * src[r][x[b]] to shared memory, GO_RESIZE_ROW_BATCH rows per
+// step (4; 2 for f64, for registers) with all their loads issued before the first use; pass 2 writes
+// dst[i][tx] = sum_a wy[a] * hrow[y[a]][tx]. Both sums run in table order, so the result
+// is deterministic; it differs from resize_gather's sum_a sum_b (wy*wx)*v only by rounding.
 //
 // Shared memory, in this order: hrow [span rows][tile_w] (Acc), the y-tap weights
 // [taps] (Acc), the y-tap row offsets into hrow [taps] (int), the per-row tap offsets
 // [tile_h + 1] (int). The host sizes span, taps and tile_h so that they fit.
-#define GO_RESIZE_ROW_BATCH 4
 
 template <typename T>
 GO_DEV void resize_tile_body(const GoResizeParams& p) {
     typedef typename GoAcc<T>::type A;
+    enum { GO_RESIZE_ROW_BATCH = sizeof(T) > 4 ? 2 : 4 };
     __shared__ double smem[GO_RESIZE_TILE_SMEM / sizeof(double)];
     const T* __restrict__ src = reinterpret_cast<const T*>(p.src);
     T* __restrict__ dst = reinterpret_cast<T*>(p.dst);
@@ -94,7 +95,7 @@ GO_DEV void resize_tile_body(const GoResizeParams& p) {
     const int tile_h = p.tile_h, tile_w = p.tile_w;
     const int row_tiles_n = (dst_h + tile_h - 1) / tile_h;
     const int col_tiles_n = (dst_inner + tile_w - 1) / tile_w;
-    const go_i64 tiles = planes * row_tiles_n * col_tiles_n;
+    const int spatial_tiles = row_tiles_n * col_tiles_n;
     const int tid = (int)threadIdx.x, nthreads = (int)blockDim.x;
     const int tx = tid % tile_w, ty = tid / tile_w;
     const int ny = nthreads / tile_w;
@@ -105,42 +106,28 @@ GO_DEV void resize_tile_body(const GoResizeParams& p) {
     int* tap_row = reinterpret_cast<int*>(tap_w + max_taps);
     int* tap_off = tap_row + max_taps;
 
-    int ct_loaded = -1, k = 0, nb = 0;
-    bool live = false;
-    uint32_t b0 = 0;
-    int xoff[GO_RESIZE_REG_TAPS];
-    A xwt[GO_RESIZE_REG_TAPS];
-
-    for (go_i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
-        // Column tiles fastest, then row tiles, then planes: neighbouring blocks share
-        // their halo rows in L2.
-        const int ct = (int)(t % col_tiles_n);
-        const go_i64 q = t / col_tiles_n;
-        const int rt = (int)(q % row_tiles_n);
-        const go_i64 plane = q / row_tiles_n;
-
-        if (ct != ct_loaded) {
-            // This column's x taps: in registers when there are few (the common case).
-            ct_loaded = ct;
-            k = ct * tile_w + tx;
-            live = k < dst_inner;
-            const int j = live ? k / cin : 0;
-            const int c = k - j * cin;
-            b0 = live ? go_ldg(xo + j) : 0u;
-            nb = live ? (int)(go_ldg(xo + j + 1) - b0) : 0;
+    for (int st = blockIdx.x; st < spatial_tiles; st += gridDim.x) {
+        // Column tiles fastest: neighbouring blocks share their halo rows in L2.
+        const int ct = st % col_tiles_n, rt = st / col_tiles_n;
+        const int k = ct * tile_w + tx;
+        const bool live = k < dst_inner;
+        const int j = live ? k / cin : 0;
+        const int c = k - j * cin;
+        // This column's x taps: in registers when there are few (the common case).
+        const uint32_t b0 = live ? go_ldg(xo + j) : 0u;
+        const int nb = live ? (int)(go_ldg(xo + j + 1) - b0) : 0;
+        int xoff[GO_RESIZE_REG_TAPS];
+        A xwt[GO_RESIZE_REG_TAPS];
 #pragma unroll
-            for (int u = 0; u < GO_RESIZE_REG_TAPS; ++u) {
-                const bool has = u < nb;
-                xoff[u] = has ? (int)go_ldg(xi + b0 + u) * cin + c : 0;
-                xwt[u] = has ? go_ldg(xw + b0 + u) : A(0);
-            }
-            if (nb > GO_RESIZE_REG_TAPS) xoff[0] = c;  // the loop path adds x*cin to c
+        for (int u = 0; u < GO_RESIZE_REG_TAPS; ++u) {
+            const bool has = u < nb;
+            xoff[u] = has ? (int)go_ldg(xi + b0 + u) * cin + c : 0;
+            xwt[u] = has ? go_ldg(xw + b0 + u) : A(0);
         }
-
         const int r0 = (int)go_ldg(row_tiles + 2 * rt);
         const int nr = (int)go_ldg(row_tiles + 2 * rt + 1);
         const int i0 = rt * tile_h, i1 = (int)go_min((go_i64)i0 + tile_h, dst_h);
-        // Stage the tile's y taps (rows as offsets into hrow, already times tile_w).
+        // The tile's y taps (rows as offsets into hrow, already times tile_w).
         {
             const uint32_t a0 = go_ldg(yo + i0);
             const int ntaps = (int)(go_ldg(yo + i1) - a0);
@@ -150,53 +137,56 @@ GO_DEV void resize_tile_body(const GoResizeParams& p) {
             }
             for (int e = tid; e <= i1 - i0; e += nthreads) tap_off[e] = (int)(go_ldg(yo + i0 + e) - a0);
         }
+        // (The barrier after pass 1 orders these stores before pass 2 reads them.)
 
-        const T* __restrict__ sp = src + plane * (go_i64)src_h * src_inner + (go_i64)r0 * src_inner;
-        // Pass 1: horizontal sums of the tile's source rows.
-        if (nb <= GO_RESIZE_REG_TAPS) {
-            for (int r = ty; r < nr; r += GO_RESIZE_ROW_BATCH * ny) {
-                T v[GO_RESIZE_ROW_BATCH][GO_RESIZE_REG_TAPS];
+        for (go_i64 plane = blockIdx.y; plane < planes; plane += gridDim.y) {
+            const T* __restrict__ sp = src + plane * (go_i64)src_h * src_inner + (go_i64)r0 * src_inner;
+            // Pass 1: horizontal sums of the tile's source rows.
+            if (nb <= GO_RESIZE_REG_TAPS) {
+                for (int r = ty; r < nr; r += GO_RESIZE_ROW_BATCH * ny) {
+                    T v[GO_RESIZE_ROW_BATCH][GO_RESIZE_REG_TAPS];
 #pragma unroll
-                for (int m = 0; m < GO_RESIZE_ROW_BATCH; ++m) {
-                    const int rr = r + m * ny;
+                    for (int m = 0; m < GO_RESIZE_ROW_BATCH; ++m) {
+                        const int rr = r + m * ny;
+                        const T* __restrict__ row = sp + rr * src_inner;
 #pragma unroll
-                    for (int u = 0; u < GO_RESIZE_REG_TAPS; ++u) v[m][u] = go_from_acc<T>(A(0));
-                    const T* __restrict__ row = sp + rr * src_inner;
+                        for (int u = 0; u < GO_RESIZE_REG_TAPS; ++u) {
+                            v[m][u] = go_from_acc<T>(A(0));
+                            if (rr < nr && u < nb) v[m][u] = go_ldg(row + xoff[u]);
+                        }
+                    }
 #pragma unroll
-                    for (int u = 0; u < GO_RESIZE_REG_TAPS; ++u)
-                        if (rr < nr && u < nb) v[m][u] = go_ldg(row + xoff[u]);
-                }
+                    for (int m = 0; m < GO_RESIZE_ROW_BATCH; ++m) {
+                        const int rr = r + m * ny;
+                        if (rr < nr) {
+                            A acc = A(0);
 #pragma unroll
-                for (int m = 0; m < GO_RESIZE_ROW_BATCH; ++m) {
-                    const int rr = r + m * ny;
-                    if (rr < nr) {
-                        A acc = A(0);
-#pragma unroll
-                        for (int u = 0; u < GO_RESIZE_REG_TAPS; ++u)
-                            if (u < nb) acc += xwt[u] * go_to_acc(v[m][u]);
-                        hrow[rr * tile_w + tx] = acc;
+                            for (int u = 0; u < GO_RESIZE_REG_TAPS; ++u)
+                                if (u < nb) acc += xwt[u] * go_to_acc(v[m][u]);
+                            hrow[rr * tile_w + tx] = acc;
+                        }
                     }
                 }
+            } else {
+                for (int r = ty; r < nr; r += ny) {
+                    const T* __restrict__ row = sp + r * src_inner;
+                    A acc = A(0);
+                    for (int b = 0; b < nb; ++b)
+                        acc += go_ldg(xw + b0 + b) * go_to_acc(go_ldg(row + (int)go_ldg(xi + b0 + b) * cin + c));
+                    hrow[r * tile_w + tx] = acc;
+                }
             }
-        } else {
-            for (int r = ty; r < nr; r += ny) {
-                const T* __restrict__ row = sp + r * src_inner;
+            __syncthreads();
+            // Pass 2: vertical sums over the y taps of each destination row of the tile.
+            T* __restrict__ dp = dst + plane * (go_i64)dst_h * dst_inner;
+            for (int i = i0 + ty; i < i1; i += ny) {
+                const int a0 = tap_off[i - i0], a1 = tap_off[i - i0 + 1];
                 A acc = A(0);
-                for (int b = 0; b < nb; ++b)
-                    acc += go_ldg(xw + b0 + b) * go_to_acc(go_ldg(row + (int)go_ldg(xi + b0 + b) * cin + xoff[0]));
-                hrow[r * tile_w + tx] = acc;
+                for (int a = a0; a < a1; ++a) acc += tap_w[a] * hrow[tap_row[a] + tx];
+                if (live) dp[i * dst_inner + k] = go_from_acc<T>(acc);
             }
+            __syncthreads();
         }
-        __syncthreads();
-        // Pass 2: vertical sums over the y taps of each destination row of the tile.
-        T* __restrict__ dp = dst + plane * (go_i64)dst_h * dst_inner;
-        for (int i = i0 + ty; i < i1; i += ny) {
-            const int a0 = tap_off[i - i0], a1 = tap_off[i - i0 + 1];
-            A acc = A(0);
-            for (int a = a0; a < a1; ++a) acc += tap_w[a] * hrow[tap_row[a] + tx];
-            if (live) dp[i * dst_inner + k] = go_from_acc<T>(acc);
-        }
-        __syncthreads();
     }
 }
 

@@ -146,27 +146,37 @@ pub fn resize_tiling(
     None
 }
 
-/// `resize_tile_*`: a grid-stride loop over all tiles (`p.tile_h`, `p.tile_w` set).
+/// Blocks a tiled kernel's grid aims at: several waves of resident blocks on the largest
+/// GPUs (132 SMs x 4 blocks of 256 threads), with enough planes per block that its
+/// per-tile setup is reused.
+pub const TILED_GRID_BLOCKS: u64 = 4096;
+
+/// A tiled grid: x over `spatial` tiles, y over `planes` (both grid-stride in the
+/// kernel), sized towards [`TILED_GRID_BLOCKS`].
+fn tiled_grid(spatial: u64, planes: u64) -> Option<Launch> {
+    (spatial > 0 && planes > 0).then(|| {
+        let x = spatial.min(MAX_GRID_X);
+        let y = TILED_GRID_BLOCKS.div_ceil(x).min(planes);
+        Launch {
+            grid: (cap(x, MAX_GRID_X), cap(y, MAX_GRID_YZ), 1),
+            block: (BLOCK, 1, 1),
+        }
+    })
+}
+
+/// `resize_tile_*`: x over spatial tiles, y over planes (`p.tile_h`, `p.tile_w` set).
 pub fn resize_tile(p: &GoResizeParams) -> Option<Launch> {
-    let cin = if p.layout == GO_LAYOUT_NCHW as i32 {
-        1
+    let (cin, planes) = if p.layout == GO_LAYOUT_NCHW as i32 {
+        (1, nonneg(p.n) * nonneg(p.c))
     } else {
-        nonneg(p.c)
-    };
-    let planes = if p.layout == GO_LAYOUT_NCHW as i32 {
-        nonneg(p.n) * nonneg(p.c)
-    } else {
-        nonneg(p.n)
+        (nonneg(p.c), nonneg(p.n))
     };
     let (th, tw) = (
         nonneg(p.tile_h as i64).max(1),
         nonneg(p.tile_w as i64).max(1),
     );
-    let tiles = planes * ceil_div(nonneg(p.dst_h), th) * ceil_div(nonneg(p.dst_w) * cin, tw);
-    (tiles > 0).then(|| Launch {
-        grid: (cap(tiles, MAX_GRID_X), 1, 1),
-        block: (BLOCK, 1, 1),
-    })
+    let spatial = ceil_div(nonneg(p.dst_h), th) * ceil_div(nonneg(p.dst_w) * cin, tw);
+    tiled_grid(spatial, planes)
 }
 
 /// Which tiled max-pool kernel a tiling is for.
