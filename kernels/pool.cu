@@ -146,38 +146,45 @@ GO_DEV bool pool_tile_argmax(const T* xs, const GoPoolSpan& ys, const GoPoolSpan
     const int y0 = oy * sh - pt, x0 = ox * sw - pl;
     const int ya = y0 > ys.x0 ? y0 : ys.x0, yb = (int)go_min(y0 + kh, ys.x0 + ys.nx);
     const int xa = x0 > xsp.x0 ? x0 : xsp.x0, xb = (int)go_min(x0 + kw, xsp.x0 + xsp.nx);
-    // The best cell's coordinates only (-1: none yet); its value is read back once at
-    // the end (fewer live registers in the loop).
-    int bh = -1, bw = 0;
+    bool found = false;
     A bv = A(0);
+    T bt = go_lowest<T>();
     for (int yy = ya; yy < yb; ++yy) {
-        const int row = ((yy - ys.x0) * xsp.nx) * tc + ch;
+        const T* row = xs + ((yy - ys.x0) * xsp.nx) * tc + ch;
         for (int xx = xa; xx < xb; ++xx) {
-            const A v = go_to_acc(xs[row + (xx - xsp.x0) * tc]);
-            if (bh < 0 || v > bv) { bh = yy; bw = xx; bv = v; }
+            const T t = row[(xx - xsp.x0) * tc];
+            const A v = go_to_acc(t);
+            if (!found || v > bv) { found = true; bv = v; bt = t; *h = yy; *w = xx; }
         }
     }
-    *h = bh;
-    *w = bw;
-    *best = bh < 0 ? go_lowest<T>() : xs[((bh - ys.x0) * xsp.nx + (bw - xsp.x0)) * tc + ch];
-    return bh >= 0;
+    *best = bt;
+    return found;
 }
 
-template <typename F>
-GO_DEV void go_for_each_cell(int na, int nb, int nc, int lanes_c, int tid, int nthreads, F f) {
-    const int lane = tid & 31, warp = tid >> 5, nwarps = nthreads >> 5;
-    if (lanes_c == 1) {
-        for (int a = warp; a < na; a += nwarps)
-            for (int b = lane; b < nb; b += 32) f(a, b, 0, a * nb + b);
-    } else {
-        const int c = lane & (lanes_c - 1);
-        const int per_warp = 32 / lanes_c;
-        const int b0 = warp * per_warp + lane / lanes_c, db = nwarps * per_warp;
-        if (c < nc)
-            for (int a = 0; a < na; ++a)
-                for (int b = b0; b < nb; b += db) f(a, b, c, (a * nb + b) * nc + c);
+// Walks e = e0, e0 + step, ... over a [.][nb][nc] index space as (a, b, c), with the
+// divisions done once up front instead of per element.
+struct GoWalk3 {
+    int a, b, c, da, db, dc, nb, nc;
+    GO_DEV GoWalk3(int e0, int step, int nb_, int nc_) : nb(nb_), nc(nc_) {
+        c = e0 % nc;
+        int t = e0 / nc;
+        b = t % nb;
+        a = t / nb;
+        dc = step % nc;
+        t = step / nc;
+        db = t % nb;
+        da = t / nb;
     }
-}
+    GO_DEV void next() {
+        c += dc;
+        int carry = c >= nc ? 1 : 0;
+        c -= carry * nc;
+        b += db + carry;
+        carry = b >= nb ? 1 : 0;
+        b -= carry * nb;
+        a += da + carry;
+    }
+};
 
 GO_DEV int go_align4(int bytes) { return (bytes + 3) & ~3; }
 
@@ -202,47 +209,56 @@ GO_DEV void max_pool_tile_impl(const GoPoolParams& p) {
     const go_i64 y_image = (go_i64)C * ho * wo;
 
     const int th = p.tile_h, tw = p.tile_w, tc = p.tile_c;
-    // Lanes per channel run: 1 for NCHW (tile_c == 1), else tile_c rounded up to a power of 2.
-    int lanes_c = 1;
-    while (lanes_c < tc) lanes_c <<= 1;
     const int rows = kMode == GO_POOL_FORWARD ? ho : hi;
     const int cols = kMode == GO_POOL_FORWARD ? wo : wi;
     const int tiles_h = (rows + th - 1) / th, tiles_w = (cols + tw - 1) / tw;
     const int tiles_c = (C + tc - 1) / tc;
-    const int spatial = tiles_h * tiles_w;
-    const go_i64 planes = p.n * tiles_c;
+    const go_i64 tiles = p.n * tiles_c * tiles_h * tiles_w;
     const int tid = (int)threadIdx.x, nthreads = (int)blockDim.x;
     unsigned char* sbytes = reinterpret_cast<unsigned char*>(smem);
 
-    for (int st = blockIdx.x; st < spatial; st += gridDim.x) {
-        // Per spatial tile (once per block): its windows, the cells they cover, and for
-        // the grads the windows containing each tile row and column.
-        const int tx = st % tiles_w, ty = st / tiles_w;
+    for (go_i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const int tx = (int)(t % tiles_w);
+        go_i64 q = t / tiles_w;
+        const int ty = (int)(q % tiles_h);
+        q /= tiles_h;
+        const int tcz = (int)(q % tiles_c);
+        const go_i64 n = q / tiles_c;
         const int r0 = ty * th, r1 = (int)go_min(r0 + th, rows);
         const int q0 = tx * tw, q1 = (int)go_min(q0 + tw, cols);
+        const int c0 = tcz * tc, nc = (int)go_min(tc, C - c0);
         const int nr = r1 - r0, ncol = q1 - q0;
-        // The spans live in shared memory (written by every thread, same values): kept in
-        // registers across the plane loop they would push the kernel past 64 registers.
-        __shared__ GoPoolSpan spans[2];
-        __syncthreads();  // the previous tile's readers are done with spans
-        if (tid == 0) {
-            if (kMode == GO_POOL_FORWARD) {
-                spans[0] = pool_span_of_windows(r0, r1, pt, kh, sh, hi);
-                spans[1] = pool_span_of_windows(q0, q1, pl, kw, sw, wi);
-            } else {
-                spans[0] = pool_span_of_cells(r0, r1, pt, kh, sh, ho, hi);
-                spans[1] = pool_span_of_cells(q0, q1, pl, kw, sw, wo, wi);
-            }
+        const go_i64 xb = n * (go_i64)x_image, yb = n * y_image;
+        const T* __restrict__ xn = x + xb;
+
+        GoPoolSpan ys, xsp;
+        if (kMode == GO_POOL_FORWARD) {
+            ys = pool_span_of_windows(r0, r1, pt, kh, sh, hi);
+            xsp = pool_span_of_windows(q0, q1, pl, kw, sw, wi);
+        } else {
+            ys = pool_span_of_cells(r0, r1, pt, kh, sh, ho, hi);
+            xsp = pool_span_of_cells(q0, q1, pl, kw, sw, wo, wi);
         }
-        __syncthreads();
-        const GoPoolSpan& ys = spans[0];
-        const GoPoolSpan& xsp = spans[1];
-        // Shared memory: the window ranges per tile row and column ([nr][2], [ncol][2]
-        // ints, relative to the span), each window's argmax as an offset inside the image
-        // (int, -1: none), dy of the windows (Acc), the staged x cells (T).
-        int* wr = reinterpret_cast<int*>(sbytes);
-        int* wc = wr + 2 * nr;
+        // Shared memory: dy of the windows (Acc), the staged x cells (T), each window's
+        // argmax as an offset inside the image (int, -1: none), and per tile row and
+        // column the range of windows containing it (int, relative to the span).
+        const int nwin = kMode == GO_POOL_FORWARD ? 0 : ys.nw * xsp.nw * nc;
+        const int ncell = kMode == GO_POOL_GRAD_STORED ? 0 : ys.nx * xsp.nx * nc;
+        A* dy_s = reinterpret_cast<A*>(sbytes);
+        T* x_s = reinterpret_cast<T*>(sbytes + nwin * (int)sizeof(A));
+        int* am_s = reinterpret_cast<int*>(sbytes + go_align4(nwin * (int)sizeof(A) + ncell * (int)sizeof(T)));
+        int* wr = am_s + nwin;  // [nr][2]
+        int* wc = wr + 2 * nr;  // [ncol][2]
+
+        // Stage the x cells of the tile's windows (channels innermost).
+        if (kMode != GO_POOL_GRAD_STORED) {
+            int e = tid;
+#pragma unroll 2
+            for (GoWalk3 it(tid, nthreads, xsp.nx, nc); it.a < ys.nx; it.next(), e += nthreads)
+                x_s[e] = go_ldg(xn + (c0 + it.c) * xs_c + (ys.x0 + it.a) * xs_h + (xsp.x0 + it.b) * xs_w);
+        }
         if (kMode != GO_POOL_FORWARD) {
+            // Windows containing each tile row / column.
             for (int e = tid; e < nr + ncol; e += nthreads) {
                 const bool is_row = e < nr;
                 const int d = is_row ? r0 + e : q0 + e - nr;
@@ -255,80 +271,59 @@ GO_DEV void max_pool_tile_impl(const GoPoolParams& p) {
                 out[1] = hi_w - (is_row ? ys.w0 : xsp.w0);
             }
         }
-        const int head = kMode == GO_POOL_FORWARD ? 0 : 8 * ((2 * (nr + ncol) * 4 + 7) / 8);
+        if (kMode != GO_POOL_GRAD_STORED) __syncthreads();
 
-        for (go_i64 plane = blockIdx.y; plane < planes; plane += gridDim.y) {
-            const int tcz = (int)(plane % tiles_c);
-            const go_i64 n = plane / tiles_c;
-            const int c0 = tcz * tc, nc = (int)go_min(tc, C - c0);
-            const go_i64 xb = n * (go_i64)x_image, yb = n * y_image;
-            const T* __restrict__ xn = x + xb + c0 * xs_c;
-
-            const int nwin = kMode == GO_POOL_FORWARD ? 0 : ys.nw * xsp.nw * nc;
-            const int ncell = kMode == GO_POOL_GRAD_STORED ? 0 : ys.nx * xsp.nx * nc;
-            A* dy_s = reinterpret_cast<A*>(sbytes + head);
-            T* x_s = reinterpret_cast<T*>(sbytes + head + nwin * (int)sizeof(A));
-            int* am_s = reinterpret_cast<int*>(sbytes + head + go_align4(nwin * (int)sizeof(A) + ncell * (int)sizeof(T)));
-
-            // Stage the x cells of the tile's windows (channels innermost).
-            if (kMode != GO_POOL_GRAD_STORED) {
-                go_for_each_cell(ys.nx, xsp.nx, nc, lanes_c, tid, nthreads, [&](int a, int b, int c, int e) {
-                    x_s[e] = go_ldg(xn + c * xs_c + (ys.x0 + a) * xs_h + (xsp.x0 + b) * xs_w);
-                });
-                __syncthreads();
+        if (kMode == GO_POOL_FORWARD) {
+            // Each output of the tile: its window's max and argmax from the staged cells.
+            for (GoWalk3 it(tid, nthreads, ncol, nc); it.a < nr; it.next()) {
+                const int oy = r0 + it.a, ox = q0 + it.b, ch = it.c;
+                int h = 0, w = 0;
+                T best;
+                const bool found = pool_tile_argmax<T>(x_s, ys, xsp, nc, ch, oy, ox, kh, kw, sh, sw,
+                                                       pt, pl, &h, &w, &best);
+                const go_i64 o = yb + (c0 + ch) * ys_c + oy * ys_h + ox * ys_w;
+                y[o] = best;
+                if (am) am[o] = found ? xb + (c0 + ch) * xs_c + h * xs_h + w * xs_w : -1;
             }
-
-            if (kMode == GO_POOL_FORWARD) {
-                // Each output of the tile: its window's max and argmax from the staged cells.
-                go_for_each_cell(nr, ncol, nc, lanes_c, tid, nthreads, [&](int a, int b, int c, int) {
-                    const int oy = r0 + a, ox = q0 + b;
+        } else {
+            // Each window of the tile: its dy and its argmax (stored or recomputed).
+            int e = tid;
+            for (GoWalk3 it(tid, nthreads, xsp.nw, nc); it.a < ys.nw; it.next(), e += nthreads) {
+                const int oy = ys.w0 + it.a, ox = xsp.w0 + it.b, ch = it.c;
+                const go_i64 o = yb + (c0 + ch) * ys_c + oy * ys_h + ox * ys_w;
+                dy_s[e] = go_to_acc(go_ldg(dy + o));
+                if (kMode == GO_POOL_GRAD_STORED) {
+                    // Stored flat index -> offset in this image; anything else routes nothing.
+                    const go_i64 local = go_ldg(am + o) - xb;
+                    am_s[e] = local >= 0 && local < x_image ? (int)local : -1;
+                } else {
                     int h = 0, w = 0;
                     T best;
-                    const bool found = pool_tile_argmax<T>(x_s, ys, xsp, nc, c, oy, ox, kh, kw, sh, sw,
-                                                           pt, pl, &h, &w, &best);
-                    const go_i64 o = yb + (c0 + c) * ys_c + oy * ys_h + ox * ys_w;
-                    y[o] = best;
-                    if (am) am[o] = found ? xb + (c0 + c) * xs_c + h * xs_h + w * xs_w : -1;
-                });
-            } else {
-                // Each window of the tile: its dy and its argmax (stored or recomputed).
-                go_for_each_cell(ys.nw, xsp.nw, nc, lanes_c, tid, nthreads, [&](int a, int b, int c, int e) {
-                    const int oy = ys.w0 + a, ox = xsp.w0 + b;
-                    const go_i64 o = yb + (c0 + c) * ys_c + oy * ys_h + ox * ys_w;
-                    dy_s[e] = go_to_acc(go_ldg(dy + o));
-                    if (kMode == GO_POOL_GRAD_STORED) {
-                        // Stored flat index -> offset in this image; anything else routes nothing.
-                        const go_i64 local = go_ldg(am + o) - xb;
-                        am_s[e] = local >= 0 && local < x_image ? (int)local : -1;
-                    } else {
-                        int h = 0, w = 0;
-                        T best;
-                        const bool found = pool_tile_argmax<T>(x_s, ys, xsp, nc, c, oy, ox, kh, kw, sh,
-                                                               sw, pt, pl, &h, &w, &best);
-                        am_s[e] = found ? (c0 + c) * xs_c + h * xs_h + w * xs_w : -1;
-                    }
-                });
-                __syncthreads();
-                // Each dx element of the tile: the windows containing it, in row-major order.
-                T* __restrict__ dxn = dx + xb;
-                go_for_each_cell(nr, ncol, nc, lanes_c, tid, nthreads, [&](int a, int b, int c, int) {
-                    const int h = r0 + a, w = q0 + b;
-                    const int oy0 = wr[2 * a], oy1 = wr[2 * a + 1];
-                    const int ox0 = wc[2 * b], ox1 = wc[2 * b + 1];
-                    const int me = (c0 + c) * xs_c + h * xs_h + w * xs_w;
-                    A acc = A(0);
-                    for (int oy = oy0; oy < oy1; ++oy) {
-                        const int base = oy * xsp.nw;
-                        for (int ox = ox0; ox < ox1; ++ox) {
-                            const int idx = (base + ox) * nc + c;
-                            if (am_s[idx] == me) acc += dy_s[idx];
-                        }
-                    }
-                    dxn[me] = go_from_acc<T>(acc);
-                });
+                    const bool found = pool_tile_argmax<T>(x_s, ys, xsp, nc, ch, oy, ox, kh, kw, sh,
+                                                           sw, pt, pl, &h, &w, &best);
+                    am_s[e] = found ? (c0 + ch) * xs_c + h * xs_h + w * xs_w : -1;
+                }
             }
             __syncthreads();
+            // Each dx element of the tile: the windows containing it, in row-major order.
+            T* __restrict__ dxn = dx + xb;
+            for (GoWalk3 it(tid, nthreads, ncol, nc); it.a < nr; it.next()) {
+                const int h = r0 + it.a, w = q0 + it.b, ch = it.c;
+                const int oy0 = wr[2 * it.a], oy1 = wr[2 * it.a + 1];
+                const int ox0 = wc[2 * it.b], ox1 = wc[2 * it.b + 1];
+                const int me = (c0 + ch) * xs_c + h * xs_h + w * xs_w;
+                A acc = A(0);
+                for (int oy = oy0; oy < oy1; ++oy) {
+                    const int base = oy * xsp.nw;
+                    for (int ox = ox0; ox < ox1; ++ox) {
+                        const int idx = (base + ox) * nc + ch;
+                        if (am_s[idx] == me) acc += dy_s[idx];
+                    }
+                }
+                dxn[me] = go_from_acc<T>(acc);
+            }
         }
+        __syncthreads();
     }
 }
 

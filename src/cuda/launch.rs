@@ -226,7 +226,7 @@ fn pool_tile_smem(
             } else {
                 0
             };
-            windows + staged + 4 + ((th + tw) * 8).div_ceil(8) * 8
+            windows + staged + 4 + (th + tw) * 8
         }
     }
 }
@@ -288,16 +288,21 @@ pub fn pool_tiling(
     }
 }
 
-/// Tiled max-pool kernels: x over spatial tiles, y over (image, channel tile) pairs
-/// (`p.tile_*` set).
+/// Tiled max-pool kernels: a grid-stride loop over all tiles (`p.tile_*` set).
 pub fn pool_tile(p: &GoPoolParams, kind: PoolKernel) -> Option<Launch> {
     let (rows, cols) = match kind {
         PoolKernel::Forward => (nonneg(p.ho), nonneg(p.wo)),
         PoolKernel::Grad | PoolKernel::GradStored => (nonneg(p.hi), nonneg(p.wi)),
     };
     let t = |v: i32| nonneg(v as i64).max(1);
-    let spatial = ceil_div(rows, t(p.tile_h)) * ceil_div(cols, t(p.tile_w));
-    tiled_grid(spatial, nonneg(p.n) * ceil_div(nonneg(p.c), t(p.tile_c)))
+    let tiles = nonneg(p.n)
+        * ceil_div(nonneg(p.c), t(p.tile_c))
+        * ceil_div(rows, t(p.tile_h))
+        * ceil_div(cols, t(p.tile_w));
+    (tiles > 0).then(|| Launch {
+        grid: (cap(tiles, MAX_GRID_X), 1, 1),
+        block: (BLOCK, 1, 1),
+    })
 }
 
 /// `conv2d_forward_*`: one thread per output element.
