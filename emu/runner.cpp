@@ -86,6 +86,7 @@ int main() {
 
     GO_EMU_KERNEL(resize_gather, GoResizeParams, 9)
     GO_EMU_KERNEL(resize_tile, GoResizeParams, 9)
+    GO_EMU_KERNEL(resize_box, GoResizeParams, 9)
     GO_EMU_KERNEL(conv2d_forward, GoConvParams, 3)
     GO_EMU_KERNEL(conv2d_backprop_input, GoConvParams, 3)
     GO_EMU_KERNEL(max_pool_forward, GoPoolParams, 5)

@@ -49,7 +49,17 @@
  * over the x taps) then vertical (the y taps over those rows). Index math inside a
  * plane is 32-bit: the host uses it only when src_h*src_inner and dst_h*dst_inner fit
  * an int32, and only when the tile's source rows fit GO_RESIZE_TILE_SMEM.
- * Launch: block (256,1,1), grid.x any (grid-stride over all tiles). */
+ * Launch: block (256,1,1), grid.x any (grid-stride over all tiles).
+ *
+ * resize_box_<dtype>: the same gather when both tables are boxes (the gradient of a
+ * nearest resize by integer factors: destination (i, j) reads source rows
+ * [box_h*i, box_h*i + box_h) and columns [box_w*j, box_w*j + box_w), weight 1, nothing
+ * else), summed in the tables' order with no table reads. vec > 1 (16-byte accesses)
+ * only where the host checked the alignment: NHWC with c a multiple of vec, or NCHW
+ * with box_w == 2 and dst_w a multiple of vec. Index math inside a plane is 32-bit.
+ * Launch: block (256,1,1); grid.x strides over the inner run in groups of vec,
+ * grid.y over rows (n*c*dst_h for NCHW, n*dst_h for NHWC; the host checks they fit
+ * 32 bits); any grid size is correct. */
 typedef struct GoResizeParams {
     uint64_t src;       /* const T*   [n, c, src_h, src_w] in layout */
     uint64_t dst;       /* T*         [n, c, dst_h, dst_w] in layout */
@@ -74,6 +84,10 @@ typedef struct GoResizeParams {
                        dividing GO_BLOCK_THREADS) */
     int32_t span_h;   /* resize_tile only: the most source rows any tile reads */
     int32_t max_taps; /* resize_tile only: the most y-table entries any tile has */
+    int32_t box_h;    /* resize_box only: source rows per destination row */
+    int32_t box_w;    /* resize_box only: source columns per destination column */
+    int32_t vec;      /* resize_box only: destination elements per thread (1, or 16 bytes) */
+    int32_t reserved2;
 } GoResizeParams;
 
 /* conv2d_forward_<dtype> and conv2d_backprop_input_<dtype>.

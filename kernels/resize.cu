@@ -191,3 +191,111 @@ GO_DEV void resize_tile_body(const GoResizeParams& p) {
 }
 
 GO_INSTANTIATE_STREAMING(resize_tile, GoResizeParams, resize_tile_body)
+
+// ---- box gather (nearest resize gradients by integer factors) -----------------------
+// dst[i][j] = sum_{a < box_h} sum_{b < box_w} src[box_h*i + a][box_w*j + b], in that
+// order (the order of resize_gather over the same tables, whose weights are all 1, so
+// the result is bitwise resize_gather's). With vec > 1 each thread reads and writes
+// 16-byte vectors: NHWC, vec channels of one pixel per (a, b); NCHW with box_w == 2,
+// vec columns, reading two 16-byte vectors per source row.
+template <typename T> struct GoVec16;  // 16 bytes of T
+template <> struct GoVec16<__half> { typedef uint4 type; enum { n = 8 }; };
+template <> struct GoVec16<float> { typedef float4 type; enum { n = 4 }; };
+template <> struct GoVec16<double> { typedef double2 type; enum { n = 2 }; };
+
+template <typename T>
+GO_DEV void go_load16(const T* p, T* out) {
+    typedef typename GoVec16<T>::type V;
+#ifdef __CUDACC__
+    const V v = __ldg(reinterpret_cast<const V*>(p));
+#else
+    const V v = *reinterpret_cast<const V*>(p);
+#endif
+    const T* e = reinterpret_cast<const T*>(&v);
+#pragma unroll
+    for (int k = 0; k < GoVec16<T>::n; ++k) out[k] = e[k];
+}
+
+template <typename T>
+GO_DEV void go_store16(T* p, const T* in) {
+    typedef typename GoVec16<T>::type V;
+    V v;
+    T* e = reinterpret_cast<T*>(&v);
+#pragma unroll
+    for (int k = 0; k < GoVec16<T>::n; ++k) e[k] = in[k];
+    *reinterpret_cast<V*>(p) = v;
+}
+
+template <typename T>
+GO_DEV void resize_box_body(const GoResizeParams& p) {
+    typedef typename GoAcc<T>::type A;
+    enum { V = GoVec16<T>::n };
+    const T* __restrict__ src = reinterpret_cast<const T*>(p.src);
+    T* __restrict__ dst = reinterpret_cast<T*>(p.dst);
+    const bool nchw = p.layout == GO_LAYOUT_NCHW;
+    const int cin = nchw ? 1 : (int)p.c;
+    const int fh = p.box_h, fw = p.box_w;
+    const int src_inner = (int)p.src_w * cin, dst_inner = (int)p.dst_w * cin;
+    const int dst_h = (int)p.dst_h;
+    const uint32_t rows = (uint32_t)((nchw ? p.n * p.c : p.n) * p.dst_h);
+    const bool vec = p.vec > 1;
+    const int groups = vec ? dst_inner / V : dst_inner;
+
+    for (uint32_t r = blockIdx.y; r < rows; r += gridDim.y) {
+        const uint32_t plane = r / (uint32_t)dst_h;
+        const int i = (int)(r - plane * (uint32_t)dst_h);
+        const T* __restrict__ sp = src + (go_i64)plane * ((go_i64)p.src_h * src_inner) + (go_i64)fh * i * src_inner;
+        T* __restrict__ dp = dst + (go_i64)r * dst_inner;
+        for (int g = (int)(blockIdx.x * blockDim.x + threadIdx.x); g < groups; g += (int)(gridDim.x * blockDim.x)) {
+            if (!vec) {
+                // One output: k = j*cin + c reads columns box_w*j + b of channel c.
+                const int j = g / cin, c = g - j * cin;
+                const T* s0 = sp + fw * j * cin + c;
+                A acc = A(0);
+                for (int a = 0; a < fh; ++a)
+                    for (int b = 0; b < fw; ++b) acc += go_to_acc(go_ldg(s0 + a * src_inner + b * cin));
+                dp[g] = go_from_acc<T>(acc);
+            } else if (!nchw) {
+                // V channels of pixel j: one 16-byte vector per (a, b).
+                const int k = g * V, j = k / cin, c = k - j * cin;
+                const T* s0 = sp + fw * j * cin + c;
+                A acc[V];
+#pragma unroll
+                for (int e = 0; e < V; ++e) acc[e] = A(0);
+                for (int a = 0; a < fh; ++a)
+                    for (int b = 0; b < fw; ++b) {
+                        T v[V];
+                        go_load16(s0 + a * src_inner + b * cin, v);
+#pragma unroll
+                        for (int e = 0; e < V; ++e) acc[e] += go_to_acc(v[e]);
+                    }
+                T out[V];
+#pragma unroll
+                for (int e = 0; e < V; ++e) out[e] = go_from_acc<T>(acc[e]);
+                go_store16(dp + k, out);
+            } else {
+                // NCHW, box_w == 2: V columns read 2V source columns, two vectors per row.
+                const int j0 = g * V;
+                A acc[V];
+#pragma unroll
+                for (int e = 0; e < V; ++e) acc[e] = A(0);
+                for (int a = 0; a < fh; ++a) {
+                    T v[2 * V];
+                    go_load16(sp + a * src_inner + 2 * j0, v);
+                    go_load16(sp + a * src_inner + 2 * j0 + V, v + V);
+#pragma unroll
+                    for (int e = 0; e < V; ++e) {
+                        acc[e] += go_to_acc(v[2 * e]);
+                        acc[e] += go_to_acc(v[2 * e + 1]);
+                    }
+                }
+                T out[V];
+#pragma unroll
+                for (int e = 0; e < V; ++e) out[e] = go_from_acc<T>(acc[e]);
+                go_store16(dp + j0, out);
+            }
+        }
+    }
+}
+
+GO_INSTANTIATE_STREAMING(resize_box, GoResizeParams, resize_box_body)

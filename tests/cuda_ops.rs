@@ -193,6 +193,32 @@ mod gpu {
         )
         .unwrap();
         assert_eq!(k, "resize_tile_f32");
+        // Nearest gradients by integer factors run the box kernel (W3's op); the parity
+        // cases below include boxes with 16-byte vectors (2x, c and widths multiples of
+        // the vector) and scalar ones, in both layouts.
+        let nearest = ResizeAttrs::new(ResizeMode::Nearest)
+            .coordinate_transformation_mode(CoordinateTransform::Asymmetric)
+            .nearest_mode(NearestMode::Floor);
+        let k = cuda::resize_grad_kernel::<f16>(
+            [8, 64, 256, 256],
+            [8, 64, 128, 128],
+            Layout::Nchw,
+            &nearest,
+        )
+        .unwrap();
+        assert_eq!(k, "resize_box_f16");
+        for (x, y) in [
+            ((2, 8, 12, 16), (24, 32)),
+            ((1, 3, 5, 7), (10, 14)),
+            ((1, 5, 9, 3), (18, 3)),
+        ] {
+            for layout in [Layout::Nchw, Layout::Nhwc] {
+                let (m, c) = (ResizeMode::Nearest, CoordinateTransform::Asymmetric);
+                resize_case_at::<f16>(layout, m, c, x, y);
+                resize_case_at::<f32>(layout, m, c, x, y);
+                resize_case_at::<f64>(layout, m, c, x, y);
+            }
+        }
     }
 
     fn conv_case<T: Element>(layout: Layout, stride: usize, groups: usize) {

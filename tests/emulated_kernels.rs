@@ -565,7 +565,65 @@ fn run_resize(
         );
         outs.push(dt.decode(&r[1]));
     }
+    // Box tables (nearest gradients by integer factors): the box kernel, scalar and (where
+    // the layout allows) with 16-byte vectors, must equal resize_gather bitwise (same sum
+    // order, weights 1).
+    if let (Some(fh), Some(fw)) = (box_of(ty, src_hw.0 as usize), box_of(tx, src_hw.1 as usize)) {
+        let gather = outs[0].clone();
+        let pb = GoResizeParams {
+            box_h: fh as i32,
+            box_w: fw as i32,
+            vec: 1,
+            ..p
+        };
+        let vec = launch::resize_box_vec(&pb, dt.size(), true);
+        let variants = if vec {
+            vec![1, launch::vec16(dt.size()) as i32]
+        } else {
+            vec![1]
+        };
+        for v in variants {
+            let pv = GoResizeParams { vec: v, ..pb };
+            for l in launches(launch::resize_box(&pv), rng) {
+                let r = run_kernel(
+                    &format!("resize_box_{}", dt.suffix()),
+                    l,
+                    &as_bytes(&pv),
+                    &bufs(&[]),
+                );
+                let out = dt.decode(&r[1]);
+                assert!(
+                    out.iter()
+                        .zip(&gather)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "resize_box (vec {v}, {fh}x{fw}, layout {layout}) differs from resize_gather"
+                );
+                outs.push(out);
+            }
+        }
+        BOX_RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     outs
+}
+
+/// Box kernel runs in this test process (the box tests check they happened).
+static BOX_RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// `Some(f)` when destination `d` of `t` takes exactly sources `f*d .. f*d + f` with weight
+/// 1 and the source axis has `f * dst` entries (written here independently of the crate).
+fn box_of(t: &Table, src_len: usize) -> Option<usize> {
+    let dst = t.offsets.len() - 1;
+    if dst == 0 || src_len % dst != 0 {
+        return None;
+    }
+    let f = src_len / dst;
+    (0..dst)
+        .all(|d| {
+            let (a, b) = (t.offsets[d] as usize, t.offsets[d + 1] as usize);
+            b - a == f
+                && (0..f).all(|k| t.index[a + k] as usize == f * d + k && t.weight[a + k] == 1.0)
+        })
+        .then_some(f)
 }
 
 /// One resize case (forward and grad) through both resize kernels against the f64
@@ -738,6 +796,58 @@ fn emulated_resize_tiles() {
             resize_case(dt, layout, n, c, x_hw, y_hw, coord, nearest, &mut rng);
         }
     }
+}
+
+/// Nearest gradients by integer factors run the box kernel: 2x2 with 16-byte vectors in
+/// both layouts (c and dst_w multiples of the vector for every dtype), 3x1 and 1x2
+/// scalar, each bitwise equal to resize_gather and within tolerance of the reference.
+#[test]
+fn emulated_resize_boxes() {
+    let Some(_) = runner_or_skip("emulated_resize_boxes") else {
+        return;
+    };
+    let mut rng = Rng(0x5eed_0007);
+    let before = BOX_RUNS.load(std::sync::atomic::Ordering::Relaxed);
+    let floor = Some(Nearest::Floor);
+    for dt in DTS {
+        for layout in [NCHW, NHWC] {
+            resize_case(
+                dt,
+                layout,
+                2,
+                8,
+                (6, 16),
+                (12, 32),
+                Coord::Asymmetric,
+                floor,
+                &mut rng,
+            );
+            resize_case(
+                dt,
+                layout,
+                1,
+                3,
+                (5, 7),
+                (15, 7),
+                Coord::Asymmetric,
+                floor,
+                &mut rng,
+            );
+            resize_case(
+                dt,
+                layout,
+                1,
+                2,
+                (4, 5),
+                (4, 10),
+                Coord::HalfPixel,
+                Some(Nearest::RoundPreferFloor),
+                &mut rng,
+            );
+        }
+    }
+    let ran = BOX_RUNS.load(std::sync::atomic::Ordering::Relaxed) - before;
+    assert!(ran >= 18, "only {ran} of 18 cases ran the box kernel");
 }
 
 // ------------------------------------------------------------------ conv ----

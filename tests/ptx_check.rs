@@ -21,6 +21,7 @@ mod built {
 const OPS: &[(&str, &str)] = &[
     ("resize", "resize_gather"),
     ("resize", "resize_tile"),
+    ("resize", "resize_box"),
     ("conv", "conv2d_forward"),
     ("conv", "conv2d_backprop_input"),
     ("pool", "max_pool_forward"),

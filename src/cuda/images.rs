@@ -95,9 +95,11 @@ pub fn selected_image(module: &str) -> Result<PtxImage> {
 }
 
 /// Why a call of a tiled family may run another kernel (for `gradops info`).
-pub const TILED_FALLBACK_NOTE: &str = "tiled: resize_tile_* stages a tile's rows in shared \
-memory and runs resize_gather_* for plans whose tile rows do not fit (a very large \
-downsampling ratio) or planes past 32-bit indexing; max_pool_tile_* stage x, argmax and dy \
+pub const TILED_FALLBACK_NOTE: &str = "tiled: resize plans whose tables are both boxes (nearest \
+gradients by integer factors) run resize_box_* (no table reads, 16-byte accesses where \
+aligned); other plans run resize_tile_*, which stages a tile's rows in shared memory, or \
+resize_gather_* for plans whose tile rows do not fit (a very large downsampling ratio) or \
+planes past 32-bit indexing; max_pool_tile_* stage x, argmax and dy \
 per tile and run the generic max_pool_{forward,grad,grad_argmax}_* for windows too large \
 for a one-cell tile";
 

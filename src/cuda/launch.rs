@@ -179,6 +179,61 @@ pub fn resize_tile(p: &GoResizeParams) -> Option<Launch> {
     tiled_grid(spatial, planes)
 }
 
+/// Elements of `elem_size` bytes in 16 bytes (the vector width of `resize_box_*`).
+pub fn vec16(elem_size: usize) -> u64 {
+    16 / elem_size.max(1) as u64
+}
+
+/// Whether `resize_box_*` can use 16-byte vectors for `p` (`box_h`, `box_w` set) with
+/// elements of `elem_size` bytes and both buffers 16-byte aligned: NHWC with `c` a
+/// multiple of the vector, or NCHW with `box_w == 2` and `dst_w` a multiple of it.
+pub fn resize_box_vec(p: &GoResizeParams, elem_size: usize, aligned: bool) -> bool {
+    let v = vec16(elem_size);
+    aligned
+        && if p.layout == GO_LAYOUT_NCHW as i32 {
+            p.box_w == 2 && nonneg(p.dst_w) % v == 0
+        } else {
+            nonneg(p.c) % v == 0
+        }
+}
+
+/// Whether `resize_box_*` can run `p` at all: its rows (`n*c*dst_h` or `n*dst_h`) fit 32
+/// bits and each source plane fits 32-bit indexing.
+pub fn resize_box_fits(p: &GoResizeParams) -> bool {
+    let nchw = p.layout == GO_LAYOUT_NCHW as i32;
+    let cin = if nchw { 1 } else { nonneg(p.c) };
+    let planes = if nchw {
+        nonneg(p.n) * nonneg(p.c)
+    } else {
+        nonneg(p.n)
+    };
+    let rows = planes.checked_mul(nonneg(p.dst_h));
+    let plane = nonneg(p.src_h)
+        .checked_mul(nonneg(p.src_w))
+        .and_then(|v| v.checked_mul(cin));
+    rows.is_some_and(|r| r <= u32::MAX as u64) && plane.is_some_and(|v| v <= i32::MAX as u64)
+}
+
+/// `resize_box_*`: x over the inner run in groups of `p.vec`, y over rows.
+pub fn resize_box(p: &GoResizeParams) -> Option<Launch> {
+    let nchw = p.layout == GO_LAYOUT_NCHW as i32;
+    let (cin, planes) = if nchw {
+        (1, nonneg(p.n) * nonneg(p.c))
+    } else {
+        (nonneg(p.c), nonneg(p.n))
+    };
+    let groups = nonneg(p.dst_w) * cin / nonneg(p.vec as i64).max(1);
+    let rows = planes * nonneg(p.dst_h);
+    (groups > 0 && rows > 0).then(|| Launch {
+        grid: (
+            cap(ceil_div(groups, BLOCK as u64), MAX_GRID_X),
+            cap(rows, MAX_GRID_YZ),
+            1,
+        ),
+        block: (BLOCK, 1, 1),
+    })
+}
+
 /// Which tiled max-pool kernel a tiling is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PoolKernel {

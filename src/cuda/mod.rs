@@ -39,7 +39,7 @@ pub use launch::PoolKernel;
 pub use ops::{
     conv2d, conv2d_backprop_input, max_pool, max_pool_grad, max_pool_grad_with_argmax,
     max_pool_kernel, pool_kernel, resize, resize_grad, resize_grad_kernel, resize_kernel,
-    run_resize_plan,
+    run_resize_plan, ResizeKernel,
 };
 pub use ptx::{build_info, BuildInfo, PtxImage};
 pub use runtime::{context, probe, stream, DeviceInfo};

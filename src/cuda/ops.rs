@@ -153,26 +153,53 @@ fn resize_params(
     })
 }
 
-/// The kernel that runs a (non-identity) resize plan on the GPU: `resize_tile_<dtype>`
-/// (two-pass, shared-memory tiles, 32-bit in-plane indexing) when the plan fits it, else
-/// the generic `resize_gather_<dtype>`. With its tiling, for the launch.
+/// How the GPU runs a (non-identity) resize plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResizeKernel {
+    /// `resize_box_<dtype>`: both tables are boxes of these factors (height, width).
+    Box(i32, i32),
+    /// `resize_tile_<dtype>` with this tiling.
+    Tile(launch::ResizeTiling),
+    /// `resize_gather_<dtype>`: the generic table gather.
+    Gather,
+}
+
+/// The kernel that runs a (non-identity) resize plan on the GPU: `resize_box_<dtype>` when
+/// both tables are boxes (nearest gradients by integer factors: no table reads, 16-byte
+/// accesses where aligned), else `resize_tile_<dtype>` (two-pass, shared-memory tiles,
+/// 32-bit in-plane indexing) when the plan fits it, else the generic
+/// `resize_gather_<dtype>`. Its name, and how to launch it.
 pub fn resize_kernel<T: Element>(
     plan: &ResizePlan<T::Acc>,
     layout: Layout,
-) -> Result<(String, Option<launch::ResizeTiling>)> {
+) -> Result<(String, ResizeKernel)> {
     let p = resize_params("resize", plan.src, plan.dst, layout, 0, 0)?;
-    let tiling = launch::resize_tiling(
-        &p,
-        &plan.y.offsets,
-        &plan.y.index,
-        std::mem::size_of::<T::Acc>(),
-    );
-    let family = if tiling.is_some() {
-        "resize_tile"
-    } else {
-        "resize_gather"
+    let boxed = match (plan.y.box_factor(), plan.x.box_factor()) {
+        (Some(fh), Some(fw)) if fh <= 1 << 16 && fw <= 1 << 16 => {
+            let q = GoResizeParams {
+                box_h: fh as i32,
+                box_w: fw as i32,
+                ..p
+            };
+            launch::resize_box_fits(&q).then_some(ResizeKernel::Box(fh as i32, fw as i32))
+        }
+        _ => None,
     };
-    Ok((format!("{family}_{}", T::SUFFIX), tiling))
+    let kernel = boxed.unwrap_or_else(|| {
+        launch::resize_tiling(
+            &p,
+            &plan.y.offsets,
+            &plan.y.index,
+            std::mem::size_of::<T::Acc>(),
+        )
+        .map_or(ResizeKernel::Gather, ResizeKernel::Tile)
+    });
+    let family = match kernel {
+        ResizeKernel::Box(..) => "resize_box",
+        ResizeKernel::Tile(_) => "resize_tile",
+        ResizeKernel::Gather => "resize_gather",
+    };
+    Ok((format!("{family}_{}", T::SUFFIX), kernel))
 }
 
 /// The device kernel `resize_grad` runs for these shapes (`resize_tile_f32`,
@@ -200,8 +227,11 @@ pub(crate) fn resize_raw<T: Element>(
     src: u64,
     dst: u64,
 ) -> Result<()> {
-    let (kernel, tiling) = resize_kernel::<T>(plan, layout)?;
-    let row_tiles = tiling.as_ref().map_or(&[][..], |t| &t.row_tiles[..]);
+    let (kernel, how) = resize_kernel::<T>(plan, layout)?;
+    let row_tiles = match &how {
+        ResizeKernel::Tile(t) => &t.row_tiles[..],
+        _ => &[][..],
+    };
     let t = device_tables(stream, op, plan, row_tiles)?;
     let g: Vec<_> = t.bufs.iter().map(|b| b.device_ptr(stream)).collect();
     let mut p = GoResizeParams {
@@ -213,8 +243,18 @@ pub(crate) fn resize_raw<T: Element>(
         x_weight: g[5].0,
         ..resize_params(op, plan.src, plan.dst, layout, src, dst)?
     };
-    let l = match &tiling {
-        Some(tl) => {
+    let l = match &how {
+        ResizeKernel::Box(fh, fw) => {
+            (p.box_h, p.box_w) = (*fh, *fw);
+            let aligned = src % 16 == 0 && dst % 16 == 0;
+            p.vec = if launch::resize_box_vec(&p, std::mem::size_of::<T>(), aligned) {
+                launch::vec16(std::mem::size_of::<T>()) as i32
+            } else {
+                1
+            };
+            launch::resize_box(&p)
+        }
+        ResizeKernel::Tile(tl) => {
             p.row_tiles = g[6].0;
             p.tile_h = tl.tile_h;
             p.tile_w = tl.tile_w;
@@ -222,7 +262,7 @@ pub(crate) fn resize_raw<T: Element>(
             p.max_taps = tl.max_taps;
             launch::resize_tile(&p)
         }
-        None => launch::resize(&p),
+        ResizeKernel::Gather => launch::resize(&p),
     };
     let Some(l) = l else {
         return Ok(());
@@ -239,6 +279,10 @@ pub(crate) fn resize_raw<T: Element>(
     // tables (each tile row's source rows lie in [first, first + count) and count rows of
     // tile_w accumulators, with the tile's y taps, fit GO_RESIZE_TILE_SMEM) and checked that each plane's indices
     // fit an int32; its grid-stride loop covers exactly the tiles of n*c*dst_h*dst_w.
+    // resize_box runs only when both tables are boxes (source index f*d + t < f*dst_len =
+    // the source axis length, checked by AxisTable::box_factor), with 32-bit rows and
+    // planes (launch::resize_box_fits), and 16-byte accesses only on 16-byte aligned
+    // buffers whose rows and vector groups launch::resize_box_vec checked stay aligned.
     unsafe { b.launch(config(l)) }.map_err(|e| cuda_err(op, &format!("launching {kernel}"), e))?;
     drop(g);
     Ok(())

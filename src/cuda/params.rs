@@ -36,10 +36,14 @@ pub struct GoResizeParams {
     pub tile_w: i32,
     pub span_h: i32,
     pub max_taps: i32,
+    pub box_h: i32,
+    pub box_w: i32,
+    pub vec: i32,
+    pub reserved2: i32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GoResizeParams"][::std::mem::size_of::<GoResizeParams>() - 144usize];
+    ["Size of GoResizeParams"][::std::mem::size_of::<GoResizeParams>() - 160usize];
     ["Alignment of GoResizeParams"][::std::mem::align_of::<GoResizeParams>() - 8usize];
     ["Offset of field: GoResizeParams::src"][::std::mem::offset_of!(GoResizeParams, src) - 0usize];
     ["Offset of field: GoResizeParams::dst"][::std::mem::offset_of!(GoResizeParams, dst) - 8usize];
@@ -79,6 +83,14 @@ const _: () = {
         [::std::mem::offset_of!(GoResizeParams, span_h) - 136usize];
     ["Offset of field: GoResizeParams::max_taps"]
         [::std::mem::offset_of!(GoResizeParams, max_taps) - 140usize];
+    ["Offset of field: GoResizeParams::box_h"]
+        [::std::mem::offset_of!(GoResizeParams, box_h) - 144usize];
+    ["Offset of field: GoResizeParams::box_w"]
+        [::std::mem::offset_of!(GoResizeParams, box_w) - 148usize];
+    ["Offset of field: GoResizeParams::vec"]
+        [::std::mem::offset_of!(GoResizeParams, vec) - 152usize];
+    ["Offset of field: GoResizeParams::reserved2"]
+        [::std::mem::offset_of!(GoResizeParams, reserved2) - 156usize];
 };
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]

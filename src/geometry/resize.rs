@@ -407,6 +407,26 @@ impl<A: Accum> AxisTable<A> {
             own == A::one()
         })
     }
+
+    /// `Some(f)` when this table is a box of `f`: destination `d` takes exactly sources
+    /// `f*d .. f*d + f`, in order, each with weight 1, and there are `f * dst_len` sources
+    /// (the gradient of a nearest resize by the integer factor `f`, e.g. `asymmetric` +
+    /// `floor`). The GPU then sums without reading the table.
+    pub fn box_factor(&self) -> Option<usize> {
+        let dst = self.dst_len();
+        if dst == 0 || self.src_len % dst != 0 {
+            return None;
+        }
+        let f = self.src_len / dst;
+        let regular = (0..dst).all(|d| {
+            let (a, b) = (self.offsets[d] as usize, self.offsets[d + 1] as usize);
+            b - a == f
+                && (0..f).all(|t| {
+                    self.index[a + t] as usize == f * d + t && self.weight[a + t] == A::one()
+                })
+        });
+        regular.then_some(f)
+    }
 }
 
 /// A validated resize: source and destination dims plus the two axis tables of the gather
@@ -595,5 +615,38 @@ mod tests {
             NearestMode::Floor,
         );
         assert!(AxisTable::forward(&AxisMap::<f64>::new(7, 7, None, &nn_floor)).is_identity());
+    }
+
+    #[test]
+    fn box_factor_detection() {
+        let nearest = |ctm, nm| attrs(ResizeMode::Nearest, ctm, nm);
+        let grad = |a: &ResizeAttrs, inn, out| {
+            AxisTable::forward(&AxisMap::<f32>::new(inn, out, None, a))
+                .transpose()
+                .box_factor()
+        };
+        let floor = nearest(CoordinateTransform::Asymmetric, NearestMode::Floor);
+        assert_eq!(grad(&floor, 128, 256), Some(2));
+        assert_eq!(grad(&floor, 5, 15), Some(3));
+        assert_eq!(grad(&floor, 7, 7), Some(1));
+        // half_pixel + round_prefer_floor at 2x is the same box.
+        let hp = nearest(
+            CoordinateTransform::HalfPixel,
+            NearestMode::RoundPreferFloor,
+        );
+        assert_eq!(grad(&hp, 64, 128), Some(2));
+        // Not boxes: a non-integer factor, a shifted map (source 0 gets one output, the
+        // last three), linear weights.
+        assert_eq!(grad(&floor, 97, 256), None);
+        let shifted = nearest(CoordinateTransform::TfHalfPixelForNn, NearestMode::Ceil);
+        assert_eq!(grad(&shifted, 64, 128), None);
+        let lin = attrs(
+            ResizeMode::Linear,
+            CoordinateTransform::HalfPixel,
+            NearestMode::Floor,
+        );
+        assert_eq!(grad(&lin, 128, 256), None);
+        // An upsampling gradient (each source feeds several destinations) is not a box.
+        assert_eq!(grad(&floor, 256, 128), None);
     }
 }
