@@ -64,7 +64,7 @@ fi
 NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
 if has ncu && [[ -n "$NCU" ]]; then
   # One launch of each memory-bound kernel at the SPEC's GPU size (f32, NCHW).
-  for spec in W1:resize_tile_f32 W2:resize_tile_f32 W3:resize_tile_f32 \
+  for spec in W1:resize_tile_f32 W2:resize_tile_f32 W3:resize_box_f32 \
     W6:max_pool_tile_grad_f32 W6:max_pool_tile_grad_argmax_f32 W6:max_pool_tile_forward_f32; do
     wl="${spec%%:*}" k="${spec#*:}"
     echo "##### $wl $k" >>"$OUT/ncu.txt"
@@ -81,7 +81,7 @@ if has sass && [[ -n "$OBJDUMP" ]]; then
   # SASS of the memory-bound kernels (f32), from the sm_90 cubins the prebuild made.
   for cubin in "$BUNDLE"/resize.sm_90.cubin "$BUNDLE"/pool.sm_90.cubin; do
     [[ -e "$cubin" ]] || continue
-    for f in resize_tile_f32 max_pool_tile_grad_f32 max_pool_tile_grad_argmax_f32; do
+    for f in resize_tile_f32 resize_box_f32 max_pool_tile_grad_f32 max_pool_tile_grad_argmax_f32; do
       "$OBJDUMP" -sass -fun "$f" "$cubin" >>"$OUT/sass.txt" 2>/dev/null
     done
   done
