@@ -240,13 +240,19 @@ GO_DEV void resize_box_body(const GoResizeParams& p) {
     const uint32_t rows = (uint32_t)((nchw ? p.n * p.c : p.n) * p.dst_h);
     const bool vec = p.vec > 1;
     const int groups = vec ? dst_inner / V : dst_inner;
+    // Block shape: gx threads across a row's groups (a power of two, up to the block),
+    // the rest of the block across rows, so short rows do not leave threads idle.
+    int gx = 32;
+    while (gx < groups && gx < (int)blockDim.x) gx <<= 1;
+    const int tx = (int)threadIdx.x % gx, ty = (int)threadIdx.x / gx;
+    const uint32_t ny = blockDim.x / (uint32_t)gx;
 
-    for (uint32_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    for (uint32_t r = blockIdx.y * ny + ty; r < rows; r += gridDim.y * ny) {
         const uint32_t plane = r / (uint32_t)dst_h;
         const int i = (int)(r - plane * (uint32_t)dst_h);
         const T* __restrict__ sp = src + (go_i64)plane * ((go_i64)p.src_h * src_inner) + (go_i64)fh * i * src_inner;
         T* __restrict__ dp = dst + (go_i64)r * dst_inner;
-        for (int g = (int)(blockIdx.x * blockDim.x + threadIdx.x); g < groups; g += (int)(gridDim.x * blockDim.x)) {
+        for (int g = (int)blockIdx.x * gx + tx; g < groups; g += (int)gridDim.x * gx) {
             if (!vec) {
                 // One output: k = j*cin + c reads columns box_w*j + b of channel c.
                 const int j = g / cin, c = g - j * cin;

@@ -214,7 +214,9 @@ pub fn resize_box_fits(p: &GoResizeParams) -> bool {
     rows.is_some_and(|r| r <= u32::MAX as u64) && plane.is_some_and(|v| v <= i32::MAX as u64)
 }
 
-/// `resize_box_*`: x over the inner run in groups of `p.vec`, y over rows.
+/// `resize_box_*`: the kernel splits each block into `gx` threads across a row's groups of
+/// `p.vec` (`gx` the next power of two >= groups, 32..256) and `256 / gx` rows; x over the
+/// groups `gx` at a time, y over rows `256 / gx` at a time.
 pub fn resize_box(p: &GoResizeParams) -> Option<Launch> {
     let nchw = p.layout == GO_LAYOUT_NCHW as i32;
     let (cin, planes) = if nchw {
@@ -224,10 +226,12 @@ pub fn resize_box(p: &GoResizeParams) -> Option<Launch> {
     };
     let groups = nonneg(p.dst_w) * cin / nonneg(p.vec as i64).max(1);
     let rows = planes * nonneg(p.dst_h);
+    let gx = groups.clamp(32, BLOCK as u64).next_power_of_two();
+    let per_block_rows = BLOCK as u64 / gx;
     (groups > 0 && rows > 0).then(|| Launch {
         grid: (
-            cap(ceil_div(groups, BLOCK as u64), MAX_GRID_X),
-            cap(rows, MAX_GRID_YZ),
+            cap(ceil_div(groups, gx), MAX_GRID_X),
+            cap(ceil_div(rows, per_block_rows), MAX_GRID_YZ),
             1,
         ),
         block: (BLOCK, 1, 1),
