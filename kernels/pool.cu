@@ -166,14 +166,21 @@ GO_DEV bool pool_tile_argmax(const T* xs, const GoPoolSpan& ys, const GoPoolSpan
 struct GoWalk3 {
     int a, b, c, da, db, dc, nb, nc;
     GO_DEV GoWalk3(int e0, int step, int nb_, int nc_) : nb(nb_), nc(nc_) {
-        c = e0 % nc;
-        int t = e0 / nc;
-        b = t % nb;
-        a = t / nb;
-        dc = step % nc;
-        t = step / nc;
-        db = t % nb;
-        da = t / nb;
+        // Unsigned division (cheaper), and none at all over channels for NCHW (nc == 1).
+        const unsigned ue = (unsigned)e0, us = (unsigned)step, unb = (unsigned)nb;
+        unsigned t = ue, u = us;
+        c = 0;
+        dc = 0;
+        if (nc != 1) {
+            t = ue / (unsigned)nc;
+            c = (int)(ue - t * (unsigned)nc);
+            u = us / (unsigned)nc;
+            dc = (int)(us - u * (unsigned)nc);
+        }
+        a = (int)(t / unb);
+        b = (int)(t - (unsigned)a * unb);
+        da = (int)(u / unb);
+        db = (int)(u - (unsigned)da * unb);
     }
     GO_DEV void next() {
         c += dc;
@@ -217,13 +224,25 @@ GO_DEV void max_pool_tile_impl(const GoPoolParams& p) {
     const int tid = (int)threadIdx.x, nthreads = (int)blockDim.x;
     unsigned char* sbytes = reinterpret_cast<unsigned char*>(smem);
 
+    const bool narrow = tiles <= 0xffffffffLL;  // 32-bit tile arithmetic (the usual case)
     for (go_i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
-        const int tx = (int)(t % tiles_w);
-        go_i64 q = t / tiles_w;
-        const int ty = (int)(q % tiles_h);
-        q /= tiles_h;
-        const int tcz = (int)(q % tiles_c);
-        const go_i64 n = q / tiles_c;
+        int tx, ty, tcz;
+        go_i64 n;
+        if (narrow) {
+            const unsigned ut = (unsigned)t, q1 = ut / (unsigned)tiles_w, q2 = q1 / (unsigned)tiles_h;
+            tx = (int)(ut - q1 * (unsigned)tiles_w);
+            ty = (int)(q1 - q2 * (unsigned)tiles_h);
+            const unsigned q3 = q2 / (unsigned)tiles_c;
+            tcz = (int)(q2 - q3 * (unsigned)tiles_c);
+            n = q3;
+        } else {
+            tx = (int)(t % tiles_w);
+            go_i64 q = t / tiles_w;
+            ty = (int)(q % tiles_h);
+            q /= tiles_h;
+            tcz = (int)(q % tiles_c);
+            n = q / tiles_c;
+        }
         const int r0 = ty * th, r1 = (int)go_min(r0 + th, rows);
         const int q0 = tx * tw, q1 = (int)go_min(q0 + tw, cols);
         const int c0 = tcz * tc, nc = (int)go_min(tc, C - c0);
