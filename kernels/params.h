@@ -139,7 +139,7 @@ typedef struct GoConvParams {
  * In-image index math is 32-bit (the host checks c*hi*wi and c*ho*wo fit an int32).
  * The host sizes the tile so that its staging fits GO_POOL_TILE_SMEM.
  * Launch: block (256,1,1), grid.x any (grid-stride over all tiles). */
-#define GO_POOL_TILE_SMEM 24576
+#define GO_POOL_TILE_SMEM 45056
 typedef struct GoPoolParams {
     uint64_t x;      /* const T* */
     uint64_t y;      /* T* (forward) */

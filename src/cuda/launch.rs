@@ -294,7 +294,8 @@ fn pool_tile_smem(
 /// or `None` when it cannot run it (an image past 32-bit indexing, or windows so large
 /// that even a one-cell tile's staging does not fit the shared memory): then the generic
 /// kernel runs it. NCHW tiles one channel at a time, rows x columns; NHWC tiles up to 32
-/// channels innermost (coalesced) over a small patch. Tiles aim at 2048 elements.
+/// channels innermost (coalesced) over a small patch. Tiles aim at 4096 elements (16 per
+/// thread), so that the per-tile setup (spans, window ranges, walkers) is amortised.
 pub fn pool_tiling(
     p: &GoPoolParams,
     kind: PoolKernel,
@@ -325,11 +326,14 @@ pub fn pool_tiling(
             65..=128 => 128,
             _ => 64,
         };
-        (2048 / tw, tw, 1)
+        (4096 / tw, tw, 1)
     } else {
         let tc = c.clamp(1, 32);
-        let side = if tc >= 32 { 8 } else { 16 };
-        (side, side, tc)
+        if tc >= 32 {
+            (16, 8, tc)
+        } else {
+            (16, 16, tc)
+        }
     };
     let (elem, acc) = (elem as u64, acc as u64);
     loop {

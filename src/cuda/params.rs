@@ -11,7 +11,7 @@ pub const GO_CONV_TILE_C: u32 = 64;
 pub const GO_CONV_TILE_K: u32 = 16;
 pub const GO_RESIZE_TILE_SMEM: u32 = 24576;
 pub const GO_RESIZE_REG_TAPS: u32 = 4;
-pub const GO_POOL_TILE_SMEM: u32 = 24576;
+pub const GO_POOL_TILE_SMEM: u32 = 45056;
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
 pub struct GoResizeParams {
