@@ -95,6 +95,9 @@ int main() {
     GO_EMU_KERNEL(max_pool_tile_forward, GoPoolParams, 5)
     GO_EMU_KERNEL(max_pool_tile_grad, GoPoolParams, 5)
     GO_EMU_KERNEL(max_pool_tile_grad_argmax, GoPoolParams, 5)
+    GO_EMU_KERNEL(max_pool_tile_k3_forward, GoPoolParams, 5)
+    GO_EMU_KERNEL(max_pool_tile_k3_grad, GoPoolParams, 5)
+    GO_EMU_KERNEL(max_pool_tile_k3_grad_argmax, GoPoolParams, 5)
     { die(("unknown kernel " + name).c_str()); }
 
     for (auto& b : bufs) {

@@ -58,7 +58,7 @@
  * only where the host checked the alignment: NHWC with c a multiple of vec, or NCHW
  * with box_w == 2 and dst_w a multiple of vec. Index math inside a plane is 32-bit.
  * Launch: block (256,1,1), split in the kernel into gx threads across a row's groups
- * of vec (gx = the next power of two >= groups, 32..256) times 256/gx rows; grid.x
+ * of vec (gx = the next power of two >= groups, up to 256) times 256/gx rows; grid.x
  * strides over a row's groups gx at a time, grid.y over rows (n*c*dst_h for NCHW, n*dst_h for NHWC; the host checks they fit
  * 32 bits); any grid size is correct. */
 typedef struct GoResizeParams {

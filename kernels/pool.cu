@@ -138,7 +138,8 @@ GO_DEV GoPoolSpan pool_span_of_windows(int w0, int w1, int pad, int k, int s, in
 // TF-rule argmax of window (oy, ox), channel ch, over the staged cells xs
 // ([ys.nx][xsp.nx][tc]); returns the cell as (row, col) in image coordinates through
 // *h, *w, or false for a window with no in-bounds cell. *best gets the value.
-template <typename T>
+// kK > 0: the window is at most kK x kK, and the scan is unrolled (predicated) over it.
+template <typename T, int kK>
 GO_DEV bool pool_tile_argmax(const T* xs, const GoPoolSpan& ys, const GoPoolSpan& xsp, int tc,
                              int ch, int oy, int ox, int kh, int kw, int sh, int sw, int pt,
                              int pl, int* h, int* w, T* best) {
@@ -149,13 +150,20 @@ GO_DEV bool pool_tile_argmax(const T* xs, const GoPoolSpan& ys, const GoPoolSpan
     bool found = false;
     A bv = A(0);
     T bt = go_lowest<T>();
-    for (int yy = ya; yy < yb; ++yy) {
-        const T* row = xs + ((yy - ys.x0) * xsp.nx) * tc + ch;
-        for (int xx = xa; xx < xb; ++xx) {
-            const T t = row[(xx - xsp.x0) * tc];
-            const A v = go_to_acc(t);
-            if (!found || v > bv) { found = true; bv = v; bt = t; *h = yy; *w = xx; }
-        }
+    auto visit = [&](int yy, int xx) {
+        const T t = xs[((yy - ys.x0) * xsp.nx + (xx - xsp.x0)) * tc + ch];
+        const A v = go_to_acc(t);
+        if (!found || v > bv) { found = true; bv = v; bt = t; *h = yy; *w = xx; }
+    };
+    if constexpr (kK > 0) {
+#pragma unroll
+        for (int u = 0; u < kK; ++u)
+#pragma unroll
+            for (int v = 0; v < kK; ++v)
+                if (ya + u < yb && xa + v < xb) visit(ya + u, xa + v);
+    } else {
+        for (int yy = ya; yy < yb; ++yy)
+            for (int xx = xa; xx < xb; ++xx) visit(yy, xx);
     }
     *best = bt;
     return found;
@@ -195,7 +203,9 @@ struct GoWalk3 {
 
 GO_DEV int go_align4(int bytes) { return (bytes + 3) & ~3; }
 
-template <typename T, int kMode>
+// kK > 0: windows of at most kK x kK (so at most kK windows per axis contain a cell, the
+// stride being >= 1): the window scans and the gather loops are unrolled and predicated.
+template <typename T, int kMode, int kK>
 GO_DEV void max_pool_tile_impl(const GoPoolParams& p) {
     typedef typename GoAcc<T>::type A;
     __shared__ double smem[GO_POOL_TILE_SMEM / sizeof(double)];
@@ -298,7 +308,7 @@ GO_DEV void max_pool_tile_impl(const GoPoolParams& p) {
                 const int oy = r0 + it.a, ox = q0 + it.b, ch = it.c;
                 int h = 0, w = 0;
                 T best;
-                const bool found = pool_tile_argmax<T>(x_s, ys, xsp, nc, ch, oy, ox, kh, kw, sh, sw,
+                const bool found = pool_tile_argmax<T, kK>(x_s, ys, xsp, nc, ch, oy, ox, kh, kw, sh, sw,
                                                        pt, pl, &h, &w, &best);
                 const go_i64 o = yb + (c0 + ch) * ys_c + oy * ys_h + ox * ys_w;
                 y[o] = best;
@@ -318,7 +328,7 @@ GO_DEV void max_pool_tile_impl(const GoPoolParams& p) {
                 } else {
                     int h = 0, w = 0;
                     T best;
-                    const bool found = pool_tile_argmax<T>(x_s, ys, xsp, nc, ch, oy, ox, kh, kw, sh,
+                    const bool found = pool_tile_argmax<T, kK>(x_s, ys, xsp, nc, ch, oy, ox, kh, kw, sh,
                                                            sw, pt, pl, &h, &w, &best);
                     am_s[e] = found ? (c0 + ch) * xs_c + h * xs_h + w * xs_w : -1;
                 }
@@ -332,12 +342,19 @@ GO_DEV void max_pool_tile_impl(const GoPoolParams& p) {
                 const int ox0 = wc[2 * it.b], ox1 = wc[2 * it.b + 1];
                 const int me = (c0 + ch) * xs_c + h * xs_h + w * xs_w;
                 A acc = A(0);
-                for (int oy = oy0; oy < oy1; ++oy) {
-                    const int base = oy * xsp.nw;
-                    for (int ox = ox0; ox < ox1; ++ox) {
-                        const int idx = (base + ox) * nc + ch;
-                        if (am_s[idx] == me) acc += dy_s[idx];
-                    }
+                auto visit = [&](int oy, int ox) {
+                    const int idx = (oy * xsp.nw + ox) * nc + ch;
+                    if (am_s[idx] == me) acc += dy_s[idx];
+                };
+                if constexpr (kK > 0) {
+#pragma unroll
+                    for (int u = 0; u < kK; ++u)
+#pragma unroll
+                        for (int v = 0; v < kK; ++v)
+                            if (oy0 + u < oy1 && ox0 + v < ox1) visit(oy0 + u, ox0 + v);
+                } else {
+                    for (int oy = oy0; oy < oy1; ++oy)
+                        for (int ox = ox0; ox < ox1; ++ox) visit(oy, ox);
                 }
                 dxn[me] = go_from_acc<T>(acc);
             }
@@ -346,10 +363,17 @@ GO_DEV void max_pool_tile_impl(const GoPoolParams& p) {
     }
 }
 
-template <typename T> GO_DEV void max_pool_tile_forward_body(const GoPoolParams& p) { max_pool_tile_impl<T, GO_POOL_FORWARD>(p); }
-template <typename T> GO_DEV void max_pool_tile_grad_body(const GoPoolParams& p) { max_pool_tile_impl<T, GO_POOL_GRAD>(p); }
-template <typename T> GO_DEV void max_pool_tile_grad_argmax_body(const GoPoolParams& p) { max_pool_tile_impl<T, GO_POOL_GRAD_STORED>(p); }
+template <typename T> GO_DEV void max_pool_tile_forward_body(const GoPoolParams& p) { max_pool_tile_impl<T, GO_POOL_FORWARD, 0>(p); }
+template <typename T> GO_DEV void max_pool_tile_grad_body(const GoPoolParams& p) { max_pool_tile_impl<T, GO_POOL_GRAD, 0>(p); }
+template <typename T> GO_DEV void max_pool_tile_grad_argmax_body(const GoPoolParams& p) { max_pool_tile_impl<T, GO_POOL_GRAD_STORED, 0>(p); }
+// Windows of at most 3x3 (the common 3x3 and 2x2 pools), unrolled.
+template <typename T> GO_DEV void max_pool_tile_k3_forward_body(const GoPoolParams& p) { max_pool_tile_impl<T, GO_POOL_FORWARD, 3>(p); }
+template <typename T> GO_DEV void max_pool_tile_k3_grad_body(const GoPoolParams& p) { max_pool_tile_impl<T, GO_POOL_GRAD, 3>(p); }
+template <typename T> GO_DEV void max_pool_tile_k3_grad_argmax_body(const GoPoolParams& p) { max_pool_tile_impl<T, GO_POOL_GRAD_STORED, 3>(p); }
 
 GO_INSTANTIATE_STREAMING(max_pool_tile_forward, GoPoolParams, max_pool_tile_forward_body)
 GO_INSTANTIATE_STREAMING(max_pool_tile_grad, GoPoolParams, max_pool_tile_grad_body)
 GO_INSTANTIATE_STREAMING(max_pool_tile_grad_argmax, GoPoolParams, max_pool_tile_grad_argmax_body)
+GO_INSTANTIATE_STREAMING(max_pool_tile_k3_forward, GoPoolParams, max_pool_tile_k3_forward_body)
+GO_INSTANTIATE_STREAMING(max_pool_tile_k3_grad, GoPoolParams, max_pool_tile_k3_grad_body)
+GO_INSTANTIATE_STREAMING(max_pool_tile_k3_grad_argmax, GoPoolParams, max_pool_tile_k3_grad_argmax_body)

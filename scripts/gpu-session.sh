@@ -65,7 +65,7 @@ NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/
 if has ncu && [[ -n "$NCU" ]]; then
   # One launch of each memory-bound kernel at the SPEC's GPU size (f32, NCHW).
   for spec in W1:resize_tile_f32 W2:resize_tile_f32 W3:resize_box_f32 \
-    W6:max_pool_tile_grad_f32 W6:max_pool_tile_grad_argmax_f32 W6:max_pool_tile_forward_f32; do
+    W6:max_pool_tile_k3_grad_f32 W6:max_pool_tile_k3_grad_argmax_f32 W6:max_pool_tile_k3_forward_f32; do
     wl="${spec%%:*}" k="${spec#*:}"
     echo "##### $wl $k" >>"$OUT/ncu.txt"
     step "ncu_${wl}_$k" 60 bash -c '"$0" --clock-control none -k "$1" -s 2 -c 1 \
@@ -81,7 +81,7 @@ if has sass && [[ -n "$OBJDUMP" ]]; then
   # SASS of the memory-bound kernels (f32), from the sm_90 cubins the prebuild made.
   for cubin in "$BUNDLE"/resize.sm_90.cubin "$BUNDLE"/pool.sm_90.cubin; do
     [[ -e "$cubin" ]] || continue
-    for f in resize_tile_f32 resize_box_f32 max_pool_tile_grad_f32 max_pool_tile_grad_argmax_f32; do
+    for f in resize_tile_f32 resize_box_f32 max_pool_tile_k3_grad_f32 max_pool_tile_k3_grad_argmax_f32; do
       "$OBJDUMP" -sass -fun "$f" "$cubin" >>"$OUT/sass.txt" 2>/dev/null
     done
   done

@@ -403,7 +403,7 @@ mod gpu {
             cuda::PoolKernel::GradStored,
         )
         .unwrap();
-        assert_eq!(k, "max_pool_tile_grad_argmax_f32");
+        assert_eq!(k, "max_pool_tile_k3_grad_argmax_f32");
     }
 
     /// resize_grad -> max_pool_grad chained on device buffers with no host sync between,

@@ -1033,8 +1033,8 @@ fn emulated_max_pool() {
     println!("emulated_max_pool: {ran} random cases x 3 kernels x 2 grids");
 }
 
-/// One max-pool case through the generic and the tiled forward, grad and stored-argmax
-/// grad kernels, against the reference (TF rule), every grad bitwise equal to the others.
+/// One max-pool case through the generic, tiled and (windows up to 3x3) unrolled tiled
+/// forward, grad and stored-argmax grad kernels, against the reference (TF rule), every grad bitwise equal to the others.
 fn pool_case(
     dt: Dt,
     layout: i32,
@@ -1109,14 +1109,21 @@ fn pool_case(
         ..Default::default()
     };
     let mut grads = Vec::new();
-    for tiled in [false, true] {
-        // The tiled kernels with the runtime's own tiles; the generic ones otherwise.
+    // The generic kernels, the tiled ones with the runtime's own tiles, and the unrolled
+    // tiled ones for windows of at most 3x3.
+    let variants: &[&str] = if kh <= 3 && kw <= 3 {
+        &["", "tile_", "tile_k3_"]
+    } else {
+        &["", "tile_"]
+    };
+    for &variant in variants {
+        let tiled = !variant.is_empty();
         let tile_of = |kind: launch::PoolKernel, family: &str| {
             let tile = launch::pool_tiling(&p, kind, dt.size(), if dt == Dt::F64 { 8 } else { 4 })
                 .expect("small windows always fit the tiled max-pool kernels");
             let mut q = p;
             (q.tile_h, q.tile_w, q.tile_c) = tile;
-            (q, format!("max_pool_tile_{family}_{}", dt.suffix()))
+            (q, format!("max_pool_{variant}{family}_{}", dt.suffix()))
         };
         let (pf, fwd_name, fwd_launch) = if tiled {
             let (q, name) = tile_of(launch::PoolKernel::Forward, "forward");

@@ -215,7 +215,7 @@ pub fn resize_box_fits(p: &GoResizeParams) -> bool {
 }
 
 /// `resize_box_*`: the kernel splits each block into `gx` threads across a row's groups of
-/// `p.vec` (`gx` the next power of two >= groups, 32..256) and `256 / gx` rows; x over the
+/// `p.vec` (`gx` the next power of two >= groups, up to 256) and `256 / gx` rows; x over the
 /// groups `gx` at a time, y over rows `256 / gx` at a time.
 pub fn resize_box(p: &GoResizeParams) -> Option<Launch> {
     let nchw = p.layout == GO_LAYOUT_NCHW as i32;
@@ -226,7 +226,7 @@ pub fn resize_box(p: &GoResizeParams) -> Option<Launch> {
     };
     let groups = nonneg(p.dst_w) * cin / nonneg(p.vec as i64).max(1);
     let rows = planes * nonneg(p.dst_h);
-    let gx = groups.clamp(32, BLOCK as u64).next_power_of_two();
+    let gx = groups.clamp(1, BLOCK as u64).next_power_of_two();
     let per_block_rows = BLOCK as u64 / gx;
     (groups > 0 && rows > 0).then(|| Launch {
         grid: (

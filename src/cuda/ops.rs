@@ -535,7 +535,8 @@ fn pool_params(op: &'static str, g: &PoolGeometry, layout: Layout) -> Result<GoP
 
 /// The kernel that runs a max-pool call on the GPU: the tiled kernel
 /// (`max_pool_tile_{forward,grad,grad_argmax}_<dtype>`, shared-memory staging, 32-bit
-/// in-image indexing) when its tile fits, else the generic one
+/// in-image indexing; `max_pool_tile_k3_*` with the window scans and gathers unrolled for
+/// windows of at most 3x3) when its tile fits, else the generic one
 /// (`max_pool_{forward,grad,grad_argmax}_<dtype>`). With the tile, for the launch.
 pub fn pool_kernel<T: Element>(
     g: &PoolGeometry,
@@ -554,7 +555,12 @@ pub fn pool_kernel<T: Element>(
         launch::PoolKernel::Grad => "grad",
         launch::PoolKernel::GradStored => "grad_argmax",
     };
-    let tiled = if tile.is_some() { "tile_" } else { "" };
+    // Windows of at most 3x3 run the unrolled tiled kernels.
+    let tiled = match tile {
+        Some(_) if g.h.kernel <= 3 && g.w.kernel <= 3 => "tile_k3_",
+        Some(_) => "tile_",
+        None => "",
+    };
     Ok((format!("max_pool_{tiled}{family}_{}", T::SUFFIX), tile))
 }
 
