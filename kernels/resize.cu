@@ -5,17 +5,21 @@
 // zero-fill pass: an output whose table rows are empty gets 0.
 #include "common.cuh"
 
+// The per-axis CSR tables of a resize, typed (weights in the accumulation type A).
+#define GO_RESIZE_TABLES(p, A)                                                               \
+    const uint32_t* __restrict__ yo = reinterpret_cast<const uint32_t*>((p).y_offsets);  \
+    const uint32_t* __restrict__ yi = reinterpret_cast<const uint32_t*>((p).y_index);    \
+    const A* __restrict__ yw = reinterpret_cast<const A*>((p).y_weight);                 \
+    const uint32_t* __restrict__ xo = reinterpret_cast<const uint32_t*>((p).x_offsets);  \
+    const uint32_t* __restrict__ xi = reinterpret_cast<const uint32_t*>((p).x_index);    \
+    const A* __restrict__ xw = reinterpret_cast<const A*>((p).x_weight)
+
 template <typename T>
 GO_DEV void resize_gather_body(const GoResizeParams& p) {
     typedef typename GoAcc<T>::type A;
     const T* __restrict__ src = reinterpret_cast<const T*>(p.src);
     T* __restrict__ dst = reinterpret_cast<T*>(p.dst);
-    const uint32_t* __restrict__ yo = reinterpret_cast<const uint32_t*>(p.y_offsets);
-    const uint32_t* __restrict__ yi = reinterpret_cast<const uint32_t*>(p.y_index);
-    const A* __restrict__ yw = reinterpret_cast<const A*>(p.y_weight);
-    const uint32_t* __restrict__ xo = reinterpret_cast<const uint32_t*>(p.x_offsets);
-    const uint32_t* __restrict__ xi = reinterpret_cast<const uint32_t*>(p.x_index);
-    const A* __restrict__ xw = reinterpret_cast<const A*>(p.x_weight);
+    GO_RESIZE_TABLES(p, A);
 
     const bool nchw = p.layout == GO_LAYOUT_NCHW;
     const go_i64 C = p.c;
@@ -79,12 +83,7 @@ GO_DEV void resize_tile_body(const GoResizeParams& p) {
     __shared__ double smem[GO_RESIZE_TILE_SMEM / sizeof(double)];
     const T* __restrict__ src = reinterpret_cast<const T*>(p.src);
     T* __restrict__ dst = reinterpret_cast<T*>(p.dst);
-    const uint32_t* __restrict__ yo = reinterpret_cast<const uint32_t*>(p.y_offsets);
-    const uint32_t* __restrict__ yi = reinterpret_cast<const uint32_t*>(p.y_index);
-    const A* __restrict__ yw = reinterpret_cast<const A*>(p.y_weight);
-    const uint32_t* __restrict__ xo = reinterpret_cast<const uint32_t*>(p.x_offsets);
-    const uint32_t* __restrict__ xi = reinterpret_cast<const uint32_t*>(p.x_index);
-    const A* __restrict__ xw = reinterpret_cast<const A*>(p.x_weight);
+    GO_RESIZE_TABLES(p, A);
     const uint32_t* __restrict__ row_tiles = reinterpret_cast<const uint32_t*>(p.row_tiles);
 
     // Channels interleaved in the inner run: 1 for NCHW, c for NHWC.

@@ -150,26 +150,6 @@ fn context_arch(
     Ok(a)
 }
 
-/// The architecture of the PTX images that [`function`] loads into the stream's context
-/// (`80` for compute_80), for launch code whose configuration depends on the kernel
-/// variant ([`super::images::kernel_variant`]).
-#[allow(dead_code)] // for the per-architecture kernel variants that follow
-pub(crate) fn image_arch(stream: &Arc<CudaStream>, op: &'static str) -> Result<u32> {
-    let b = build_info();
-    if !b.kernels_compiled {
-        return Err(Error::CudaUnavailable {
-            reason: format!("this build has no CUDA kernels ({})", b.reason),
-        });
-    }
-    let ctx = stream.context();
-    let key = ctx.cu_ctx() as usize;
-    let mut all = KERNELS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    context_arch(all.entry(key).or_default(), ctx, op)
-}
-
 /// `kernel` (e.g. `resize_gather_f32`) from `module` (file stem), loaded into the
 /// stream's context on first use, from the module's image for the context's device (the
 /// highest architecture not newer than its compute capability, chosen once per context).
