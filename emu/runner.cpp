@@ -98,6 +98,7 @@ int main() {
     GO_EMU_KERNEL(max_pool_tile_k3_forward, GoPoolParams, 5)
     GO_EMU_KERNEL(max_pool_tile_k3_grad, GoPoolParams, 5)
     GO_EMU_KERNEL(max_pool_tile_k3_grad_argmax, GoPoolParams, 5)
+    GO_EMU_KERNEL(max_pool_direct_k3_forward, GoPoolParams, 5)
     { die(("unknown kernel " + name).c_str()); }
 
     for (auto& b : bufs) {

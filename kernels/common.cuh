@@ -83,6 +83,15 @@ GO_DEV void go_unflatten(int layout, go_i64 i, go_i64 C, go_i64 H, go_i64 W,
     }
 }
 
+// Row-blocked launches: a block's threads split into gx lanes across a row's inner run
+// (gx the next power of two >= inner, at most the block) and blockDim.x / gx rows, so
+// short rows do not leave threads idle (launch::row_blocked on the host).
+GO_DEV int go_row_lanes(int inner) {
+    int gx = 1;
+    while (gx < inner && gx < (int)blockDim.x) gx <<= 1;
+    return gx;
+}
+
 GO_DEV go_i64 go_min(go_i64 a, go_i64 b) { return a < b ? a : b; }
 GO_DEV go_i64 go_max(go_i64 a, go_i64 b) { return a > b ? a : b; }
 // floor(a / b) for b > 0, any sign of a.

@@ -377,3 +377,60 @@ GO_INSTANTIATE_STREAMING(max_pool_tile_grad_argmax, GoPoolParams, max_pool_tile_
 GO_INSTANTIATE_STREAMING(max_pool_tile_k3_forward, GoPoolParams, max_pool_tile_k3_forward_body)
 GO_INSTANTIATE_STREAMING(max_pool_tile_k3_grad, GoPoolParams, max_pool_tile_k3_grad_body)
 GO_INSTANTIATE_STREAMING(max_pool_tile_k3_grad_argmax, GoPoolParams, max_pool_tile_k3_grad_argmax_body)
+
+// ---- direct forward for windows of at most 3x3 --------------------------------------
+// One thread per output, row-blocked (go_row_lanes): grid.y over output rows (n*c*ho for
+// NCHW, n*ho for NHWC), grid.x over a row's inner run (wo, or wo*c). The window's cells
+// are read straight from x through the read-only cache (neighbouring windows share them
+// there), unrolled and predicated over 3x3, with the TF rule; 32-bit in-image indexing.
+template <typename T>
+GO_DEV void max_pool_direct_k3_forward_body(const GoPoolParams& p) {
+    typedef typename GoAcc<T>::type A;
+    const T* __restrict__ x = reinterpret_cast<const T*>(p.x);
+    T* __restrict__ y = reinterpret_cast<T*>(p.y);
+    long long* __restrict__ am = reinterpret_cast<long long*>(p.argmax);
+    const bool nchw = p.layout == GO_LAYOUT_NCHW;
+    const int C = (int)p.c, hi = (int)p.hi, wi = (int)p.wi, ho = (int)p.ho, wo = (int)p.wo;
+    const int kh = (int)p.kh, kw = (int)p.kw, sh = (int)p.sh, sw = (int)p.sw;
+    const int pt = (int)p.pad_top, pl = (int)p.pad_left;
+    const int cin = nchw ? 1 : C;
+    const int inner = wo * cin;
+    const uint32_t rows = (uint32_t)((nchw ? p.n * p.c : p.n) * p.ho);
+    const int gx = go_row_lanes(inner);
+    const int tx = (int)threadIdx.x % gx, ty = (int)threadIdx.x / gx;
+    const uint32_t ny = blockDim.x / (uint32_t)gx;
+    for (uint32_t r = blockIdx.y * ny + ty; r < rows; r += gridDim.y * ny) {
+        // r = plane*ho + oy; a plane is (n, c) for NCHW, an image for NHWC.
+        const uint32_t plane = r / (uint32_t)ho;
+        const int oy = (int)(r - plane * (uint32_t)ho);
+        const go_i64 xbase = (go_i64)plane * hi * wi * cin;
+        const T* __restrict__ xp = x + xbase;
+        const int y0 = oy * sh - pt;
+        for (int k = (int)blockIdx.x * gx + tx; k < inner; k += (int)gridDim.x * gx) {
+            const int ox = nchw ? k : k / C;
+            const int c = k - ox * cin;
+            const int x0 = ox * sw - pl;
+            int bh = -1, bw = 0;
+            A bv = A(0);
+            T bt = go_lowest<T>();
+#pragma unroll
+            for (int u = 0; u < 3; ++u) {
+                const int yy = y0 + u;
+#pragma unroll
+                for (int v = 0; v < 3; ++v) {
+                    const int xx = x0 + v;
+                    if (u < kh && v < kw && yy >= 0 && yy < hi && xx >= 0 && xx < wi) {
+                        const T t = go_ldg(xp + (yy * wi + xx) * cin + c);
+                        const A val = go_to_acc(t);
+                        if (bh < 0 || val > bv) { bh = yy; bw = xx; bv = val; bt = t; }
+                    }
+                }
+            }
+            const go_i64 o = (go_i64)r * inner + k;
+            y[o] = bt;
+            if (am) am[o] = bh < 0 ? -1 : xbase + (go_i64)(bh * wi + bw) * cin + c;
+        }
+    }
+}
+
+GO_INSTANTIATE_STREAMING(max_pool_direct_k3_forward, GoPoolParams, max_pool_direct_k3_forward_body)

@@ -239,10 +239,7 @@ GO_DEV void resize_box_body(const GoResizeParams& p) {
     const uint32_t rows = (uint32_t)((nchw ? p.n * p.c : p.n) * p.dst_h);
     const bool vec = p.vec > 1;
     const int groups = vec ? dst_inner / V : dst_inner;
-    // Block shape: gx threads across a row's groups (a power of two, up to the block),
-    // the rest of the block across rows, so short rows do not leave threads idle.
-    int gx = 1;
-    while (gx < groups && gx < (int)blockDim.x) gx <<= 1;
+    const int gx = go_row_lanes(groups);
     const int tx = (int)threadIdx.x % gx, ty = (int)threadIdx.x / gx;
     const uint32_t ny = blockDim.x / (uint32_t)gx;
 

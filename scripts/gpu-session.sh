@@ -11,7 +11,7 @@
 # the JSON results (gradops-json.tar, peers.json) and the ncu reports (ncu.txt) go to
 # OUTDIR. STEPS (default all) picks steps:
 # tests, bench, peers, ncu, sass, sanitizer. DTYPES / LAYOUTS pick the bench rows (default
-# f32,f16,f64 / nchw,nhwc). Exit status: non-zero if any step failed.
+# f32,f16,f64 / nchw,nhwc); NCU_SPECS (workload:kernel pairs) the ncu launches. Exit status: non-zero if any step failed.
 set -uo pipefail
 BUNDLE="${1:-target/gpu-bundle}"
 OUT="${2:-gpu-out}"
@@ -64,8 +64,8 @@ fi
 NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
 if has ncu && [[ -n "$NCU" ]]; then
   # One launch of each memory-bound kernel at the SPEC's GPU size (f32, NCHW).
-  for spec in W1:resize_tile_f32 W2:resize_tile_f32 W3:resize_box_f32 \
-    W6:max_pool_tile_k3_grad_f32 W6:max_pool_tile_k3_grad_argmax_f32 W6:max_pool_tile_k3_forward_f32; do
+  for spec in ${NCU_SPECS:-W1:resize_tile_f32 W2:resize_tile_f32 W3:resize_box_f32 \
+    W6:max_pool_tile_k3_grad_f32 W6:max_pool_tile_k3_grad_argmax_f32 W6:max_pool_direct_k3_forward_f32}; do
     wl="${spec%%:*}" k="${spec#*:}"
     echo "##### $wl $k" >>"$OUT/ncu.txt"
     step "ncu_${wl}_$k" 60 bash -c '"$0" --clock-control none -k "$1" -s 2 -c 1 \

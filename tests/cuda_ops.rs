@@ -404,6 +404,14 @@ mod gpu {
         )
         .unwrap();
         assert_eq!(k, "max_pool_tile_k3_grad_argmax_f32");
+        let k = cuda::max_pool_kernel::<f32>(
+            [32, 64, 112, 112],
+            Layout::Nchw,
+            &w6,
+            cuda::PoolKernel::Forward,
+        )
+        .unwrap();
+        assert_eq!(k, "max_pool_direct_k3_forward_f32");
     }
 
     /// resize_grad -> max_pool_grad chained on device buffers with no host sync between,

@@ -1227,6 +1227,35 @@ fn pool_case(
             grads.push(dx);
         }
     }
+    // The direct forward for windows of at most 3x3.
+    if kh <= 3 && kw <= 3 {
+        for l in launches(launch::pool_direct(&p), rng) {
+            let r = run_kernel(
+                &format!("max_pool_direct_k3_forward_{}", dt.suffix()),
+                l,
+                &as_bytes(&p),
+                &[
+                    BufSpec::In(dt.encode(&x)),
+                    BufSpec::Out(dy.len() * dt.size()),
+                    BufSpec::Out(dy.len() * 8),
+                    BufSpec::In(vec![]),
+                    BufSpec::In(vec![]),
+                ],
+            );
+            let y = dt.decode(&r[1]);
+            let am: Vec<i64> = r[2]
+                .chunks_exact(8)
+                .map(|b| i64::from_le_bytes(b.try_into().unwrap()))
+                .collect();
+            assert_eq!(am, amref, "{what}: direct forward argmax");
+            for (i, (a, b)) in y.iter().zip(&yref).enumerate() {
+                assert!(
+                    a == b || (a.is_nan() && b.is_nan()),
+                    "{what}: direct forward y[{i}] = {a}, expected {b}"
+                );
+            }
+        }
+    }
     // Every grad kernel (recomputed or stored argmax, generic or tiled) sums the same
     // dy in the same order: bitwise equal.
     for g in &grads[1..] {

@@ -33,6 +33,7 @@ const OPS: &[(&str, &str)] = &[
     ("pool", "max_pool_tile_k3_forward"),
     ("pool", "max_pool_tile_k3_grad"),
     ("pool", "max_pool_tile_k3_grad_argmax"),
+    ("pool", "max_pool_direct_k3_forward"),
 ];
 const DTYPES: &[&str] = &["f16", "f32", "f64"];
 /// Real targets newer than every default image: devices that JIT the newest image.

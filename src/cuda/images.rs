@@ -100,7 +100,8 @@ gradients by integer factors) run resize_box_* (no table reads, 16-byte accesses
 aligned); other plans run resize_tile_*, which stages a tile's rows in shared memory, or \
 resize_gather_* for plans whose tile rows do not fit (a very large downsampling ratio) or \
 planes past 32-bit indexing; max_pool_tile_* stage x, argmax and dy \
-per tile (windows of at most 3x3 run the unrolled max_pool_tile_k3_* twins) and run the \
+per tile (windows of at most 3x3 run the unrolled max_pool_tile_k3_* twins; the forward \
+with such windows runs max_pool_direct_k3_forward_*, one thread per output) and run the \
 generic max_pool_{forward,grad,grad_argmax}_* for windows too large for a one-cell tile";
 
 /// The kernel variant that `kernel` (a family of [`OP_KERNELS`], e.g. `conv2d_backprop_input`)

@@ -214,9 +214,23 @@ pub fn resize_box_fits(p: &GoResizeParams) -> bool {
     rows.is_some_and(|r| r <= u32::MAX as u64) && plane.is_some_and(|v| v <= i32::MAX as u64)
 }
 
-/// `resize_box_*`: the kernel splits each block into `gx` threads across a row's groups of
-/// `p.vec` (`gx` the next power of two >= groups, up to 256) and `256 / gx` rows; x over the
-/// groups `gx` at a time, y over rows `256 / gx` at a time.
+/// A row-blocked launch (`go_row_lanes` in the kernels): each block's threads split into
+/// `gx` lanes across a row's `inner` run (`gx` the next power of two >= inner, at most the
+/// block) and `BLOCK / gx` rows; x over the run `gx` at a time, y over `rows`.
+pub fn row_blocked(inner: u64, rows: u64) -> Option<Launch> {
+    let gx = inner.clamp(1, BLOCK as u64).next_power_of_two();
+    let per_block_rows = BLOCK as u64 / gx;
+    (inner > 0 && rows > 0).then(|| Launch {
+        grid: (
+            cap(ceil_div(inner, gx), MAX_GRID_X),
+            cap(ceil_div(rows, per_block_rows), MAX_GRID_YZ),
+            1,
+        ),
+        block: (BLOCK, 1, 1),
+    })
+}
+
+/// `resize_box_*`: row-blocked over a row's groups of `p.vec` and the rows.
 pub fn resize_box(p: &GoResizeParams) -> Option<Launch> {
     let nchw = p.layout == GO_LAYOUT_NCHW as i32;
     let (cin, planes) = if nchw {
@@ -225,17 +239,7 @@ pub fn resize_box(p: &GoResizeParams) -> Option<Launch> {
         (nonneg(p.c), nonneg(p.n))
     };
     let groups = nonneg(p.dst_w) * cin / nonneg(p.vec as i64).max(1);
-    let rows = planes * nonneg(p.dst_h);
-    let gx = groups.clamp(1, BLOCK as u64).next_power_of_two();
-    let per_block_rows = BLOCK as u64 / gx;
-    (groups > 0 && rows > 0).then(|| Launch {
-        grid: (
-            cap(ceil_div(groups, gx), MAX_GRID_X),
-            cap(ceil_div(rows, per_block_rows), MAX_GRID_YZ),
-            1,
-        ),
-        block: (BLOCK, 1, 1),
-    })
+    row_blocked(groups, planes * nonneg(p.dst_h))
 }
 
 /// Which tiled max-pool kernel a tiling is for.
@@ -366,6 +370,38 @@ pub fn pool_tile(p: &GoPoolParams, kind: PoolKernel) -> Option<Launch> {
         grid: (cap(tiles, MAX_GRID_X), 1, 1),
         block: (BLOCK, 1, 1),
     })
+}
+
+/// Whether `max_pool_direct_k3_forward_*` can run `p`: its output rows (`n*c*ho` or
+/// `n*ho`) fit 32 bits and an image of x fits 32-bit indexing.
+pub fn pool_direct_fits(p: &GoPoolParams) -> bool {
+    let nchw = p.layout == GO_LAYOUT_NCHW as i32;
+    let planes = if nchw {
+        nonneg(p.n).checked_mul(nonneg(p.c))
+    } else {
+        Some(nonneg(p.n))
+    };
+    let rows = planes.and_then(|v| v.checked_mul(nonneg(p.ho)));
+    let image = nonneg(p.c)
+        .checked_mul(nonneg(p.hi))
+        .and_then(|v| v.checked_mul(nonneg(p.wi)));
+    rows.is_some_and(|r| r <= u32::MAX as u64)
+        && image.is_some_and(|v| v <= i32::MAX as u64)
+        && nonneg(p.wo)
+            .checked_mul(nonneg(p.c))
+            .is_some_and(|v| v <= i32::MAX as u64)
+}
+
+/// `max_pool_direct_k3_forward_*`: row-blocked over a row of outputs (`wo`, or `wo*c`)
+/// and the output rows.
+pub fn pool_direct(p: &GoPoolParams) -> Option<Launch> {
+    let nchw = p.layout == GO_LAYOUT_NCHW as i32;
+    let (inner, planes) = if nchw {
+        (nonneg(p.wo), nonneg(p.n) * nonneg(p.c))
+    } else {
+        (nonneg(p.wo) * nonneg(p.c), nonneg(p.n))
+    };
+    row_blocked(inner, planes * nonneg(p.ho))
 }
 
 /// `conv2d_forward_*`: one thread per output element.

@@ -533,17 +533,37 @@ fn pool_params(op: &'static str, g: &PoolGeometry, layout: Layout) -> Result<GoP
     })
 }
 
-/// The kernel that runs a max-pool call on the GPU: the tiled kernel
+/// How the GPU runs a max-pool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PoolChoice {
+    /// `max_pool_direct_k3_forward_<dtype>`: the forward for windows of at most 3x3, one
+    /// thread per output reading x through the cache, row-blocked.
+    Direct3,
+    /// A tiled kernel with this tile.
+    Tile(launch::PoolTile),
+    /// The generic kernel.
+    Generic,
+}
+
+/// The kernel that runs a max-pool call on the GPU: for the forward with windows of at
+/// most 3x3, `max_pool_direct_k3_forward_<dtype>`; else the tiled kernel
 /// (`max_pool_tile_{forward,grad,grad_argmax}_<dtype>`, shared-memory staging, 32-bit
 /// in-image indexing; `max_pool_tile_k3_*` with the window scans and gathers unrolled for
 /// windows of at most 3x3) when its tile fits, else the generic one
-/// (`max_pool_{forward,grad,grad_argmax}_<dtype>`). With the tile, for the launch.
+/// (`max_pool_{forward,grad,grad_argmax}_<dtype>`). Its name, and how to launch it.
 pub fn pool_kernel<T: Element>(
     g: &PoolGeometry,
     layout: Layout,
     kind: launch::PoolKernel,
-) -> Result<(String, Option<launch::PoolTile>)> {
+) -> Result<(String, PoolChoice)> {
     let p = pool_params("max_pool", g, layout)?;
+    let small = g.h.kernel <= 3 && g.w.kernel <= 3;
+    if kind == launch::PoolKernel::Forward && small && launch::pool_direct_fits(&p) {
+        return Ok((
+            format!("max_pool_direct_k3_forward_{}", T::SUFFIX),
+            PoolChoice::Direct3,
+        ));
+    }
     let tile = launch::pool_tiling(
         &p,
         kind,
@@ -556,12 +576,12 @@ pub fn pool_kernel<T: Element>(
         launch::PoolKernel::GradStored => "grad_argmax",
     };
     // Windows of at most 3x3 run the unrolled tiled kernels.
-    let tiled = match tile {
-        Some(_) if g.h.kernel <= 3 && g.w.kernel <= 3 => "tile_k3_",
-        Some(_) => "tile_",
-        None => "",
+    let (tiled, choice) = match tile {
+        Some(t) if small => ("tile_k3_", PoolChoice::Tile(t)),
+        Some(t) => ("tile_", PoolChoice::Tile(t)),
+        None => ("", PoolChoice::Generic),
     };
-    Ok((format!("max_pool_{tiled}{family}_{}", T::SUFFIX), tile))
+    Ok((format!("max_pool_{tiled}{family}_{}", T::SUFFIX), choice))
 }
 
 /// The device kernel a max-pool call of `kind` runs for input `x_shape`
@@ -586,7 +606,7 @@ fn pool_launch<T: Element>(
     kind: launch::PoolKernel,
     pointers: GoPoolParams,
 ) -> Result<()> {
-    let (kernel, tile) = pool_kernel::<T>(g, layout, kind)?;
+    let (kernel, choice) = pool_kernel::<T>(g, layout, kind)?;
     let mut p = GoPoolParams {
         x: pointers.x,
         y: pointers.y,
@@ -595,13 +615,14 @@ fn pool_launch<T: Element>(
         dx: pointers.dx,
         ..pool_params(op, g, layout)?
     };
-    let l = match tile {
-        Some((th, tw, tc)) => {
+    let l = match choice {
+        PoolChoice::Direct3 => launch::pool_direct(&p),
+        PoolChoice::Tile((th, tw, tc)) => {
             (p.tile_h, p.tile_w, p.tile_c) = (th, tw, tc);
             launch::pool_tile(&p, kind)
         }
-        None if kind == launch::PoolKernel::Forward => launch::pool_forward(&p),
-        None => launch::pool_grad(&p),
+        PoolChoice::Generic if kind == launch::PoolKernel::Forward => launch::pool_forward(&p),
+        PoolChoice::Generic => launch::pool_grad(&p),
     };
     let Some(l) = l else {
         return Ok(());
@@ -614,6 +635,8 @@ fn pool_launch<T: Element>(
     // where the kernel reads or writes it (checked by every caller). The generic kernels
     // write each output once and read only in-bounds cells; the tiled ones stage only the
     // in-image cells of their windows, in a tile that launch::pool_tiling sized to fit
+    // (the direct forward reads only in-image cells of its output's window, with
+    // launch::pool_direct_fits having checked rows and images fit 32 bits)
     // GO_POOL_TILE_SMEM and 32-bit in-image indices. Stored argmax values are only
     // compared with dx indices, never dereferenced, so a corrupt one cannot cause an
     // out-of-bounds access.
