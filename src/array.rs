@@ -114,19 +114,51 @@ impl HostArray {
             path: p.clone(),
             source,
         })?;
+        Self::parse_npy(&bytes, &p)
+    }
+
+    /// Parses the bytes of a `.npy` file (`name` labels errors): any input gives an array or
+    /// an [`Error::Case`], never a panic, and nothing is allocated beyond what the bytes hold.
+    pub fn parse_npy(bytes: &[u8], name: &str) -> Result<Self> {
+        let p = name.to_string();
         let bad = |msg: String| Error::Case {
             path: p.clone(),
             msg,
         };
-        let npy = npyz::NpyFile::new(&bytes[..])
+        let mut rest = bytes;
+        let header = npyz::NpyHeader::from_reader(&mut rest)
             .map_err(|e| bad(format!("not a valid .npy file: {e}")))?;
+        let data_len = rest.len();
+        let npy = npyz::NpyFile::with_header(header, rest);
         if npy.order() != npyz::Order::C {
             return Err(bad(
                 "Fortran-order arrays are not supported; save in C order".into(),
             ));
         }
-        let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
+        let shape: Vec<usize> = npy
+            .shape()
+            .iter()
+            .map(|&d| usize::try_from(d))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| bad(format!("shape {:?} does not fit in memory", npy.shape())))?;
         let descr = npy.dtype().descr().trim_matches('\'').to_string();
+        // The header's shape must match the data that follows (checked before reading, so a
+        // huge claimed shape is an error, not a huge allocation).
+        let elem = match descr.as_str() {
+            "<f2" => 2,
+            "<f4" => 4,
+            "<f8" => 8,
+            _ => 1,
+        };
+        let want = shape
+            .iter()
+            .try_fold(elem, |a: usize, &d| a.checked_mul(d))
+            .ok_or_else(|| bad(format!("shape {shape:?} overflows")))?;
+        if want > data_len {
+            return Err(bad(format!(
+                "shape {shape:?} of {descr} needs {want} data bytes, the file has {data_len}"
+            )));
+        }
         let io = |e: std::io::Error| bad(format!("reading {descr} data: {e}"));
         let data = match descr.as_str() {
             "<f2" => ArrayData::F16(npy.into_vec::<f16>().map_err(io)?),

@@ -997,6 +997,81 @@ fn emulated_conv2d_forward_and_backprop_input() {
     println!("emulated_conv2d_forward_and_backprop_input: {ran} random cases x 2 ops x 2 grids");
 }
 
+/// Degenerate conv geometry the SPEC accepts (issue 9): a zero-sized kernel axis, and an empty
+/// `dy` from a window that does not fit. `conv2d_backprop_input` must still write every `dx`
+/// element (as zero: the emulator starts outputs as NaN).
+#[test]
+fn emulated_conv2d_backprop_input_degenerate_geometry() {
+    let Some(_) = runner_or_skip("emulated_conv2d_backprop_input_degenerate_geometry") else {
+        return;
+    };
+    let mut ran = 0;
+    // (kh, kw, hi, wi, ho, wo, sh, dh, pad_top): ho/wo from the SPEC's formulas.
+    let cases: [[i64; 9]; 4] = [
+        [0, 3, 4, 5, 5, 3, 1, 1, 0], // kh = 0, VALID: ceil((4 + 1)/1) = 5
+        [2, 0, 3, 2, 2, 3, 2, 1, 0], // kw = 0
+        [4, 1, 2, 3, 0, 3, 3, 2, 2], // in 2, pads [2, 2], ke 7, stride 3: out 0
+        [0, 0, 2, 2, 3, 3, 1, 1, 0],
+    ];
+    for (i, &[kh, kw, hi, wi, ho, wo, sh, dh, pt]) in cases.iter().enumerate() {
+        for dt in DTS {
+            let layout = if i % 2 == 0 { NCHW } else { NHWC };
+            let (n, ci, co) = (2, 3, 2);
+            let p = GoConvParams {
+                x: 1,
+                w: 2,
+                y: 3,
+                n,
+                ci,
+                hi,
+                wi,
+                co,
+                ho,
+                wo,
+                kh,
+                kw,
+                sh,
+                sw: 1,
+                dh,
+                dw: 1,
+                pad_top: pt,
+                pad_left: 0,
+                groups: 1,
+                layout,
+                reserved: 0,
+            };
+            let dx_len = (n * ci * hi * wi) as usize;
+            let w = vec![1.0; (kh * kw * ci * co) as usize];
+            let dy = vec![1.0; (n * co * ho * wo) as usize];
+            let mut rng = Rng(0x5eed_0009 + i as u64);
+            for l in launches(launch::conv_backprop_input(&p), &mut rng) {
+                let r = run_kernel(
+                    &format!("conv2d_backprop_input_{}", dt.suffix()),
+                    l,
+                    &as_bytes(&p),
+                    &[
+                        BufSpec::Out(dx_len * dt.size()),
+                        BufSpec::In(dt.encode(&w)),
+                        BufSpec::In(dt.encode(&dy)),
+                    ],
+                );
+                check(
+                    &format!(
+                        "degenerate conv {dt:?} k={kh}x{kw} in={hi}x{wi} out={ho}x{wo} grid {:?}",
+                        l.grid
+                    ),
+                    dt,
+                    &dt.decode(&r[0]),
+                    &vec![0.0; dx_len],
+                );
+                ran += 1;
+            }
+        }
+    }
+    assert!(ran >= cases.len() * 3, "every degenerate case launches");
+    println!("emulated_conv2d_backprop_input_degenerate_geometry: {ran} launches");
+}
+
 // ------------------------------------------------------------------ max pool ----
 
 #[test]

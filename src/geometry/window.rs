@@ -20,7 +20,8 @@ pub enum Padding {
 pub enum DimRounding {
     /// Round down (TF's behaviour).
     Floor,
-    /// Round half away from zero.
+    /// Round half up, as tfjs's `Math.round` of `(in + pads - ke)/s + 1` (half away from
+    /// zero for every non-negative size).
     Round,
     /// Round up.
     Ceil,
@@ -60,9 +61,12 @@ pub struct WindowAxis {
 }
 
 impl WindowAxis {
-    /// Effective kernel extent `(k-1)*d + 1`.
+    /// Effective kernel extent `(k-1)*d + 1` (0 for a zero-sized kernel, which has no taps).
     pub fn effective_kernel(&self) -> usize {
-        (self.kernel - 1) * self.dilation + 1
+        match self.kernel {
+            0 => 0,
+            k => (k - 1) * self.dilation + 1,
+        }
     }
 
     /// Input index of output `o` at tap `k`, or `None` when it falls in the padding.
@@ -112,42 +116,47 @@ impl WindowAxis {
                 format!("must be positive, got 0 ({axis})"),
             ));
         }
-        if kernel == 0 {
-            return Err(Error::attr(
-                op,
-                "filter",
-                format!("{axis} kernel size must be positive, got 0"),
-            ));
-        }
         let big = |what: &str| Error::Overflow {
             op,
             arg: "padding",
             msg: format!("{axis}: {what} overflows"),
         };
-        let ke = (kernel - 1)
-            .checked_mul(dilation)
-            .and_then(|v| v.checked_add(1))
-            .ok_or_else(|| big("effective kernel"))?;
-        let negative = |padded: usize| {
+        // SPEC.md's formulas in signed arithmetic: a zero-sized kernel (conv only; pooling
+        // rejects it first) has `ke = 1 - d <= 0`, and a window that does not fit the padded
+        // input by less than one stride gives `out = 0`, which is valid. Only a negative
+        // `out` is an error. Every value fits i128 (sizes are at most 2^64 - 1).
+        let (s, d) = (stride as i128, dilation as i128);
+        let ke = (kernel as i128 - 1)
+            .checked_mul(d)
+            .ok_or_else(|| big("effective kernel"))?
+            + 1;
+        let negative = |padded: usize, out: i128| {
             Error::attr(
                 op,
                 "padding",
                 format!(
-                    "{axis}: window of effective size {ke} does not fit the padded input of size {padded}: computed output size would be negative"
+                    "{axis}: window of effective size {ke} does not fit the padded input of size {padded}: computed output size {out} would be negative"
                 ),
             )
         };
+        let to_usize = |out: i128| usize::try_from(out).map_err(|_| big("output size"));
         let (output, before, after) = match padding {
             Padding::Valid => {
-                if input + stride < ke {
-                    return Err(negative(input));
+                // ceil((in - ke + 1)/s) = floor((in - ke + s)/s)
+                let out = (input as i128 - ke + s).div_euclid(s);
+                if out < 0 {
+                    return Err(negative(input, out));
                 }
-                ((input + stride - ke) / stride, 0, 0)
+                (to_usize(out)?, 0, 0)
             }
             Padding::Same => {
                 let out = input.div_ceil(stride);
-                let need = (out.saturating_sub(1) * stride + ke).saturating_sub(input);
-                let need = if out == 0 { 0 } else { need };
+                let need = if out == 0 {
+                    0
+                } else {
+                    ((out as i128 - 1) * s + ke - input as i128).max(0)
+                };
+                let need = usize::try_from(need).map_err(|_| big("padding"))?;
                 (out, need / 2, need - need / 2)
             }
             Padding::Explicit(p) => {
@@ -156,19 +165,21 @@ impl WindowAxis {
                     .checked_add(b)
                     .and_then(|v| v.checked_add(a))
                     .ok_or_else(|| big("padded size"))?;
-                if padded < ke {
-                    return Err(negative(padded));
-                }
-                let span = padded - ke;
+                let span = padded as i128 - ke;
+                // out = R(span/s) + 1 = R((span + s)/s) with R the rounding (tfjs rounds
+                // `(in + pads - ke)/s + 1` with Math.round: half up).
+                let num = span + s;
                 let out = match rounding {
-                    None | Some(DimRounding::Floor) => span / stride + 1,
-                    Some(DimRounding::Ceil) => span.div_ceil(stride) + 1,
+                    None | Some(DimRounding::Floor) => num.div_euclid(s),
+                    Some(DimRounding::Ceil) => -(-num).div_euclid(s),
                     Some(DimRounding::Round) => {
-                        // round half away from zero of span/stride (non-negative)
-                        (2 * span + stride) / (2 * stride) + 1
+                        num.div_euclid(s) + i128::from(2 * num.rem_euclid(s) >= s)
                     }
                 };
-                (out, b, a)
+                if out < 0 {
+                    return Err(negative(padded, out));
+                }
+                (to_usize(out)?, b, a)
             }
         };
         Ok(WindowAxis {
@@ -276,7 +287,8 @@ impl ConvGeometry {
         attrs: &WindowAttrs,
     ) -> Result<Self> {
         let [kh, kw, fci, co] = filter_hwio;
-        if fci == 0 || input.c % fci != 0 {
+        // Zero input channels would make zero groups (TF divides by it): a mismatch too.
+        if fci == 0 || input.c == 0 || input.c % fci != 0 {
             return Err(Error::shape(
                 op,
                 "filter",
@@ -437,6 +449,70 @@ mod tests {
         assert_eq!(axis(7, 3, 2, Padding::Explicit([[1, 1], [0, 0]])).output, 4);
         assert_eq!(axis(2, 3, 1, Padding::Valid).output, 0); // TF: (2 - 3 + 1) / 1 = 0, not an error
         assert!(WindowAxis::new("t", "h", 1, 3, 1, 1, Padding::Valid, 0, None).is_err());
+    }
+
+    #[test]
+    fn windows_that_do_not_fit_by_less_than_a_stride_give_zero_outputs() {
+        let ax = |input, k, s, d, p, r| WindowAxis::new("t", "h", input, k, s, d, p, 0, r);
+        let pads = |b, a| Padding::Explicit([[b, a], [0, 0]]);
+        // in 2, pads [2, 2], kernel 4 dilated 2 (effective 7), stride 3: floor(-1/3) + 1 = 0.
+        assert_eq!(ax(2, 4, 3, 2, pads(2, 2), None).unwrap().output, 0);
+        // A zero-sized axis with zero padding and a 1-wide window: floor(-1/1) + 1 = 0.
+        assert_eq!(ax(0, 1, 1, 1, pads(0, 0), None).unwrap().output, 0);
+        assert_eq!(ax(0, 1, 1, 1, Padding::Valid, None).unwrap().output, 0);
+        // Exactly one stride short: floor(-3/3) + 1 = 0; more: negative, an error.
+        assert_eq!(ax(2, 4, 3, 2, pads(1, 1), None).unwrap().output, 0);
+        let e = ax(2, 4, 3, 2, pads(0, 1), None).unwrap_err().to_string();
+        assert!(
+            e.contains("computed output size -1 would be negative"),
+            "{e}"
+        );
+        assert!(ax(1, 3, 1, 1, pads(0, 0), None).is_err());
+        assert!(ax(0, 2, 1, 1, Padding::Valid, None).is_err());
+        // tfjs rounding of (span + s)/s: ceil(2/3) = 1, round(2/3) = 1, floor(2/3) = 0.
+        let r = |m| ax(2, 3, 3, 1, pads(0, 0), Some(m)).unwrap().output;
+        assert_eq!(
+            [
+                r(DimRounding::Floor),
+                r(DimRounding::Ceil),
+                r(DimRounding::Round)
+            ],
+            [0, 1, 1]
+        );
+        // Same, with a zero-sized input: out = 0, no padding.
+        let a = ax(0, 3, 2, 1, Padding::Same, None).unwrap();
+        assert_eq!((a.output, a.pad_before, a.pad_after), (0, 0, 0));
+    }
+
+    #[test]
+    fn zero_sized_kernels_follow_the_formulas() {
+        // ke = (0 - 1)*d + 1 = 1 - d: VALID out = ceil((in - ke + 1)/s), as TF computes it.
+        let ax = |input, s, d, p| WindowAxis::new("t", "h", input, 0, s, d, p, 0, None);
+        assert_eq!(ax(5, 1, 1, Padding::Valid).unwrap().output, 6);
+        assert_eq!(ax(5, 2, 3, Padding::Valid).unwrap().output, 4); // ceil(8/2)
+        assert_eq!(ax(0, 1, 1, Padding::Valid).unwrap().output, 1);
+        let a = ax(5, 2, 1, Padding::Same).unwrap();
+        assert_eq!((a.output, a.pad_before, a.pad_after), (3, 0, 0));
+        let e = ax(4, 1, 2, Padding::Explicit([[1, 0], [0, 0]])).unwrap();
+        assert_eq!(e.output, 7); // floor((4 + 1 + 1)/1) + 1
+        assert_eq!(e.effective_kernel(), 0);
+        assert_eq!(
+            ax(4, 1, 2, Padding::Valid).unwrap().input_index(0, 0),
+            Some(0)
+        );
+    }
+
+    #[test]
+    fn huge_values_are_errors_not_overflows() {
+        let m = usize::MAX;
+        assert!(WindowAxis::new("t", "h", m, m, 1, m, Padding::Valid, 0, None).is_err());
+        assert!(WindowAxis::new("t", "h", m, 0, 1, m, Padding::Valid, 0, None).is_err());
+        let p = Padding::Explicit([[m, m], [0, 0]]);
+        assert!(WindowAxis::new("t", "h", m, 1, 1, 1, p, 0, None).is_err());
+        for r in [DimRounding::Floor, DimRounding::Ceil, DimRounding::Round] {
+            let p = Padding::Explicit([[0, 0], [0, 0]]);
+            assert!(WindowAxis::new("t", "h", 1, m, 1, m / 2, p, 0, Some(r)).is_err());
+        }
     }
 
     #[test]

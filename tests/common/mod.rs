@@ -231,6 +231,10 @@ pub fn ref_conv_backprop_input(
     dil: [usize; 2],
     pad_tl: [usize; 2],
 ) -> Vec<f64> {
+    if w.is_empty() || dy.is_empty() {
+        // A zero-sized kernel axis or an empty dy: every dx element is an empty sum.
+        return vec![0.0; xd.n * xd.c * xd.h * xd.w];
+    }
     let groups = xd.c / (w.len() / (k[0] * k[1] * dyd.c));
     let (cig, cog) = (xd.c / groups, dyd.c / groups);
     let mut dx = vec![0.0; xd.n * xd.c * xd.h * xd.w];

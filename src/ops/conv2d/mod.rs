@@ -176,6 +176,11 @@ pub fn conv2d_backprop_input_into<T: Element>(
     check_buffer(OP, "filter", filter.shape, filter.data.len())?;
     let g = plan_conv2d_backprop_input(dy.shape, filter.shape, input_shape, dy.layout, attrs)?;
     check_buffer(OP, "dx", input_shape, dx.len())?;
+    if dy.data.is_empty() || filter.data.is_empty() {
+        // Nothing maps (an empty dy, or a filter with a zero-sized axis): an all-zero dx.
+        dx.fill(T::default());
+        return Ok(());
+    }
     let w = filter_as_hwio(filter, attrs.filter_layout);
     cpu_kernel::backprop_input(&g, dy.layout, dy.data, &w, dx);
     Ok(())
@@ -225,6 +230,10 @@ pub fn conv2d<T: Element>(
     check_buffer(OP, "filter", filter.shape, filter.data.len())?;
     let g = plan_conv2d(x.shape, filter.shape, x.layout, attrs)?;
     let mut y = Tensor::zeros_checked(OP, "y", x.layout.shape(g.output_dims()), x.layout)?;
+    if x.data.is_empty() || filter.data.is_empty() {
+        // Every output is an empty sum (y is already zero).
+        return Ok(y);
+    }
     let w = filter_as_hwio(filter, attrs.filter_layout);
     cpu_kernel::forward(&g, x.layout, x.data, &w, &mut y.data);
     Ok(y)

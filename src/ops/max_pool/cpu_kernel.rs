@@ -53,7 +53,14 @@ fn plane_argmax<A: Accum>(
     let (w, wo) = (g.w.input, xs.len());
     let (s, pad, k) = (g.w.stride, g.w.pad_before, g.w.kernel);
     let full = |ox: usize| xs[ox].len() == k && ox * s >= pad;
-    let lo = (0..wo).find(|&ox| full(ox)).unwrap_or(wo);
+    // The row-at-a-time path phase-splits rows into `s` phases: only for strides up to the
+    // row width (its scratch is then at most about twice the plane; a larger stride leaves at
+    // most one window per row, and a huge one would make the scratch huge).
+    let lo = if s > w.max(1) {
+        wo
+    } else {
+        (0..wo).find(|&ox| full(ox)).unwrap_or(wo)
+    };
     let hi = (lo..wo).find(|&ox| !full(ox)).unwrap_or(wo);
     let n = hi - lo;
     let plen = w.div_ceil(s);
