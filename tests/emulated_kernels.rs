@@ -1212,31 +1212,9 @@ fn pool_case(
         };
         let mut argmax_bytes = None;
         for l in launches(fwd_launch, rng) {
-            let r = run_kernel(
-                &fwd_name,
-                l,
-                &as_bytes(&pf),
-                &[
-                    BufSpec::In(dt.encode(&x)),
-                    BufSpec::Out(dy.len() * dt.size()),
-                    BufSpec::Out(dy.len() * 8),
-                    BufSpec::In(vec![]),
-                    BufSpec::In(vec![]),
-                ],
-            );
-            let y = dt.decode(&r[1]);
-            let am: Vec<i64> = r[2]
-                .chunks_exact(8)
-                .map(|b| i64::from_le_bytes(b.try_into().unwrap()))
-                .collect();
-            assert_eq!(am, amref, "{what}: argmax");
-            for (i, (a, b)) in y.iter().zip(&yref).enumerate() {
-                assert!(
-                    a == b || (a.is_nan() && b.is_nan()),
-                    "{what}: y[{i}] = {a}, expected {b}"
-                );
-            }
-            argmax_bytes = Some(r[2].clone());
+            argmax_bytes = Some(forward_checked(
+                &what, &fwd_name, l, &pf, dt, &x, &yref, &amref,
+            ));
         }
         let (pg, grad_name, grad_launch) = if tiled {
             let (q, name) = tile_of(launch::PoolKernel::Grad, "grad");
@@ -1304,31 +1282,9 @@ fn pool_case(
     }
     // The direct forward for windows of at most 3x3.
     if kh <= 3 && kw <= 3 {
+        let name = format!("max_pool_direct_k3_forward_{}", dt.suffix());
         for l in launches(launch::pool_direct(&p), rng) {
-            let r = run_kernel(
-                &format!("max_pool_direct_k3_forward_{}", dt.suffix()),
-                l,
-                &as_bytes(&p),
-                &[
-                    BufSpec::In(dt.encode(&x)),
-                    BufSpec::Out(dy.len() * dt.size()),
-                    BufSpec::Out(dy.len() * 8),
-                    BufSpec::In(vec![]),
-                    BufSpec::In(vec![]),
-                ],
-            );
-            let y = dt.decode(&r[1]);
-            let am: Vec<i64> = r[2]
-                .chunks_exact(8)
-                .map(|b| i64::from_le_bytes(b.try_into().unwrap()))
-                .collect();
-            assert_eq!(am, amref, "{what}: direct forward argmax");
-            for (i, (a, b)) in y.iter().zip(&yref).enumerate() {
-                assert!(
-                    a == b || (a.is_nan() && b.is_nan()),
-                    "{what}: direct forward y[{i}] = {a}, expected {b}"
-                );
-            }
+            forward_checked(&what, &name, l, &p, dt, &x, &yref, &amref);
         }
     }
     // Every grad kernel (recomputed or stored argmax, generic or tiled) sums the same
@@ -1341,6 +1297,45 @@ fn pool_case(
             "{what}: grads differ bitwise"
         );
     }
+}
+
+/// Runs a max-pool forward kernel and checks y (bitwise, NaN for NaN) and the argmax
+/// against the reference; returns the argmax bytes for the stored-argmax grads.
+fn forward_checked(
+    what: &str,
+    kernel: &str,
+    l: launch::Launch,
+    p: &GoPoolParams,
+    dt: Dt,
+    x: &[f64],
+    yref: &[f64],
+    amref: &[i64],
+) -> Vec<u8> {
+    let r = run_kernel(
+        kernel,
+        l,
+        &as_bytes(p),
+        &[
+            BufSpec::In(dt.encode(x)),
+            BufSpec::Out(yref.len() * dt.size()),
+            BufSpec::Out(yref.len() * 8),
+            BufSpec::In(vec![]),
+            BufSpec::In(vec![]),
+        ],
+    );
+    let y = dt.decode(&r[1]);
+    let am: Vec<i64> = r[2]
+        .chunks_exact(8)
+        .map(|b| i64::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(am, amref, "{what}: {kernel} argmax");
+    for (i, (a, b)) in y.iter().zip(yref).enumerate() {
+        assert!(
+            a == b || (a.is_nan() && b.is_nan()),
+            "{what}: {kernel} y[{i}] = {a}, expected {b}"
+        );
+    }
+    r[2].clone()
 }
 
 /// Images large enough for several tiles in every direction (and channel tiles in NHWC),
