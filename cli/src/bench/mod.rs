@@ -19,19 +19,19 @@
 //! ([`make_row`]) set against the card's measured device-to-device copy bandwidth
 //! ([`cuda_copy_bandwidth`]).
 
-use crate::dtype::{DType, Element};
-use crate::error::{Error, Result};
-use crate::geometry::{CoordinateTransform, NearestMode, Padding, ResizeAttrs, ResizeMode};
-use crate::ops::conv2d::{conv2d_backprop_input_into, plan_conv2d, Conv2dAttrs, FilterRef};
-use crate::ops::max_pool::{
-    max_pool, max_pool_grad_into, max_pool_grad_with_argmax_into, plan_max_pool, MaxPoolAttrs,
-};
-use crate::ops::resize::resize_grad_into;
-use crate::tensor::{Dims, Layout, TensorRef};
 use cudarc::driver::{
     sys, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, DriverError,
     SyncOnDrop,
 };
+use gradops::dtype::{DType, Element};
+use gradops::error::{Error, Result};
+use gradops::geometry::{CoordinateTransform, NearestMode, Padding, ResizeAttrs, ResizeMode};
+use gradops::ops::conv2d::{conv2d_backprop_input_into, plan_conv2d, Conv2dAttrs, FilterRef};
+use gradops::ops::max_pool::{
+    max_pool, max_pool_grad_into, max_pool_grad_with_argmax_into, plan_max_pool, MaxPoolAttrs,
+};
+use gradops::ops::resize::resize_grad_into;
+use gradops::tensor::{Dims, Layout, TensorRef};
 use half::f16;
 use rayon::prelude::*;
 use serde::Serialize;
@@ -768,7 +768,7 @@ pub fn cpu_kernels<T: Element>(
                     let xr = TensorRef::new(&x, s.x, layout);
                     xr.check_len("max_pool", "x")?;
                     let g = plan_max_pool("max_pool", s.x, layout, &attrs)?;
-                    crate::ops::max_pool::cpu_kernel::forward(
+                    gradops::ops::max_pool::cpu_kernel::forward(
                         &g,
                         layout,
                         xr.data,
@@ -1109,16 +1109,16 @@ pub const CUDA_COPY_BYTES: usize = 1 << 30;
 pub const CUDA_PAD_BYTES: usize = 256 << 20;
 
 /// Whether CUDA can be used by `gradops bench`: the kernels are compiled into this build and
-/// [`crate::cuda::probe`] finds libcuda, a device and a context. The error is
+/// [`gradops::cuda::probe`] finds libcuda, a device and a context. The error is
 /// [`Error::CudaUnavailable`] with the reason.
-pub fn cuda_status() -> Result<crate::cuda::DeviceInfo> {
-    let build = crate::cuda::build_info();
+pub fn cuda_status() -> Result<gradops::cuda::DeviceInfo> {
+    let build = gradops::cuda::build_info();
     if !build.kernels_compiled {
         return Err(Error::CudaUnavailable {
             reason: format!("this build has no CUDA kernels ({})", build.reason),
         });
     }
-    crate::cuda::probe()
+    gradops::cuda::probe()
 }
 
 /// A driver error as the crate's error (`what` says which step failed).
@@ -1318,11 +1318,11 @@ pub fn cuda_kernels<T: Element>(
     match w.op {
         WorkloadOp::ResizeGrad { attrs, .. } => {
             let mut dx = DevBuf::<T>::zeros(stream, len(s.x))?;
-            let kernel = crate::cuda::resize_grad_kernel::<T>(s.dy, s.x, layout, &attrs)?;
+            let kernel = gradops::cuda::resize_grad_kernel::<T>(s.dy, s.x, layout, &attrs)?;
             out.push(CudaKernel {
                 info: info(Variant::Main, kernel),
                 launch: Box::new(move || {
-                    crate::cuda::resize_grad(
+                    gradops::cuda::resize_grad(
                         &st,
                         "resize_grad",
                         &*dy,
@@ -1344,7 +1344,7 @@ pub fn cuda_kernels<T: Element>(
             out.push(CudaKernel {
                 info: info(Variant::Main, kernel),
                 launch: Box::new(move || {
-                    crate::cuda::conv2d_backprop_input(
+                    gradops::cuda::conv2d_backprop_input(
                         &st, &*dy, s.dy, &filter, fshape, s.x, layout, &attrs, &mut dx,
                     )
                 }),
@@ -1358,15 +1358,17 @@ pub fn cuda_kernels<T: Element>(
                 .map_err(driver_err("bench", "device allocation"))?;
             {
                 let mut y = DevBuf::<T>::zeros(stream, len(s.dy))?;
-                crate::cuda::max_pool(stream, &*x, s.x, layout, &attrs, &mut y, &mut argmax)?;
+                gradops::cuda::max_pool(stream, &*x, s.x, layout, &attrs, &mut y, &mut argmax)?;
             }
             let mut dx = DevBuf::<T>::zeros(stream, len(s.x))?;
             let (dy1, x1) = (Arc::clone(&dy), Arc::clone(&x));
-            let kernel = |kind| crate::cuda::max_pool_kernel::<T>(s.x, layout, &attrs, kind);
+            let kernel = |kind| gradops::cuda::max_pool_kernel::<T>(s.x, layout, &attrs, kind);
             out.push(CudaKernel {
-                info: info(Variant::Main, kernel(crate::cuda::PoolKernel::Grad)?),
+                info: info(Variant::Main, kernel(gradops::cuda::PoolKernel::Grad)?),
                 launch: Box::new(move || {
-                    crate::cuda::max_pool_grad(&st, &*dy1, s.dy, &*x1, s.x, layout, &attrs, &mut dx)
+                    gradops::cuda::max_pool_grad(
+                        &st, &*dy1, s.dy, &*x1, s.x, layout, &attrs, &mut dx,
+                    )
                 }),
             });
             let st = Arc::clone(stream);
@@ -1374,10 +1376,10 @@ pub fn cuda_kernels<T: Element>(
             out.push(CudaKernel {
                 info: info(
                     Variant::StoredArgmax,
-                    kernel(crate::cuda::PoolKernel::GradStored)?,
+                    kernel(gradops::cuda::PoolKernel::GradStored)?,
                 ),
                 launch: Box::new(move || {
-                    crate::cuda::max_pool_grad_with_argmax(
+                    gradops::cuda::max_pool_grad_with_argmax(
                         &st, &*dy, s.dy, &argmax, s.x, layout, &attrs, &mut dx,
                     )
                 }),
@@ -1389,9 +1391,12 @@ pub fn cuda_kernels<T: Element>(
                 .alloc_zeros::<i64>(len(s.dy))
                 .map_err(driver_err("bench", "device allocation"))?;
             out.push(CudaKernel {
-                info: info(Variant::Forward, kernel(crate::cuda::PoolKernel::Forward)?),
+                info: info(
+                    Variant::Forward,
+                    kernel(gradops::cuda::PoolKernel::Forward)?,
+                ),
                 launch: Box::new(move || {
-                    crate::cuda::max_pool(&st, &*x, s.x, layout, &attrs, &mut y, &mut am)
+                    gradops::cuda::max_pool(&st, &*x, s.x, layout, &attrs, &mut y, &mut am)
                 }),
             });
         }
@@ -1449,9 +1454,9 @@ pub fn bench_cuda(opts: &BenchOptions) -> Result<BenchReport> {
 
 fn bench_cuda_typed<T: Element>(
     opts: &BenchOptions,
-    device: &crate::cuda::DeviceInfo,
+    device: &gradops::cuda::DeviceInfo,
 ) -> Result<BenchReport> {
-    let stream = crate::cuda::stream()?;
+    let stream = gradops::cuda::stream()?;
     let ctx = stream.context().clone();
     let mut progress = Progress::new();
     let load_before = load_avg();
@@ -2113,7 +2118,7 @@ mod tests {
             scale_down: 16,
         })
         .unwrap();
-        if let Err(e) = crate::cuda::probe() {
+        if let Err(e) = gradops::cuda::probe() {
             // No usable CUDA here: the CUDA path says why and runs nothing.
             match bench_cuda(&opts) {
                 Err(Error::CudaUnavailable { reason }) => {
