@@ -359,7 +359,7 @@ def run_worker(args):
 
 # ---------------------------------------------------------------------------------------------
 # GPU mode (--device cuda): PyTorch CUDA rows timed with the protocol of
-# `gradops bench --device cuda` (src/bench.rs: CudaTimer, bench_cuda_typed, time_samples).
+# `gradops bench --device cuda` (cli/src/bench/: CudaTimer, bench_cuda_typed, time_samples).
 
 CUDA_BATCH = 32                 # SPEC: "GPU: the same shapes with batch 32" (bench.rs CUDA_BATCH)
 CUDA_WARMUP_CALLS = 3           # bench.rs CUDA_WARMUP_CALLS: untimed calls before time_samples
@@ -387,7 +387,7 @@ def gpu_shapes(wid, batch, scale_down):
 
 
 def minimal_bytes(wid, variant, x, dy, weight, dtype):
-    """Minimal traffic of one call, as `Workload::traffic` in src/bench.rs (SPEC shapes; i64
+    """Minimal traffic of one call, as `Workload::traffic` in cli/src/bench/workloads.rs (SPEC shapes; i64
     argmax)."""
     e = DTYPE_BYTES[dtype]
     num = lambda s: math.prod(s)  # noqa: E731

@@ -47,7 +47,7 @@ class Pure(unittest.TestCase):
         self.assertEqual((x, dy, w), ((32, 64, 56, 56), (32, 128, 28, 28), (128, 64, 3, 3)))
         x, dy, w = peers.gpu_shapes("W6", 32, 16)
         self.assertEqual((x, dy, w), ((2, 4, 112, 112), (2, 4, 56, 56), None))
-        # the same figures as src/bench.rs's unit test traffic_and_flops (batch 8, f32)
+        # the same figures as cli/src/bench/workloads.rs's unit test traffic_and_flops (batch 8, f32)
         x, dy, _ = peers.gpu_shapes("W6", 8, 1)
         self.assertEqual(peers.minimal_bytes("W6", "recompute", x, dy, None, "f32"),
                          8 * 64 * (56 * 56 + 2 * 112 * 112) * 4)

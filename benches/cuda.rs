@@ -1,9 +1,9 @@
 //! Criterion benches of the CUDA ops on the SPEC's GPU workloads: W1–W6 at batch 32, in f16,
 //! f32 and f64, with the inputs and preallocated outputs of `gradops bench --device cuda`
-//! (`gradops::bench::cuda_kernels`).
+//! (`gradops_cli::bench::cuda_kernels`).
 //!
 //! Each sample queues `iters` back-to-back calls on the stream between two CUDA events and
-//! waits for the end event (`gradops::bench::CudaTimer`, which first queues an untimed
+//! waits for the end event (`gradops_cli::bench::CudaTimer`, which first queues an untimed
 //! 256 MiB clear so that the host's launch overhead before the first call is hidden and L2
 //! starts cold); criterion gets the GPU time between the events. Without a usable GPU the
 //! benches print why and run nothing.
@@ -13,8 +13,10 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use cudarc::driver::CudaStream;
-use gradops::bench::{cuda_kernels, cuda_status, workloads, CudaTimer, CUDA_BATCH, CUDA_PAD_BYTES};
 use gradops::{f16, Element};
+use gradops_cli::bench::{
+    cuda_kernels, cuda_status, workloads, CudaTimer, CUDA_BATCH, CUDA_PAD_BYTES,
+};
 
 fn cuda(c: &mut Criterion) {
     let device = match cuda_status() {

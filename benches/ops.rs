@@ -1,12 +1,12 @@
 //! Criterion benches of every op on the SPEC's workloads W1–W6 (CPU, f32, batch 8).
 //!
-//! The shapes come from `gradops::bench::workloads()` (the same definitions `gradops bench`
+//! The shapes come from `gradops_cli::bench::workloads()` (the same definitions `gradops bench`
 //! uses); outputs are preallocated where the API has an `_into` variant. Sample sizes are
 //! modest so that `cargo bench` finishes in a few minutes on a 2-core machine. The CUDA
 //! benches are skipped, with the reason printed, while CUDA is unusable.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use gradops::bench::{cpu_kernels, cuda_status, workloads, CPU_BATCH};
+use gradops_cli::bench::{cpu_kernels, cuda_status, workloads, CPU_BATCH};
 use std::time::Duration;
 
 fn cpu(c: &mut Criterion) {

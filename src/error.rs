@@ -114,7 +114,8 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn shape(op: &'static str, arg: &'static str, msg: impl Into<String>) -> Self {
+    /// An [`Error::Shape`] for `op`'s argument `arg`.
+    pub fn shape(op: &'static str, arg: &'static str, msg: impl Into<String>) -> Self {
         Error::Shape {
             op,
             arg,
@@ -122,7 +123,8 @@ impl Error {
         }
     }
 
-    pub(crate) fn attr(op: &'static str, arg: &'static str, msg: impl Into<String>) -> Self {
+    /// An [`Error::Attr`] for `op`'s argument `arg`.
+    pub fn attr(op: &'static str, arg: &'static str, msg: impl Into<String>) -> Self {
         Error::Attr {
             op,
             arg,

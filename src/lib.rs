@@ -16,10 +16,13 @@
 //!
 //! The functions at the crate root run on the CPU over host slices. Results are deterministic:
 //! each output element is written once, in a fixed summation order.
+//!
+//! The library depends on what the ops need (the CUDA driver bindings, `half`, `rayon`, the
+//! GEMM); the `gradops` command (case runner, `.npy` files, benchmark) is the separate
+//! `gradops-cli` package in `cli/`.
 
 #![warn(missing_docs)]
 
-pub mod bench;
 pub mod cuda;
 pub mod dtype;
 pub mod error;
@@ -47,10 +50,6 @@ pub use ops::resize::{
     resize_nearest_neighbor, resize_nearest_neighbor_grad, TfResizeAttrs,
 };
 pub use tensor::{Dims, Layout, Tensor, TensorRef};
-
-pub mod array;
-pub mod case;
-pub use array::HostArray;
 
 /// The README's code blocks, compiled and run as doc-tests.
 #[cfg(doctest)]

@@ -135,7 +135,7 @@ impl<'a, T> TensorRef<'a, T> {
     }
 
     /// Checks that the buffer holds exactly the shape's elements.
-    pub(crate) fn check_len(&self, op: &'static str, arg: &'static str) -> Result<Dims> {
+    pub fn check_len(&self, op: &'static str, arg: &'static str) -> Result<Dims> {
         check_buffer(op, arg, self.shape, self.data.len())?;
         Ok(self.dims())
     }
@@ -216,7 +216,7 @@ impl<T: Element> Tensor<T> {
 
 impl<T: Element> Tensor<T> {
     /// `zeros`, with the overflow error naming the op and argument.
-    pub(crate) fn zeros_checked(
+    pub fn zeros_checked(
         op: &'static str,
         arg: &'static str,
         shape: [usize; 4],

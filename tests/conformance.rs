@@ -3,9 +3,9 @@
 //! Each case runs in its own dtype (f32) and again widened to f64; error cases must be rejected
 //! with an error, never a panic.
 
-use gradops::array::HostArray;
-use gradops::case::OpCall;
 use gradops::{DType, Layout};
+use gradops_cli::array::HostArray;
+use gradops_cli::case::OpCall;
 use serde_json::Value;
 use std::collections::BTreeMap;
 

@@ -1,13 +1,13 @@
 //! Bad input gets a typed error naming the op, the argument and the values — never a panic.
 //! Zero-sized dimensions are valid and give empty or all-zero results.
 
-use gradops::array::HostArray;
-use gradops::case::OpCall;
 use gradops::{
     conv2d_backprop_input, max_pool_grad, max_pool_grad_with_argmax, resize_grad, resize_grad_into,
     Conv2dAttrs, Error, FilterRef, Layout, MaxPoolAttrs, Padding, ResizeAttrs, ResizeMode,
     TensorRef,
 };
+use gradops_cli::array::HostArray;
+use gradops_cli::case::OpCall;
 use serde_json::json;
 use std::collections::BTreeMap;
 

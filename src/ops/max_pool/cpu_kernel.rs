@@ -224,7 +224,7 @@ struct Scratch<A> {
     plane: PlaneArgmax<A>,
 }
 
-pub(crate) fn forward<T: Element>(
+pub fn forward<T: Element>(
     g: &PoolGeometry,
     layout: Layout,
     x: &[T],

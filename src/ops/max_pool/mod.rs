@@ -5,7 +5,8 @@
 //! row-major order starts as the candidate and a later cell replaces it only if strictly
 //! greater. Ties go to the first; a NaN first keeps the gradient; a later NaN never wins.
 
-pub(crate) mod cpu_kernel;
+#[doc(hidden)] // the CPU forward into caller buffers, for `gradops bench`
+pub mod cpu_kernel;
 
 use crate::dtype::Element;
 use crate::error::{Error, Result};

@@ -1,7 +1,7 @@
 //! Dynamically typed host arrays (what `.npy` files and the case format carry) and `.npy` I/O.
 
-use crate::dtype::{DType, Element};
-use crate::error::{Error, Result};
+use gradops::dtype::{DType, Element};
+use gradops::error::{Error, Result};
 use half::f16;
 use std::path::Path;
 

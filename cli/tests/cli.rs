@@ -1,11 +1,12 @@
 //! `gradops run` end to end on case files written by the test, for all five backward ops, and
 //! the failure contract: non-zero exit, one stderr line naming op and argument, nothing written.
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 use common::Rng;
-use gradops::array::HostArray;
-use gradops::case::OpCall;
 use gradops::Layout;
+use gradops_cli::array::HostArray;
+use gradops_cli::case::OpCall;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

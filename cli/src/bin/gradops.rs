@@ -1,7 +1,7 @@
 //! `gradops`: run one op from a case file (`run`), report the build and devices (`info`).
 
 use clap::{Parser, Subcommand, ValueEnum};
-use gradops::case::CaseFile;
+use gradops_cli::case::CaseFile;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -35,15 +35,15 @@ enum Cmd {
     /// Version, element types, compiled kernels and whether a GPU is usable (and why not).
     Info,
     /// Time the SPEC's benchmark workloads W1-W6 (nvprof-style table, optional JSON).
-    Bench(gradops::bench::BenchArgs),
+    Bench(gradops_cli::bench::BenchArgs),
 }
 
 fn run(case: PathBuf, device: Device) -> gradops::Result<()> {
     let c = CaseFile::load(&case)?;
     let inputs = c.read_inputs()?;
     let device = match device {
-        Device::Cpu => gradops::case::Device::Cpu,
-        Device::Cuda => gradops::case::Device::Cuda,
+        Device::Cpu => gradops_cli::case::Device::Cpu,
+        Device::Cuda => gradops_cli::case::Device::Cuda,
     };
     let out = c.call.run(device, c.layout, &inputs)?;
     out.write_npy(&c.output)
@@ -52,7 +52,7 @@ fn run(case: PathBuf, device: Device) -> gradops::Result<()> {
 fn info() {
     println!("gradops {}", env!("CARGO_PKG_VERSION"));
     println!("element types: f16 (accumulates in f32), f32, f64; layouts: NCHW, NHWC");
-    println!("ops: {}", gradops::case::OP_NAMES.join(", "));
+    println!("ops: {}", gradops_cli::case::OP_NAMES.join(", "));
     println!("cpu: {} rayon threads", rayon::current_num_threads());
     let build = gradops::cuda::build_info();
     println!("cuda kernels: {build}");
@@ -162,7 +162,7 @@ fn main() -> ExitCode {
             info();
             ExitCode::SUCCESS
         }
-        Cmd::Bench(args) => match gradops::bench::run_cli(&args) {
+        Cmd::Bench(args) => match gradops_cli::bench::run_cli(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("gradops bench: {e}");

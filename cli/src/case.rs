@@ -2,12 +2,12 @@
 //! host arrays. The CLI and the conformance tests both go through [`OpCall`].
 
 use crate::array::{ArrayElement, HostArray};
-use crate::dtype::{DType, Element};
-use crate::error::{Error, Result};
-use crate::geometry::{DimRounding, Padding, ResizeAttrs, ResizeMode, ResizePlan, WindowAttrs};
-use crate::ops::conv2d::{Conv2dAttrs, FilterLayout, FilterRef};
-use crate::ops::max_pool::MaxPoolAttrs;
-use crate::tensor::{rank4, Layout, Tensor, TensorRef};
+use gradops::dtype::{DType, Element};
+use gradops::error::{Error, Result};
+use gradops::geometry::{DimRounding, Padding, ResizeAttrs, ResizeMode, ResizePlan, WindowAttrs};
+use gradops::ops::conv2d::{Conv2dAttrs, FilterLayout, FilterRef};
+use gradops::ops::max_pool::MaxPoolAttrs;
+use gradops::tensor::{rank4, Layout, Tensor, TensorRef};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -353,7 +353,7 @@ impl OpCall {
     }
 
     /// Runs the call on `device` (for CUDA: upload, launch, download, through
-    /// [`crate::cuda::host`]). The output has the primary input's dtype.
+    /// [`gradops::cuda::host`]). The output has the primary input's dtype.
     pub fn run(
         &self,
         device: Device,
@@ -385,17 +385,22 @@ impl OpCall {
                 let x = shape4(op, inputs, "x")?;
                 dy.check_len(op, "dy")?;
                 let plan =
-                    crate::ops::resize::plan_resize_grad::<T>(op, dy.shape, x, layout, attrs)?;
-                let mut dx = crate::Tensor::<T>::zeros_checked(op, "x", x, layout)?;
+                    gradops::ops::resize::plan_resize_grad::<T>(op, dy.shape, x, layout, attrs)?;
+                let mut dx = gradops::Tensor::<T>::zeros_checked(op, "x", x, layout)?;
                 B::resize(op, &plan, layout, dy.data, &mut dx.data)?;
                 dx
             }
             OpCall::Resize { attrs, size, .. } => {
                 let x = t("x")?;
                 x.check_len(op, "x")?;
-                let plan = crate::ops::resize::plan_resize::<T>(op, x.shape, *size, layout, attrs)?;
-                let mut y =
-                    crate::Tensor::<T>::zeros_checked(op, "size", layout.shape(plan.dst), layout)?;
+                let plan =
+                    gradops::ops::resize::plan_resize::<T>(op, x.shape, *size, layout, attrs)?;
+                let mut y = gradops::Tensor::<T>::zeros_checked(
+                    op,
+                    "size",
+                    layout.shape(plan.dst),
+                    layout,
+                )?;
                 B::resize(op, &plan, layout, x.data, &mut y.data)?;
                 y
             }
@@ -429,7 +434,7 @@ impl OpCall {
 pub enum Device {
     /// The CPU path.
     Cpu,
-    /// The CUDA kernels on the first GPU (see [`crate::cuda::probe`]).
+    /// The CUDA kernels on the first GPU (see [`gradops::cuda::probe`]).
     Cuda,
 }
 
@@ -473,7 +478,7 @@ impl Backend for Cpu {
         src: &[T],
         dst: &mut [T],
     ) -> Result<()> {
-        crate::ops::resize::run_plan_cpu(op, plan, layout, src, dst)
+        gradops::ops::resize::run_plan_cpu(op, plan, layout, src, dst)
     }
     fn conv2d_backprop_input<T: Element>(
         dy: TensorRef<'_, T>,
@@ -481,14 +486,14 @@ impl Backend for Cpu {
         input_shape: [usize; 4],
         a: &Conv2dAttrs,
     ) -> Result<Tensor<T>> {
-        crate::conv2d_backprop_input(dy, f, input_shape, a)
+        gradops::conv2d_backprop_input(dy, f, input_shape, a)
     }
     fn conv2d<T: Element>(
         x: TensorRef<'_, T>,
         f: FilterRef<'_, T>,
         a: &Conv2dAttrs,
     ) -> Result<Tensor<T>> {
-        crate::conv2d(x, f, a)
+        gradops::conv2d(x, f, a)
     }
     fn max_pool_grad<T: Element>(
         dy: TensorRef<'_, T>,
@@ -496,10 +501,10 @@ impl Backend for Cpu {
         y: Option<TensorRef<'_, T>>,
         a: &MaxPoolAttrs,
     ) -> Result<Tensor<T>> {
-        crate::max_pool_grad(dy, x, y, a)
+        gradops::max_pool_grad(dy, x, y, a)
     }
     fn max_pool<T: Element>(x: TensorRef<'_, T>, a: &MaxPoolAttrs) -> Result<Tensor<T>> {
-        Ok(crate::max_pool(x, a, false)?.0)
+        Ok(gradops::max_pool(x, a, false)?.0)
     }
 }
 
@@ -511,7 +516,7 @@ impl Backend for Cuda {
         src: &[T],
         dst: &mut [T],
     ) -> Result<()> {
-        crate::cuda::host::run_resize_plan(op, plan, layout, src, dst)
+        gradops::cuda::host::run_resize_plan(op, plan, layout, src, dst)
     }
     fn conv2d_backprop_input<T: Element>(
         dy: TensorRef<'_, T>,
@@ -519,14 +524,14 @@ impl Backend for Cuda {
         input_shape: [usize; 4],
         a: &Conv2dAttrs,
     ) -> Result<Tensor<T>> {
-        crate::cuda::host::conv2d_backprop_input(dy, f, input_shape, a)
+        gradops::cuda::host::conv2d_backprop_input(dy, f, input_shape, a)
     }
     fn conv2d<T: Element>(
         x: TensorRef<'_, T>,
         f: FilterRef<'_, T>,
         a: &Conv2dAttrs,
     ) -> Result<Tensor<T>> {
-        crate::cuda::host::conv2d(x, f, a)
+        gradops::cuda::host::conv2d(x, f, a)
     }
     fn max_pool_grad<T: Element>(
         dy: TensorRef<'_, T>,
@@ -534,10 +539,10 @@ impl Backend for Cuda {
         y: Option<TensorRef<'_, T>>,
         a: &MaxPoolAttrs,
     ) -> Result<Tensor<T>> {
-        crate::cuda::host::max_pool_grad(dy, x, y, a)
+        gradops::cuda::host::max_pool_grad(dy, x, y, a)
     }
     fn max_pool<T: Element>(x: TensorRef<'_, T>, a: &MaxPoolAttrs) -> Result<Tensor<T>> {
-        Ok(crate::cuda::host::max_pool(x, a, false)?.0)
+        Ok(gradops::cuda::host::max_pool(x, a, false)?.0)
     }
 }
 
@@ -670,5 +675,22 @@ impl CaseFile {
             .iter()
             .map(|(k, p)| Ok((k.clone(), HostArray::read_npy(p)?)))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OP_NAMES;
+
+    /// Every op `gradops run` dispatches has a CUDA kernel family (moved here from the
+    /// library's `cuda::images` tests with the case runner).
+    #[test]
+    fn every_case_op_has_cuda_kernels() {
+        for op in OP_NAMES {
+            assert!(
+                gradops::cuda::OP_KERNELS.iter().any(|k| k.0 == op),
+                "{op} missing from OP_KERNELS"
+            );
+        }
     }
 }

@@ -14,10 +14,12 @@
 //! `GRADOPS_FUZZ_SECS` is the time per target (default 1), `GRADOPS_FUZZ_SEED` the seed (the
 //! failing input is printed, with the seed and iteration, so any failure reproduces).
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 use common::Rng;
-use gradops::case::{CaseFile, OpCall};
-use gradops::{HostArray, Layout};
+use gradops::Layout;
+use gradops_cli::case::{CaseFile, OpCall};
+use gradops_cli::HostArray;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};

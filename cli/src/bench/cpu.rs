@@ -1,0 +1,337 @@
+//! The CPU path: the workloads' CPU kernels (random inputs, preallocated outputs), timed on
+//! the host clock, set against the machine's streaming bandwidth.
+
+use super::report::{make_row, BenchReport, MINIMAL_TRAFFIC_NOTE};
+use super::timing::{load_avg, time_calls};
+use super::workloads::{
+    div_at_least_one, random_vec, seed_for, KernelInfo, Variant, Workload, WorkloadOp, CPU_BATCH,
+};
+use super::{BenchOptions, Progress};
+use gradops::dtype::{DType, Element};
+use gradops::error::Result;
+use gradops::ops::conv2d::{conv2d_backprop_input_into, FilterRef};
+use gradops::ops::max_pool::{
+    max_pool, max_pool_grad_into, max_pool_grad_with_argmax_into, plan_max_pool,
+};
+use gradops::ops::resize::resize_grad_into;
+use gradops::tensor::TensorRef;
+use half::f16;
+use rayon::prelude::*;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Size of each of the two buffers of the bandwidth probe (256 MiB).
+pub const STREAM_BYTES: usize = 256 << 20;
+
+type CallFn = Box<dyn FnMut() -> Result<()> + Send>;
+
+/// One timed CPU kernel: its description ([`KernelInfo`], reachable through `Deref`: `k.traffic`,
+/// `k.name()`) plus a call holding its inputs and preallocated output.
+pub struct CpuKernel {
+    /// What the kernel is.
+    pub info: KernelInfo,
+    call: CallFn,
+}
+
+impl std::ops::Deref for CpuKernel {
+    type Target = KernelInfo;
+    fn deref(&self) -> &KernelInfo {
+        &self.info
+    }
+}
+
+impl std::fmt::Debug for CpuKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CpuKernel")
+            .field("name", &self.name())
+            .field("shapes", &self.shapes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CpuKernel {
+    /// Runs the op once.
+    pub fn call(&mut self) -> Result<()> {
+        (self.call)()
+    }
+}
+
+/// Builds the CPU kernels of a workload (one per [`Workload::variants`]) with random inputs
+/// and preallocated outputs. Max pool's stored argmax is computed here, outside any timing.
+pub fn cpu_kernels<T: Element>(
+    w: &Workload,
+    batch: usize,
+    scale_down: usize,
+) -> Result<Vec<CpuKernel>> {
+    let s = w.shapes(batch, scale_down)?;
+    let len = |shape: [usize; 4]| shape.iter().product::<usize>();
+    let layout = w.layout;
+    let dy: Arc<Vec<T>> = Arc::new(random_vec(len(s.dy), seed_for(w.id, 1)));
+    let mut out = Vec::new();
+    let mut push = |variant, preallocated, call: CallFn| {
+        out.push(CpuKernel {
+            info: KernelInfo::new(w, variant, T::DTYPE, s, preallocated),
+            call,
+        })
+    };
+    match w.op {
+        WorkloadOp::ResizeGrad { attrs, .. } => {
+            let mut dx = vec![T::default(); len(s.x)];
+            push(
+                Variant::Main,
+                true,
+                Box::new(move || {
+                    resize_grad_into(TensorRef::new(&dy, s.dy, layout), s.x, &attrs, &mut dx)?;
+                    black_box(&mut dx);
+                    Ok(())
+                }),
+            );
+        }
+        WorkloadOp::Conv2dBackpropInput { .. } => {
+            let fshape = s.filter.unwrap_or_default();
+            let filter: Vec<T> = random_vec(len(fshape), seed_for(w.id, 2));
+            let attrs = w.conv_attrs();
+            let mut dx = vec![T::default(); len(s.x)];
+            push(
+                Variant::Main,
+                true,
+                Box::new(move || {
+                    conv2d_backprop_input_into(
+                        TensorRef::new(&dy, s.dy, layout),
+                        FilterRef::new(&filter, fshape),
+                        s.x,
+                        &attrs,
+                        &mut dx,
+                    )?;
+                    black_box(&mut dx);
+                    Ok(())
+                }),
+            );
+        }
+        WorkloadOp::MaxPoolGrad { .. } => {
+            let attrs = w.pool_attrs();
+            let x: Arc<Vec<T>> = Arc::new(random_vec(len(s.x), seed_for(w.id, 3)));
+            let (_, argmax) = max_pool(TensorRef::new(&x, s.x, layout), &attrs, true)?;
+            let argmax = argmax.unwrap_or_default();
+            let mut dx = vec![T::default(); len(s.x)];
+            let (dy1, x1) = (Arc::clone(&dy), Arc::clone(&x));
+            push(
+                Variant::Main,
+                true,
+                Box::new(move || {
+                    max_pool_grad_into(
+                        TensorRef::new(&dy1, s.dy, layout),
+                        TensorRef::new(&x1, s.x, layout),
+                        None,
+                        &attrs,
+                        &mut dx,
+                    )?;
+                    black_box(&mut dx);
+                    Ok(())
+                }),
+            );
+            let mut dx2 = vec![T::default(); s.x.iter().product()];
+            push(
+                Variant::StoredArgmax,
+                true,
+                Box::new(move || {
+                    max_pool_grad_with_argmax_into(
+                        TensorRef::new(&dy, s.dy, layout),
+                        &argmax,
+                        s.x,
+                        &attrs,
+                        &mut dx2,
+                    )?;
+                    black_box(&mut dx2);
+                    Ok(())
+                }),
+            );
+            let mut y = vec![T::default(); len(s.dy)];
+            let mut am = vec![0i64; len(s.dy)];
+            push(
+                Variant::Forward,
+                true,
+                Box::new(move || {
+                    // As `max_pool(.., true)` does, into preallocated y and argmax.
+                    let xr = TensorRef::new(&x, s.x, layout);
+                    xr.check_len("max_pool", "x")?;
+                    let g = plan_max_pool("max_pool", s.x, layout, &attrs)?;
+                    gradops::ops::max_pool::cpu_kernel::forward(
+                        &g,
+                        layout,
+                        xr.data,
+                        &mut y,
+                        Some(&mut am[..]),
+                    );
+                    black_box((&mut y, &mut am));
+                    Ok(())
+                }),
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// The CPU's streaming bandwidth in GB/s (1e9 bytes/s): a parallel copy (rayon, all
+/// threads) of `bytes` of f32 into another buffer, counting bytes read plus bytes written,
+/// best of `tries` after one warm-up copy.
+pub fn cpu_stream_bandwidth(bytes: usize, tries: usize) -> f64 {
+    let len = (bytes / 4).max(1 << 16);
+    let mut src = vec![0f32; len];
+    src.par_chunks_mut(1 << 16).enumerate().for_each(|(i, c)| {
+        for (j, v) in c.iter_mut().enumerate() {
+            *v = (i + j) as f32;
+        }
+    });
+    let mut dst = vec![0f32; len];
+    let copy = |dst: &mut [f32]| {
+        let t = Instant::now();
+        dst.par_chunks_mut(1 << 18)
+            .zip(src.par_chunks(1 << 18))
+            .for_each(|(d, s)| d.copy_from_slice(s));
+        black_box(&mut *dst);
+        t.elapsed().as_secs_f64()
+    };
+    copy(&mut dst);
+    let best = (0..tries.max(1))
+        .map(|_| copy(&mut dst))
+        .fold(f64::INFINITY, f64::min);
+    (2 * len * 4) as f64 / best / 1e9
+}
+
+fn cpu_name() -> String {
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    format!("{model}, {} rayon threads", rayon::current_num_threads())
+}
+
+/// Times `opts.workloads` on the CPU at batch [`CPU_BATCH`] (divided by `scale_down`).
+pub fn bench_cpu(opts: &BenchOptions) -> Result<BenchReport> {
+    match opts.dtype {
+        DType::F16 => bench_cpu_typed::<f16>(opts),
+        DType::F32 => bench_cpu_typed::<f32>(opts),
+        DType::F64 => bench_cpu_typed::<f64>(opts),
+    }
+}
+
+fn bench_cpu_typed<T: Element>(opts: &BenchOptions) -> Result<BenchReport> {
+    let mut progress = Progress::new();
+    let load_before = load_avg();
+    let stream_bytes = (STREAM_BYTES / opts.scale_down.max(1)).max(16 << 20);
+    let tries = 8;
+    progress.say(&format!(
+        "gradops bench: measuring CPU streaming bandwidth ({} MiB copy)...",
+        stream_bytes >> 20
+    ));
+    let limit = cpu_stream_bandwidth(stream_bytes, tries);
+    progress.done();
+    eprintln!(
+        "gradops bench: CPU streaming bandwidth {limit:.1} GB/s (the limit for the GB/s share)"
+    );
+    let total_rows: usize = opts.workloads.iter().map(|w| w.variants().len()).sum();
+    let mut rows = Vec::new();
+    let mut done = 0;
+    for w in &opts.workloads {
+        progress.say(&format!(
+            "[{}/{total_rows}] {} {}: preparing inputs...",
+            done + 1,
+            w.id,
+            w.describe()
+        ));
+        let kernels = cpu_kernels::<T>(w, CPU_BATCH, opts.scale_down)?;
+        for mut k in kernels {
+            done += 1;
+            progress.say(&format!(
+                "[{done}/{total_rows}] {} {}: timing...",
+                w.id,
+                k.name()
+            ));
+            let t = time_calls(|| k.call(), opts.reps, opts.target)?;
+            rows.push(make_row(&k, &t, limit));
+        }
+    }
+    progress.done();
+    let mut notes = vec![
+        "times: wall clock per call (std::time::Instant), each call timed alone after warm-up; \
+         GB/s and GFLOP/s at the median"
+            .to_string(),
+        "outputs preallocated (resize_grad_into, conv2d_backprop_input_into, max_pool_grad_into; \
+         the forward max_pool into preallocated y and argmax): allocation is not timed"
+            .to_string(),
+        MINIMAL_TRAFFIC_NOTE.to_string(),
+    ];
+    if opts
+        .workloads
+        .iter()
+        .any(|w| w.variants().contains(&Variant::StoredArgmax))
+    {
+        notes.push(
+            "max_pool_grad_with_argmax: its argmax comes from max_pool(.., true), not timed"
+                .to_string(),
+        );
+    }
+    notes.push(format!(
+        "limit: CPU streaming bandwidth, rayon parallel copy of {} MiB f32 into another buffer \
+         (bytes read + written), best of {tries}",
+        stream_bytes >> 20
+    ));
+    Ok(BenchReport {
+        device: "cpu".into(),
+        device_name: cpu_name(),
+        limit_gbps: limit,
+        limit_source: format!(
+            "rayon parallel copy of {} MiB f32, bytes read + written, best of {tries}",
+            stream_bytes >> 20
+        ),
+        dtype: T::DTYPE.name().into(),
+        layout: opts.layout.name().into(),
+        batch: div_at_least_one(CPU_BATCH, opts.scale_down),
+        scale_down: opts.scale_down,
+        load_avg: load_before.zip(load_avg()).map(|(a, b)| [a, b]),
+        results: rows,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::*;
+
+    #[test]
+    fn kernels_run_and_agree() {
+        // Scaled-down W6 (both rows) and W5 in f16 run and report sane figures.
+        let w = by_id("W6");
+        for mut k in cpu_kernels::<f32>(&w, CPU_BATCH, 16).unwrap() {
+            let t = time_calls(|| k.call(), Some(2), Duration::ZERO).unwrap();
+            assert_eq!(t.calls(), 2);
+            let row = make_row(&k, &t, 10.0);
+            assert!(row.gbps > 0.0 && row.median_ms > 0.0);
+        }
+        let w = by_id("W5");
+        let mut k = cpu_kernels::<f16>(&w, CPU_BATCH, 16).unwrap();
+        assert_eq!(k.len(), 1);
+        k[0].call().unwrap();
+        assert!(k[0].flops.is_some());
+    }
+
+    #[test]
+    fn forward_kernel_runs_nhwc_f64() {
+        // The forward row's kernel (into preallocated y and argmax) runs in NHWC, f64.
+        let w = by_id("W6").with_layout(Layout::Nhwc);
+        let mut ks = cpu_kernels::<f64>(&w, CPU_BATCH, 16).unwrap();
+        assert_eq!(ks.len(), 3);
+        let k = &mut ks[2];
+        assert_eq!(k.variant, Variant::Forward);
+        k.call().unwrap();
+        assert!(k.preallocated && k.flops.is_none());
+    }
+}

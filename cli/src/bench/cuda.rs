@@ -1,0 +1,526 @@
+//! The CUDA path: the workloads' kernels on device buffers, timed with CUDA events
+//! ([`CudaTimer`]), set against the card's measured device-to-device copy bandwidth.
+
+use super::report::{make_row, BenchReport, MINIMAL_TRAFFIC_NOTE};
+use super::timing::{load_avg, time_samples};
+use super::workloads::{
+    div_at_least_one, random_vec, seed_for, KernelInfo, Variant, Workload, WorkloadOp, CUDA_BATCH,
+};
+use super::{BenchOptions, Progress};
+use cudarc::driver::{
+    sys, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, DriverError,
+    SyncOnDrop,
+};
+use gradops::dtype::{DType, Element};
+use gradops::error::{Error, Result};
+use half::f16;
+use rayon::prelude::*;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+/// Number of untimed calls of each CUDA kernel before [`time_samples`]' own warm-up (module
+/// load, resize tables, clocks).
+pub const CUDA_WARMUP_CALLS: usize = 3;
+/// Size of each of the two buffers of the device copy-bandwidth probe (1 GiB).
+pub const CUDA_COPY_BYTES: usize = 1 << 30;
+/// Size of the buffer [`CudaTimer`] clears before each timed call (256 MiB).
+pub const CUDA_PAD_BYTES: usize = 256 << 20;
+
+/// Whether CUDA can be used by `gradops bench`: the kernels are compiled into this build and
+/// [`gradops::cuda::probe`] finds libcuda, a device and a context. The error is
+/// [`Error::CudaUnavailable`] with the reason.
+pub fn cuda_status() -> Result<gradops::cuda::DeviceInfo> {
+    let build = gradops::cuda::build_info();
+    if !build.kernels_compiled {
+        return Err(Error::CudaUnavailable {
+            reason: format!("this build has no CUDA kernels ({})", build.reason),
+        });
+    }
+    gradops::cuda::probe()
+}
+
+/// A driver error as the crate's error (`what` says which step failed).
+fn driver_err(op: &'static str, what: &'static str) -> impl FnOnce(DriverError) -> Error {
+    move |e| Error::Cuda {
+        op,
+        msg: format!("{what}: {e}"),
+    }
+}
+
+/// A device buffer of `len` elements of `T`, stored as bytes: cudarc allocates a
+/// `CudaSlice<T>` only for `T: DeviceRepr`, which `half::f16` is not without cudarc's `f16`
+/// feature. Invariant: the byte buffer holds exactly `len * size_of::<T>()` bytes, so the
+/// lengths the device API checks are the true ones.
+struct DevBuf<T> {
+    bytes: CudaSlice<u8>,
+    len: usize,
+    _elem: PhantomData<T>,
+}
+
+impl<T: Element> DevBuf<T> {
+    /// `len` zeroed elements.
+    fn zeros(stream: &Arc<CudaStream>, len: usize) -> Result<Self> {
+        let bytes = stream
+            .alloc_zeros::<u8>(len * std::mem::size_of::<T>())
+            .map_err(driver_err("bench", "device allocation"))?;
+        Ok(DevBuf {
+            bytes,
+            len,
+            _elem: PhantomData,
+        })
+    }
+
+    /// A copy of `host` (little-endian element bytes, as the device stores them).
+    fn upload(stream: &Arc<CudaStream>, host: &[T]) -> Result<Self> {
+        let size = std::mem::size_of::<T>();
+        debug_assert_eq!(size, T::DTYPE.size());
+        let mut le = vec![0u8; std::mem::size_of_val(host)];
+        le.par_chunks_mut(size)
+            .zip(host.par_iter())
+            .for_each(|(b, v)| {
+                // to_f64 is exact and the value came from T, so each conversion is exact.
+                let v = v.to_f64();
+                match T::DTYPE {
+                    DType::F16 => b.copy_from_slice(&f16::from_f64(v).to_le_bytes()),
+                    DType::F32 => b.copy_from_slice(&(v as f32).to_le_bytes()),
+                    DType::F64 => b.copy_from_slice(&v.to_le_bytes()),
+                }
+            });
+        let bytes = stream
+            .clone_htod(&le)
+            .map_err(driver_err("bench", "host-to-device copy"))?;
+        Ok(DevBuf {
+            bytes,
+            len: host.len(),
+            _elem: PhantomData,
+        })
+    }
+}
+
+impl<T> DeviceSlice<T> for DevBuf<T> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn stream(&self) -> &Arc<CudaStream> {
+        DeviceSlice::<u8>::stream(&self.bytes)
+    }
+}
+
+impl<T> DevicePtr<T> for DevBuf<T> {
+    fn device_ptr<'a>(&'a self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
+        self.bytes.device_ptr(stream)
+    }
+}
+
+impl<T> DevicePtrMut<T> for DevBuf<T> {
+    fn device_ptr_mut<'a>(
+        &'a mut self,
+        stream: &'a CudaStream,
+    ) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
+        self.bytes.device_ptr_mut(stream)
+    }
+}
+
+/// Times work queued on a stream with a pair of CUDA events.
+///
+/// Before the start event it queues a clear of a `pad`-byte buffer (outside the event pair):
+/// the GPU is still busy with it while the host plans and launches the timed work, so the
+/// events time the GPU work rather than the host's launch overhead, and the clear evicts the
+/// L2 cache, so every timed call reads its inputs from device memory.
+pub struct CudaTimer {
+    stream: Arc<CudaStream>,
+    start: CudaEvent,
+    end: CudaEvent,
+    pad: Option<CudaSlice<u8>>,
+}
+
+impl CudaTimer {
+    /// Two timing events (`CU_EVENT_DEFAULT`; cudarc's default disables timing) on `stream`'s
+    /// context and a `pad_bytes` buffer (0: no pad).
+    pub fn new(stream: &Arc<CudaStream>, pad_bytes: usize) -> Result<Self> {
+        let ctx = stream.context();
+        let event = || {
+            ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(driver_err("bench", "creating a timing event"))
+        };
+        Ok(CudaTimer {
+            stream: Arc::clone(stream),
+            start: event()?,
+            end: event()?,
+            pad: match pad_bytes {
+                0 => None,
+                n => Some(
+                    stream
+                        .alloc_zeros::<u8>(n)
+                        .map_err(driver_err("bench", "device allocation"))?,
+                ),
+            },
+        })
+    }
+
+    /// Queues `work` on the stream between the start and end events, waits for the end
+    /// event and returns the GPU time between the two, in seconds.
+    pub fn time(&mut self, work: impl FnOnce() -> Result<()>) -> Result<f64> {
+        let stream = &self.stream;
+        if let Some(pad) = &mut self.pad {
+            stream
+                .memset_zeros(pad)
+                .map_err(driver_err("bench", "clearing the pad buffer"))?;
+        }
+        self.start
+            .record(stream)
+            .map_err(driver_err("bench", "recording the start event"))?;
+        work()?;
+        self.end
+            .record(stream)
+            .map_err(driver_err("bench", "recording the end event"))?;
+        self.end
+            .synchronize()
+            .map_err(driver_err("bench", "waiting for the end event"))?;
+        let ms = self
+            .start
+            .elapsed_ms(&self.end)
+            .map_err(driver_err("bench", "reading the event time"))?;
+        Ok(f64::from(ms) / 1e3)
+    }
+}
+
+type LaunchFn = Box<dyn FnMut() -> Result<()>>;
+
+/// One CUDA kernel of a workload: its description and a launch that queues one call on the
+/// stream (inputs uploaded and outputs allocated once, held by the launch).
+pub struct CudaKernel {
+    /// What the kernel is.
+    pub info: KernelInfo,
+    launch: LaunchFn,
+}
+
+impl std::fmt::Debug for CudaKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaKernel")
+            .field("name", &self.info.name())
+            .field("shapes", &self.info.shapes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CudaKernel {
+    /// Queues one call on the stream (does not wait for it).
+    pub fn launch(&mut self) -> Result<()> {
+        (self.launch)()
+    }
+}
+
+/// Builds the CUDA kernels of a workload (one per [`Workload::variants`]) on `stream`: the
+/// same seeded random inputs as [`cpu_kernels`](super::cpu_kernels), uploaded once, and preallocated device
+/// outputs. Max pool's stored argmax comes from the device `max_pool`, computed here.
+pub fn cuda_kernels<T: Element>(
+    stream: &Arc<CudaStream>,
+    w: &Workload,
+    batch: usize,
+    scale_down: usize,
+) -> Result<Vec<CudaKernel>> {
+    let s = w.shapes(batch, scale_down)?;
+    let len = |shape: [usize; 4]| shape.iter().product::<usize>();
+    let layout = w.layout;
+    let upload_random = |shape, buffer| {
+        DevBuf::<T>::upload(stream, &random_vec(len(shape), seed_for(w.id, buffer)))
+    };
+    let dy = Arc::new(upload_random(s.dy, 1)?);
+    let info = |variant, kernel: String| KernelInfo {
+        device_kernel: Some(kernel),
+        ..KernelInfo::new(w, variant, T::DTYPE, s, true)
+    };
+    let st = Arc::clone(stream);
+    let mut out = Vec::new();
+    match w.op {
+        WorkloadOp::ResizeGrad { attrs, .. } => {
+            let mut dx = DevBuf::<T>::zeros(stream, len(s.x))?;
+            let kernel = gradops::cuda::resize_grad_kernel::<T>(s.dy, s.x, layout, &attrs)?;
+            out.push(CudaKernel {
+                info: info(Variant::Main, kernel),
+                launch: Box::new(move || {
+                    gradops::cuda::resize_grad(
+                        &st,
+                        "resize_grad",
+                        &*dy,
+                        s.dy,
+                        s.x,
+                        layout,
+                        &attrs,
+                        &mut dx,
+                    )
+                }),
+            });
+        }
+        WorkloadOp::Conv2dBackpropInput { .. } => {
+            let fshape = s.filter.unwrap_or_default();
+            let filter = upload_random(fshape, 2)?;
+            let attrs = w.conv_attrs();
+            let mut dx = DevBuf::<T>::zeros(stream, len(s.x))?;
+            let kernel = format!("conv2d_backprop_input_{}", T::SUFFIX);
+            out.push(CudaKernel {
+                info: info(Variant::Main, kernel),
+                launch: Box::new(move || {
+                    gradops::cuda::conv2d_backprop_input(
+                        &st, &*dy, s.dy, &filter, fshape, s.x, layout, &attrs, &mut dx,
+                    )
+                }),
+            });
+        }
+        WorkloadOp::MaxPoolGrad { .. } => {
+            let attrs = w.pool_attrs();
+            let x = Arc::new(upload_random(s.x, 3)?);
+            let mut argmax = stream
+                .alloc_zeros::<i64>(len(s.dy))
+                .map_err(driver_err("bench", "device allocation"))?;
+            {
+                let mut y = DevBuf::<T>::zeros(stream, len(s.dy))?;
+                gradops::cuda::max_pool(stream, &*x, s.x, layout, &attrs, &mut y, &mut argmax)?;
+            }
+            let mut dx = DevBuf::<T>::zeros(stream, len(s.x))?;
+            let (dy1, x1) = (Arc::clone(&dy), Arc::clone(&x));
+            let kernel = |kind| gradops::cuda::max_pool_kernel::<T>(s.x, layout, &attrs, kind);
+            out.push(CudaKernel {
+                info: info(Variant::Main, kernel(gradops::cuda::PoolKernel::Grad)?),
+                launch: Box::new(move || {
+                    gradops::cuda::max_pool_grad(
+                        &st, &*dy1, s.dy, &*x1, s.x, layout, &attrs, &mut dx,
+                    )
+                }),
+            });
+            let st = Arc::clone(stream);
+            let mut dx = DevBuf::<T>::zeros(stream, len(s.x))?;
+            out.push(CudaKernel {
+                info: info(
+                    Variant::StoredArgmax,
+                    kernel(gradops::cuda::PoolKernel::GradStored)?,
+                ),
+                launch: Box::new(move || {
+                    gradops::cuda::max_pool_grad_with_argmax(
+                        &st, &*dy, s.dy, &argmax, s.x, layout, &attrs, &mut dx,
+                    )
+                }),
+            });
+            // The forward with argmax, into its own preallocated y and argmax.
+            let st = Arc::clone(stream);
+            let mut y = DevBuf::<T>::zeros(stream, len(s.dy))?;
+            let mut am = stream
+                .alloc_zeros::<i64>(len(s.dy))
+                .map_err(driver_err("bench", "device allocation"))?;
+            out.push(CudaKernel {
+                info: info(
+                    Variant::Forward,
+                    kernel(gradops::cuda::PoolKernel::Forward)?,
+                ),
+                launch: Box::new(move || {
+                    gradops::cuda::max_pool(&st, &*x, s.x, layout, &attrs, &mut y, &mut am)
+                }),
+            });
+        }
+    }
+    // Uploads, clears and the argmax are done before anything is timed.
+    stream
+        .synchronize()
+        .map_err(driver_err("bench", "preparing the inputs"))?;
+    Ok(out)
+}
+
+/// The device's copy bandwidth in GB/s (1e9 bytes/s): `memcpy_dtod` of `bytes` into another
+/// buffer on `stream`, timed with CUDA events, counting bytes read plus bytes written, best
+/// of `tries` after one warm-up copy.
+pub fn cuda_copy_bandwidth(stream: &Arc<CudaStream>, bytes: usize, tries: usize) -> Result<f64> {
+    let src = stream
+        .alloc_zeros::<u8>(bytes)
+        .map_err(driver_err("bench", "device allocation"))?;
+    let mut dst = stream
+        .alloc_zeros::<u8>(bytes)
+        .map_err(driver_err("bench", "device allocation"))?;
+    let mut timer = CudaTimer::new(stream, 0)?;
+    let mut copy = || {
+        timer.time(|| {
+            stream
+                .memcpy_dtod(&src, &mut dst)
+                .map_err(driver_err("bench", "device-to-device copy"))
+        })
+    };
+    copy()?;
+    let mut best = f64::INFINITY;
+    for _ in 0..tries.max(1) {
+        best = best.min(copy()?);
+    }
+    Ok((2 * bytes) as f64 / best / 1e9)
+}
+
+/// **The CUDA path.** Times `opts.workloads` on device 0 at batch [`CUDA_BATCH`] (divided by
+/// `scale_down`) and returns the report: per-call GPU times from a pair of CUDA events around
+/// each launch ([`CudaTimer`]), rows as in [`bench_cpu`](super::bench_cpu) (one per [`Workload::variants`], the
+/// minimal traffic from [`Workload::traffic`], built by [`make_row`]), set against the card's
+/// measured device-to-device copy bandwidth ([`cuda_copy_bandwidth`]).
+///
+/// [`Error::CudaUnavailable`] (with the reason) when CUDA cannot be used here, which
+/// `--device auto` turns into a fallback to [`bench_cpu`](super::bench_cpu); any driver failure later is an
+/// [`Error::Cuda`].
+pub fn bench_cuda(opts: &BenchOptions) -> Result<BenchReport> {
+    let device = cuda_status()?;
+    match opts.dtype {
+        DType::F16 => bench_cuda_typed::<f16>(opts, &device),
+        DType::F32 => bench_cuda_typed::<f32>(opts, &device),
+        DType::F64 => bench_cuda_typed::<f64>(opts, &device),
+    }
+}
+
+fn bench_cuda_typed<T: Element>(
+    opts: &BenchOptions,
+    device: &gradops::cuda::DeviceInfo,
+) -> Result<BenchReport> {
+    let stream = gradops::cuda::stream()?;
+    let ctx = stream.context().clone();
+    let mut progress = Progress::new();
+    let load_before = load_avg();
+    let scale = opts.scale_down.max(1);
+    let copy_bytes = (CUDA_COPY_BYTES / scale).max(64 << 20);
+    let pad_bytes = (CUDA_PAD_BYTES / scale).max(16 << 20);
+    let tries = 5;
+    progress.say(&format!(
+        "gradops bench: measuring the device copy bandwidth ({} MiB memcpy_dtod)...",
+        copy_bytes >> 20
+    ));
+    let limit = cuda_copy_bandwidth(&stream, copy_bytes, tries)?;
+    progress.done();
+    eprintln!(
+        "gradops bench: {} copy bandwidth {limit:.1} GB/s (the limit for the GB/s share)",
+        device.name
+    );
+    let mut timer = CudaTimer::new(&stream, pad_bytes)?;
+    let total_rows: usize = opts.workloads.iter().map(|w| w.variants().len()).sum();
+    let mut rows = Vec::new();
+    let mut done = 0;
+    for w in &opts.workloads {
+        progress.say(&format!(
+            "[{}/{total_rows}] {} {}: uploading inputs...",
+            done + 1,
+            w.id,
+            w.describe()
+        ));
+        let kernels = cuda_kernels::<T>(&stream, w, CUDA_BATCH, opts.scale_down)?;
+        for mut k in kernels {
+            done += 1;
+            progress.say(&format!(
+                "[{done}/{total_rows}] {} {}: timing...",
+                w.id,
+                k.info.name()
+            ));
+            for _ in 0..CUDA_WARMUP_CALLS {
+                k.launch()?;
+            }
+            let t = time_samples(|| timer.time(|| k.launch()), opts.reps, opts.target)?;
+            rows.push(make_row(&k.info, &t, limit));
+        }
+        // The workload's buffers were freed (stream-ordered) as its kernels dropped; wait
+        // for that and surface any error the driver recorded meanwhile.
+        stream
+            .synchronize()
+            .map_err(driver_err("bench", "freeing a workload's buffers"))?;
+        ctx.check_err()
+            .map_err(driver_err("bench", "freeing a workload's buffers"))?;
+    }
+    progress.done();
+    let mut notes = vec![
+        "times: GPU time per call between two CUDA events (CU_EVENT_DEFAULT) recorded on the \
+         stream around the launch, the host waiting on the end event after each call; GB/s \
+         and GFLOP/s at the median"
+            .to_string(),
+        format!(
+            "before each timed call a {} MiB clear is queued outside the events: the GPU is busy \
+             with it while the host queues the call (host launch overhead is not timed) and it \
+             evicts L2 (inputs are read from device memory)",
+            pad_bytes >> 20
+        ),
+        format!(
+            "inputs uploaded once, outputs preallocated device buffers; {CUDA_WARMUP_CALLS} \
+             untimed calls plus the usual warm-up before timing"
+        ),
+        MINIMAL_TRAFFIC_NOTE.to_string(),
+    ];
+    if opts
+        .workloads
+        .iter()
+        .any(|w| w.variants().contains(&Variant::StoredArgmax))
+    {
+        notes.push(
+            "max_pool_grad_with_argmax: the argmax comes from the device max_pool, not timed"
+                .to_string(),
+        );
+    }
+    let limit_source = format!(
+        "device-to-device copy (memcpy_dtod) of {} MiB timed with CUDA events, bytes read + \
+         written, best of {tries}",
+        copy_bytes >> 20
+    );
+    notes.push(format!("limit: {limit_source}"));
+    Ok(BenchReport {
+        device: "cuda".into(),
+        device_name: device.to_string(),
+        limit_gbps: limit,
+        limit_source,
+        dtype: T::DTYPE.name().into(),
+        layout: opts.layout.name().into(),
+        batch: div_at_least_one(CUDA_BATCH, opts.scale_down),
+        scale_down: opts.scale_down,
+        load_avg: load_before.zip(load_avg()).map(|(a, b)| [a, b]),
+        results: rows,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::*;
+
+    #[test]
+    fn bench_cuda_unavailable_or_runs_w1() {
+        let opts = BenchOptions::from_args(&BenchArgs {
+            device: BenchDevice::Cuda,
+            dtype: DType::F32,
+            layout: Layout::Nchw,
+            workload: Some("W1".into()),
+            reps: Some(1),
+            json: None,
+            scale_down: 16,
+        })
+        .unwrap();
+        if let Err(e) = gradops::cuda::probe() {
+            // No usable CUDA here: the CUDA path says why and runs nothing.
+            match bench_cuda(&opts) {
+                Err(Error::CudaUnavailable { reason }) => {
+                    assert!(!reason.trim().is_empty(), "empty reason (probe: {e})")
+                }
+                Err(other) => panic!("expected CudaUnavailable, got {other}"),
+                Ok(r) => panic!("probe failed ({e}) but bench_cuda ran on {}", r.device_name),
+            }
+            assert!(matches!(cuda_status(), Err(Error::CudaUnavailable { .. })));
+            return;
+        }
+        let r = bench_cuda(&opts).unwrap();
+        assert_eq!((r.device.as_str(), r.dtype.as_str()), ("cuda", "f32"));
+        assert_eq!(r.batch, CUDA_BATCH / 16);
+        assert!(r.limit_gbps > 0.0 && r.limit_source.contains("memcpy_dtod"));
+        assert_eq!(r.results.len(), 1);
+        let row = &r.results[0];
+        let w = by_id("W1");
+        let s = w.shapes(CUDA_BATCH, 16).unwrap();
+        assert_eq!(row.workload, "W1");
+        assert_eq!(row.kernel, w.kernel_name(Variant::Main, DType::F32));
+        assert_eq!((row.x_shape, row.dy_shape), (s.x, s.dy));
+        assert_eq!(row.x_shape, [2, 4, 128, 128]);
+        assert_eq!(row.bytes, w.traffic(&s, Variant::Main, 4).total());
+        assert_eq!(row.calls, 1);
+        assert!(row.median_ms > 0.0 && row.min_ms <= row.max_ms);
+        assert!(row.gbps > 0.0);
+        let share = row.gbps / r.limit_gbps;
+        assert!((row.share_of_limit - share).abs() <= 1e-12 * share);
+        assert!(row.preallocated_output && row.argmax.is_none());
+    }
+}
