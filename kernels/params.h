@@ -138,7 +138,15 @@ typedef struct GoConvParams {
  * windows' dy. The grads then gather in the same window order as the generic kernels.
  * In-image index math is 32-bit (the host checks c*hi*wi and c*ho*wo fit an int32).
  * The host sizes the tile so that its staging fits GO_POOL_TILE_SMEM.
- * Launch: block (256,1,1), grid.x any (grid-stride over all tiles). */
+ * Launch: block (256,1,1), grid.x any (grid-stride over all tiles).
+ * max_pool_tile_k3_*: the same, with the window scans and gathers unrolled for windows of
+ * at most 3x3.
+ *
+ * max_pool_direct_k3_forward_<dtype>: the forward for windows of at most 3x3, one thread
+ * per output reading x through the read-only cache. Launch: block (256,1,1) split in the
+ * kernel into gx lanes across an output row's inner run (wo, or wo*c for NHWC) and 256/gx
+ * rows (go_row_lanes); grid.x strides over the run, grid.y over the rows (n*c*ho or n*ho,
+ * which the host checks fit 32 bits). */
 #define GO_POOL_TILE_SMEM 45056
 typedef struct GoPoolParams {
     uint64_t x;      /* const T* */
