@@ -641,19 +641,8 @@ fn max_pool_property<T: Element>(dev: Dev, rng: &mut Rng) -> (usize, usize) {
 
 // ---------------------------------------------------------------- resize ----
 
-const CTMS: [Ct; 5] = [
-    Ct::HalfPixel,
-    Ct::PytorchHalfPixel,
-    Ct::AlignCorners,
-    Ct::Asymmetric,
-    Ct::TfHalfPixelForNn,
-];
-const NMS: [Nm; 4] = [
-    Nm::RoundPreferFloor,
-    Nm::RoundPreferCeil,
-    Nm::Floor,
-    Nm::Ceil,
-];
+const CTMS: [Ct; 5] = ALL_CTMS;
+const NMS: [Nm; 4] = ALL_NEAREST_MODES;
 
 fn resize_property<T: Element>(dev: Dev, rng: &mut Rng) -> (usize, usize) {
     let layout = *rng.pick(&[Layout::Nchw, Layout::Nhwc]);

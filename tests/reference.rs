@@ -11,19 +11,8 @@ use gradops::{
 };
 
 const LAYOUTS: [Layout; 2] = [Layout::Nchw, Layout::Nhwc];
-const CTMS: [Ct; 5] = [
-    Ct::HalfPixel,
-    Ct::PytorchHalfPixel,
-    Ct::AlignCorners,
-    Ct::Asymmetric,
-    Ct::TfHalfPixelForNn,
-];
-const NMS: [Nm; 4] = [
-    Nm::RoundPreferFloor,
-    Nm::RoundPreferCeil,
-    Nm::Floor,
-    Nm::Ceil,
-];
+const CTMS: [Ct; 5] = ALL_CTMS;
+const NMS: [Nm; 4] = ALL_NEAREST_MODES;
 
 fn resize_grad_case<T: Element>(rng: &mut Rng, layout: Layout, mode: ResizeMode, ctm: Ct, nm: Nm) {
     let xd = Dims {

@@ -320,3 +320,20 @@ pub fn shape(layout: Layout, d: Dims) -> [usize; 4] {
 pub fn dot(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
+
+/// Every `coordinate_transformation_mode` of the SPEC.
+pub const ALL_CTMS: [CoordinateTransform; 5] = [
+    CoordinateTransform::HalfPixel,
+    CoordinateTransform::PytorchHalfPixel,
+    CoordinateTransform::AlignCorners,
+    CoordinateTransform::Asymmetric,
+    CoordinateTransform::TfHalfPixelForNn,
+];
+
+/// Every `nearest_mode` of the SPEC.
+pub const ALL_NEAREST_MODES: [NearestMode; 4] = [
+    NearestMode::RoundPreferFloor,
+    NearestMode::RoundPreferCeil,
+    NearestMode::Floor,
+    NearestMode::Ceil,
+];
