@@ -1,7 +1,10 @@
 // Max-pool family: forward (y + argmax), grad with argmax recomputed (TF rule), and
-// grad from stored argmax. Both grads are gathers: one thread per dx element visits,
-// in row-major window order, every window that can contain it and sums the dy of the
-// windows whose argmax is this cell. No atomics, each output written once.
+// grad from stored argmax. Both grads are gathers: each dx element visits, in row-major
+// window order, every window that can contain it and sums the dy of the windows whose
+// argmax is this cell. No atomics, each output written once. Kernels (the host chooses,
+// ops::pool_kernel): the generic ones below (one thread per output, 64-bit indexing),
+// the tiled ones (shared-memory staging per tile; _k3_ twins unrolled for windows up to
+// 3x3) and a direct forward for windows up to 3x3.
 //
 // TF argmax rule: padded cells are never candidates; the first in-bounds cell in
 // row-major order is the initial candidate; a later cell replaces it only if strictly

@@ -1,6 +1,9 @@
-// Resize family: one separable CSR gather serves the forward resize and both resize
-// gradients (linear and nearest). The host builds the per-axis tables from the shared
-// geometry; see GoResizeParams in params.h. Each output element is written exactly
+// Resize family: a separable CSR gather serves the forward resize and both resize
+// gradients (linear and nearest), in three kernels the host chooses from the plan
+// (ops::resize_kernel): resize_box (both tables boxes: nearest gradients by integer
+// factors, no table reads), resize_tile (two passes through shared memory, the common
+// case) and resize_gather (generic, for plans the tiles cannot hold). The host builds the
+// per-axis tables from the shared geometry; see GoResizeParams in params.h. Each output element is written exactly
 // once (entries with zero weight included, so a NaN propagates), no atomics, no
 // zero-fill pass: an output whose table rows are empty gets 0.
 #include "common.cuh"
