@@ -43,6 +43,9 @@ step info 60 "$BUNDLE/gradops" info
 
 if has tests; then
   GRADOPS_REQUIRE_GPU=1 step gpu_tests 240 "$BUNDLE/cuda_ops" --test-threads=1 --nocapture
+  # The property tests' CUDA variants (random geometry against the SPEC rule and the CPU).
+  [[ -x "$BUNDLE/properties" ]] &&
+    GRADOPS_REQUIRE_GPU=1 step gpu_properties 240 "$BUNDLE/properties" cuda --nocapture
 fi
 
 if has bench; then

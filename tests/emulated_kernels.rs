@@ -601,13 +601,16 @@ fn run_resize(
                 outs.push(out);
             }
         }
-        BOX_RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        BOX_RUNS.with(|n| n.set(n.get() + 1));
     }
     outs
 }
 
-/// Box kernel runs in this test process (the box tests check they happened).
-static BOX_RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+thread_local! {
+    /// Box kernel runs on this test's thread (the box test checks its own cases ran it;
+    /// tests run on separate threads, so others cannot inflate the count).
+    static BOX_RUNS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 
 /// `Some(f)` when destination `d` of `t` takes exactly sources `f*d .. f*d + f` with weight
 /// 1 and the source axis has `f * dst` entries (written here independently of the crate).
@@ -807,7 +810,7 @@ fn emulated_resize_boxes() {
         return;
     };
     let mut rng = Rng(0x5eed_0007);
-    let before = BOX_RUNS.load(std::sync::atomic::Ordering::Relaxed);
+    let before = BOX_RUNS.with(|n| n.get());
     let floor = Some(Nearest::Floor);
     for dt in DTS {
         for layout in [NCHW, NHWC] {
@@ -846,7 +849,7 @@ fn emulated_resize_boxes() {
             );
         }
     }
-    let ran = BOX_RUNS.load(std::sync::atomic::Ordering::Relaxed) - before;
+    let ran = BOX_RUNS.with(|n| n.get()) - before;
     assert!(ran >= 18, "only {ran} of 18 cases ran the box kernel");
 }
 
