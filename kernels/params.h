@@ -91,8 +91,13 @@ typedef struct GoResizeParams {
     int32_t reserved2;
 } GoResizeParams;
 
+/* Filter storage orders of GoConvParams.filter_layout. */
+#define GO_FILTER_HWIO 0 /* [kh, kw, ci/groups, co] (TensorFlow's) */
+#define GO_FILTER_OIHW 1 /* [co, ci/groups, kh, kw] (PyTorch's) */
+
 /* conv2d_forward_<dtype> and conv2d_backprop_input_<dtype>.
- * x: [n, ci, hi, wi], filter HWIO [kh, kw, ci/groups, co], y: [n, co, ho, wo] (layout).
+ * x: [n, ci, hi, wi], filter HWIO [kh, kw, ci/groups, co] or OIHW [co, ci/groups, kh, kw]
+ * (filter_layout), y: [n, co, ho, wo] (layout).
  * forward reads x, w and writes y; backprop_input reads y (= dy), w and writes x (= dx).
  * y = oy*sh - pad_top + ky*dh, x = ox*sw - pad_left + kx*dw.
  * forward launch: block (256,1,1), grid.x any (grid-stride over all outputs).
@@ -120,7 +125,7 @@ typedef struct GoConvParams {
     int64_t pad_left;
     int64_t groups;
     int32_t layout;
-    int32_t reserved;
+    int32_t filter_layout; /* GO_FILTER_HWIO or GO_FILTER_OIHW */
 } GoConvParams;
 
 /* max_pool_forward_<dtype>: y and argmax [n, c, ho, wo] from x [n, c, hi, wi].
@@ -128,6 +133,8 @@ typedef struct GoConvParams {
  *   with no in-bounds cell (its y is the lowest finite value of T).
  * max_pool_grad_<dtype>: dx [n, c, hi, wi] from x and dy (argmax recomputed, TF rule).
  * max_pool_grad_argmax_<dtype>: dx from dy and argmax (x unused).
+ * The forwards write argmax only when it is non-zero (a caller that does not keep it
+ * passes 0).
  * Window (oy, ox) covers rows oy*sh - pad_top + [0, kh), cols ox*sw - pad_left + [0, kw).
  * Launch: block (256,1,1), grid.x any (grid-stride over all outputs).
  *

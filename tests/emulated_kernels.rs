@@ -861,7 +861,7 @@ fn emulated_conv2d_forward_and_backprop_input() {
         return;
     };
     let mut rng = Rng(0x5eed_0002);
-    let mut ran = 0;
+    let (mut ran, mut ran_oihw) = (0, 0);
     for case in 0..cases() {
         let dt = DTS[case % 3];
         let layout = if (case / 3) % 2 == 0 { NCHW } else { NHWC };
@@ -899,9 +899,17 @@ fn emulated_conv2d_forward_and_backprop_input() {
         let what = format!(
             "conv {dt:?} layout={layout} n={n} ci={ci} co={co} g={groups} in={hi}x{wi} k={kh}x{kw} s={sh}x{sw} d={dh}x{dw} pad=({pt},{pb},{pl},{pr}) out={ho}x{wo}"
         );
+        // Half the cases store the filter OIHW (PyTorch's order), read through its strides.
+        let oihw = (case / 6) % 2 == 1;
+        let what = format!("{what} filter={}", if oihw { "OIHW" } else { "HWIO" });
         let w = rng.vec((kh * kw * cig * co) as usize, dt);
-        let widx =
-            |ky: i64, kx: i64, c: i64, o: i64| (((ky * kw + kx) * cig + c) * co + o) as usize;
+        let widx = |ky: i64, kx: i64, c: i64, o: i64| {
+            (if oihw {
+                ((o * cig + c) * kh + ky) * kw + kx
+            } else {
+                ((ky * kw + kx) * cig + c) * co + o
+            }) as usize
+        };
         let p = GoConvParams {
             x: 1,
             w: 2,
@@ -923,7 +931,11 @@ fn emulated_conv2d_forward_and_backprop_input() {
             pad_left: pl,
             groups,
             layout,
-            reserved: 0,
+            filter_layout: if oihw {
+                params::GO_FILTER_OIHW as i32
+            } else {
+                params::GO_FILTER_HWIO as i32
+            },
         };
         // Forward.
         let x = rng.vec((n * ci * hi * wi) as usize, dt);
@@ -996,8 +1008,13 @@ fn emulated_conv2d_forward_and_backprop_input() {
             );
         }
         ran += 1;
+        ran_oihw += usize::from(oihw);
     }
-    println!("emulated_conv2d_forward_and_backprop_input: {ran} random cases x 2 ops x 2 grids");
+    assert!(
+        ran_oihw > 0 && ran_oihw < ran,
+        "both filter layouts ran ({ran_oihw} OIHW of {ran})"
+    );
+    println!("emulated_conv2d_forward_and_backprop_input: {ran} random cases ({ran_oihw} with an OIHW filter) x 2 ops x 2 grids");
 }
 
 /// Degenerate conv geometry the SPEC accepts (issue 9): a zero-sized kernel axis, and an empty
@@ -1041,7 +1058,7 @@ fn emulated_conv2d_backprop_input_degenerate_geometry() {
                 pad_left: 0,
                 groups: 1,
                 layout,
-                reserved: 0,
+                filter_layout: params::GO_FILTER_HWIO as i32,
             };
             let dx_len = (n * ci * hi * wi) as usize;
             let w = vec![1.0; (kh * kw * ci * co) as usize];

@@ -38,8 +38,9 @@ pub use images::{
 };
 pub use launch::PoolKernel;
 pub use ops::{
-    conv2d, conv2d_backprop_input, max_pool, max_pool_grad, max_pool_grad_with_argmax,
-    max_pool_kernel, pool_kernel, resize, resize_bilinear, resize_bilinear_grad,
+    conv2d, conv2d_backprop_input, conv2d_backprop_input_into, conv2d_into, max_pool,
+    max_pool_grad, max_pool_grad_into, max_pool_grad_with_argmax, max_pool_grad_with_argmax_into,
+    max_pool_into, max_pool_kernel, pool_kernel, resize, resize_bilinear, resize_bilinear_grad,
     resize_bilinear_grad_into, resize_bilinear_into, resize_grad, resize_grad_into,
     resize_grad_kernel, resize_into, resize_kernel, resize_nearest_neighbor,
     resize_nearest_neighbor_grad, resize_nearest_neighbor_grad_into, resize_nearest_neighbor_into,
