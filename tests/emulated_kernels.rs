@@ -616,7 +616,7 @@ thread_local! {
 /// 1 and the source axis has `f * dst` entries (written here independently of the crate).
 fn box_of(t: &Table, src_len: usize) -> Option<usize> {
     let dst = t.offsets.len() - 1;
-    if dst == 0 || src_len % dst != 0 {
+    if dst == 0 || !src_len.is_multiple_of(dst) {
         return None;
     }
     let f = src_len / dst;

@@ -253,7 +253,7 @@ pub(crate) fn resize_raw<T: Element>(
     let l = match &how {
         ResizeKernel::Box(fh, fw) => {
             (p.box_h, p.box_w) = (*fh, *fw);
-            let aligned = src % 16 == 0 && dst % 16 == 0;
+            let aligned = src.is_multiple_of(16) && dst.is_multiple_of(16);
             p.vec = if launch::resize_box_vec(&p, std::mem::size_of::<T>(), aligned) {
                 launch::vec16(std::mem::size_of::<T>()) as i32
             } else {
