@@ -63,3 +63,8 @@ pub use ops::{
 pub use ptx::{build_info, BuildInfo, PtxImage};
 pub use runtime::{context, probe, stream, DeviceInfo};
 pub use tensor::{DeviceFilterRef, DeviceTensor, DeviceTensorMut, DeviceTensorRef};
+
+/// The cudarc crate this API is built on (its types are the ones the device functions take).
+pub use cudarc;
+/// The cudarc types of the device API's signatures.
+pub use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut};
