@@ -35,7 +35,13 @@ const OPS: &[(&str, &str)] = &[
     ("pool", "max_pool_tile_k3_grad_argmax"),
     ("pool", "max_pool_direct_k3_forward"),
 ];
-const DTYPES: &[&str] = &["f16", "f32", "f64"];
+/// Kernel-name suffixes: every element type of the library.
+const DTYPES: [&str; 4] = [
+    gradops::DType::ALL[0].name(),
+    gradops::DType::ALL[1].name(),
+    gradops::DType::ALL[2].name(),
+    gradops::DType::ALL[3].name(),
+];
 /// Real targets newer than every default image: devices that JIT the newest image.
 const JIT_TARGETS: &[u32] = &[100, 120];
 
@@ -229,7 +235,7 @@ fn ptxas_every_image_no_spills() {
             String::new()
         }
     );
-    report.push_str(&format!("{:<30}", "kernel"));
+    report.push_str(&format!("{:<34}", "kernel"));
     for r in &runs {
         let mark = if r.target == r.image_arch { "" } else { "*" };
         report.push_str(&format!(" {:>7}", format!("sm_{}{mark}", r.target)));
@@ -238,7 +244,7 @@ fn ptxas_every_image_no_spills() {
     for (m, op) in OPS {
         for d in DTYPES {
             let name = format!("{op}_{d}");
-            let mut row = format!("{name:<30}");
+            let mut row = format!("{name:<34}");
             let (mut smem, mut stack, mut spills) = (0, 0, 0);
             for r in &runs {
                 let Some(u) = r.usage.get(&name) else {

@@ -12,7 +12,7 @@ use gradops::cuda::DeviceTensor;
 use gradops::dtype::{DType, Element};
 use gradops::error::{Error, Result};
 use gradops::TensorRef;
-use half::f16;
+use half::{bf16, f16};
 use std::sync::Arc;
 
 /// Number of untimed calls of each CUDA kernel before [`time_samples`]' own warm-up (module
@@ -296,6 +296,7 @@ pub fn bench_cuda(opts: &BenchOptions) -> Result<BenchReport> {
     let device = cuda_status()?;
     match opts.dtype {
         DType::F16 => bench_cuda_typed::<f16>(opts, &device),
+        DType::BF16 => bench_cuda_typed::<bf16>(opts, &device),
         DType::F32 => bench_cuda_typed::<f32>(opts, &device),
         DType::F64 => bench_cuda_typed::<f64>(opts, &device),
     }
