@@ -1418,6 +1418,26 @@ fn forward_checked(
             "{what}: {kernel} y[{i}] = {a}, expected {b}"
         );
     }
+    // Without an argmax buffer (address 0, as `max_pool(.., false)` launches it): the same
+    // y, and the (poisoned) argmax slot untouched.
+    let q = GoPoolParams { argmax: 0, ..*p };
+    let r0 = run_kernel(
+        kernel,
+        l,
+        &as_bytes(&q),
+        &[
+            BufSpec::In(dt.encode(x)),
+            BufSpec::Out(yref.len() * dt.size()),
+            BufSpec::Out(yref.len() * 8),
+            BufSpec::In(vec![]),
+            BufSpec::In(vec![]),
+        ],
+    );
+    assert_eq!(r0[1], r[1], "{what}: {kernel} y without argmax");
+    assert!(
+        r0[2].iter().all(|&b| b == 0xFF),
+        "{what}: {kernel} stored an argmax at address 0"
+    );
     r[2].clone()
 }
 
