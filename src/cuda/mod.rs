@@ -10,7 +10,7 @@
 //!   variant each module and op uses on this device, [`image_for`] and [`op_kernels_for`]
 //!   on any compute capability (no GPU needed).
 //! * Device-resident API ([`resize_grad`], [`run_resize_plan`], [`conv2d_backprop_input`],
-//!   [`conv2d`], [`max_pool`], [`max_pool_grad`], [`max_pool_grad_with_argmax`]): inputs
+//!   [`conv2d_backprop_filter`], [`conv2d`], [`max_pool`], [`max_pool_grad`], [`max_pool_grad_with_argmax`]): inputs
 //!   and outputs are cudarc device buffers (`CudaSlice<T>`, views) on the caller's
 //!   `Arc<CudaStream>`; every launch is queued on that stream, nothing synchronises the
 //!   host, except the first use of a new resize geometry (its small tables are uploaded
@@ -37,9 +37,9 @@ pub use images::{
 };
 pub use launch::PoolKernel;
 pub use ops::{
-    conv2d, conv2d_backprop_input, max_pool, max_pool_grad, max_pool_grad_with_argmax,
-    max_pool_kernel, pool_kernel, resize, resize_grad, resize_grad_kernel, resize_kernel,
-    run_resize_plan, ResizeKernel,
+    conv2d, conv2d_backprop_filter, conv2d_backprop_input, max_pool, max_pool_grad,
+    max_pool_grad_with_argmax, max_pool_kernel, pool_kernel, resize, resize_grad,
+    resize_grad_kernel, resize_kernel, run_resize_plan, ResizeKernel,
 };
 pub use ptx::{build_info, BuildInfo, PtxImage};
 pub use runtime::{context, probe, stream, DeviceInfo};
