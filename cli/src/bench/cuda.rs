@@ -268,6 +268,24 @@ pub fn cuda_kernels<T: Element>(
                 }),
             });
         }
+        WorkloadOp::Conv2dBackpropFilter { .. } => {
+            let fshape = s.filter.unwrap_or_default();
+            let x = upload_random(s.x, 3)?;
+            let attrs = w.conv_attrs();
+            let mut dw = DevBuf::<T>::zeros(stream, len(fshape))?;
+            let kernel = format!(
+                "conv2d_backprop_filter_partial_{0} + conv2d_backprop_filter_reduce_{0}",
+                T::SUFFIX
+            );
+            out.push(CudaKernel {
+                info: info(Variant::Main, kernel),
+                launch: Box::new(move || {
+                    gradops::cuda::conv2d_backprop_filter(
+                        &st, &x, s.x, &*dy, s.dy, fshape, layout, &attrs, &mut dw,
+                    )
+                }),
+            });
+        }
         WorkloadOp::MaxPoolGrad { .. } => {
             let attrs = w.pool_attrs();
             let x = Arc::new(upload_random(s.x, 3)?);

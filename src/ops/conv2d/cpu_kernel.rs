@@ -296,14 +296,14 @@ fn winograd_applies(g: &ConvGeometry) -> bool {
 }
 
 /// Smallest group channel counts (in and out) that take the Winograd path.
-const WINO_MIN_CHANNELS: usize = 16;
+pub(super) const WINO_MIN_CHANNELS: usize = 16;
 
 /// Winograd tiles per block (whole tile rows, at least one): the transformed `dy` block
 /// (`16 x cog x tiles`) and the GEMM results stay in L2.
 const WINO_TILES: usize = 112;
 
 #[inline(always)]
-fn zip2<A: Accum>(out: &mut [A], a: &[A], b: &[A], f: impl Fn(A, A) -> A) {
+pub(super) fn zip2<A: Accum>(out: &mut [A], a: &[A], b: &[A], f: impl Fn(A, A) -> A) {
     for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
         *o = f(x, y);
     }
@@ -507,19 +507,19 @@ fn winograd_nchw<T: Element>(
 /// The Winograd input transform of one tile block: `V[xi][co][t] = (B^T d B)[xi]` for the
 /// 4x4 `dy` patches `d` of the block's tiles, vectorised over tiles. `B^T = [[1, 0, -1, 0],
 /// [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]`.
-struct WinoIn<'a, T: Element> {
+pub(super) struct WinoIn<'a, T: Element> {
     /// The image's `dy`.
-    dyi: &'a [T],
+    pub(super) dyi: &'a [T],
     /// (first output channel of the group, group output channels).
-    cogs: (usize, usize),
+    pub(super) cogs: (usize, usize),
     /// `dy` (height, width).
-    dims: (usize, usize),
+    pub(super) dims: (usize, usize),
     /// (first tile row, tile rows, tiles per row).
-    rows: (usize, usize, usize),
+    pub(super) rows: (usize, usize, usize),
     /// `dy` row and column of tile 0's patch origin.
-    off: (isize, isize),
-    sb: &'a mut [T::Acc],
-    v: &'a mut [T::Acc],
+    pub(super) off: (isize, isize),
+    pub(super) sb: &'a mut [T::Acc],
+    pub(super) v: &'a mut [T::Acc],
 }
 
 impl<T: Element> pulp::WithSimd for WinoIn<'_, T> {
@@ -1089,8 +1089,19 @@ pub(super) fn im2col_nchw<A: Accum>(
                     };
                     let dst = &mut krow[(oy - oy0) * wo..][..wo];
                     let srow = &plane[y * wi..][..wi];
-                    for ox in oxs.clone() {
-                        dst[ox] = srow[ox * g.w.stride + kx * g.w.dilation - g.w.pad_before];
+                    if oxs.is_empty() {
+                        continue;
+                    }
+                    // Input column of the first valid output; the rest follow at the stride
+                    // (a plain copy at stride 1, an iterator gather otherwise: no index math).
+                    let x0 = oxs.start * g.w.stride + kx * g.w.dilation - g.w.pad_before;
+                    let d = &mut dst[oxs.clone()];
+                    if g.w.stride == 1 {
+                        d.copy_from_slice(&srow[x0..x0 + d.len()]);
+                    } else {
+                        for (o, &v) in d.iter_mut().zip(srow[x0..].iter().step_by(g.w.stride)) {
+                            *o = v;
+                        }
                     }
                 }
             }
