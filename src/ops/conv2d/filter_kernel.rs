@@ -270,7 +270,6 @@ fn backprop_filter_winograd<T: Element>(
         .min(max_splits)
         .min(PARTIAL_BUDGET / plen.max(1))
         .max(1);
-    let off = (-(g.h.pad_before as isize), -(g.w.pad_before as isize));
     let arch = pulp::Arch::new();
     let mut partials = vec![zero; splits * plen];
     partials.par_chunks_mut(plen).enumerate().for_each_init(
@@ -284,15 +283,19 @@ fn backprop_filter_winograd<T: Element>(
                 let (xi, dyi) = (&x[i * ximg..][..ximg], &dy[i * dyimg..][..dyimg]);
                 v.resize(16 * cig * nt, zero);
                 u.resize(16 * cog * nt, zero);
-                sb.resize(32 * nt + 2 * ntx + 2, zero);
+                // WinoX: two rows of ntx + 1 and 4 x (2 tr + 2) x ntx; WinoDy: 12 nt + 2 ntx.
+                sb.resize(
+                    (2 * ntx + 2 + 4 * (2 * tr + 2) * ntx).max(12 * nt + 2 * ntx),
+                    zero,
+                );
                 for grp in 0..groups {
                     // V[xi][c][t] = (B^T d B) of the x patches.
-                    arch.dispatch(WinoIn::<T> {
-                        dyi: xi,
-                        cogs: (grp * cig, cig),
+                    arch.dispatch(WinoX::<T> {
+                        xi,
+                        cigs: (grp * cig, cig),
                         dims: (hi, wi),
                         rows: (ty0, tr, ntx),
-                        off,
+                        pads: (g.h.pad_before, g.w.pad_before),
                         sb: &mut sb[..],
                         v: &mut v[..],
                     });
@@ -302,7 +305,7 @@ fn backprop_filter_winograd<T: Element>(
                         cogs: (grp * cog, cog),
                         dims: (ho, wo),
                         rows: (ty0, tr, ntx),
-                        sb: &mut sb[..],
+                        sb: &mut sb[..12 * nt + 2 * ntx],
                         u: &mut u[..],
                     });
                     for xi in 0..16 {
@@ -369,6 +372,107 @@ fn backprop_filter_winograd<T: Element>(
         }
     }
     store_filter(g, &hwio, filter_layout, dw);
+}
+
+/// The `x` transform of one tile block: `V[xi][c][t] = (B^T d B)[xi]` for the 4x4 `x`
+/// patches `d` of the block's tiles (patch of tile `(ty, tx)` at `x[2 ty - top][2 tx - left]`,
+/// zero outside `x`), `B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]`.
+/// Neighbouring tile rows share two `x` rows, so the column transform `d B` runs once per
+/// `x` row (on its even/odd columns, vectorised over tiles), then the row transform per
+/// tile row.
+struct WinoX<'a, T: Element> {
+    /// The image's `x`.
+    xi: &'a [T],
+    /// (first input channel of the group, group input channels).
+    cigs: (usize, usize),
+    /// `x` (height, width).
+    dims: (usize, usize),
+    /// (first tile row, tile rows, tiles per row).
+    rows: (usize, usize, usize),
+    /// Padding (top, left).
+    pads: (usize, usize),
+    sb: &'a mut [T::Acc],
+    v: &'a mut [T::Acc],
+}
+
+impl<T: Element> pulp::WithSimd for WinoX<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) {
+        let WinoX {
+            xi,
+            cigs: (c0, cig),
+            dims: (hi, wi),
+            rows: (ty0, tr, ntx),
+            pads: (top, left),
+            sb,
+            v,
+        } = self;
+        let zero = T::Acc::zero();
+        let nt = tr * ntx;
+        let nrows = 2 * tr + 2;
+        let (eo, rest) = sb.split_at_mut(2 * ntx + 2);
+        let (ev, od) = eo.split_at_mut(ntx + 1);
+        let hb = &mut rest[..4 * nrows * ntx];
+        // Tiles whose even and odd columns are all inside x: a plain de-interleave.
+        let t_lo = left.div_ceil(2).min(ntx + 1);
+        let t_hi = ((wi + left) / 2).clamp(t_lo, ntx + 1);
+        for c in 0..cig {
+            let plane = &xi[(c0 + c) * hi * wi..][..hi * wi];
+            // hb[j][row][tx] = (d B)[j] of x row 2 ty0 + row - top: with e[t] = x[2t - left]
+            // and o[t] = x[2t + 1 - left]: e - e', o + e', e' - o, o - o' (' = t + 1).
+            for row in 0..nrows {
+                let y = (2 * ty0 + row) as isize - top as isize;
+                if y >= 0 && (y as usize) < hi {
+                    let src = &plane[y as usize * wi..][..wi];
+                    let at = |x: isize| {
+                        if x >= 0 && (x as usize) < wi {
+                            src[x as usize].to_acc()
+                        } else {
+                            zero
+                        }
+                    };
+                    for t in (0..t_lo).chain(t_hi..ntx + 1) {
+                        let xe = (2 * t) as isize - left as isize;
+                        ev[t] = at(xe);
+                        od[t] = at(xe + 1);
+                    }
+                    if t_hi > t_lo {
+                        let s0 = 2 * t_lo - left;
+                        for ((e, o), pair) in ev[t_lo..t_hi]
+                            .iter_mut()
+                            .zip(&mut od[t_lo..t_hi])
+                            .zip(src[s0..].chunks_exact(2))
+                        {
+                            *e = pair[0].to_acc();
+                            *o = pair[1].to_acc();
+                        }
+                    }
+                } else {
+                    ev.fill(zero);
+                    od.fill(zero);
+                }
+                let h = |j: usize| (j * nrows + row) * ntx;
+                let (e0, e1, o0, o1) = (&ev[..ntx], &ev[1..], &od[..ntx], &od[1..]);
+                zip2(&mut hb[h(0)..][..ntx], e0, e1, |a, b| a - b);
+                zip2(&mut hb[h(1)..][..ntx], o0, e1, |a, b| a + b);
+                zip2(&mut hb[h(2)..][..ntx], e1, o0, |a, b| a - b);
+                zip2(&mut hb[h(3)..][..ntx], o0, o1, |a, b| a - b);
+            }
+            // V[i][j] for tile row r from rows 2r..2r+4: d0 - d2, d1 + d2, d2 - d1, d1 - d3.
+            for j in 0..4 {
+                let hr = |row: usize| &hb[(j * nrows + row) * ntx..][..ntx];
+                for r in 0..tr {
+                    let (d0, d1, d2, d3) = (hr(2 * r), hr(2 * r + 1), hr(2 * r + 2), hr(2 * r + 3));
+                    let slab = |i: usize| ((i * 4 + j) * cig + c) * nt + r * ntx;
+                    zip2(&mut v[slab(0)..][..ntx], d0, d2, |a, b| a - b);
+                    zip2(&mut v[slab(1)..][..ntx], d1, d2, |a, b| a + b);
+                    zip2(&mut v[slab(2)..][..ntx], d2, d1, |a, b| a - b);
+                    zip2(&mut v[slab(3)..][..ntx], d1, d3, |a, b| a - b);
+                }
+            }
+        }
+    }
 }
 
 /// The `dy` transform of one tile block: `U[xi][co][t] = (A h A^T)[xi]` for the 2x2 `dy`
@@ -616,7 +720,7 @@ mod tests {
             (seed % m as u64) as usize
         };
         let mut checked = 0;
-        for case in 0..30 {
+        for case in 0..40 {
             let groups = [1, 1, 2][next(3)];
             let (cig, cog) = (16 + next(10), 16 + next(10));
             let n = 1 + next(2);
@@ -632,7 +736,7 @@ mod tests {
                 padding: match next(3) {
                     0 => Padding::Same,
                     1 => Padding::Valid,
-                    _ => Padding::Explicit([[next(3), next(3)], [next(3), next(3)]]),
+                    _ => Padding::Explicit([[next(6), next(3)], [next(7), next(4)]]),
                 },
                 dim_rounding: None,
             };
