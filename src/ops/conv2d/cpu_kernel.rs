@@ -507,19 +507,19 @@ fn winograd_nchw<T: Element>(
 /// The Winograd input transform of one tile block: `V[xi][co][t] = (B^T d B)[xi]` for the
 /// 4x4 `dy` patches `d` of the block's tiles, vectorised over tiles. `B^T = [[1, 0, -1, 0],
 /// [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]`.
-pub(super) struct WinoIn<'a, T: Element> {
+struct WinoIn<'a, T: Element> {
     /// The image's `dy`.
-    pub(super) dyi: &'a [T],
+    dyi: &'a [T],
     /// (first output channel of the group, group output channels).
-    pub(super) cogs: (usize, usize),
+    cogs: (usize, usize),
     /// `dy` (height, width).
-    pub(super) dims: (usize, usize),
+    dims: (usize, usize),
     /// (first tile row, tile rows, tiles per row).
-    pub(super) rows: (usize, usize, usize),
+    rows: (usize, usize, usize),
     /// `dy` row and column of tile 0's patch origin.
-    pub(super) off: (isize, isize),
-    pub(super) sb: &'a mut [T::Acc],
-    pub(super) v: &'a mut [T::Acc],
+    off: (isize, isize),
+    sb: &'a mut [T::Acc],
+    v: &'a mut [T::Acc],
 }
 
 impl<T: Element> pulp::WithSimd for WinoIn<'_, T> {

@@ -7,7 +7,7 @@
 //! partial filter (units and tiles in order, one GEMM per tile); the partials are then summed
 //! in range order. Neither step depends on the thread count.
 
-use super::cpu_kernel::{im2col_nchw, im2col_nhwc, tile_rows, zip2, WinoIn, WINO_MIN_CHANNELS};
+use super::cpu_kernel::{im2col_nchw, im2col_nhwc, tile_rows, zip2, WINO_MIN_CHANNELS};
 use crate::cpu::gemm::{matmul, MatMut, MatRef};
 use crate::dtype::Accum;
 use crate::dtype::Element;
