@@ -321,7 +321,7 @@ fn conv2d_backprop_filter_matches_reference_f16() {
 
 /// Larger f64 cases in both layouts: one with groups, stride and dilation (im2col GEMMs,
 /// several reduction splits), and a 3x3 stride-1 one with 20 -> 18 channels per group (the
-/// NCHW Winograd path; NHWC takes the GEMMs).
+/// Winograd path).
 #[test]
 fn conv2d_backprop_filter_wide_matches_reference() {
     let mut rng = Rng::new(24);
@@ -372,7 +372,7 @@ fn conv2d_backprop_filter_wide_matches_reference() {
 }
 
 /// The filter gradient's bits do not depend on the thread count (1, 2 or 3 rayon threads),
-/// on the Winograd path (NCHW 3x3 stride 1) and the GEMM path (NHWC; NCHW stride 2).
+/// on the Winograd path (3x3 stride 1, both layouts) and the GEMM path (stride 2).
 #[test]
 fn conv2d_backprop_filter_bits_independent_of_threads() {
     let mut rng = Rng::new(25);
@@ -387,7 +387,12 @@ fn conv2d_backprop_filter_bits_independent_of_threads() {
         .iter()
         .map(|&v| v as f32)
         .collect();
-    for (layout, stride) in [(Layout::Nchw, 1), (Layout::Nhwc, 1), (Layout::Nchw, 2)] {
+    for (layout, stride) in [
+        (Layout::Nchw, 1),
+        (Layout::Nhwc, 1),
+        (Layout::Nchw, 2),
+        (Layout::Nhwc, 2),
+    ] {
         let attrs = Conv2dAttrs::default()
             .strides([stride, stride])
             .padding(Padding::Same);

@@ -1,5 +1,5 @@
 //! CPU `conv2d_backprop_filter`: per group, `dW[(ky, kx, ci), co] = im2col(x)^T * dy` over the
-//! `N * OH * OW` output pixels, as GEMMs on tiles of output rows (`gemm` crate); NCHW 3x3
+//! `N * OH * OW` output pixels, as GEMMs on tiles of output rows (`gemm` crate); 3x3
 //! stride-1 convolutions with enough channels by Winograd F(3x3, 2x2) instead.
 //!
 //! Determinism: the reduction is split into a fixed number of contiguous ranges of
@@ -70,8 +70,8 @@ pub(crate) fn backprop_filter<T: Element>(
     filter_layout: FilterLayout,
     dw: &mut [T],
 ) {
-    if layout == Layout::Nchw && winograd_applies(g) {
-        return backprop_filter_winograd(g, x, dy, filter_layout, dw, MAX_SPLITS);
+    if winograd_applies(g) {
+        return backprop_filter_winograd(g, layout, x, dy, filter_layout, dw, MAX_SPLITS);
     }
     let split = FilterSplit::new(g);
     backprop_filter_split(g, layout, x, dy, filter_layout, dw, split);
@@ -218,7 +218,8 @@ fn store_filter<T: Element>(
 }
 
 /// Winograd F(3x3, 2x2) covers 3x3, stride 1, dilation 1 with enough channels for its 16
-/// GEMMs (`cig x cog`) to pay off.
+/// GEMMs (`cig x cog`) to pay off (either layout: NHWC copies each block's rows into
+/// NCHW-ordered bands first).
 fn winograd_applies(g: &ConvGeometry) -> bool {
     let (cig, cog) = (g.ci / g.groups, g.co / g.groups);
     g.h.kernel == 3
@@ -235,7 +236,7 @@ fn winograd_applies(g: &ConvGeometry) -> bool {
 /// `dy` (`16 x channels x tiles` each) stay near L2.
 const WINO_TILES: usize = 128;
 
-/// NCHW 3x3 stride-1 `dw` by Winograd F(3x3, 2x2): the output pixels in 2x2 tiles; each tile
+/// 3x3 stride-1 `dw` by Winograd F(3x3, 2x2) (NCHW; NHWC through per-block bands): the output pixels in 2x2 tiles; each tile
 /// adds to `dW[ky, kx]` the correlation of its 4x4 `x` patch `d` with its 2x2 `dy` block `h`,
 /// which is `G^T [(A h A^T) (.) (B^T d B)] G` with `B^T` as in the input gradient's Winograd,
 /// `A = [[1, 0], [1, 1], [1, -1], [0, -1]]` and `G^T = [[1, .5, .5, 0], [0, .5, -.5, 0],
@@ -247,6 +248,7 @@ const WINO_TILES: usize = 128;
 /// thread count.
 fn backprop_filter_winograd<T: Element>(
     g: &ConvGeometry,
+    layout: Layout,
     x: &[T],
     dy: &[T],
     filter_layout: FilterLayout,
@@ -273,8 +275,8 @@ fn backprop_filter_winograd<T: Element>(
     let arch = pulp::Arch::new();
     let mut partials = vec![zero; splits * plen];
     partials.par_chunks_mut(plen).enumerate().for_each_init(
-        || (Vec::new(), Vec::new(), Vec::new()),
-        |(v, u, sb), (s, part)| {
+        || (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()),
+        |(v, u, sb, xb, db), (s, part)| {
             for unit in (s * units / splits)..((s + 1) * units / splits) {
                 let (i, b) = (unit / blocks, unit % blocks);
                 let ty0 = b * br;
@@ -288,23 +290,68 @@ fn backprop_filter_winograd<T: Element>(
                     (2 * ntx + 2 + 4 * (2 * tr + 2) * ntx).max(12 * nt + 2 * ntx),
                     zero,
                 );
+                let (pt, pl) = (g.h.pad_before, g.w.pad_before);
+                // NHWC: the block's rows of x and dy, per channel of the group, copied into
+                // NCHW-ordered bands (zero outside x), so the transforms read planes.
+                let nrows = 2 * tr + 2;
+                let dyrows = (2 * tr).min(ho - 2 * ty0);
                 for grp in 0..groups {
+                    let (xsrc, xc0, xdims, xty0, top, dysrc, dyc0, dydims, dyty0) = match layout {
+                        Layout::Nchw => (
+                            xi,
+                            grp * cig,
+                            (hi, wi),
+                            ty0,
+                            pt,
+                            dyi,
+                            grp * cog,
+                            (ho, wo),
+                            ty0,
+                        ),
+                        Layout::Nhwc => {
+                            xb.clear();
+                            xb.resize(cig * nrows * wi, T::default());
+                            for r in 0..nrows {
+                                let y = (2 * ty0 + r) as isize - pt as isize;
+                                if y < 0 || y as usize >= hi {
+                                    continue;
+                                }
+                                let src = &xi[y as usize * wi * g.ci..][..wi * g.ci];
+                                for (col, px) in src.chunks_exact(g.ci).enumerate() {
+                                    for (c, &val) in px[grp * cig..][..cig].iter().enumerate() {
+                                        xb[(c * nrows + r) * wi + col] = val;
+                                    }
+                                }
+                            }
+                            db.clear();
+                            db.resize(cog * dyrows * wo, T::default());
+                            for r in 0..dyrows {
+                                let src = &dyi[(2 * ty0 + r) * wo * g.co..][..wo * g.co];
+                                for (col, px) in src.chunks_exact(g.co).enumerate() {
+                                    for (o, &val) in px[grp * cog..][..cog].iter().enumerate() {
+                                        db[(o * dyrows + r) * wo + col] = val;
+                                    }
+                                }
+                            }
+                            (&xb[..], 0, (nrows, wi), 0, 0, &db[..], 0, (dyrows, wo), 0)
+                        }
+                    };
                     // V[xi][c][t] = (B^T d B) of the x patches.
                     arch.dispatch(WinoX::<T> {
-                        xi,
-                        cigs: (grp * cig, cig),
-                        dims: (hi, wi),
-                        rows: (ty0, tr, ntx),
-                        pads: (g.h.pad_before, g.w.pad_before),
+                        xi: xsrc,
+                        cigs: (xc0, cig),
+                        dims: xdims,
+                        rows: (xty0, tr, ntx),
+                        pads: (top, pl),
                         sb: &mut sb[..],
                         v: &mut v[..],
                     });
                     // U[xi][co][t] = (A h A^T) of the dy blocks.
                     arch.dispatch(WinoDy::<T> {
-                        dyi,
-                        cogs: (grp * cog, cog),
-                        dims: (ho, wo),
-                        rows: (ty0, tr, ntx),
+                        dyi: dysrc,
+                        cogs: (dyc0, cog),
+                        dims: dydims,
+                        rows: (dyty0, tr, ntx),
                         sb: &mut sb[..12 * nt + 2 * ntx],
                         u: &mut u[..],
                     });
@@ -709,7 +756,7 @@ mod tests {
     /// Winograd F(3x3, 2x2) against naive loops: f64 on inputs that are multiples of 1/4
     /// (every value of every transform exact: equal bits, under several split counts), f64
     /// and f32 on random inputs within rounding, f16 within its tolerance; odd sizes,
-    /// groups, every padding, both filter layouts.
+    /// groups, every padding, both layouts, both filter layouts.
     #[test]
     fn winograd_matches_naive() {
         let mut seed = 0x0bad_cafe_1234_5678u64;
@@ -747,6 +794,11 @@ mod tests {
                 continue;
             }
             assert!(winograd_applies(&g));
+            let layout = if case % 4 < 2 {
+                Layout::Nchw
+            } else {
+                Layout::Nhwc
+            };
             let xl = n * g.ci * g.h.input * g.w.input;
             let yl = n * g.co * g.h.output * g.w.output;
             let x: Vec<f64> = (0..xl)
@@ -755,7 +807,7 @@ mod tests {
             let dy: Vec<f64> = (0..yl)
                 .map(|i| ((i * 5 + 3 * case) % 9) as f64 / 4.0 - 1.0)
                 .collect();
-            let want = naive(&g, Layout::Nchw, &x, &dy);
+            let want = naive(&g, layout, &x, &dy);
             let fl = if case % 2 == 0 {
                 FilterLayout::Hwio
             } else {
@@ -778,7 +830,7 @@ mod tests {
             };
             for splits in [1, 2, 5, MAX_SPLITS] {
                 let mut got = vec![f64::NAN; want.len()];
-                backprop_filter_winograd(&g, &x, &dy, fl, &mut got, splits);
+                backprop_filter_winograd(&g, layout, &x, &dy, fl, &mut got, splits);
                 assert_eq!(got, want_fl, "case {case} splits {splits}: {g:?}");
             }
             // Random values: within rounding of the naive sum.
@@ -787,7 +839,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, v)| v * 0.37 + (i % 13) as f64 * 0.011)
                 .collect();
-            let want = naive(&g, Layout::Nchw, &xr, &dy);
+            let want = naive(&g, layout, &xr, &dy);
             let den: f64 = want.iter().map(|v| v * v).sum::<f64>().sqrt().max(1.0);
             let err = |got: Vec<f64>| {
                 got.iter()
@@ -798,14 +850,30 @@ mod tests {
                     / den
             };
             let mut got = vec![f64::NAN; want.len()];
-            backprop_filter_winograd(&g, &xr, &dy, FilterLayout::Hwio, &mut got, MAX_SPLITS);
+            backprop_filter_winograd(
+                &g,
+                layout,
+                &xr,
+                &dy,
+                FilterLayout::Hwio,
+                &mut got,
+                MAX_SPLITS,
+            );
             assert!(err(got) <= 1e-13, "f64 case {case}");
             let (x32, dy32): (Vec<f32>, Vec<f32>) = (
                 xr.iter().map(|&v| v as f32).collect(),
                 dy.iter().map(|&v| v as f32).collect(),
             );
             let mut g32 = vec![f32::NAN; want.len()];
-            backprop_filter_winograd(&g, &x32, &dy32, FilterLayout::Hwio, &mut g32, MAX_SPLITS);
+            backprop_filter_winograd(
+                &g,
+                layout,
+                &x32,
+                &dy32,
+                FilterLayout::Hwio,
+                &mut g32,
+                MAX_SPLITS,
+            );
             let e32 = err(g32.iter().map(|&v| v as f64).collect());
             assert!(e32 <= 1e-6, "f32 case {case}: {e32:e}");
             let (xh, dyh): (Vec<half::f16>, Vec<half::f16>) = (
@@ -816,9 +884,17 @@ mod tests {
                 xh.iter().map(|v| v.to_f64()).collect(),
                 dyh.iter().map(|v| v.to_f64()).collect(),
             );
-            let wanth = naive(&g, Layout::Nchw, &xhr, &dyhr);
+            let wanth = naive(&g, layout, &xhr, &dyhr);
             let mut gh = vec![half::f16::NAN; want.len()];
-            backprop_filter_winograd(&g, &xh, &dyh, FilterLayout::Hwio, &mut gh, MAX_SPLITS);
+            backprop_filter_winograd(
+                &g,
+                layout,
+                &xh,
+                &dyh,
+                FilterLayout::Hwio,
+                &mut gh,
+                MAX_SPLITS,
+            );
             let num: f64 = gh
                 .iter()
                 .zip(&wanth)
