@@ -13,7 +13,7 @@ use rayon::prelude::*;
 const TILE_ELEMS: usize = 1 << 20;
 
 /// Output rows per tile for a column buffer of `k` rows of `wo` columns.
-pub(super) fn tile_rows(k: usize, wo: usize, ho: usize) -> usize {
+fn tile_rows(k: usize, wo: usize, ho: usize) -> usize {
     (TILE_ELEMS / (k * wo).max(1)).clamp(1, ho.max(1))
 }
 

@@ -7,7 +7,7 @@
 //! partial filter (units and tiles in order, one GEMM per tile); the partials are then summed
 //! in range order. Neither step depends on the thread count.
 
-use super::cpu_kernel::{im2col_nchw, im2col_nhwc, tile_rows, zip2, WINO_MIN_CHANNELS};
+use super::cpu_kernel::{im2col_nchw, im2col_nhwc, zip2, WINO_MIN_CHANNELS};
 use crate::cpu::gemm::{matmul, MatMut, MatRef};
 use crate::dtype::Accum;
 use crate::dtype::Element;
@@ -20,6 +20,9 @@ use rayon::prelude::*;
 /// Most reduction splits (partial filters). More splits feed more threads; each costs one
 /// filter-sized partial and one pass of the final sum.
 const MAX_SPLITS: usize = 16;
+
+/// Elements of a column (im2col) tile (256 KiB in f32).
+const COL_ELEMS: usize = 1 << 16;
 
 /// Most elements of all partial filters together (64 MiB in f32): huge filters get fewer
 /// splits.
@@ -40,7 +43,8 @@ pub(crate) struct FilterSplit {
 impl FilterSplit {
     pub(crate) fn new(g: &ConvGeometry) -> Self {
         let k = g.h.kernel * g.w.kernel * (g.ci / g.groups);
-        let rows = tile_rows(k, g.w.output, g.h.output);
+        // Column tiles of about COL_ELEMS: the im2col block stays in L2 for the GEMM's packing.
+        let rows = (COL_ELEMS / (k * g.w.output).max(1)).clamp(1, g.h.output.max(1));
         let tiles = g.h.output.div_ceil(rows);
         let flen = (k * g.co).max(1);
         let splits = (g.n * tiles)
