@@ -90,6 +90,36 @@ pub fn conv2d_backprop_input<T: Element>(
     super::conv2d_backprop_input(&s, ddy.view(), dw.as_filter(), input_shape, attrs)?.to_host()
 }
 
+/// Mirrors [`crate::conv2d_backprop_filter`] (`dw` in either filter layout, written by the
+/// device's reduce kernel).
+pub fn conv2d_backprop_filter<T: Element>(
+    x: TensorRef<'_, T>,
+    dy: TensorRef<'_, T>,
+    filter_shape: [usize; 4],
+    attrs: &Conv2dAttrs,
+) -> Result<Tensor<T>> {
+    const OP: &str = "conv2d_backprop_filter";
+    if dy.layout != x.layout {
+        return Err(Error::shape(
+            OP,
+            "dy",
+            format!("layout {} differs from x's layout {}", dy.layout, x.layout),
+        ));
+    }
+    x.check_len(OP, "x")?;
+    dy.check_len(OP, "dy")?;
+    crate::ops::conv2d::plan_conv2d_backprop_filter(
+        x.shape,
+        dy.shape,
+        filter_shape,
+        x.layout,
+        attrs,
+    )?;
+    let s = ready()?;
+    let (dx, ddy) = (upload(&s, OP, "x", x)?, upload(&s, OP, "dy", dy)?);
+    super::conv2d_backprop_filter(&s, dx.view(), ddy.view(), filter_shape, attrs)?.to_host()
+}
+
 /// Mirrors [`crate::conv2d`].
 pub fn conv2d<T: Element>(
     x: TensorRef<'_, T>,

@@ -13,10 +13,11 @@
 //!   structs and `_into` / allocating pairs ([`resize_grad`] / [`resize_grad_into`],
 //!   [`resize_bilinear_grad`], [`resize_nearest_neighbor_grad`], the forwards [`resize`],
 //!   [`resize_bilinear`], [`resize_nearest_neighbor`], [`conv2d_backprop_input`],
-//!   [`conv2d`], [`max_pool`], [`max_pool_grad`], [`max_pool_grad_with_argmax`]), over
-//!   device tensors ([`DeviceTensorRef`], [`DeviceTensorMut`], [`DeviceFilterRef`],
-//!   [`DeviceTensor`]) and a caller's `Arc<CudaStream>`. Kernels load into the stream's
-//!   own context; every launch is queued on that stream and nothing synchronises the
+//!   [`conv2d_backprop_filter`], [`conv2d`], [`max_pool`], [`max_pool_grad`],
+//!   [`max_pool_grad_with_argmax`]), over device tensors ([`DeviceTensorRef`],
+//!   [`DeviceTensorMut`], [`DeviceFilterRef`], [`DeviceTensor`]) and a caller's
+//!   `Arc<CudaStream>`. Kernels load into the stream's own context; every launch is queued
+//!   on that stream and nothing synchronises the
 //!   host, except the first use of a new resize geometry (its small tables are uploaded
 //!   from pageable memory once, then cached per context). [`run_resize_plan`] runs a
 //!   precomputed plan; [`resize_kernel`], [`resize_grad_kernel`], [`pool_kernel`] and
@@ -52,13 +53,14 @@ pub use images::{
 };
 pub use launch::PoolKernel;
 pub use ops::{
-    conv2d, conv2d_backprop_input, conv2d_backprop_input_into, conv2d_into, max_pool,
-    max_pool_grad, max_pool_grad_into, max_pool_grad_with_argmax, max_pool_grad_with_argmax_into,
-    max_pool_into, max_pool_kernel, pool_kernel, resize, resize_bilinear, resize_bilinear_grad,
-    resize_bilinear_grad_into, resize_bilinear_into, resize_grad, resize_grad_into,
-    resize_grad_kernel, resize_into, resize_kernel, resize_nearest_neighbor,
-    resize_nearest_neighbor_grad, resize_nearest_neighbor_grad_into, resize_nearest_neighbor_into,
-    run_resize_plan, PoolChoice, ResizeKernel,
+    conv2d, conv2d_backprop_filter, conv2d_backprop_filter_into, conv2d_backprop_input,
+    conv2d_backprop_input_into, conv2d_into, max_pool, max_pool_grad, max_pool_grad_into,
+    max_pool_grad_with_argmax, max_pool_grad_with_argmax_into, max_pool_into, max_pool_kernel,
+    pool_kernel, resize, resize_bilinear, resize_bilinear_grad, resize_bilinear_grad_into,
+    resize_bilinear_into, resize_grad, resize_grad_into, resize_grad_kernel, resize_into,
+    resize_kernel, resize_nearest_neighbor, resize_nearest_neighbor_grad,
+    resize_nearest_neighbor_grad_into, resize_nearest_neighbor_into, run_resize_plan, PoolChoice,
+    ResizeKernel,
 };
 pub use ptx::{build_info, BuildInfo, PtxImage};
 pub use runtime::{context, probe, stream, DeviceInfo};

@@ -10,8 +10,8 @@ use cudarc::driver::{
 
 use super::launch::{self, Launch};
 use super::params::{
-    GoConvParams, GoPoolParams, GoResizeParams, GO_FILTER_HWIO, GO_FILTER_OIHW, GO_LAYOUT_NCHW,
-    GO_LAYOUT_NHWC,
+    GoConvFilterParams, GoConvParams, GoPoolParams, GoResizeParams, GO_FILTER_HWIO, GO_FILTER_OIHW,
+    GO_LAYOUT_NCHW, GO_LAYOUT_NHWC,
 };
 use super::runtime::{cuda_err, function};
 use super::tensor::{
@@ -19,7 +19,9 @@ use super::tensor::{
 };
 use crate::geometry::ResizeMode;
 use crate::geometry::{ConvGeometry, PoolGeometry, ResizeAttrs, ResizePlan};
-use crate::ops::conv2d::{plan_conv2d, plan_conv2d_backprop_input, Conv2dAttrs, FilterLayout};
+use crate::ops::conv2d::{
+    plan_conv2d, plan_conv2d_backprop_filter, plan_conv2d_backprop_input, Conv2dAttrs, FilterLayout,
+};
 use crate::ops::max_pool::{
     plan_max_pool, plan_max_pool_grad, plan_max_pool_grad_with_argmax, MaxPoolAttrs,
 };
@@ -36,6 +38,8 @@ unsafe impl DeviceRepr for GoResizeParams {}
 unsafe impl DeviceRepr for GoConvParams {}
 // SAFETY: as above.
 unsafe impl DeviceRepr for GoPoolParams {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for GoConvFilterParams {}
 
 fn layout_code(l: Layout) -> i32 {
     match l {
@@ -641,6 +645,119 @@ fn conv_backprop_input_raw<T: Element>(
     Ok(())
 }
 
+/// The parameters of `conv2d_backprop_filter` with its split (workspace not yet set).
+pub(crate) fn conv_filter_params(
+    op: &'static str,
+    g: &ConvGeometry,
+    layout: Layout,
+    filter_layout: FilterLayout,
+) -> Result<GoConvFilterParams> {
+    let c = conv_params(op, g, layout, FilterLayout::Hwio, [0; 3])?;
+    let mut p = GoConvFilterParams {
+        n: c.n,
+        ci: c.ci,
+        hi: c.hi,
+        wi: c.wi,
+        co: c.co,
+        ho: c.ho,
+        wo: c.wo,
+        kh: c.kh,
+        kw: c.kw,
+        sh: c.sh,
+        sw: c.sw,
+        dh: c.dh,
+        dw: c.dw,
+        pad_top: c.pad_top,
+        pad_left: c.pad_left,
+        groups: c.groups,
+        layout: c.layout,
+        filter_layout: match filter_layout {
+            FilterLayout::Hwio => GO_FILTER_HWIO as i32,
+            FilterLayout::Oihw => GO_FILTER_OIHW as i32,
+        },
+        ..Default::default()
+    };
+    (p.splits, p.split_len) = launch::conv_filter_split(&p);
+    Ok(p)
+}
+
+/// Workspace bytes of `conv2d_backprop_filter` for parameters `p` and element type `T`.
+fn conv_filter_ws_bytes<T: Element>(
+    op: &'static str,
+    g: &ConvGeometry,
+    p: &GoConvFilterParams,
+) -> Result<usize> {
+    let [a, b, c, d] = g.filter_hwio();
+    (p.splits as usize)
+        .checked_mul(a * b * c * d)
+        .and_then(|v| v.checked_mul(std::mem::size_of::<T::Acc>()))
+        .ok_or_else(|| Error::Overflow {
+            op,
+            arg: "filter_shape",
+            msg: format!(
+                "workspace of {} splits x filter {:?}",
+                p.splits,
+                g.filter_hwio()
+            ),
+        })
+}
+
+/// Queues `conv2d_backprop_filter_partial_<T>` and `_reduce_<T>` (sizes checked by the
+/// caller); `[x, dy, dw]` are the device addresses.
+fn conv_backprop_filter_raw<T: Element>(
+    stream: &Arc<CudaStream>,
+    g: &ConvGeometry,
+    layout: Layout,
+    filter_layout: FilterLayout,
+    [x, dy, dw]: [u64; 3],
+) -> Result<()> {
+    const OP: &str = "conv2d_backprop_filter";
+    let mut p = conv_filter_params(OP, g, layout, filter_layout)?;
+    let Some(reduce) = launch::conv_filter_reduce(&p) else {
+        return Ok(()); // an empty filter
+    };
+    p.x = x;
+    p.dy = dy;
+    p.out = dw;
+    // The workspace lives until the end of this function; the kernels queued on `stream`
+    // before its (stream-ordered) release read it first.
+    let mut ws = stream
+        .alloc_zeros::<u8>(conv_filter_ws_bytes::<T>(OP, g, &p)?.max(1))
+        .map_err(|e| cuda_err(OP, "workspace allocation", e))?;
+    let (w, _gw) = ws.device_ptr_mut(stream);
+    p.ws = w;
+    if let Some(l) = launch::conv_filter_partial(&p) {
+        let f = function(
+            stream,
+            OP,
+            "conv",
+            &format!("conv2d_backprop_filter_partial_{}", T::SUFFIX),
+        )?;
+        let mut b = stream.launch_builder(&f);
+        b.arg(&p);
+        // SAFETY: conv2d_backprop_filter_partial_<T> takes one GoConvFilterParams; x and dy
+        // point to buffers of exactly the geometry's input and output sizes (checked by
+        // every caller), ws to splits x filter elements of T's accumulation type (allocated
+        // above); x and dy are read only at in-range indices, each ws element written once.
+        unsafe { b.launch(config(l)) }
+            .map_err(|e| cuda_err(OP, "launching conv2d_backprop_filter_partial", e))?;
+    }
+    let f = function(
+        stream,
+        OP,
+        "conv",
+        &format!("conv2d_backprop_filter_reduce_{}", T::SUFFIX),
+    )?;
+    let mut b = stream.launch_builder(&f);
+    b.arg(&p);
+    // SAFETY: conv2d_backprop_filter_reduce_<T> takes one GoConvFilterParams; out points to
+    // the filter's kh*kw*cig*co elements (checked by every caller) and ws to the partials
+    // written by the launch before it on the same stream (read only for splits > 0).
+    unsafe { b.launch(config(reduce)) }
+        .map_err(|e| cuda_err(OP, "launching conv2d_backprop_filter_reduce", e))?;
+    Ok(())
+}
+
 /// Queues `conv2d_forward_<T>` (sizes checked by the caller).
 fn conv_forward_raw<T: Element>(
     stream: &Arc<CudaStream>,
@@ -798,6 +915,58 @@ pub fn conv2d<T: Element>(
     let mut y = DeviceTensor::zeros_for(OP, "y", stream, shape, x.layout())?;
     conv2d_into(stream, x, filter, attrs, y.view_mut())?;
     Ok(y)
+}
+
+/// TensorFlow `Conv2DBackpropFilter` on the device into a caller buffer `dw` (the
+/// filter's shape, in `attrs.filter_layout`'s order; its layout field is not used), fully
+/// written. The reduction over the output pixels is split in a fixed way (from the
+/// geometry only) into partial filters in a stream-ordered workspace, summed in split
+/// order by a second kernel: no atomics, the same bits on every run and every card.
+/// Mirrors [`crate::conv2d_backprop_filter_into`].
+pub fn conv2d_backprop_filter_into<T: Element>(
+    stream: &Arc<CudaStream>,
+    x: DeviceTensorRef<'_, T>,
+    dy: DeviceTensorRef<'_, T>,
+    attrs: &Conv2dAttrs,
+    mut dw: DeviceTensorMut<'_, T>,
+) -> Result<()> {
+    const OP: &str = "conv2d_backprop_filter";
+    let layout = x.layout();
+    if dy.layout() != layout {
+        return Err(Error::shape(
+            OP,
+            "dy",
+            format!("layout {} differs from x's layout {layout}", dy.layout()),
+        ));
+    }
+    let g = plan_conv2d_backprop_filter(x.shape(), dy.shape(), dw.shape(), layout, attrs)?;
+    check_dims(OP, "x", x.len(), g.input_dims(), layout)?;
+    check_dims(OP, "dy", dy.len(), g.output_dims(), layout)?;
+    check_buffer(OP, "dw", dw.shape(), dw.len())?;
+    same_context(OP, "x", stream, x.data())?;
+    same_context(OP, "dy", stream, dy.data())?;
+    same_context(OP, "dw", stream, dw.data())?;
+    let (a, _ga) = x.data().device_ptr(stream);
+    let (b, _gb) = dy.data().device_ptr(stream);
+    let (c, _gc) = dw.data_mut().device_ptr_mut(stream);
+    conv_backprop_filter_raw::<T>(stream, &g, layout, attrs.filter_layout, [a, b, c])
+}
+
+/// TensorFlow `Conv2DBackpropFilter` on the device: the gradient of [`conv2d`] with
+/// respect to its filter, of `filter_shape` (in `attrs.filter_layout`'s order; the
+/// result's layout is `x`'s, as on the host). Mirrors [`crate::conv2d_backprop_filter`].
+pub fn conv2d_backprop_filter<T: Element>(
+    stream: &Arc<CudaStream>,
+    x: DeviceTensorRef<'_, T>,
+    dy: DeviceTensorRef<'_, T>,
+    filter_shape: [usize; 4],
+    attrs: &Conv2dAttrs,
+) -> Result<DeviceTensor<T>> {
+    const OP: &str = "conv2d_backprop_filter";
+    plan_conv2d_backprop_filter(x.shape(), dy.shape(), filter_shape, x.layout(), attrs)?;
+    let mut dw = DeviceTensor::zeros_for(OP, "filter_shape", stream, filter_shape, x.layout())?;
+    conv2d_backprop_filter_into(stream, x, dy, attrs, dw.view_mut())?;
+    Ok(dw)
 }
 
 // ------------------------------------------------------------------- pool ----
