@@ -46,6 +46,8 @@ if has tests; then
   # The property tests' CUDA variants (random geometry against the SPEC rule and the CPU).
   [[ -x "$BUNDLE/properties" ]] &&
     GRADOPS_REQUIRE_GPU=1 step gpu_properties 240 "$BUNDLE/properties" cuda --nocapture
+  # The training example end to end on the GPU (loss and ms/step go to the log).
+  [[ -x "$BUNDLE/train" ]] && step train 120 "$BUNDLE/train" --device cuda --steps 200
 fi
 
 if has bench; then

@@ -771,3 +771,77 @@ mod gpu {
         );
     }
 }
+
+/// The training example's GPU loop (`examples/train/gpu.rs`): device-resident steps agree with
+/// the CPU loop step by step, the loss falls, and two runs are bitwise identical.
+#[cfg(gradops_cuda)]
+#[path = "../examples/train/model.rs"]
+mod model;
+#[cfg(gradops_cuda)]
+#[path = "../examples/train/gpu.rs"]
+mod train_gpu;
+
+#[cfg(gradops_cuda)]
+#[test]
+fn training_example_gpu_matches_cpu() {
+    use model::{Attrs, Config, Data, Params};
+    let test = "training_example_gpu_matches_cpu";
+    match gradops::cuda::probe() {
+        Ok(info) => eprintln!("{test}: running on {}", info.name),
+        Err(e) => {
+            let msg = format!("SKIPPED {test}: {e}");
+            assert!(
+                std::env::var("GRADOPS_REQUIRE_GPU").as_deref() != Ok("1"),
+                "GRADOPS_REQUIRE_GPU=1 but {msg}"
+            );
+            eprintln!("{msg}");
+            println!("{msg}");
+            return;
+        }
+    }
+    let cfg = Config {
+        batch: 4,
+        c_in: 3,
+        c_hidden: 8,
+        c_out: 3,
+        hw: 16,
+    };
+    let (steps, lr) = (20, 0.05);
+    let a = Attrs::new();
+    let data: Data<f32> = Data::teacher(&cfg, &a, 2).unwrap();
+    let p0: Params<f32> = Params::init(&cfg, 1);
+    let mut cpu = p0.clone();
+    let cpu_losses: Vec<f64> = (0..steps)
+        .map(|s| model::step(&cfg, &a, &mut cpu, &data.x[s % 2], &data.target[s % 2], lr).unwrap())
+        .collect();
+    let run = || {
+        let stream = gradops::cuda::stream().unwrap();
+        let mut t = train_gpu::Trainer::new(stream, cfg, &p0, &data, steps).unwrap();
+        for s in 0..steps {
+            t.step(s, lr as f32).unwrap();
+        }
+        (t.losses(steps).unwrap(), t.params().unwrap())
+    };
+    let (losses, p) = run();
+    for (s, (g, c)) in losses.iter().zip(&cpu_losses).enumerate() {
+        assert!(
+            (g - c).abs() <= 1e-3 * c.abs(),
+            "step {s}: GPU loss {g}, CPU loss {c}"
+        );
+    }
+    assert!(
+        losses[steps - 1] + losses[steps - 2] < 0.7 * (losses[0] + losses[1]),
+        "{losses:?}"
+    );
+    let rel = |a: &[f32], b: &[f32]| {
+        let num: f64 = a.iter().zip(b).map(|(x, y)| ((x - y) as f64).powi(2)).sum();
+        let den: f64 = b.iter().map(|y| (*y as f64).powi(2)).sum();
+        (num / den).sqrt()
+    };
+    assert!(rel(&p.w1, &cpu.w1) < 1e-3, "w1 {}", rel(&p.w1, &cpu.w1));
+    assert!(rel(&p.w2, &cpu.w2) < 1e-3, "w2 {}", rel(&p.w2, &cpu.w2));
+    let (losses2, p2) = run();
+    assert_eq!(losses, losses2, "two GPU runs differ");
+    assert_eq!(p.w1, p2.w1);
+    assert_eq!(p.w2, p2.w2);
+}
