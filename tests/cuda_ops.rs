@@ -390,6 +390,7 @@ mod gpu {
                 (Oihw, 2, 1, 2, true),
             ] {
                 filter_case::<f16>(layout, fl, s, d, g, big);
+                filter_case::<gradops::bf16>(layout, fl, s, d, g, big);
                 filter_case::<f32>(layout, fl, s, d, g, big);
                 filter_case::<f64>(layout, fl, s, d, g, big);
             }

@@ -326,6 +326,10 @@ fn conv2d_backprop_filter_matches_reference_f32() {
 fn conv2d_backprop_filter_matches_reference_f16() {
     filter_all::<f16>(23);
 }
+#[test]
+fn conv2d_backprop_filter_matches_reference_bf16() {
+    filter_all::<bf16>(24);
+}
 
 /// Larger f64 cases in both layouts: one with groups, stride and dilation (im2col GEMMs,
 /// several reduction splits), and a 3x3 stride-1 one with 20 -> 18 channels per group (the
