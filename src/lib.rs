@@ -23,6 +23,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "candle")]
+pub mod candle;
 pub mod cuda;
 pub mod dtype;
 pub mod error;
