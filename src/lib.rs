@@ -8,6 +8,7 @@
 //! | [`resize_grad`] | ONNX Runtime `ResizeGrad` (linear / nearest, five coordinate modes, scales) |
 //! | [`resize_bilinear_grad`], [`resize_nearest_neighbor_grad`] | TensorFlow's resize grads |
 //! | [`conv2d_backprop_input`] | TensorFlow `Conv2DBackpropInput` (groups, dilations, SAME/VALID/explicit) |
+//! | [`conv2d_backprop_filter`] | TensorFlow `Conv2DBackpropFilter` (same attributes; HWIO or OIHW `dw`) |
 //! | [`max_pool_grad`], [`max_pool_grad_with_argmax`] | TensorFlow `MaxPoolGrad` (TF CPU argmax rule) |
 //!
 //! plus the forwards ([`resize`], [`conv2d`], [`max_pool`]) so a training step runs end to end.
@@ -41,7 +42,8 @@ pub use geometry::{
 };
 pub use half::f16;
 pub use ops::conv2d::{
-    conv2d, conv2d_backprop_input, conv2d_backprop_input_into, Conv2dAttrs, FilterLayout, FilterRef,
+    conv2d, conv2d_backprop_filter, conv2d_backprop_filter_into, conv2d_backprop_input,
+    conv2d_backprop_input_into, Conv2dAttrs, FilterLayout, FilterRef,
 };
 pub use ops::max_pool::{
     max_pool, max_pool_grad, max_pool_grad_into, max_pool_grad_with_argmax,

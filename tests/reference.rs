@@ -231,6 +231,141 @@ fn conv2d_backprop_input_oihw_equals_hwio() {
     assert_eq!(a.data, b.data);
 }
 
+fn filter_case<T: Element>(rng: &mut Rng, layout: Layout, fl: gradops::FilterLayout) {
+    let groups = *rng.pick(&[1, 1, 2, 3]);
+    let (cig, cog) = (rng.range(1, 3), rng.range(1, 3));
+    let xd = Dims {
+        n: rng.range(1, 3),
+        c: cig * groups,
+        h: rng.range(1, 9),
+        w: rng.range(1, 9),
+    };
+    let k = [rng.range(1, 3), rng.range(1, 3)];
+    let strides = [rng.range(1, 3), rng.range(1, 3)];
+    let dil = [rng.range(1, 2), rng.range(1, 2)];
+    let padding = match rng.range(0, 2) {
+        0 => Padding::Same,
+        1 => Padding::Valid,
+        _ => Padding::Explicit([
+            [rng.range(0, 2), rng.range(0, 2)],
+            [rng.range(0, 2), rng.range(0, 2)],
+        ]),
+    };
+    let attrs = Conv2dAttrs::default()
+        .strides(strides)
+        .dilations(dil)
+        .padding(padding)
+        .filter_layout(fl);
+    let hwio = [k[0], k[1], cig, cog * groups];
+    let fshape = match fl {
+        gradops::FilterLayout::Hwio => hwio,
+        gradops::FilterLayout::Oihw => [cog * groups, cig, k[0], k[1]],
+    };
+    let Ok(g) = gradops::ops::conv2d::plan_conv2d(shape(layout, xd), fshape, layout, &attrs) else {
+        return; // window larger than the padded input: covered by the error tests
+    };
+    let dyd = g.output_dims();
+    let (x, x64) = round_to::<T>(&rng.vec(xd.n * xd.c * xd.h * xd.w));
+    let (dy, dy64) = round_to::<T>(&rng.vec(dyd.n * dyd.c * dyd.h * dyd.w));
+    let mut dw = vec![T::from_f64(f64::NAN); fshape.iter().product()];
+    gradops::conv2d_backprop_filter_into(
+        TensorRef::new(&x, shape(layout, xd), layout),
+        TensorRef::new(&dy, shape(layout, dyd), layout),
+        fshape,
+        &attrs,
+        &mut dw,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let mut want = ref_conv_backprop_filter(
+        &x64,
+        xd,
+        &dy64,
+        dyd,
+        k,
+        groups,
+        layout,
+        strides,
+        dil,
+        [g.h.pad_before, g.w.pad_before],
+    );
+    if fl == gradops::FilterLayout::Oihw {
+        want = hwio_to_oihw(&want, hwio);
+    }
+    let err = rel_err(&to_f64(&dw), &want);
+    assert!(err <= tol::<T>(), "{:?} {layout} {fl:?} x {xd:?} k {k:?} s {strides:?} d {dil:?} {padding:?} groups {groups}: rel err {err:e}", T::DTYPE);
+}
+
+fn filter_all<T: Element>(seed: u64) {
+    let mut rng = Rng::new(seed);
+    for layout in LAYOUTS {
+        for fl in [gradops::FilterLayout::Hwio, gradops::FilterLayout::Oihw] {
+            for _ in 0..40 {
+                filter_case::<T>(&mut rng, layout, fl);
+            }
+        }
+    }
+}
+
+#[test]
+fn conv2d_backprop_filter_matches_reference_f64() {
+    filter_all::<f64>(21);
+}
+#[test]
+fn conv2d_backprop_filter_matches_reference_f32() {
+    filter_all::<f32>(22);
+}
+#[test]
+fn conv2d_backprop_filter_matches_reference_f16() {
+    filter_all::<f16>(23);
+}
+
+/// A larger f64 case (one reduction split per image, channels past the GEMM's register
+/// blocks, groups, stride and dilation) in both layouts.
+#[test]
+fn conv2d_backprop_filter_wide_matches_reference() {
+    let mut rng = Rng::new(24);
+    for layout in LAYOUTS {
+        let xd = Dims {
+            n: 3,
+            c: 40,
+            h: 30,
+            w: 21,
+        };
+        let (k, co, groups) = ([3, 2], 24, 2);
+        let attrs = Conv2dAttrs::default()
+            .strides([2, 1])
+            .dilations([1, 2])
+            .padding(Padding::Same);
+        let fshape = [k[0], k[1], xd.c / groups, co];
+        let g =
+            gradops::ops::conv2d::plan_conv2d(shape(layout, xd), fshape, layout, &attrs).unwrap();
+        let dyd = g.output_dims();
+        let x = rng.vec(xd.n * xd.c * xd.h * xd.w);
+        let dy = rng.vec(dyd.n * dyd.c * dyd.h * dyd.w);
+        let dw = gradops::conv2d_backprop_filter(
+            TensorRef::new(&x, shape(layout, xd), layout),
+            TensorRef::new(&dy, shape(layout, dyd), layout),
+            fshape,
+            &attrs,
+        )
+        .unwrap();
+        let want = ref_conv_backprop_filter(
+            &x,
+            xd,
+            &dy,
+            dyd,
+            k,
+            groups,
+            layout,
+            [2, 1],
+            [1, 2],
+            [g.h.pad_before, g.w.pad_before],
+        );
+        let err = rel_err(&dw.data, &want);
+        assert!(err <= 1e-12, "{layout}: rel err {err:e}");
+    }
+}
+
 fn pool_case<T: Element>(rng: &mut Rng, layout: Layout, ties: bool) {
     let xd = Dims {
         n: rng.range(1, 2),

@@ -268,6 +268,68 @@ pub fn ref_conv_backprop_input(
     dx
 }
 
+/// Reference conv2d_backprop_filter straight from the SPEC sum: `dw` in HWIO,
+/// `[k0, k1, x.c / groups, dy.c]`.
+#[allow(clippy::too_many_arguments)]
+pub fn ref_conv_backprop_filter(
+    x: &[f64],
+    xd: Dims,
+    dy: &[f64],
+    dyd: Dims,
+    k: [usize; 2],
+    groups: usize,
+    layout: Layout,
+    strides: [usize; 2],
+    dil: [usize; 2],
+    pad_tl: [usize; 2],
+) -> Vec<f64> {
+    let (cig, cog) = (xd.c / groups, dyd.c / groups);
+    let mut dw = vec![0.0; k[0] * k[1] * cig * dyd.c];
+    for n in 0..dyd.n {
+        for co in 0..dyd.c {
+            let g = co / cog;
+            for oy in 0..dyd.h {
+                for ox in 0..dyd.w {
+                    let v = dy[at(layout, dyd, n, co, oy, ox)];
+                    for ky in 0..k[0] {
+                        let y = (oy * strides[0] + ky * dil[0]) as isize - pad_tl[0] as isize;
+                        if y < 0 || y >= xd.h as isize {
+                            continue;
+                        }
+                        for kx in 0..k[1] {
+                            let xx = (ox * strides[1] + kx * dil[1]) as isize - pad_tl[1] as isize;
+                            if xx < 0 || xx >= xd.w as isize {
+                                continue;
+                            }
+                            for cc in 0..cig {
+                                let xv =
+                                    x[at(layout, xd, n, g * cig + cc, y as usize, xx as usize)];
+                                dw[((ky * k[1] + kx) * cig + cc) * dyd.c + co] += v * xv;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    dw
+}
+
+/// HWIO `[kh, kw, ci, co]` to OIHW.
+pub fn hwio_to_oihw<T: Copy + Default>(w: &[T], [kh, kw, ci, co]: [usize; 4]) -> Vec<T> {
+    let mut out = vec![T::default(); w.len()];
+    for y in 0..kh {
+        for x in 0..kw {
+            for i in 0..ci {
+                for o in 0..co {
+                    out[((o * ci + i) * kh + y) * kw + x] = w[((y * kw + x) * ci + i) * co + o];
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Reference max_pool_grad per SPEC's argmax rule (scatter, windows in row-major order).
 #[allow(clippy::too_many_arguments)]
 pub fn ref_max_pool_grad(

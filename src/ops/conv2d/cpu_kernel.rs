@@ -13,7 +13,7 @@ use rayon::prelude::*;
 const TILE_ELEMS: usize = 1 << 20;
 
 /// Output rows per tile for a column buffer of `k` rows of `wo` columns.
-fn tile_rows(k: usize, wo: usize, ho: usize) -> usize {
+pub(super) fn tile_rows(k: usize, wo: usize, ho: usize) -> usize {
     (TILE_ELEMS / (k * wo).max(1)).clamp(1, ho.max(1))
 }
 
@@ -1066,7 +1066,7 @@ fn forward_col<T: Element>(g: &ConvGeometry, layout: Layout, x: &[T], w: &[T], y
     });
 }
 
-fn im2col_nchw<A: Accum>(
+pub(super) fn im2col_nchw<A: Accum>(
     g: &ConvGeometry,
     grp: usize,
     oy0: usize,
@@ -1098,7 +1098,7 @@ fn im2col_nchw<A: Accum>(
     }
 }
 
-fn im2col_nhwc<A: Accum>(
+pub(super) fn im2col_nhwc<A: Accum>(
     g: &ConvGeometry,
     grp: usize,
     oy0: usize,

@@ -1,6 +1,8 @@
-//! TensorFlow `Conv2DBackpropInput` ([`conv2d_backprop_input`]) and the forward [`conv2d`].
+//! TensorFlow `Conv2DBackpropInput` ([`conv2d_backprop_input`]), `Conv2DBackpropFilter`
+//! ([`conv2d_backprop_filter`]) and the forward [`conv2d`].
 
 pub(crate) mod cpu_kernel;
+pub(crate) mod filter_kernel;
 
 use crate::dtype::Element;
 use crate::error::{Error, Result};
@@ -117,17 +119,74 @@ pub fn plan_conv2d_backprop_input(
         hwio_shape(filter_shape, attrs.filter_layout),
         &attrs.window,
     )?;
+    check_dy(OP, &g, dy_shape, layout, "input_shape", input_shape)?;
+    Ok(g)
+}
+
+/// Validates `conv2d_backprop_filter` (shared by CPU and CUDA): `x_shape` and `dy_shape` in
+/// `layout` order, `filter_shape` (the shape of `dw`) in the attributes' filter layout.
+pub fn plan_conv2d_backprop_filter(
+    x_shape: [usize; 4],
+    dy_shape: [usize; 4],
+    filter_shape: [usize; 4],
+    layout: Layout,
+    attrs: &Conv2dAttrs,
+) -> Result<ConvGeometry> {
+    const OP: &str = "conv2d_backprop_filter";
+    let g = ConvGeometry::new(
+        OP,
+        layout.dims(x_shape),
+        hwio_shape(filter_shape, attrs.filter_layout),
+        &attrs.window,
+    )
+    .map_err(|e| match e {
+        // The geometry names the forward's arguments; here the filter is `filter_shape`
+        // and the input is `x`.
+        Error::Shape { op, arg, msg } => Error::Shape {
+            op,
+            arg: rename_arg(arg),
+            msg,
+        },
+        Error::Overflow { op, arg, msg } => Error::Overflow {
+            op,
+            arg: rename_arg(arg),
+            msg,
+        },
+        e => e,
+    })?;
+    check_dy(OP, &g, dy_shape, layout, "x", x_shape)?;
+    Ok(g)
+}
+
+fn rename_arg(arg: &'static str) -> &'static str {
+    match arg {
+        "filter" => "filter_shape",
+        "input_shape" => "x",
+        a => a,
+    }
+}
+
+/// Checks `dy_shape` (in `layout`) against the conv output of `g`; `src`/`src_shape` name the
+/// shape the geometry came from (for the message).
+fn check_dy(
+    op: &'static str,
+    g: &ConvGeometry,
+    dy_shape: [usize; 4],
+    layout: Layout,
+    src: &str,
+    src_shape: [usize; 4],
+) -> Result<()> {
     let (want, dy) = (g.output_dims(), layout.dims(dy_shape));
     if dy.n != want.n {
         return Err(Error::shape(
-            OP,
+            op,
             "dy",
-            format!("batch {} differs from input_shape's batch {}", dy.n, want.n),
+            format!("batch {} differs from {src}'s batch {}", dy.n, want.n),
         ));
     }
     if dy.c != want.c {
         return Err(Error::shape(
-            OP,
+            op,
             "dy",
             format!(
                 "has {} channels, but the filter has {} output channels",
@@ -137,15 +196,15 @@ pub fn plan_conv2d_backprop_input(
     }
     if dy.h != want.h || dy.w != want.w {
         return Err(Error::shape(
-            OP,
+            op,
             "dy",
             format!(
-                "computed output size {} x {} from input_shape {:?}, got {} x {} (dy shape {:?})",
-                want.h, want.w, input_shape, dy.h, dy.w, dy_shape
+                "computed output size {} x {} from {src} {:?}, got {} x {} (dy shape {:?})",
+                want.h, want.w, src_shape, dy.h, dy.w, dy_shape
             ),
         ));
     }
-    Ok(g)
+    Ok(())
 }
 
 /// Validates `conv2d` forward and returns its geometry.
@@ -217,6 +276,71 @@ pub fn conv2d_backprop_input<T: Element>(
     )?;
     conv2d_backprop_input_into(dy, filter, input_shape, attrs, &mut dx.data)?;
     Ok(dx)
+}
+
+/// `Conv2DBackpropFilter` into a caller buffer `dw` (`filter_shape`, in the attributes' filter
+/// layout), fully written. `x` and `dy` share one layout.
+pub fn conv2d_backprop_filter_into<T: Element>(
+    x: TensorRef<'_, T>,
+    dy: TensorRef<'_, T>,
+    filter_shape: [usize; 4],
+    attrs: &Conv2dAttrs,
+    dw: &mut [T],
+) -> Result<()> {
+    const OP: &str = "conv2d_backprop_filter";
+    x.check_len(OP, "x")?;
+    dy.check_len(OP, "dy")?;
+    if dy.layout != x.layout {
+        return Err(Error::shape(
+            OP,
+            "dy",
+            format!("layout {} differs from x's layout {}", dy.layout, x.layout),
+        ));
+    }
+    let g = plan_conv2d_backprop_filter(x.shape, dy.shape, filter_shape, x.layout, attrs)?;
+    check_buffer(OP, "dw", filter_shape, dw.len())?;
+    filter_kernel::backprop_filter(&g, x.layout, x.data, dy.data, attrs.filter_layout, dw);
+    Ok(())
+}
+
+/// TensorFlow `Conv2DBackpropFilter`: the gradient of `conv2d` with respect to its filter,
+/// `dw[ky, kx, ci, co] = sum over n, oy, ox of x[n, ci', iy, ix] * dy[n, co, oy, ox]` (with
+/// `ci' = group(co) * ci_per_group + ci` and `iy, ix` the tap's input pixel; padding adds 0).
+///
+/// The result has `filter_shape` in `attrs.filter_layout` order (HWIO or OIHW); its `layout`
+/// field repeats x's and says nothing about the filter. The reduction over `N x OH x OW` is
+/// split in a fixed way and summed in a fixed order: results do not depend on the thread
+/// count. `f16` accumulates in `f32` and rounds once.
+///
+/// ```
+/// use gradops::{conv2d_backprop_filter, Conv2dAttrs, Layout, Padding, TensorRef};
+/// // x of ones, dy of ones, 3x3 SAME on 4x4: each tap counts the pixels it sees.
+/// let x = vec![1.0f64; 4 * 4];
+/// let dy = vec![1.0f64; 4 * 4];
+/// let dw = conv2d_backprop_filter(
+///     TensorRef::new(&x, [1, 4, 4, 1], Layout::Nhwc),
+///     TensorRef::new(&dy, [1, 4, 4, 1], Layout::Nhwc),
+///     [3, 3, 1, 1],
+///     &Conv2dAttrs::default().padding(Padding::Same),
+/// )?;
+/// assert_eq!(dw.data[4], 16.0); // the centre tap sees every pixel
+/// assert_eq!(dw.data[0], 9.0); // a corner tap sees a 3x3 block
+/// # Ok::<(), gradops::Error>(())
+/// ```
+pub fn conv2d_backprop_filter<T: Element>(
+    x: TensorRef<'_, T>,
+    dy: TensorRef<'_, T>,
+    filter_shape: [usize; 4],
+    attrs: &Conv2dAttrs,
+) -> Result<Tensor<T>> {
+    let mut dw = Tensor::zeros_checked(
+        "conv2d_backprop_filter",
+        "filter_shape",
+        filter_shape,
+        x.layout,
+    )?;
+    conv2d_backprop_filter_into(x, dy, filter_shape, attrs, &mut dw.data)?;
+    Ok(dw)
 }
 
 /// 2-D convolution (cross-correlation, as TF): `y = conv2d(x, filter)`.
