@@ -41,7 +41,10 @@ fn view<'a, T: Float>(
         wrap(Error::shape(
             op,
             arg,
-            format!("layout range {range:?} outside its storage of {} elements", all.len()),
+            format!(
+                "layout range {range:?} outside its storage of {} elements",
+                all.len()
+            ),
         ))
     })?;
     Ok(TensorRef::new(data, shape, Layout::Nchw))
@@ -82,7 +85,11 @@ pub(crate) trait Run2 {
     ) -> candle_core::Result<(CpuStorage, Shape)>;
 }
 
-fn run1<T: Float, O: Cpu1>(op: &O, s: &CpuStorage, l: &CLayout) -> candle_core::Result<(CpuStorage, Shape)> {
+fn run1<T: Float, O: Cpu1>(
+    op: &O,
+    s: &CpuStorage,
+    l: &CLayout,
+) -> candle_core::Result<(CpuStorage, Shape)> {
     let x = view::<T>(O::OP, O::ARG, s, l)?;
     Ok(output(op.cpu(x).map_err(wrap)?))
 }
@@ -179,7 +186,12 @@ impl Cpu2 for Conv2dBackpropInput {
     const OP: &'static str = "conv2d_backprop_input";
     const ARGS: [&'static str; 2] = ["dy", "filter"];
     fn cpu<T: Float>(&self, dy: TensorRef<'_, T>, w: TensorRef<'_, T>) -> crate::Result<Tensor<T>> {
-        crate::conv2d_backprop_input(dy, FilterRef::new(w.data, w.shape), self.x_shape, &self.attrs)
+        crate::conv2d_backprop_input(
+            dy,
+            FilterRef::new(w.data, w.shape),
+            self.x_shape,
+            &self.attrs,
+        )
     }
 }
 
@@ -187,8 +199,6 @@ impl Cpu2 for Conv2dBackpropFilter {
     const OP: &'static str = "conv2d_backprop_filter";
     const ARGS: [&'static str; 2] = ["x", "dy"];
     fn cpu<T: Float>(&self, x: TensorRef<'_, T>, dy: TensorRef<'_, T>) -> crate::Result<Tensor<T>> {
-        // Until branch `filter` lands: the weight gradient is not available yet.
-        let _ = (x, dy);
-        Err(Error::attr(Self::OP, "filter_shape", format!("{:?}: not merged yet", self.w_shape)))
+        crate::conv2d_backprop_filter(x, dy, self.w_shape, &self.attrs)
     }
 }

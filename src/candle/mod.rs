@@ -18,8 +18,8 @@
 //!
 //! Tensors are NCHW, as in candle, in `f16`, `f32` or `f64`, on candle's CPU device, and on
 //! its CUDA device when gradops' `candle-cuda` feature is on (gradops' kernels on candle's
-//! own stream, reading candle's buffers in place). The gradient of a resize is itself
-//! differentiable (its backward is the forward resize, its exact adjoint).
+//! own stream, reading candle's buffers in place). [`resize_grad`] exposes the resize
+//! gradient as a differentiable function too (its backward is the forward resize).
 //!
 //! Layouts: an input that is not contiguous (a transpose, a broadcast, a strided slice) is
 //! made contiguous first by candle's differentiable `contiguous()`; a contiguous tensor
@@ -47,7 +47,9 @@ mod cpu;
 #[cfg(feature = "candle-cuda")]
 mod cuda;
 
-use candle_core::{CpuStorage, CudaStorage, CustomOp1, CustomOp2, Layout as CLayout, Shape, Tensor};
+use candle_core::{
+    CpuStorage, CudaStorage, CustomOp1, CustomOp2, Layout as CLayout, Shape, Tensor,
+};
 
 use crate::{
     Conv2dAttrs, CoordinateTransform, Error, FilterLayout, MaxPoolAttrs, NearestMode, ResizeAttrs,
@@ -60,7 +62,11 @@ pub(crate) fn wrap(e: Error) -> candle_core::Error {
 }
 
 /// The rank-4 shape of a candle layout, or gradops' rank error.
-pub(crate) fn dims4(op: &'static str, arg: &'static str, l: &CLayout) -> candle_core::Result<[usize; 4]> {
+pub(crate) fn dims4(
+    op: &'static str,
+    arg: &'static str,
+    l: &CLayout,
+) -> candle_core::Result<[usize; 4]> {
     crate::tensor::rank4(op, arg, l.dims()).map_err(wrap)
 }
 
@@ -145,7 +151,11 @@ fn no_cuda(op: &'static str) -> candle_core::Error {
 /// One CUDA forward per op: the real one with `candle-cuda`, else the error above.
 macro_rules! cuda_fwd1 {
     ($op:literal) => {
-        fn cuda_fwd(&self, s: &CudaStorage, l: &CLayout) -> candle_core::Result<(CudaStorage, Shape)> {
+        fn cuda_fwd(
+            &self,
+            s: &CudaStorage,
+            l: &CLayout,
+        ) -> candle_core::Result<(CudaStorage, Shape)> {
             #[cfg(feature = "candle-cuda")]
             return cuda::Run1::run(self, s, l);
             #[cfg(not(feature = "candle-cuda"))]
@@ -185,7 +195,12 @@ impl CustomOp1 for Resize {
         cpu::Run1::run(self, s, l)
     }
     cuda_fwd1!("resize");
-    fn bwd(&self, arg: &Tensor, _res: &Tensor, grad: &Tensor) -> candle_core::Result<Option<Tensor>> {
+    fn bwd(
+        &self,
+        arg: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> candle_core::Result<Option<Tensor>> {
         let op = ResizeGrad {
             x_shape: arg.dims4()?.into(),
             attrs: self.attrs,
@@ -203,7 +218,12 @@ impl CustomOp1 for ResizeGrad {
     }
     cuda_fwd1!("resize_grad");
     /// `resize_grad` is linear and its adjoint is the forward resize: double backward works.
-    fn bwd(&self, arg: &Tensor, _res: &Tensor, grad: &Tensor) -> candle_core::Result<Option<Tensor>> {
+    fn bwd(
+        &self,
+        arg: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> candle_core::Result<Option<Tensor>> {
         let (_, _, h, w) = arg.dims4()?;
         let op = Resize {
             out_hw: [h, w],
@@ -221,7 +241,12 @@ impl CustomOp1 for MaxPool {
         cpu::Run1::run(self, s, l)
     }
     cuda_fwd1!("max_pool");
-    fn bwd(&self, arg: &Tensor, _res: &Tensor, grad: &Tensor) -> candle_core::Result<Option<Tensor>> {
+    fn bwd(
+        &self,
+        arg: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> candle_core::Result<Option<Tensor>> {
         let op = MaxPoolGrad { attrs: self.attrs };
         Ok(Some(grad.contiguous()?.apply_op2_no_bwd(arg, &op)?))
     }
@@ -316,9 +341,28 @@ impl CustomOp2 for Conv2dBackpropFilter {
 /// (linear or nearest; `half_pixel`, `pytorch_half_pixel`, `align_corners`, `asymmetric`,
 /// `tf_half_pixel_for_nn`; every nearest mode; optional scales, then `size` must be
 /// `floor(in * scale)`). Differentiable: the backward is [`crate::resize_grad`].
-pub fn interpolate(x: &Tensor, size: (usize, usize), attrs: &ResizeAttrs) -> candle_core::Result<Tensor> {
+pub fn interpolate(
+    x: &Tensor,
+    size: (usize, usize),
+    attrs: &ResizeAttrs,
+) -> candle_core::Result<Tensor> {
     x.contiguous()?.apply_op1(Resize {
         out_hw: [size.0, size.1],
+        attrs: *attrs,
+    })
+}
+
+/// The gradient of [`interpolate`] as a differentiable function of `dy` (`[N, C, Ho, Wo]`):
+/// [`crate::resize_grad`] to `x_shape`. It is linear, and its backward is the forward resize
+/// (its adjoint), so gradients of gradients work (candle computes them with
+/// `CANDLE_GRAD_DO_NOT_DETACH=1`).
+pub fn resize_grad(
+    dy: &Tensor,
+    x_shape: [usize; 4],
+    attrs: &ResizeAttrs,
+) -> candle_core::Result<Tensor> {
+    dy.contiguous()?.apply_op1(ResizeGrad {
+        x_shape,
         attrs: *attrs,
     })
 }
@@ -326,7 +370,11 @@ pub fn interpolate(x: &Tensor, size: (usize, usize), attrs: &ResizeAttrs) -> can
 /// PyTorch's `upsample_bilinear2d` (`F.interpolate(x, size, mode="bilinear")`): with
 /// `align_corners` the corners map onto each other, else half-pixel centres (negative
 /// source coordinates clamped to 0). Any sizes, up or down. Differentiable.
-pub fn upsample_bilinear2d(x: &Tensor, size: (usize, usize), align_corners: bool) -> candle_core::Result<Tensor> {
+pub fn upsample_bilinear2d(
+    x: &Tensor,
+    size: (usize, usize),
+    align_corners: bool,
+) -> candle_core::Result<Tensor> {
     let ctm = if align_corners {
         CoordinateTransform::AlignCorners
     } else {
@@ -374,7 +422,8 @@ pub fn max_pool2d(x: &Tensor, attrs: &MaxPoolAttrs) -> candle_core::Result<Tenso
 /// Any strides, dilations, padding (`VALID`, `SAME`, explicit, non-square) and groups
 /// (`C_in / w`'s in-channels). Differentiable in `x` and `w`.
 pub fn conv2d(x: &Tensor, w: &Tensor, attrs: &Conv2dAttrs) -> candle_core::Result<Tensor> {
-    x.contiguous()?.apply_op2(&w.contiguous()?, Conv2d { attrs: *attrs })
+    x.contiguous()?
+        .apply_op2(&w.contiguous()?, Conv2d { attrs: *attrs })
 }
 
 /// [`Conv2dAttrs`] for candle's OIHW weights: `Conv2dAttrs::default()` with

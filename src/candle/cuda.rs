@@ -1,0 +1,1 @@
+//! The ops on candle's CUDA device (feature `candle-cuda`).
