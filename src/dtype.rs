@@ -110,8 +110,20 @@ impl Accum for f64 {
 /// A tensor element type. Sealed: implemented for `half::f16`, `f32` and `f64` only.
 ///
 /// `f16` accumulates in `f32`; `f32` and `f64` accumulate in themselves (SPEC, common rules).
+///
+/// Every element type is also plain device data for cudarc (`DeviceRepr`, `ValidAsZeroBits`),
+/// so device buffers (`CudaSlice<T>`) of it can be allocated, filled and copied.
 pub trait Element:
-    sealed::Sealed + Copy + Default + Debug + PartialOrd + Send + Sync + 'static
+    sealed::Sealed
+    + Copy
+    + Default
+    + Debug
+    + PartialOrd
+    + Send
+    + Sync
+    + cudarc::driver::DeviceRepr
+    + cudarc::driver::ValidAsZeroBits
+    + 'static
 {
     /// The accumulation type.
     type Acc: Accum;

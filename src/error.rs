@@ -86,6 +86,17 @@ pub enum Error {
         /// Why (no libcuda, no device, kernels not compiled in, ...).
         reason: String,
     },
+    /// A device argument cannot be used with the stream it was passed with (it lives in
+    /// another CUDA context).
+    #[error("{op}: argument `{arg}`: {msg}")]
+    Device {
+        /// Op name.
+        op: &'static str,
+        /// Argument name.
+        arg: &'static str,
+        /// What is wrong, with the values.
+        msg: String,
+    },
     /// A CUDA driver call or kernel launch failed.
     #[error("{op}: CUDA error: {msg}")]
     Cuda {

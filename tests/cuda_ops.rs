@@ -14,7 +14,7 @@ fn cuda_tests_skipped_module_not_wired() {
 
 #[cfg(gradops_cuda)]
 mod gpu {
-    use gradops::cuda;
+    use gradops::cuda::{self, DeviceTensorMut, DeviceTensorRef};
     use gradops::geometry::{CoordinateTransform, NearestMode, ResizeMode};
     use gradops::{
         f16, Conv2dAttrs, Element, FilterRef, Layout, MaxPoolAttrs, Padding, ResizeAttrs, TensorRef,
@@ -460,15 +460,11 @@ mod gpu {
             let dx_host = s1.clone_htod(&x).unwrap();
             let mut dg = s1.alloc_zeros::<f32>(g.len()).unwrap();
             let mut dout = s2.alloc_zeros::<f32>(x.len()).unwrap();
-            cuda::resize_grad(
+            cuda::resize_grad_into(
                 &s1,
-                "resize_grad",
-                &ddy,
-                [n, c, ho, wo],
-                [n, c, hi, wi],
-                layout,
+                DeviceTensorRef::new(ddy.as_view(), [n, c, ho, wo], layout).unwrap(),
                 &attrs,
-                &mut dg,
+                DeviceTensorMut::new(dg.as_view_mut(), [n, c, hi, wi], layout).unwrap(),
             )
             .unwrap();
             let pdy = dg.slice(0..pdy_len);

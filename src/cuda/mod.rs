@@ -29,6 +29,7 @@ mod images;
 mod ops;
 mod ptx;
 mod runtime;
+mod tensor;
 
 pub mod host;
 
@@ -39,8 +40,12 @@ pub use images::{
 pub use launch::PoolKernel;
 pub use ops::{
     conv2d, conv2d_backprop_input, max_pool, max_pool_grad, max_pool_grad_with_argmax,
-    max_pool_kernel, pool_kernel, resize, resize_grad, resize_grad_kernel, resize_kernel,
-    run_resize_plan, ResizeKernel,
+    max_pool_kernel, pool_kernel, resize, resize_bilinear, resize_bilinear_grad,
+    resize_bilinear_grad_into, resize_bilinear_into, resize_grad, resize_grad_into,
+    resize_grad_kernel, resize_into, resize_kernel, resize_nearest_neighbor,
+    resize_nearest_neighbor_grad, resize_nearest_neighbor_grad_into, resize_nearest_neighbor_into,
+    run_resize_plan, PoolChoice, ResizeKernel,
 };
 pub use ptx::{build_info, BuildInfo, PtxImage};
 pub use runtime::{context, probe, stream, DeviceInfo, CUDA_LINKING};
+pub use tensor::{DeviceFilterRef, DeviceTensor, DeviceTensorMut, DeviceTensorRef};

@@ -11,12 +11,14 @@ use cudarc::driver::{
 use super::launch::{self, Launch};
 use super::params::{GoConvParams, GoPoolParams, GoResizeParams, GO_LAYOUT_NCHW, GO_LAYOUT_NHWC};
 use super::runtime::{cuda_err, function};
+use super::tensor::{same_context, same_layout, DeviceTensor, DeviceTensorMut, DeviceTensorRef};
+use crate::geometry::ResizeMode;
 use crate::geometry::{ConvGeometry, PoolGeometry, ResizeAttrs, ResizePlan};
 use crate::ops::conv2d::{plan_conv2d, plan_conv2d_backprop_input, Conv2dAttrs, FilterLayout};
 use crate::ops::max_pool::{
     plan_max_pool, plan_max_pool_grad, plan_max_pool_grad_with_argmax, MaxPoolAttrs,
 };
-use crate::ops::resize::{plan_resize, plan_resize_grad};
+use crate::ops::resize::{plan_resize, plan_resize_grad, TfResizeAttrs};
 use crate::tensor::{check_dims, Dims, Layout};
 use crate::{Element, Error, Result};
 
@@ -288,63 +290,281 @@ pub(crate) fn resize_raw<T: Element>(
     Ok(())
 }
 
-/// Run a validated resize plan (forward or backward) on device buffers: `dst` is fully
-/// written; the identity plan is a device-to-device copy on `stream`.
-pub fn run_resize_plan<T: Element>(
+/// Queues a validated resize plan from `src` to `dst` (both checked against the plan and
+/// `stream`'s context): the gather, or a device-to-device copy for the identity plan.
+fn resize_views<T: Element>(
     stream: &Arc<CudaStream>,
     op: &'static str,
     plan: &ResizePlan<T::Acc>,
-    layout: Layout,
-    src: &impl DevicePtr<T>,
-    dst: &mut impl DevicePtrMut<T>,
+    (src_arg, src): (&'static str, &DeviceTensorRef<'_, T>),
+    (dst_arg, dst): (&'static str, &mut DeviceTensorMut<'_, T>),
 ) -> Result<()> {
-    check_dims(op, "input", src.len(), plan.src, layout)?;
-    check_dims(op, "output", dst.len(), plan.dst, layout)?;
-    if plan.identity {
-        if src.len() > 0 {
-            stream
-                .memcpy_dtod(src, dst)
-                .map_err(|e| cuda_err(op, "device-to-device copy", e))?;
-        }
+    let layout = src.layout();
+    same_layout(op, dst_arg, dst.layout(), layout)?;
+    check_dims(op, src_arg, src.len(), plan.src, layout)?;
+    check_dims(op, dst_arg, dst.len(), plan.dst, layout)?;
+    same_context(op, src_arg, stream, src.data())?;
+    same_context(op, dst_arg, stream, dst.data())?;
+    if dst.is_empty() {
         return Ok(());
     }
-    let (sp, _gs) = src.device_ptr(stream);
-    let (dp, _gd) = dst.device_ptr_mut(stream);
+    if plan.identity {
+        return stream
+            .memcpy_dtod(src.data(), dst.data_mut())
+            .map_err(|e| cuda_err(op, "device-to-device copy", e));
+    }
+    let (sp, _gs) = src.data().device_ptr(stream);
+    let (dp, _gd) = dst.data_mut().device_ptr_mut(stream);
     resize_raw::<T>(stream, op, plan, layout, sp, dp)
 }
 
-/// `resize_grad` (ONNX `ResizeGrad`; the TF resize grads via
-/// [`ResizeAttrs::from_tf`]) on device buffers: `dy` (shape `dy_shape`) to `dx`
-/// (`x_shape`), both in `layout`.
-#[allow(clippy::too_many_arguments)]
-pub fn resize_grad<T: Element>(
+/// Runs a validated resize plan (forward or backward, from
+/// [`plan_resize`](crate::ops::resize::plan_resize) or
+/// [`plan_resize_grad`](crate::ops::resize::plan_resize_grad)) from `src` to `dst`, both in
+/// `src`'s layout: `dst` is fully written; the identity plan is a device-to-device copy.
+/// The device counterpart of [`run_plan_cpu`](crate::ops::resize::run_plan_cpu).
+pub fn run_resize_plan<T: Element>(
     stream: &Arc<CudaStream>,
-    op: &'static str,
-    dy: &impl DevicePtr<T>,
-    dy_shape: [usize; 4],
-    x_shape: [usize; 4],
-    layout: Layout,
-    attrs: &ResizeAttrs,
-    dx: &mut impl DevicePtrMut<T>,
+    plan: &ResizePlan<T::Acc>,
+    src: DeviceTensorRef<'_, T>,
+    mut dst: DeviceTensorMut<'_, T>,
 ) -> Result<()> {
-    let plan = plan_resize_grad::<T>(op, dy_shape, x_shape, layout, attrs)?;
-    run_resize_plan(stream, op, &plan, layout, dy, dx)
+    resize_views(
+        stream,
+        "resize",
+        plan,
+        ("input", &src),
+        ("output", &mut dst),
+    )
 }
 
-/// Forward `resize` of `x` to `out_hw` on device buffers.
-#[allow(clippy::too_many_arguments)]
-pub fn resize<T: Element>(
+fn grad_into<T: Element>(
     stream: &Arc<CudaStream>,
     op: &'static str,
-    x: &impl DevicePtr<T>,
-    x_shape: [usize; 4],
-    out_hw: [usize; 2],
-    layout: Layout,
+    dy: DeviceTensorRef<'_, T>,
     attrs: &ResizeAttrs,
-    y: &mut impl DevicePtrMut<T>,
+    mut dx: DeviceTensorMut<'_, T>,
 ) -> Result<()> {
-    let plan = plan_resize::<T>(op, x_shape, out_hw, layout, attrs)?;
-    run_resize_plan(stream, op, &plan, layout, x, y)
+    same_layout(op, "dx", dx.layout(), dy.layout())?;
+    let plan = plan_resize_grad::<T>(op, dy.shape(), dx.shape(), dy.layout(), attrs)?;
+    resize_views(stream, op, &plan, ("dy", &dy), ("dx", &mut dx))
+}
+
+fn grad_alloc<T: Element>(
+    stream: &Arc<CudaStream>,
+    op: &'static str,
+    dy: DeviceTensorRef<'_, T>,
+    x_shape: [usize; 4],
+    attrs: &ResizeAttrs,
+) -> Result<DeviceTensor<T>> {
+    // Validated before anything is allocated.
+    let plan = plan_resize_grad::<T>(op, dy.shape(), x_shape, dy.layout(), attrs)?;
+    let mut dx = DeviceTensor::zeros_for(op, "x", stream, x_shape, dy.layout())?;
+    resize_views(stream, op, &plan, ("dy", &dy), ("dx", &mut dx.view_mut()))?;
+    Ok(dx)
+}
+
+fn forward_into<T: Element>(
+    stream: &Arc<CudaStream>,
+    op: &'static str,
+    x: DeviceTensorRef<'_, T>,
+    attrs: &ResizeAttrs,
+    mut y: DeviceTensorMut<'_, T>,
+) -> Result<()> {
+    same_layout(op, "y", y.layout(), x.layout())?;
+    let yd = y.dims();
+    let plan = plan_resize::<T>(op, x.shape(), [yd.h, yd.w], x.layout(), attrs)?;
+    if yd != plan.dst {
+        return Err(Error::shape(
+            op,
+            "y",
+            format!(
+                "shape {:?} differs from the output shape {:?} (x {:?} resized to {} x {})",
+                y.shape(),
+                x.layout().shape(plan.dst),
+                x.shape(),
+                yd.h,
+                yd.w
+            ),
+        ));
+    }
+    resize_views(stream, op, &plan, ("x", &x), ("y", &mut y))
+}
+
+fn forward_alloc<T: Element>(
+    stream: &Arc<CudaStream>,
+    op: &'static str,
+    x: DeviceTensorRef<'_, T>,
+    out_hw: [usize; 2],
+    attrs: &ResizeAttrs,
+) -> Result<DeviceTensor<T>> {
+    let plan = plan_resize::<T>(op, x.shape(), out_hw, x.layout(), attrs)?;
+    let shape = x.layout().shape(plan.dst);
+    let mut y = DeviceTensor::zeros_for(op, "size", stream, shape, x.layout())?;
+    resize_views(stream, op, &plan, ("x", &x), ("y", &mut y.view_mut()))?;
+    Ok(y)
+}
+
+/// ONNX Runtime `ResizeGrad` on the device: the gradient of [`resize`] with respect to its
+/// input, `x_shape` in `dy`'s layout. Mirrors [`crate::resize_grad`].
+///
+/// ```no_run
+/// use gradops::cuda::{self, DeviceTensor};
+/// use gradops::{Layout, ResizeAttrs, ResizeMode, TensorRef};
+/// let stream = cuda::stream()?;
+/// let dy = DeviceTensor::from_host(&stream, TensorRef::new(&[1.0f32; 16], [1, 1, 4, 4], Layout::Nchw))?;
+/// let dx = cuda::resize_grad(&stream, dy.view(), [1, 1, 2, 2], &ResizeAttrs::new(ResizeMode::Linear))?;
+/// assert_eq!(dx.to_host()?.data, vec![4.0; 4]);
+/// # Ok::<(), gradops::Error>(())
+/// ```
+pub fn resize_grad<T: Element>(
+    stream: &Arc<CudaStream>,
+    dy: DeviceTensorRef<'_, T>,
+    x_shape: [usize; 4],
+    attrs: &ResizeAttrs,
+) -> Result<DeviceTensor<T>> {
+    grad_alloc(stream, "resize_grad", dy, x_shape, attrs)
+}
+
+/// [`resize_grad`] into a caller buffer: `dx` (x's shape, `dy`'s layout) is fully written.
+/// Mirrors [`crate::resize_grad_into`].
+pub fn resize_grad_into<T: Element>(
+    stream: &Arc<CudaStream>,
+    dy: DeviceTensorRef<'_, T>,
+    attrs: &ResizeAttrs,
+    dx: DeviceTensorMut<'_, T>,
+) -> Result<()> {
+    grad_into(stream, "resize_grad", dy, attrs, dx)
+}
+
+/// TensorFlow `ResizeBilinearGrad` on the device. Mirrors [`crate::resize_bilinear_grad`].
+pub fn resize_bilinear_grad<T: Element>(
+    stream: &Arc<CudaStream>,
+    dy: DeviceTensorRef<'_, T>,
+    x_shape: [usize; 4],
+    attrs: &TfResizeAttrs,
+) -> Result<DeviceTensor<T>> {
+    const OP: &str = "resize_bilinear_grad";
+    grad_alloc(
+        stream,
+        OP,
+        dy,
+        x_shape,
+        &attrs.to_onnx(OP, ResizeMode::Linear)?,
+    )
+}
+
+/// [`resize_bilinear_grad`] into a caller buffer `dx` (x's shape), fully written.
+pub fn resize_bilinear_grad_into<T: Element>(
+    stream: &Arc<CudaStream>,
+    dy: DeviceTensorRef<'_, T>,
+    attrs: &TfResizeAttrs,
+    dx: DeviceTensorMut<'_, T>,
+) -> Result<()> {
+    const OP: &str = "resize_bilinear_grad";
+    grad_into(stream, OP, dy, &attrs.to_onnx(OP, ResizeMode::Linear)?, dx)
+}
+
+/// TensorFlow `ResizeNearestNeighborGrad` on the device. Mirrors
+/// [`crate::resize_nearest_neighbor_grad`].
+pub fn resize_nearest_neighbor_grad<T: Element>(
+    stream: &Arc<CudaStream>,
+    dy: DeviceTensorRef<'_, T>,
+    x_shape: [usize; 4],
+    attrs: &TfResizeAttrs,
+) -> Result<DeviceTensor<T>> {
+    const OP: &str = "resize_nearest_neighbor_grad";
+    grad_alloc(
+        stream,
+        OP,
+        dy,
+        x_shape,
+        &attrs.to_onnx(OP, ResizeMode::Nearest)?,
+    )
+}
+
+/// [`resize_nearest_neighbor_grad`] into a caller buffer `dx` (x's shape), fully written.
+pub fn resize_nearest_neighbor_grad_into<T: Element>(
+    stream: &Arc<CudaStream>,
+    dy: DeviceTensorRef<'_, T>,
+    attrs: &TfResizeAttrs,
+    dx: DeviceTensorMut<'_, T>,
+) -> Result<()> {
+    const OP: &str = "resize_nearest_neighbor_grad";
+    grad_into(stream, OP, dy, &attrs.to_onnx(OP, ResizeMode::Nearest)?, dx)
+}
+
+/// ONNX `Resize` forward of `x` to spatial size `out_hw` on the device (layout from `x`).
+/// Mirrors [`crate::resize`].
+pub fn resize<T: Element>(
+    stream: &Arc<CudaStream>,
+    x: DeviceTensorRef<'_, T>,
+    out_hw: [usize; 2],
+    attrs: &ResizeAttrs,
+) -> Result<DeviceTensor<T>> {
+    forward_alloc(stream, "resize", x, out_hw, attrs)
+}
+
+/// [`resize`] into a caller buffer `y` (its height and width are the output size; batch
+/// and channels those of `x`), fully written.
+pub fn resize_into<T: Element>(
+    stream: &Arc<CudaStream>,
+    x: DeviceTensorRef<'_, T>,
+    attrs: &ResizeAttrs,
+    y: DeviceTensorMut<'_, T>,
+) -> Result<()> {
+    forward_into(stream, "resize", x, attrs, y)
+}
+
+/// TensorFlow `ResizeBilinear` forward on the device. Mirrors [`crate::resize_bilinear`].
+pub fn resize_bilinear<T: Element>(
+    stream: &Arc<CudaStream>,
+    x: DeviceTensorRef<'_, T>,
+    size: [usize; 2],
+    attrs: &TfResizeAttrs,
+) -> Result<DeviceTensor<T>> {
+    const OP: &str = "resize_bilinear";
+    forward_alloc(stream, OP, x, size, &attrs.to_onnx(OP, ResizeMode::Linear)?)
+}
+
+/// [`resize_bilinear`] into a caller buffer `y` (its height and width are the size).
+pub fn resize_bilinear_into<T: Element>(
+    stream: &Arc<CudaStream>,
+    x: DeviceTensorRef<'_, T>,
+    attrs: &TfResizeAttrs,
+    y: DeviceTensorMut<'_, T>,
+) -> Result<()> {
+    const OP: &str = "resize_bilinear";
+    forward_into(stream, OP, x, &attrs.to_onnx(OP, ResizeMode::Linear)?, y)
+}
+
+/// TensorFlow `ResizeNearestNeighbor` forward on the device. Mirrors
+/// [`crate::resize_nearest_neighbor`].
+pub fn resize_nearest_neighbor<T: Element>(
+    stream: &Arc<CudaStream>,
+    x: DeviceTensorRef<'_, T>,
+    size: [usize; 2],
+    attrs: &TfResizeAttrs,
+) -> Result<DeviceTensor<T>> {
+    const OP: &str = "resize_nearest_neighbor";
+    forward_alloc(
+        stream,
+        OP,
+        x,
+        size,
+        &attrs.to_onnx(OP, ResizeMode::Nearest)?,
+    )
+}
+
+/// [`resize_nearest_neighbor`] into a caller buffer `y` (its height and width are the size).
+pub fn resize_nearest_neighbor_into<T: Element>(
+    stream: &Arc<CudaStream>,
+    x: DeviceTensorRef<'_, T>,
+    attrs: &TfResizeAttrs,
+    y: DeviceTensorMut<'_, T>,
+) -> Result<()> {
+    const OP: &str = "resize_nearest_neighbor";
+    forward_into(stream, OP, x, &attrs.to_onnx(OP, ResizeMode::Nearest)?, y)
 }
 
 // ------------------------------------------------------------------- conv ----

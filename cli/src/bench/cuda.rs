@@ -11,8 +11,10 @@ use cudarc::driver::{
     sys, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, DriverError,
     SyncOnDrop,
 };
+use gradops::cuda::DeviceTensor;
 use gradops::dtype::{DType, Element};
 use gradops::error::{Error, Result};
+use gradops::TensorRef;
 use half::f16;
 use rayon::prelude::*;
 use std::marker::PhantomData;
@@ -235,21 +237,16 @@ pub fn cuda_kernels<T: Element>(
     let mut out = Vec::new();
     match w.op {
         WorkloadOp::ResizeGrad { attrs, .. } => {
-            let mut dx = DevBuf::<T>::zeros(stream, len(s.x))?;
+            let dy = DeviceTensor::from_host(
+                stream,
+                TensorRef::new(&random_vec::<T>(len(s.dy), seed_for(w.id, 1)), s.dy, layout),
+            )?;
+            let mut dx = DeviceTensor::<T>::zeros(stream, s.x, layout)?;
             let kernel = gradops::cuda::resize_grad_kernel::<T>(s.dy, s.x, layout, &attrs)?;
             out.push(CudaKernel {
                 info: info(Variant::Main, kernel),
                 launch: Box::new(move || {
-                    gradops::cuda::resize_grad(
-                        &st,
-                        "resize_grad",
-                        &*dy,
-                        s.dy,
-                        s.x,
-                        layout,
-                        &attrs,
-                        &mut dx,
-                    )
+                    gradops::cuda::resize_grad_into(&st, dy.view(), &attrs, dx.view_mut())
                 }),
             });
         }
