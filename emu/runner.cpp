@@ -78,11 +78,10 @@ int main() {
         else read_exact(b.ptr, b.len);
     }
 
-#define GO_EMU_KERNEL(KNAME, PARAMS, NPTR)                                          \
-    if (name == #KNAME "_f16") { run<PARAMS>(KNAME##_f16, NPTR, blob, bufs, grid, block); } \
-    else if (name == #KNAME "_f32") { run<PARAMS>(KNAME##_f32, NPTR, blob, bufs, grid, block); } \
-    else if (name == #KNAME "_f64") { run<PARAMS>(KNAME##_f64, NPTR, blob, bufs, grid, block); } \
-    else
+// One `if (name == ...) run(...); else` per element type of GO_DTYPES (kernels/common.cuh).
+#define GO_EMU_ONE(KNAME, PARAMS, NPTR, UNUSED, SUFFIX, T) \
+    if (name == #KNAME "_" #SUFFIX) { run<PARAMS>(KNAME##_##SUFFIX, NPTR, blob, bufs, grid, block); } else
+#define GO_EMU_KERNEL(KNAME, PARAMS, NPTR) GO_DTYPES(GO_EMU_ONE, KNAME, PARAMS, NPTR, )
 
     GO_EMU_KERNEL(resize_gather, GoResizeParams, 9)
     GO_EMU_KERNEL(resize_tile, GoResizeParams, 9)

@@ -8,6 +8,9 @@
 
 #include <stdint.h>
 #include <cuda_fp16.h>
+// bf16: the conversions have software paths below sm_80, so every image (compute_75 too)
+// holds the bf16 kernels; host C++ (the emulator) gets CPU versions.
+#include <cuda_bf16.h>
 #include "params.h"
 
 #ifdef __CUDACC__
@@ -25,24 +28,30 @@
 typedef long long go_i64;
 
 // ---- dtype helpers ---------------------------------------------------------------
-// Acc: float for f16 and f32, double for f64. Loads widen once, stores round once.
+// Acc: float for f16, bf16 and f32, double for f64. Loads widen once, stores round once.
 template <typename T> struct GoAcc;
 template <> struct GoAcc<__half> { typedef float type; };
+template <> struct GoAcc<__nv_bfloat16> { typedef float type; };
 template <> struct GoAcc<float> { typedef float type; };
 template <> struct GoAcc<double> { typedef double type; };
 
 GO_DEV float go_to_acc(__half v) { return __half2float(v); }
+GO_DEV float go_to_acc(__nv_bfloat16 v) { return __bfloat162float(v); }
 GO_DEV float go_to_acc(float v) { return v; }
 GO_DEV double go_to_acc(double v) { return v; }
 
 template <typename T> GO_DEV T go_from_acc(typename GoAcc<T>::type v);
 template <> GO_DEV __half go_from_acc<__half>(float v) { return __float2half_rn(v); }
+template <> GO_DEV __nv_bfloat16 go_from_acc<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 template <> GO_DEV float go_from_acc<float>(float v) { return v; }
 template <> GO_DEV double go_from_acc<double>(double v) { return v; }
 
 // Lowest finite value (TF's max-pool initial value for a window with no cell).
 template <typename T> GO_DEV T go_lowest();
 template <> GO_DEV __half go_lowest<__half>() { return __ushort_as_half((unsigned short)0xFBFFu); }
+template <> GO_DEV __nv_bfloat16 go_lowest<__nv_bfloat16>() {
+    return __ushort_as_bfloat16((unsigned short)0xFF7Fu);
+}
 template <> GO_DEV float go_lowest<float>() { return -3.402823466e+38f; }
 template <> GO_DEV double go_lowest<double>() { return -1.7976931348623157e+308; }
 
@@ -56,6 +65,7 @@ template <typename T> GO_DEV T go_ldg(const T* p) {
 }
 #ifdef __CUDACC__
 template <> GO_DEV __half go_ldg<__half>(const __half* p) { return __ldg(p); }
+template <> GO_DEV __nv_bfloat16 go_ldg<__nv_bfloat16>(const __nv_bfloat16* p) { return __ldg(p); }
 #endif
 
 // ---- thread/grid geometry (64-bit; grid-stride loops never rely on grid size) -------
@@ -99,15 +109,19 @@ GO_DEV go_i64 go_floordiv(go_i64 a, go_i64 b) { return a >= 0 ? a / b : -((-a + 
 // a mod b in [0, b) for b > 0.
 GO_DEV go_i64 go_mod(go_i64 a, go_i64 b) { go_i64 r = a % b; return r < 0 ? r + b : r; }
 
-// Instantiate `extern "C" __global__ void NAME_<suffix>(PARAMS p)` for f16/f32/f64,
-// each forwarding to BODY<T>(p).
-#define GO_INSTANTIATE(NAME, PARAMS, BODY)                                              \
-    extern "C" __global__ void GO_LAUNCH_BOUNDS NAME##_f16(PARAMS p) { BODY<__half>(p); } \
-    extern "C" __global__ void GO_LAUNCH_BOUNDS NAME##_f32(PARAMS p) { BODY<float>(p); }  \
-    extern "C" __global__ void GO_LAUNCH_BOUNDS NAME##_f64(PARAMS p) { BODY<double>(p); }
+// Instantiate `extern "C" __global__ void NAME_<suffix>(PARAMS p)` for every element type
+// (GO_DTYPES: suffix and C++ type), each forwarding to BODY<T>(p). A new op is one
+// GO_INSTANTIATE line; a new element type is one GO_DTYPES entry (and the emulator's list).
+#define GO_DTYPES(X, NAME, PARAMS, BODY, BOUNDS) \
+    X(NAME, PARAMS, BODY, BOUNDS, f16, __half)   \
+    X(NAME, PARAMS, BODY, BOUNDS, bf16, __nv_bfloat16) \
+    X(NAME, PARAMS, BODY, BOUNDS, f32, float)    \
+    X(NAME, PARAMS, BODY, BOUNDS, f64, double)
+#define GO_INSTANTIATE_ONE(NAME, PARAMS, BODY, BOUNDS, SUFFIX, T) \
+    extern "C" __global__ void BOUNDS NAME##_##SUFFIX(PARAMS p) { BODY<T>(p); }
+#define GO_INSTANTIATE(NAME, PARAMS, BODY) \
+    GO_DTYPES(GO_INSTANTIATE_ONE, NAME, PARAMS, BODY, GO_LAUNCH_BOUNDS)
 
 // The same, for the memory-bound tiled kernels (GO_LAUNCH_BOUNDS_STREAMING).
-#define GO_INSTANTIATE_STREAMING(NAME, PARAMS, BODY)                                               \
-    extern "C" __global__ void GO_LAUNCH_BOUNDS_STREAMING NAME##_f16(PARAMS p) { BODY<__half>(p); } \
-    extern "C" __global__ void GO_LAUNCH_BOUNDS_STREAMING NAME##_f32(PARAMS p) { BODY<float>(p); }  \
-    extern "C" __global__ void GO_LAUNCH_BOUNDS_STREAMING NAME##_f64(PARAMS p) { BODY<double>(p); }
+#define GO_INSTANTIATE_STREAMING(NAME, PARAMS, BODY) \
+    GO_DTYPES(GO_INSTANTIATE_ONE, NAME, PARAMS, BODY, GO_LAUNCH_BOUNDS_STREAMING)

@@ -202,6 +202,7 @@ GO_INSTANTIATE_STREAMING(resize_tile, GoResizeParams, resize_tile_body)
 // vec columns, reading two 16-byte vectors per source row.
 template <typename T> struct GoVec16;  // 16 bytes of T
 template <> struct GoVec16<__half> { typedef uint4 type; enum { n = 8 }; };
+template <> struct GoVec16<__nv_bfloat16> { typedef uint4 type; enum { n = 8 }; };
 template <> struct GoVec16<float> { typedef float4 type; enum { n = 4 }; };
 template <> struct GoVec16<double> { typedef double2 type; enum { n = 2 }; };
 

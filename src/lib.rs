@@ -1,7 +1,7 @@
 //! # gradops
 //!
 //! Backward passes of the spatial image ops that segmentation and detection networks train
-//! through, on CUDA and on the CPU, over `f16`, `f32` and `f64`, in NCHW and NHWC:
+//! through, on CUDA and on the CPU, over `f16`, `bf16`, `f32` and `f64`, in NCHW and NHWC:
 //!
 //! | op | semantics |
 //! |---|---|
@@ -40,7 +40,7 @@ pub use error::{Error, Result};
 pub use geometry::{
     CoordinateTransform, DimRounding, NearestMode, Padding, ResizeAttrs, ResizeMode, WindowAttrs,
 };
-pub use half::f16;
+pub use half::{bf16, f16};
 pub use ops::conv2d::{
     conv2d, conv2d_backprop_filter, conv2d_backprop_filter_into, conv2d_backprop_input,
     conv2d_backprop_input_into, Conv2dAttrs, FilterLayout, FilterRef,

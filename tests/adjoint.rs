@@ -1,23 +1,47 @@
 //! Adjoint identities `<forward(x), dy> == <x, backward(dy)>` for every linear op, on random
-//! shapes and data in f64: resize (every mode, coordinate transform, nearest mode, with and
-//! without scales) and conv2d (groups, dilations, strides, every padding), both layouts.
+//! shapes and data: resize (every mode, coordinate transform, nearest mode, with and
+//! without scales) and conv2d (groups, dilations, strides, every padding), both layouts; in
+//! f64 to 1e-10, and in bf16 at its tolerance.
 
 mod common;
 use common::*;
 use gradops::geometry::{CoordinateTransform as Ct, NearestMode as Nm, ResizeMode};
-use gradops::{Conv2dAttrs, Dims, FilterRef, Layout, Padding, ResizeAttrs, TensorRef};
+use gradops::{
+    bf16, Conv2dAttrs, DType, Dims, Element, FilterRef, Layout, Padding, ResizeAttrs, TensorRef,
+};
 
-fn close(a: f64, b: f64, what: &str) {
-    let scale = a.abs().max(b.abs()).max(1.0);
+/// `<y, dy>` against `<x, dx>` (y = A x, dx = A^T dy), the products taken in f64 over the
+/// stored values. f64: equal to 1e-10 relative. Narrower types: the outputs carry one
+/// rounding each (relative `u` per element), so by Cauchy-Schwarz the products differ by at
+/// most `u (|y| |dy| + |x| |dx|)`; checked with the dtype's tolerance (bf16 1e-2 > u = 2^-8).
+fn close<T: Element>(y: &[T], dy: &[T], x: &[T], dx: &[T], what: &str) {
+    let (y, dy, x, dx) = (to_f64(y), to_f64(dy), to_f64(x), to_f64(dx));
+    let (a, b) = (dot(&y, &dy), dot(&x, &dx));
+    let bound = if T::DTYPE == DType::F64 {
+        1e-10 * a.abs().max(b.abs()).max(1.0)
+    } else {
+        let norm = |v: &[f64]| dot(v, v).sqrt();
+        tol::<T>() * (norm(&y) * norm(&dy) + norm(&x) * norm(&dx))
+    };
     assert!(
-        (a - b).abs() <= 1e-10 * scale,
-        "{what}: <Ax, y> = {a} but <x, A^T y> = {b}"
+        (a - b).abs() <= bound,
+        "{:?} {what}: <Ax, y> = {a} but <x, A^T y> = {b} (bound {bound:e})",
+        T::DTYPE
     );
 }
 
 #[test]
 fn resize_is_adjoint_of_resize_grad() {
-    let mut rng = Rng::new(7);
+    resize_adjoint::<f64>(7);
+}
+
+#[test]
+fn resize_is_adjoint_of_resize_grad_bf16() {
+    resize_adjoint::<bf16>(17);
+}
+
+fn resize_adjoint<T: Element>(seed: u64) {
+    let mut rng = Rng::new(seed);
     let mut checked = 0;
     for layout in [Layout::Nchw, Layout::Nhwc] {
         for mode in [ResizeMode::Linear, ResizeMode::Nearest] {
@@ -60,8 +84,8 @@ fn resize_is_adjoint_of_resize_grad() {
                             w: out[1],
                             ..xd
                         };
-                        let x = rng.vec(xd.n * xd.c * xd.h * xd.w);
-                        let dy = rng.vec(yd.n * yd.c * yd.h * yd.w);
+                        let (x, _) = round_to::<T>(&rng.vec(xd.n * xd.c * xd.h * xd.w));
+                        let (dy, _) = round_to::<T>(&rng.vec(yd.n * yd.c * yd.h * yd.w));
                         let y = gradops::resize(
                             TensorRef::new(&x, shape(layout, xd), layout),
                             out,
@@ -75,8 +99,10 @@ fn resize_is_adjoint_of_resize_grad() {
                         )
                         .unwrap();
                         close(
-                            dot(&y.data, &dy),
-                            dot(&x, &dx.data),
+                            &y.data,
+                            &dy,
+                            &x,
+                            &dx.data,
                             &format!("{layout} {mode:?} {ctm:?} {nm:?} {xd:?}->{out:?}"),
                         );
                         checked += 1;
@@ -85,12 +111,21 @@ fn resize_is_adjoint_of_resize_grad() {
             }
         }
     }
-    println!("resize adjoint: {checked} random cases");
+    println!("resize adjoint {:?}: {checked} random cases", T::DTYPE);
 }
 
 #[test]
 fn conv2d_is_adjoint_of_conv2d_backprop_input() {
-    let mut rng = Rng::new(8);
+    conv2d_adjoint::<f64>(8);
+}
+
+#[test]
+fn conv2d_is_adjoint_of_conv2d_backprop_input_bf16() {
+    conv2d_adjoint::<bf16>(18);
+}
+
+fn conv2d_adjoint<T: Element>(seed: u64) {
+    let mut rng = Rng::new(seed);
     let mut checked = 0;
     while checked < 150 {
         let layout = if rng.coin() {
@@ -125,9 +160,9 @@ fn conv2d_is_adjoint_of_conv2d_backprop_input() {
             continue;
         };
         let yd = g.output_dims();
-        let x = rng.vec(xd.n * xd.c * xd.h * xd.w);
-        let w = rng.vec(fshape.iter().product());
-        let dy = rng.vec(yd.n * yd.c * yd.h * yd.w);
+        let (x, _) = round_to::<T>(&rng.vec(xd.n * xd.c * xd.h * xd.w));
+        let (w, _) = round_to::<T>(&rng.vec(fshape.iter().product()));
+        let (dy, _) = round_to::<T>(&rng.vec(yd.n * yd.c * yd.h * yd.w));
         let f = FilterRef::new(&w, fshape);
         let y = gradops::conv2d(TensorRef::new(&x, shape(layout, xd), layout), f, &attrs).unwrap();
         let dx = gradops::conv2d_backprop_input(
@@ -138,11 +173,13 @@ fn conv2d_is_adjoint_of_conv2d_backprop_input() {
         )
         .unwrap();
         close(
-            dot(&y.data, &dy),
-            dot(&x, &dx.data),
+            &y.data,
+            &dy,
+            &x,
+            &dx.data,
             &format!("{layout} {xd:?} {fshape:?} {attrs:?}"),
         );
         checked += 1;
     }
-    println!("conv2d adjoint: {checked} random cases");
+    println!("conv2d adjoint {:?}: {checked} random cases", T::DTYPE);
 }

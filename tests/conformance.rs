@@ -1,7 +1,9 @@
 //! Upstream conformance vectors (TensorFlow.js, TensorFlow, ONNX Runtime test suites, translated
 //! by tests/data/convert_conformance.py) run through the same case dispatcher as `gradops run`.
 //! Each case runs in its own dtype (f32) and again widened to f64; error cases must be rejected
-//! with an error, never a panic.
+//! with an error, never a panic. In bf16 ([`run_bf16`]) each case must be rejected as upstream
+//! says or give upstream's shape, within the SPEC's bf16 tolerance of the f64 run on the same
+//! bf16-rounded inputs (upstream's own tolerances are for f32).
 
 use gradops::{DType, Layout};
 use gradops_cli::array::HostArray;
@@ -146,9 +148,95 @@ fn run(ops: &[&str], dtype: DType) -> (usize, usize) {
     (passed, skipped)
 }
 
+/// The bf16 run of every case of `ops`: inputs rounded to bf16 (as the case format's
+/// `"dtype": "bf16"` does), errors where upstream expects them, upstream's shapes, NaN and
+/// infinities where the f64 run on the same rounded inputs has them, and relative L2 error
+/// at most 1e-2 (SPEC) against that f64 run over the finite elements.
+fn run_bf16(ops: &[&str]) -> usize {
+    let (mut passed, mut failures) = (0, Vec::new());
+    for c in cases()
+        .iter()
+        .filter(|c| ops.contains(&c["op"].as_str().unwrap()))
+        .filter(|c| c.get("extra_attrs").is_none_or(|e| e.is_null()))
+    {
+        let id = c["id"].as_str().unwrap();
+        let layout: Layout = c["layout"].as_str().unwrap().parse().unwrap();
+        let inputs = |dtype: DType| -> BTreeMap<String, HostArray> {
+            c["inputs"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), array(v, DType::BF16).cast(dtype)))
+                .collect()
+        };
+        let call = OpCall::parse(c["op"].as_str().unwrap(), Some(&c["attrs"]));
+        let run = |dtype: DType| match &call {
+            Ok(call) => call.run_cpu(layout, &inputs(dtype)),
+            Err(e) => Err(gradops::Error::attr("case", "attrs", e.to_string())),
+        };
+        let (got, exact) = (run(DType::BF16), run(DType::F64));
+        let expected = &c["expected"];
+        match (got, exact, expected.is_null()) {
+            (Err(_), _, true) => passed += 1,
+            (Ok(_), _, true) => failures.push(format!("{id}: expected an error")),
+            (Err(e), _, false) => failures.push(format!("{id}: unexpected error: {e}")),
+            (_, Err(e), _) => failures.push(format!("{id}: the f64 run failed: {e}")),
+            (Ok(out), Ok(exact), false) => {
+                let want_shape: Vec<usize> = expected["shape"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|d| d.as_u64().unwrap() as usize)
+                    .collect();
+                if out.shape != want_shape || out.dtype() != DType::BF16 {
+                    failures.push(format!(
+                        "{id}: {} {:?}, expected bf16 {want_shape:?}",
+                        out.dtype(),
+                        out.shape
+                    ));
+                    continue;
+                }
+                let (g, w) = (out.to_f64_vec(), exact.to_f64_vec());
+                let special = g.iter().zip(&w).position(|(g, w)| {
+                    (g.is_nan() != w.is_nan()) || ((g.is_infinite() || w.is_infinite()) && g != w)
+                });
+                if let Some(i) = special {
+                    failures.push(format!("{id}: [{i}] got {}, f64 run {}", g[i], w[i]));
+                    continue;
+                }
+                let (mut num, mut den) = (0.0, 0.0);
+                for (g, w) in g.iter().zip(&w).filter(|(_, w)| w.is_finite()) {
+                    num += (g - w) * (g - w);
+                    den += w * w;
+                }
+                let e = if den == 0.0 {
+                    num.sqrt()
+                } else {
+                    (num / den).sqrt()
+                };
+                if e <= 1e-2 {
+                    passed += 1;
+                } else {
+                    failures.push(format!("{id}: relative L2 error {e:e} > 1e-2"));
+                }
+            }
+        }
+    }
+    println!("{ops:?} bf16: {passed} passed, {} failed", failures.len());
+    assert!(
+        failures.is_empty(),
+        "{} bf16 conformance failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(passed > 0, "no case ran for {ops:?}");
+    passed
+}
+
 fn both(ops: &[&str]) {
     run(ops, DType::F32);
     run(ops, DType::F64);
+    run_bf16(ops);
 }
 
 #[test]

@@ -17,7 +17,8 @@ mod gpu {
     use gradops::cuda::{self, DeviceTensorMut, DeviceTensorRef};
     use gradops::geometry::{CoordinateTransform, NearestMode, ResizeMode};
     use gradops::{
-        f16, Conv2dAttrs, Element, FilterRef, Layout, MaxPoolAttrs, Padding, ResizeAttrs, TensorRef,
+        bf16, f16, Conv2dAttrs, Element, FilterRef, Layout, MaxPoolAttrs, Padding, ResizeAttrs,
+        TensorRef,
     };
 
     fn gpu_or_skip(test: &str) -> bool {
@@ -59,6 +60,7 @@ mod gpu {
     fn tol<T: Element>() -> f64 {
         match T::SUFFIX {
             "f16" => 2e-3,
+            "bf16" => 1e-2,
             "f32" => 1e-5,
             _ => 1e-10,
         }
@@ -137,6 +139,7 @@ mod gpu {
                     CoordinateTransform::Asymmetric,
                 ] {
                     resize_case::<f16>(layout, mode, ctm);
+                    resize_case::<bf16>(layout, mode, ctm);
                     resize_case::<f32>(layout, mode, ctm);
                     resize_case::<f64>(layout, mode, ctm);
                 }
@@ -168,6 +171,7 @@ mod gpu {
                 for mode in [ResizeMode::Linear, ResizeMode::Nearest] {
                     let ctm = ctms[k % ctms.len()];
                     resize_case_at::<f16>(layout, mode, ctm, x, y);
+                    resize_case_at::<bf16>(layout, mode, ctm, x, y);
                     resize_case_at::<f32>(layout, mode, ctm, x, y);
                     resize_case_at::<f64>(layout, mode, ctm, x, y);
                 }
@@ -207,6 +211,14 @@ mod gpu {
         )
         .unwrap();
         assert_eq!(k, "resize_box_f16");
+        let k = cuda::resize_grad_kernel::<bf16>(
+            [8, 64, 256, 256],
+            [8, 64, 128, 128],
+            Layout::Nchw,
+            &nearest,
+        )
+        .unwrap();
+        assert_eq!(k, "resize_box_bf16");
         for (x, y) in [
             ((2, 8, 12, 16), (24, 32)),
             ((1, 3, 5, 7), (10, 14)),
@@ -215,6 +227,7 @@ mod gpu {
             for layout in [Layout::Nchw, Layout::Nhwc] {
                 let (m, c) = (ResizeMode::Nearest, CoordinateTransform::Asymmetric);
                 resize_case_at::<f16>(layout, m, c, x, y);
+                resize_case_at::<bf16>(layout, m, c, x, y);
                 resize_case_at::<f32>(layout, m, c, x, y);
                 resize_case_at::<f64>(layout, m, c, x, y);
             }
@@ -280,6 +293,7 @@ mod gpu {
         for layout in [Layout::Nchw, Layout::Nhwc] {
             for (s, g) in [(1, 1), (2, 1), (2, 2)] {
                 conv_case::<f16>(layout, s, g);
+                conv_case::<bf16>(layout, s, g);
                 conv_case::<f32>(layout, s, g);
                 conv_case::<f64>(layout, s, g);
             }
@@ -349,6 +363,7 @@ mod gpu {
         }
         for layout in [Layout::Nchw, Layout::Nhwc] {
             pool_case::<f16>(layout);
+            pool_case::<bf16>(layout);
             pool_case::<f32>(layout);
             pool_case::<f64>(layout);
         }
@@ -380,6 +395,7 @@ mod gpu {
         for (dims, attrs) in cases {
             for layout in [Layout::Nchw, Layout::Nhwc] {
                 pool_case_at::<f16>(layout, dims, &attrs);
+                pool_case_at::<bf16>(layout, dims, &attrs);
                 pool_case_at::<f32>(layout, dims, &attrs);
                 pool_case_at::<f64>(layout, dims, &attrs);
             }

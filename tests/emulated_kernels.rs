@@ -1,7 +1,7 @@
 //! Kernel emulation: the real .cu kernel bodies, compiled as host C++ with
 //! AddressSanitizer + UBSan (emu/runner.cpp, emu/cuda_emu.h), run over their real grids
 //! on the CPU (real OS threads per block, a real barrier for __syncthreads), compared
-//! with a float64 reference on random shapes, every dtype and both layouts. Each case
+//! with a float64 reference on random shapes, every dtype (f16, bf16, f32, f64) and both layouts. Each case
 //! also runs on a deliberately tiny grid to exercise the grid-stride loops. Output
 //! buffers start as NaN, so an element a kernel never writes fails the comparison, and
 //! every buffer is an exact-size heap block, so an out-of-bounds index fails under ASan.
@@ -142,6 +142,7 @@ fn as_bytes<P: Copy>(p: &P) -> Vec<u8> {
 /// Runs `kernel` in the emulator; returns every buffer's final bytes.
 fn run_kernel(kernel: &str, l: launch::Launch, params: &[u8], bufs: &[BufSpec]) -> Vec<Vec<u8>> {
     let exe = runner().expect("runner");
+    KERNELS_RUN.with(|k| k.borrow_mut().insert(kernel.to_string()));
     let mut job = Vec::new();
     job.extend((kernel.len() as u32).to_le_bytes());
     job.extend(kernel.as_bytes());
@@ -225,22 +226,24 @@ fn run_kernel(kernel: &str, l: launch::Launch, params: &[u8], bufs: &[BufSpec]) 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Dt {
     F16,
+    BF16,
     F32,
     F64,
 }
-const DTS: [Dt; 3] = [Dt::F16, Dt::F32, Dt::F64];
+const DTS: [Dt; 4] = [Dt::F16, Dt::BF16, Dt::F32, Dt::F64];
 
 impl Dt {
     fn suffix(self) -> &'static str {
         match self {
             Dt::F16 => "f16",
+            Dt::BF16 => "bf16",
             Dt::F32 => "f32",
             Dt::F64 => "f64",
         }
     }
     fn size(self) -> usize {
         match self {
-            Dt::F16 => 2,
+            Dt::F16 | Dt::BF16 => 2,
             Dt::F32 => 4,
             Dt::F64 => 8,
         }
@@ -248,6 +251,7 @@ impl Dt {
     fn tol(self) -> f64 {
         match self {
             Dt::F16 => 2e-3,
+            Dt::BF16 => 1e-2,
             Dt::F32 => 1e-5,
             Dt::F64 => 1e-10,
         }
@@ -256,6 +260,7 @@ impl Dt {
     fn round(self, v: f64) -> f64 {
         match self {
             Dt::F16 => half::f16::from_f64(v).to_f64(),
+            Dt::BF16 => <half::bf16 as gradops::Element>::from_f64(v).to_f64(),
             Dt::F32 => v as f32 as f64,
             Dt::F64 => v,
         }
@@ -271,6 +276,7 @@ impl Dt {
         for &x in v {
             match self {
                 Dt::F16 => out.extend(half::f16::from_f64(x).to_le_bytes()),
+                Dt::BF16 => out.extend(<half::bf16 as gradops::Element>::from_f64(x).to_le_bytes()),
                 Dt::F32 => out.extend((x as f32).to_le_bytes()),
                 Dt::F64 => out.extend(x.to_le_bytes()),
             }
@@ -287,6 +293,7 @@ impl Dt {
         b.chunks_exact(self.size())
             .map(|c| match self {
                 Dt::F16 => half::f16::from_le_bytes([c[0], c[1]]).to_f64(),
+                Dt::BF16 => half::bf16::from_le_bytes([c[0], c[1]]).to_f64(),
                 Dt::F32 => f32::from_le_bytes(c.try_into().unwrap()) as f64,
                 Dt::F64 => f64::from_le_bytes(c.try_into().unwrap()),
             })
@@ -607,6 +614,26 @@ fn run_resize(
 }
 
 thread_local! {
+    /// Kernels (with dtype suffix) run on this test's thread, for [`assert_every_dtype_ran`].
+    static KERNELS_RUN: std::cell::RefCell<std::collections::BTreeSet<String>> =
+        const { std::cell::RefCell::new(std::collections::BTreeSet::new()) };
+}
+
+/// Every kernel of `families` ran on this thread in every dtype (a test whose case mix
+/// skipped, say, bf16 for a family fails instead of passing on less coverage).
+fn assert_every_dtype_ran(test: &str, families: &[&str]) {
+    KERNELS_RUN.with(|k| {
+        let k = k.borrow();
+        for f in families {
+            for dt in DTS {
+                let name = format!("{f}_{}", dt.suffix());
+                assert!(k.contains(&name), "{test}: {name} never ran (ran: {k:?})");
+            }
+        }
+    });
+}
+
+thread_local! {
     /// Box kernel runs on this test's thread (the box test checks its own cases ran it;
     /// tests run on separate threads, so others cannot inflate the count).
     static BOX_RUNS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
@@ -723,7 +750,7 @@ fn emulated_resize_forward_and_grad() {
     ];
     let mut ran = 0;
     for case in 0..cases() {
-        let dt = DTS[case % 3];
+        let dt = DTS[(case / 2) % DTS.len()];
         let layout = if case % 2 == 0 { NCHW } else { NHWC };
         let n = rng.range(1, 2);
         let c = rng.range(1, 5);
@@ -768,6 +795,7 @@ fn emulated_resize_forward_and_grad() {
             );
         }
     }
+    assert_every_dtype_ran("emulated_resize_forward_and_grad", &["resize_gather"]);
     println!("emulated_resize_forward_and_grad: {ran} random cases x 2 ops x 2 grids");
 }
 
@@ -794,11 +822,12 @@ fn emulated_resize_tiles() {
         (1, 1, (33, 300), (130, 75), Coord::PytorchHalfPixel, None),
     ];
     for (k, &(n, c, x_hw, y_hw, coord, nearest)) in shapes.iter().enumerate() {
-        let dt = DTS[k % 3];
+        let dt = DTS[k % DTS.len()];
         for layout in [NCHW, NHWC] {
             resize_case(dt, layout, n, c, x_hw, y_hw, coord, nearest, &mut rng);
         }
     }
+    assert_every_dtype_ran("emulated_resize_tiles", &["resize_tile"]);
 }
 
 /// Nearest gradients by integer factors run the box kernel: 2x2 with 16-byte vectors in
@@ -850,7 +879,9 @@ fn emulated_resize_boxes() {
         }
     }
     let ran = BOX_RUNS.with(|n| n.get()) - before;
-    assert!(ran >= 18, "only {ran} of 18 cases ran the box kernel");
+    let want = 3 * 2 * DTS.len();
+    assert!(ran >= want, "only {ran} of {want} cases ran the box kernel");
+    assert_every_dtype_ran("emulated_resize_boxes", &["resize_box"]);
 }
 
 // ------------------------------------------------------------------ conv ----
@@ -863,8 +894,13 @@ fn emulated_conv2d_forward_and_backprop_input() {
     let mut rng = Rng(0x5eed_0002);
     let mut ran = 0;
     for case in 0..cases() {
-        let dt = DTS[case % 3];
-        let layout = if (case / 3) % 2 == 0 { NCHW } else { NHWC };
+        // Every dtype in both layouts, and the every-4th special cases over several dtypes.
+        let dt = DTS[(case + case / DTS.len()) % DTS.len()];
+        let layout = if (case / DTS.len()) % 2 == 0 {
+            NCHW
+        } else {
+            NHWC
+        };
         let groups = rng.range(1, 3);
         // Every few cases cross the 64-channel tile and the 16-wide reduction chunk.
         let big = case % 4 == 3;
@@ -997,6 +1033,10 @@ fn emulated_conv2d_forward_and_backprop_input() {
         }
         ran += 1;
     }
+    assert_every_dtype_ran(
+        "emulated_conv2d_forward_and_backprop_input",
+        &["conv2d_forward", "conv2d_backprop_input"],
+    );
     println!("emulated_conv2d_forward_and_backprop_input: {ran} random cases x 2 ops x 2 grids");
 }
 
@@ -1071,7 +1111,10 @@ fn emulated_conv2d_backprop_input_degenerate_geometry() {
             }
         }
     }
-    assert!(ran >= cases.len() * 3, "every degenerate case launches");
+    assert!(
+        ran >= cases.len() * DTS.len(),
+        "every degenerate case launches"
+    );
     println!("emulated_conv2d_backprop_input_degenerate_geometry: {ran} launches");
 }
 
@@ -1084,9 +1127,14 @@ fn emulated_max_pool() {
     };
     let mut rng = Rng(0x5eed_0003);
     let mut ran = 0;
-    for case in 0..cases() + 3 {
-        let dt = DTS[case % 3];
-        let layout = if (case / 3) % 2 == 0 { NCHW } else { NHWC };
+    for case in 0..cases() + DTS.len() {
+        // Every dtype in both layouts, and the every-4th special cases over several dtypes.
+        let dt = DTS[(case + case / DTS.len()) % DTS.len()];
+        let layout = if (case / DTS.len()) % 2 == 0 {
+            NCHW
+        } else {
+            NHWC
+        };
         let n = rng.range(1, 2);
         let c = rng.range(1, 5);
         let (hi, wi) = (rng.range(1, 11), rng.range(1, 11));
@@ -1108,6 +1156,21 @@ fn emulated_max_pool() {
         );
         ran += 1;
     }
+    assert_every_dtype_ran(
+        "emulated_max_pool",
+        &[
+            "max_pool_forward",
+            "max_pool_grad",
+            "max_pool_grad_argmax",
+            "max_pool_tile_forward",
+            "max_pool_tile_grad",
+            "max_pool_tile_grad_argmax",
+            "max_pool_tile_k3_forward",
+            "max_pool_tile_k3_grad",
+            "max_pool_tile_k3_grad_argmax",
+            "max_pool_direct_k3_forward",
+        ],
+    );
     println!("emulated_max_pool: {ran} random cases x 3 kernels x 2 grids");
 }
 
@@ -1358,7 +1421,15 @@ fn emulated_max_pool_tiles() {
     ];
     for (k, &(dims, win, pads)) in cases.iter().enumerate() {
         for layout in [NCHW, NHWC] {
-            pool_case(DTS[k % 3], layout, dims, win, pads, k % 2 == 1, &mut rng);
+            pool_case(
+                DTS[k % DTS.len()],
+                layout,
+                dims,
+                win,
+                pads,
+                k % 2 == 1,
+                &mut rng,
+            );
         }
     }
     // Windows too large for the shared memory even for a one-cell tile: no tiling, so
@@ -1471,6 +1542,7 @@ fn emulated_resize_with_crate_tables_matches_cpu() {
     let mut ran = 0;
     for layout in [gradops::Layout::Nchw, gradops::Layout::Nhwc] {
         ran += crate_resize_case::<gradops::f16>(Dt::F16, &mut rng, layout);
+        ran += crate_resize_case::<gradops::bf16>(Dt::BF16, &mut rng, layout);
         ran += crate_resize_case::<f32>(Dt::F32, &mut rng, layout);
         ran += crate_resize_case::<f64>(Dt::F64, &mut rng, layout);
     }

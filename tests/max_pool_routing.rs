@@ -1,7 +1,7 @@
 //! Max-pool gradient routing per the TF CPU rule: ties, NaN, padding, overlapping windows.
 
 use gradops::{
-    f16, max_pool, max_pool_grad, max_pool_grad_with_argmax, Layout, MaxPoolAttrs, Padding,
+    bf16, f16, max_pool, max_pool_grad, max_pool_grad_with_argmax, Layout, MaxPoolAttrs, Padding,
     TensorRef,
 };
 
@@ -151,4 +151,26 @@ fn f16_sums_in_f32_and_rounds_once() {
     )
     .unwrap();
     assert_eq!(dx.data[4].to_f32(), 2052.0);
+}
+
+#[test]
+fn bf16_sums_in_f32_and_rounds_once() {
+    // As above with bf16's 8-bit significand: 256 + 1 + 1 + 1 summed in bf16 sticks at 256
+    // (each +1 is a tie rounding to even); summed in f32 it is 259, a tie between 258 and
+    // 260 that rounds once, to the even 260.
+    let x: Vec<bf16> = (0..9)
+        .map(|i| bf16::from_f32(if i == 4 { 9.0 } else { 0.0 }))
+        .collect();
+    let dy: Vec<bf16> = [256.0, 1.0, 1.0, 1.0]
+        .iter()
+        .map(|&v| bf16::from_f32(v))
+        .collect();
+    let dx = max_pool_grad(
+        TensorRef::new(&dy, [1, 2, 2, 1], Layout::Nhwc),
+        TensorRef::new(&x, [1, 3, 3, 1], Layout::Nhwc),
+        None,
+        &MaxPoolAttrs::new([2, 2]),
+    )
+    .unwrap();
+    assert_eq!(dx.data[4].to_f32(), 260.0);
 }

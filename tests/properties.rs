@@ -11,8 +11,8 @@ mod common;
 use common::*;
 use gradops::geometry::{CoordinateTransform as Ct, NearestMode as Nm, ResizeMode};
 use gradops::{
-    f16, Conv2dAttrs, DimRounding, Dims, Element, FilterLayout, FilterRef, Layout, MaxPoolAttrs,
-    Padding, ResizeAttrs, TensorRef, TfResizeAttrs,
+    bf16, f16, Conv2dAttrs, DimRounding, Dims, Element, FilterLayout, FilterRef, Layout,
+    MaxPoolAttrs, Padding, ResizeAttrs, TensorRef, TfResizeAttrs,
 };
 
 /// An out-of-range size: far larger than any buffer here, small enough for i128 products.
@@ -786,14 +786,14 @@ fn resize_property<T: Element>(dev: Dev, rng: &mut Rng) -> (usize, usize) {
 
 type Prop = fn(Dev, &mut Rng) -> (usize, usize);
 
-fn run(name: &str, dev: Dev, base: u64, props: [Prop; 3]) {
+fn run(name: &str, dev: Dev, base: u64, props: [Prop; 4]) {
     if dev == Dev::Cuda && !cuda_or_skip(name) {
         return;
     }
     let mut rng = Rng::new(seed(base));
     let (mut ok, mut err) = (0, 0);
     for i in 0..cases() {
-        let (a, b) = props[i % 3](dev, &mut rng);
+        let (a, b) = props[i % props.len()](dev, &mut rng);
         ok += a;
         err += b;
     }
@@ -804,35 +804,39 @@ fn run(name: &str, dev: Dev, base: u64, props: [Prop; 3]) {
     assert!(err > cases() / 20, "{name}: too few rejected cases ({err})");
 }
 
-fn conv_props() -> [Prop; 3] {
+fn conv_props() -> [Prop; 4] {
     [
         conv_backprop_input_property::<f64>,
         conv_backprop_input_property::<f32>,
         conv_backprop_input_property::<f16>,
+        conv_backprop_input_property::<bf16>,
     ]
 }
 
-fn conv_fwd_props() -> [Prop; 3] {
+fn conv_fwd_props() -> [Prop; 4] {
     [
         conv2d_property::<f64>,
         conv2d_property::<f32>,
         conv2d_property::<f16>,
+        conv2d_property::<bf16>,
     ]
 }
 
-fn pool_props() -> [Prop; 3] {
+fn pool_props() -> [Prop; 4] {
     [
         max_pool_property::<f64>,
         max_pool_property::<f32>,
         max_pool_property::<f16>,
+        max_pool_property::<bf16>,
     ]
 }
 
-fn resize_props() -> [Prop; 3] {
+fn resize_props() -> [Prop; 4] {
     [
         resize_property::<f64>,
         resize_property::<f32>,
         resize_property::<f16>,
+        resize_property::<bf16>,
     ]
 }
 

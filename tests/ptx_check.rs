@@ -35,7 +35,13 @@ const OPS: &[(&str, &str)] = &[
     ("pool", "max_pool_tile_k3_grad_argmax"),
     ("pool", "max_pool_direct_k3_forward"),
 ];
-const DTYPES: &[&str] = &["f16", "f32", "f64"];
+/// Kernel-name suffixes: every element type of the library.
+const DTYPES: [&str; 4] = [
+    gradops::DType::ALL[0].name(),
+    gradops::DType::ALL[1].name(),
+    gradops::DType::ALL[2].name(),
+    gradops::DType::ALL[3].name(),
+];
 /// Real targets newer than every default image: devices that JIT the newest image.
 const JIT_TARGETS: &[u32] = &[100, 120];
 

@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use gradops::geometry::{CoordinateTransform as Ct, NearestMode as Nm, ResizeMode};
 use gradops::{
-    f16, Conv2dAttrs, Dims, Element, FilterRef, Layout, MaxPoolAttrs, Padding, ResizeAttrs,
+    bf16, f16, Conv2dAttrs, Dims, Element, FilterRef, Layout, MaxPoolAttrs, Padding, ResizeAttrs,
     TensorRef,
 };
 
@@ -102,6 +102,10 @@ fn resize_grad_matches_reference_f32() {
 fn resize_grad_matches_reference_f16() {
     resize_grad_all::<f16>(3);
 }
+#[test]
+fn resize_grad_matches_reference_bf16() {
+    resize_grad_all::<bf16>(4);
+}
 
 fn conv_case<T: Element>(rng: &mut Rng, layout: Layout) {
     let groups = *rng.pick(&[1, 1, 2, 3]);
@@ -178,6 +182,10 @@ fn conv2d_backprop_input_matches_reference_f32() {
 #[test]
 fn conv2d_backprop_input_matches_reference_f16() {
     conv_all::<f16>(13);
+}
+#[test]
+fn conv2d_backprop_input_matches_reference_bf16() {
+    conv_all::<bf16>(15);
 }
 
 #[test]
@@ -446,6 +454,10 @@ fn max_pool_grad_matches_reference_f32() {
 fn max_pool_grad_matches_reference_f16() {
     pool_all::<f16>(23);
 }
+#[test]
+fn max_pool_grad_matches_reference_bf16() {
+    pool_all::<bf16>(24);
+}
 
 #[test]
 fn results_are_bitwise_deterministic() {
@@ -483,7 +495,18 @@ fn results_are_bitwise_deterministic() {
 /// for the others), against the reference, with NaN/Inf rows that must take the exact path.
 #[test]
 fn resize_grad_fast_paths_match_reference() {
-    let mut rng = Rng::new(41);
+    resize_grad_fast_paths::<f32>(41);
+}
+
+/// The same in bf16: the fast paths' block conversions (bf16 <-> f32) and the NaN/Inf rows.
+#[test]
+fn resize_grad_fast_paths_match_reference_bf16() {
+    resize_grad_fast_paths::<bf16>(42);
+}
+
+fn resize_grad_fast_paths<T: Element>(seed: u64) {
+    let mut rng = Rng::new(seed);
+    let tol = tol::<T>();
     let sizes = [
         (40, 80),
         (80, 40),
@@ -520,8 +543,8 @@ fn resize_grad_fast_paths_match_reference() {
                         scales: None,
                     };
                     let run = |v: &[f64]| {
-                        let (dy, dy64) = round_to::<f32>(v);
-                        let mut dx = vec![f32::NAN; xd.n * xd.c * xd.h * xd.w];
+                        let (dy, dy64) = round_to::<T>(v);
+                        let mut dx = vec![T::from_f64(f64::NAN); xd.n * xd.c * xd.h * xd.w];
                         gradops::resize_grad_into(
                             TensorRef::new(&dy, shape(layout, dyd), layout),
                             shape(layout, xd),
@@ -537,8 +560,9 @@ fn resize_grad_fast_paths_match_reference() {
                     let (got, want) = run(&v);
                     let err = rel_err(&got, &want);
                     assert!(
-                        err <= 1e-5,
-                        "{layout} {mode:?} {ctm:?} {xin}->{out}: rel err {err:e}"
+                        err <= tol,
+                        "{:?} {layout} {mode:?} {ctm:?} {xin}->{out}: rel err {err:e}",
+                        T::DTYPE
                     );
                     // Poison one element per plane: exactly the dx cells it maps to go NaN/inf.
                     for k in 0..2 {
@@ -554,7 +578,7 @@ fn resize_grad_fast_paths_match_reference() {
                         );
                         if w.is_finite() {
                             assert!(
-                                (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                                (g - w).abs() <= tol * (1.0 + w.abs()),
                                 "[{i}] got {g}, want {w}"
                             );
                         } else if !w.is_nan() {
@@ -570,7 +594,22 @@ fn resize_grad_fast_paths_match_reference() {
 /// Wide planes so the vectorised interior of the CPU max-pool path runs, with ties and NaNs.
 #[test]
 fn max_pool_grad_wide_planes_match_reference() {
-    let mut rng = Rng::new(51);
+    max_pool_grad_wide_planes::<f32>(51);
+}
+
+#[test]
+fn max_pool_grad_wide_planes_match_reference_bf16() {
+    max_pool_grad_wide_planes::<bf16>(52);
+}
+
+fn max_pool_grad_wide_planes<T: Element>(seed: u64) {
+    let mut rng = Rng::new(seed);
+    // f32 keeps its tighter bound (each dx is a short f32 sum, rounded once).
+    let tol = if T::DTYPE == gradops::DType::F32 {
+        1e-6
+    } else {
+        tol::<T>()
+    };
     for layout in LAYOUTS {
         for (w, k, s) in [
             (37usize, 3usize, 2usize),
@@ -602,9 +641,9 @@ fn max_pool_grad_wide_planes_match_reference() {
                     let i = rng.range(0, xs.len() - 1);
                     xs[i] = f64::NAN;
                 }
-                let (x, x64) = round_to::<f32>(&xs);
-                let (dy, dy64) = round_to::<f32>(&rng.vec(yd.n * yd.c * yd.h * yd.w));
-                let mut dx = vec![f32::NAN; x.len()];
+                let (x, x64) = round_to::<T>(&xs);
+                let (dy, dy64) = round_to::<T>(&rng.vec(yd.n * yd.c * yd.h * yd.w));
+                let mut dx = vec![T::from_f64(f64::NAN); x.len()];
                 gradops::max_pool_grad_into(
                     TensorRef::new(&dy, shape(layout, yd), layout),
                     TensorRef::new(&x, shape(layout, xd), layout),
@@ -625,8 +664,9 @@ fn max_pool_grad_wide_planes_match_reference() {
                 );
                 let err = rel_err(&to_f64(&dx), &want);
                 assert!(
-                    err <= 1e-6,
-                    "{layout} w {w} k {k} s {s} {padding:?}: rel err {err:e}"
+                    err <= tol,
+                    "{:?} {layout} w {w} k {k} s {s} {padding:?}: rel err {err:e}",
+                    T::DTYPE
                 );
             }
         }

@@ -2,7 +2,7 @@
 
 use gradops::dtype::{DType, Element};
 use gradops::error::{Error, Result};
-use half::f16;
+use half::{bf16, f16};
 use std::path::Path;
 
 /// Elements of a [`HostArray`], by type.
@@ -10,6 +10,9 @@ use std::path::Path;
 pub enum ArrayData {
     /// Half precision.
     F16(Vec<f16>),
+    /// bfloat16. `.npy` has no bf16: such an array comes from a case with `"dtype": "bf16"`
+    /// (its `<f4` inputs rounded on load) and is written as `<f4` (exact widening).
+    BF16(Vec<bf16>),
     /// Single precision.
     F32(Vec<f32>),
     /// Double precision.
@@ -49,6 +52,7 @@ macro_rules! array_element {
     };
 }
 array_element!(f16, F16);
+array_element!(bf16, BF16);
 array_element!(f32, F32);
 array_element!(f64, F64);
 
@@ -65,6 +69,7 @@ impl HostArray {
     pub fn dtype(&self) -> DType {
         match self.data {
             ArrayData::F16(_) => DType::F16,
+            ArrayData::BF16(_) => DType::BF16,
             ArrayData::F32(_) => DType::F32,
             ArrayData::F64(_) => DType::F64,
         }
@@ -74,6 +79,7 @@ impl HostArray {
     pub fn len(&self) -> usize {
         match &self.data {
             ArrayData::F16(v) => v.len(),
+            ArrayData::BF16(v) => v.len(),
             ArrayData::F32(v) => v.len(),
             ArrayData::F64(v) => v.len(),
         }
@@ -88,16 +94,18 @@ impl HostArray {
     pub fn to_f64_vec(&self) -> Vec<f64> {
         match &self.data {
             ArrayData::F16(v) => v.iter().map(|x| x.to_f64()).collect(),
+            ArrayData::BF16(v) => v.iter().map(|x| x.to_f64()).collect(),
             ArrayData::F32(v) => v.iter().map(|&x| x as f64).collect(),
             ArrayData::F64(v) => v.clone(),
         }
     }
 
-    /// The same values rounded to `dtype`.
+    /// The same values rounded to `dtype` (once, to nearest, ties to even).
     pub fn cast(&self, dtype: DType) -> HostArray {
         let v = self.to_f64_vec();
         let data = match dtype {
             DType::F16 => ArrayData::F16(v.iter().map(|&x| f16::from_f64(x)).collect()),
+            DType::BF16 => ArrayData::BF16(v.iter().map(|&x| Element::from_f64(x)).collect()),
             DType::F32 => ArrayData::F32(v.iter().map(|&x| x as f32).collect()),
             DType::F64 => ArrayData::F64(v),
         };
@@ -174,7 +182,7 @@ impl HostArray {
     }
 
     /// Writes a `.npy` file (through a temporary file renamed into place, so a failed write
-    /// leaves no partial output).
+    /// leaves no partial output). bf16 arrays are written as `<f4` holding the bf16 values.
     pub fn write_npy(&self, path: &Path) -> Result<()> {
         let p = path.display().to_string();
         let io = |source| Error::Io {
@@ -199,6 +207,10 @@ impl HostArray {
         }
         match &self.data {
             ArrayData::F16(v) => put(&mut buf, &shape, v),
+            ArrayData::BF16(v) => {
+                let wide: Vec<f32> = v.iter().map(|x| x.to_f32()).collect();
+                put(&mut buf, &shape, &wide)
+            }
             ArrayData::F32(v) => put(&mut buf, &shape, v),
             ArrayData::F64(v) => put(&mut buf, &shape, v),
         }

@@ -364,9 +364,11 @@ impl OpCall {
         let primary = input(op, inputs, self.primary_input())?;
         match (device, primary.dtype()) {
             (Device::Cpu, DType::F16) => self.run_typed::<half::f16, Cpu>(layout, inputs),
+            (Device::Cpu, DType::BF16) => self.run_typed::<half::bf16, Cpu>(layout, inputs),
             (Device::Cpu, DType::F32) => self.run_typed::<f32, Cpu>(layout, inputs),
             (Device::Cpu, DType::F64) => self.run_typed::<f64, Cpu>(layout, inputs),
             (Device::Cuda, DType::F16) => self.run_typed::<half::f16, Cuda>(layout, inputs),
+            (Device::Cuda, DType::BF16) => self.run_typed::<half::bf16, Cuda>(layout, inputs),
             (Device::Cuda, DType::F32) => self.run_typed::<f32, Cuda>(layout, inputs),
             (Device::Cuda, DType::F64) => self.run_typed::<f64, Cuda>(layout, inputs),
         }
@@ -600,6 +602,11 @@ pub struct CaseFile {
     pub layout: Layout,
     /// Input name -> resolved `.npy` path.
     pub inputs: BTreeMap<String, PathBuf>,
+    /// The optional top-level `"dtype"` key: `Some(DType::BF16)` for `"dtype": "bf16"`
+    /// (`.npy` has no bf16: the `<f4` inputs are rounded to bf16 on load, the op runs in
+    /// bf16 and the output is written as `<f4` holding the bf16 values). `None`: the inputs'
+    /// own dtypes.
+    pub dtype: Option<DType>,
     /// Resolved output path.
     pub output: PathBuf,
 }
@@ -645,6 +652,20 @@ impl CaseFile {
                 ))
             }
         };
+        let dtype = match v.get("dtype") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s.parse::<DType>() == Ok(DType::BF16) => Some(DType::BF16),
+            Some(o) => {
+                return Err(Error::attr(
+                    call.op(),
+                    "dtype",
+                    format!(
+                        "must be \"bf16\" (the one element type .npy lacks; the others come \
+                         from the input files), got {o}"
+                    ),
+                ))
+            }
+        };
         let dir = path.parent().unwrap_or(Path::new("."));
         let ins = v
             .get("inputs")
@@ -665,15 +686,36 @@ impl CaseFile {
             call,
             layout,
             inputs,
+            dtype,
             output: dir.join(out),
         })
     }
 
-    /// Reads the inputs.
+    /// Reads the inputs. With `"dtype": "bf16"` every input must be `<f4`; each is rounded
+    /// to bf16 (to nearest, ties to even).
     pub fn read_inputs(&self) -> Result<BTreeMap<String, HostArray>> {
         self.inputs
             .iter()
-            .map(|(k, p)| Ok((k.clone(), HostArray::read_npy(p)?)))
+            .map(|(k, p)| {
+                let a = HostArray::read_npy(p)?;
+                let a = match self.dtype {
+                    None => a,
+                    Some(want) if a.dtype() == DType::F32 => a.cast(want),
+                    Some(want) => {
+                        return Err(Error::attr(
+                            self.call.op(),
+                            "dtype",
+                            format!(
+                                "\"{want}\" takes <f4 inputs (rounded to {want} on load); input \
+                                 {k:?} ({}) is {}",
+                                p.display(),
+                                a.dtype()
+                            ),
+                        ))
+                    }
+                };
+                Ok((k.clone(), a))
+            })
             .collect()
     }
 }

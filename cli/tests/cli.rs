@@ -130,6 +130,83 @@ fn run_every_backward_op() {
     );
 }
 
+/// `"dtype": "bf16"` end to end through `gradops run`: `<f4` inputs rounded to bf16 on load,
+/// the op run in bf16, the output `<f4` holding bf16 values, within the SPEC's bf16 tolerance
+/// of the f64 op on the same rounded inputs, and bitwise the library's bf16 call.
+#[test]
+fn bf16_case_runs_end_to_end() {
+    use gradops::DType;
+    let mut rng = Rng::new(21);
+    let f32s = |rng: &mut Rng, shape: &[usize]| random(rng, shape).cast(DType::F32);
+    let cases: Vec<(&str, &str, serde_json::Value, Vec<(&str, HostArray)>)> = vec![
+        (
+            "resize_grad",
+            "NCHW",
+            json!({"mode": "linear", "coordinate_transformation_mode": "half_pixel"}),
+            vec![
+                ("dy", f32s(&mut rng, &[2, 3, 9, 7])),
+                ("x", f32s(&mut rng, &[2, 3, 4, 5])),
+            ],
+        ),
+        (
+            "conv2d_backprop_input",
+            "NHWC",
+            json!({"input_shape": [2, 5, 6, 3], "strides": [2, 2], "padding": "SAME"}),
+            vec![
+                ("dy", f32s(&mut rng, &[2, 3, 3, 4])),
+                ("filter", f32s(&mut rng, &[3, 3, 3, 4])),
+            ],
+        ),
+        (
+            "max_pool_grad",
+            "NCHW",
+            json!({"ksize": [3, 3], "strides": [2, 2], "padding": "SAME"}),
+            vec![
+                ("dy", f32s(&mut rng, &[1, 2, 4, 4])),
+                ("x", f32s(&mut rng, &[1, 2, 7, 7])),
+            ],
+        ),
+    ];
+    for (op, layout, attrs, inputs) in cases {
+        let d = dir(&format!("bf16-{op}"));
+        let mut files = serde_json::Map::new();
+        for (k, a) in &inputs {
+            a.write_npy(&d.join(format!("{k}.npy"))).unwrap();
+            files.insert(k.to_string(), json!(format!("{k}.npy")));
+        }
+        let case = json!({"op": op, "layout": layout, "dtype": "bf16", "attrs": attrs, "inputs": files, "output": "dx.npy"});
+        std::fs::write(d.join("case.json"), case.to_string()).unwrap();
+        let o = gradops(&["run", d.join("case.json").to_str().unwrap()]);
+        assert!(
+            o.status.success(),
+            "{op}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let got = HostArray::read_npy(&d.join("dx.npy")).unwrap();
+        assert_eq!(got.dtype(), DType::F32, "{op}: the output is <f4");
+        let got = got.to_f64_vec();
+        for v in &got {
+            let b = gradops::bf16::from_f64(*v);
+            assert_eq!(b.to_f64(), *v, "{op}: {v} is not a bf16 value");
+        }
+        let layout: Layout = layout.parse().unwrap();
+        let call = OpCall::parse(op, Some(&attrs)).unwrap();
+        let as_type = |t: DType| -> BTreeMap<String, HostArray> {
+            inputs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.cast(DType::BF16).cast(t)))
+                .collect()
+        };
+        let lib = call.run_cpu(layout, &as_type(DType::BF16)).unwrap();
+        assert_eq!(lib.dtype(), DType::BF16);
+        assert_eq!(got, lib.to_f64_vec(), "{op}: CLI and library differ");
+        let exact = call.run_cpu(layout, &as_type(DType::F64)).unwrap();
+        let e = common::rel_err(&got, &exact.to_f64_vec());
+        assert!(e <= 1e-2, "{op}: relative L2 error {e:e} > 1e-2");
+        assert!(e > 0.0, "{op}: bf16 rounding should show");
+    }
+}
+
 #[test]
 fn reads_a_hand_written_npy() {
     // An '<f2' file built byte by byte (NumPy format 1.0), independent of the writer.
@@ -190,6 +267,20 @@ fn invalid_case_fails_cleanly_and_writes_nothing() {
             json!({"op": "warp_grad", "inputs": {}, "output": "dx.npy"}),
             vec!["unknown op", "warp_grad"],
         ),
+        // The case-level "dtype" key takes "bf16" only, and then only <f4 inputs.
+        (
+            json!({"op": "resize_grad", "dtype": "f16", "attrs": {"mode": "linear"}, "inputs": {"dy": "dy.npy", "x": "x.npy"}, "output": "dx.npy"}),
+            vec!["resize_grad", "dtype", "\"f16\"", "bf16"],
+        ),
+        (
+            json!({"op": "max_pool_grad", "dtype": 16, "attrs": {"ksize": [2, 2]}, "inputs": {"dy": "dy.npy", "x": "x.npy"}, "output": "dx.npy"}),
+            vec!["max_pool_grad", "dtype", "16"],
+        ),
+        (
+            // dy.npy is <f8 here.
+            json!({"op": "resize_grad", "dtype": "bf16", "attrs": {"mode": "linear"}, "inputs": {"dy": "dy.npy", "x": "x.npy"}, "output": "dx.npy"}),
+            vec!["resize_grad", "dtype", "<f4", "\"dy\"", "f64"],
+        ),
     ];
     for (i, (case, words)) in cases.iter().enumerate() {
         let p = d.join(format!("case{i}.json"));
@@ -221,6 +312,7 @@ fn info_reports_build_and_devices() {
     for w in [
         "gradops",
         "f16",
+        "bf16",
         "f32",
         "f64",
         "resize_grad",

@@ -81,3 +81,28 @@ pub(crate) fn argmax_step<A: Accum>(
         *io = if gt { t } else { *i };
     }
 }
+
+/// bf16 bit patterns widened to `f32`: the bits shifted into the high half (exact, NaNs
+/// included), so the loop vectorises, unlike `half`'s per-element conversion.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+pub(crate) fn bf16_bits_to_f32(src: &[u16], dst: &mut [f32]) {
+    assert_eq!(src.len(), dst.len(), "bf16 widening: length mismatch");
+    for (d, &b) in dst.iter_mut().zip(src) {
+        *d = f32::from_bits(u32::from(b) << 16);
+    }
+}
+
+/// `f32` rounded to bf16 bit patterns, to nearest with ties to even (as `half::bf16::from_f32`,
+/// NaNs kept quiet), branch-free so the loop vectorises: adding `0x7FFF` plus the kept LSB
+/// carries into the kept half exactly when the dropped half is above the tie (or at it, with
+/// an odd LSB); the carry out of the largest finite value gives infinity, as it should.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+pub(crate) fn f32_to_bf16_bits(src: &[f32], dst: &mut [u16]) {
+    assert_eq!(src.len(), dst.len(), "bf16 rounding: length mismatch");
+    for (d, &f) in dst.iter_mut().zip(src) {
+        let x = f.to_bits();
+        let rounded = (x.wrapping_add(0x7FFF + ((x >> 16) & 1)) >> 16) as u16;
+        let nan = ((x >> 16) | 0x0040) as u16;
+        *d = if f.is_nan() { nan } else { rounded };
+    }
+}

@@ -19,7 +19,7 @@ use crate::tensor::{check_dims, Layout, Tensor, TensorRef};
 use crate::{Element, Error, Result};
 
 fn bytes<T: Copy>(v: &[T]) -> &[u8] {
-    // SAFETY: T is f16, f32, f64 or i64: plain data without padding, all bytes initialised.
+    // SAFETY: T is f16, bf16, f32, f64 or i64: plain data without padding, all bytes initialised.
     unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
 }
 

@@ -12,7 +12,7 @@ use crate::{Error, Result};
 
 /// Every op of the CUDA API (the ops of `gradops run` and `max_pool_grad_with_argmax`) with
 /// its module (kernel file) and kernel family (the kernel name without its
-/// `_f16`/`_f32`/`_f64` suffix), as `src/cuda/ops.rs` launches them.
+/// `_f16`/`_bf16`/`_f32`/`_f64` suffix), as `src/cuda/ops.rs` launches them.
 pub const OP_KERNELS: &[(&str, &str, &str)] = &[
     ("resize_grad", "resize", "resize_tile"),
     ("resize_bilinear_grad", "resize", "resize_tile"),
@@ -126,7 +126,7 @@ pub fn kernel_variant(kernel: &str, arch: u32) -> &'static str {
 pub struct OpKernel {
     /// The op (`conv2d_backprop_input`).
     pub op: &'static str,
-    /// Kernel family; the kernels are `<kernel>_f16`, `_f32`, `_f64`.
+    /// Kernel family; the kernels are `<kernel>_f16`, `_bf16`, `_f32`, `_f64`.
     pub kernel: &'static str,
     /// The image the kernels are loaded from.
     pub image: PtxImage,
@@ -213,8 +213,10 @@ mod tests {
             assert_eq!(ops.len(), OP_KERNELS.len());
             for k in &ops {
                 assert_eq!(k.image.arch, arch, "{}", k.op);
-                let entry = format!(".entry {}_f32(", k.kernel);
-                assert!(k.image.ptx.contains(&entry), "{} lacks {entry}", k.image);
+                for d in crate::DType::ALL {
+                    let entry = format!(".entry {}_{}(", k.kernel, d.name());
+                    assert!(k.image.ptx.contains(&entry), "{} lacks {entry}", k.image);
+                }
                 assert!(
                     k.image.ptx.contains(&format!(".target sm_{arch}")),
                     "{} has another .target",

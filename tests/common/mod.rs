@@ -53,6 +53,7 @@ pub fn round_to<T: Element>(v: &[f64]) -> (Vec<T>, Vec<f64>) {
 pub fn tol<T: Element>() -> f64 {
     match T::DTYPE {
         gradops::DType::F16 => 2e-3,
+        gradops::DType::BF16 => 1e-2,
         gradops::DType::F32 => 1e-5,
         gradops::DType::F64 => 1e-10,
     }
@@ -87,7 +88,8 @@ pub fn at(layout: Layout, d: Dims, n: usize, c: usize, h: usize, w: usize) -> us
     }
 }
 
-/// Per-axis source of output `o` per SPEC, computed in f32 when `f32_coords` (f16/f32 inputs).
+/// Per-axis source of output `o` per SPEC, computed in f32 when `f32_coords` (f16/bf16/f32
+/// inputs).
 /// Returns [(index, weight)] (two entries for linear, one for nearest).
 #[allow(clippy::too_many_arguments)]
 pub fn spec_axis(

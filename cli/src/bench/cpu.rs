@@ -15,7 +15,7 @@ use gradops::ops::max_pool::{
 };
 use gradops::ops::resize::resize_grad_into;
 use gradops::tensor::TensorRef;
-use half::f16;
+use half::{bf16, f16};
 use rayon::prelude::*;
 use std::hint::black_box;
 use std::sync::Arc;
@@ -217,6 +217,7 @@ fn cpu_name() -> String {
 pub fn bench_cpu(opts: &BenchOptions) -> Result<BenchReport> {
     match opts.dtype {
         DType::F16 => bench_cpu_typed::<f16>(opts),
+        DType::BF16 => bench_cpu_typed::<bf16>(opts),
         DType::F32 => bench_cpu_typed::<f32>(opts),
         DType::F64 => bench_cpu_typed::<f64>(opts),
     }

@@ -15,7 +15,7 @@ use gradops::cuda::DeviceTensor;
 use gradops::dtype::{DType, Element};
 use gradops::error::{Error, Result};
 use gradops::TensorRef;
-use half::f16;
+use half::{bf16, f16};
 use rayon::prelude::*;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -50,7 +50,7 @@ fn driver_err(op: &'static str, what: &'static str) -> impl FnOnce(DriverError) 
 }
 
 /// A device buffer of `len` elements of `T`, stored as bytes: cudarc allocates a
-/// `CudaSlice<T>` only for `T: DeviceRepr`, which `half::f16` is not without cudarc's `f16`
+/// `CudaSlice<T>` only for `T: DeviceRepr`, which `half::f16`/`bf16` are not without cudarc's `f16`
 /// feature. Invariant: the byte buffer holds exactly `len * size_of::<T>()` bytes, so the
 /// lengths the device API checks are the true ones.
 struct DevBuf<T> {
@@ -84,6 +84,7 @@ impl<T: Element> DevBuf<T> {
                 let v = v.to_f64();
                 match T::DTYPE {
                     DType::F16 => b.copy_from_slice(&f16::from_f64(v).to_le_bytes()),
+                    DType::BF16 => b.copy_from_slice(&bf16::from_f64(v).to_le_bytes()),
                     DType::F32 => b.copy_from_slice(&(v as f32).to_le_bytes()),
                     DType::F64 => b.copy_from_slice(&v.to_le_bytes()),
                 }
@@ -362,6 +363,7 @@ pub fn bench_cuda(opts: &BenchOptions) -> Result<BenchReport> {
     let device = cuda_status()?;
     match opts.dtype {
         DType::F16 => bench_cuda_typed::<f16>(opts, &device),
+        DType::BF16 => bench_cuda_typed::<bf16>(opts, &device),
         DType::F32 => bench_cuda_typed::<f32>(opts, &device),
         DType::F64 => bench_cuda_typed::<f64>(opts, &device),
     }

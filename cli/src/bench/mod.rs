@@ -65,7 +65,7 @@ pub struct BenchArgs {
     /// Where to run: auto (CUDA when usable, else CPU), cpu or cuda.
     #[arg(long, value_enum, default_value = "auto")]
     pub device: BenchDevice,
-    /// Element type: f16, f32 or f64.
+    /// Element type: f16, bf16, f32 or f64.
     #[arg(long, default_value = "f32")]
     pub dtype: DType,
     /// Memory layout of every tensor: nchw (the SPEC's workloads) or nhwc (the same logical

@@ -51,7 +51,7 @@ fn run(case: PathBuf, device: Device) -> gradops::Result<()> {
 
 fn info() {
     println!("gradops {}", env!("CARGO_PKG_VERSION"));
-    println!("element types: f16 (accumulates in f32), f32, f64; layouts: NCHW, NHWC");
+    println!("element types: f16 and bf16 (accumulate in f32), f32, f64; layouts: NCHW, NHWC");
     println!("ops: {}", gradops_cli::case::OP_NAMES.join(", "));
     println!("cpu: {} rayon threads", rayon::current_num_threads());
     let build = gradops::cuda::build_info();
@@ -91,7 +91,7 @@ fn info() {
                     println!("  {:<30} {:<18} kernels (variant)", "op", "image");
                     for k in ops {
                         println!(
-                            "  {:<30} {:<18} {}_{{f16,f32,f64}} ({})",
+                            "  {:<30} {:<18} {}_{{f16,bf16,f32,f64}} ({})",
                             k.op,
                             k.image.to_string(),
                             k.kernel,
