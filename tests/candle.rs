@@ -17,7 +17,7 @@ use common::{Rng, ALL_CTMS, ALL_NEAREST_MODES};
 
 use candle_core::{DType, Device, Tensor, Var, WithDType};
 use gradops::{
-    f16, Conv2dAttrs, CoordinateTransform as Ct, Element, FilterLayout, FilterRef, Layout,
+    bf16, f16, Conv2dAttrs, CoordinateTransform as Ct, Element, FilterLayout, FilterRef, Layout,
     MaxPoolAttrs, NearestMode as Nm, Padding, ResizeAttrs, ResizeMode, TensorRef,
 };
 
@@ -104,7 +104,7 @@ fn max_pool_3x3_stride_2_padded_matches_gradops_and_ties_go_first() -> R<()> {
     let attrs = MaxPoolAttrs::new([3, 3])
         .strides([2, 2])
         .padding(Padding::Explicit([[1, 1], [1, 1]]));
-    for dt in [DType::F16, DType::F32, DType::F64] {
+    for dt in [DType::F16, DType::BF16, DType::F32, DType::F64] {
         let x = tensor(&xv, shape, dt)?;
         let yshape = dims4(&gradops::candle::max_pool2d(&x, &attrs)?);
         assert_eq!(yshape, [2, 3, 4, 3]);
@@ -112,6 +112,7 @@ fn max_pool_3x3_stride_2_padded_matches_gradops_and_ties_go_first() -> R<()> {
         let (y, dx) = grad1(&x, &dy, |x| gradops::candle::max_pool2d(x, &attrs))?;
         match dt {
             DType::F16 => check_max_pool::<f16>(&x, &dy, &y, &dx, &attrs)?,
+            DType::BF16 => check_max_pool::<bf16>(&x, &dy, &y, &dx, &attrs)?,
             DType::F32 => check_max_pool::<f32>(&x, &dy, &y, &dx, &attrs)?,
             _ => check_max_pool::<f64>(&x, &dy, &y, &dx, &attrs)?,
         }
@@ -268,7 +269,7 @@ fn interpolate_every_mode_matches_gradops_bitwise() -> R<()> {
                 &[Nm::RoundPreferFloor]
             };
             for &nm in nms {
-                for dt in [DType::F16, DType::F32, DType::F64] {
+                for dt in [DType::F16, DType::BF16, DType::F32, DType::F64] {
                     // Up and down, unequal and non-integer factors, size 1 included.
                     let xs = [
                         rng.range(1, 3),
@@ -300,6 +301,7 @@ fn interpolate_every_mode_matches_gradops_bitwise() -> R<()> {
                     })?;
                     match dt {
                         DType::F16 => check_resize::<f16>(&x, &dy, &y, &dx, size, &attrs)?,
+                        DType::BF16 => check_resize::<bf16>(&x, &dy, &y, &dx, size, &attrs)?,
                         DType::F32 => check_resize::<f32>(&x, &dy, &y, &dx, size, &attrs)?,
                         _ => check_resize::<f64>(&x, &dy, &y, &dx, size, &attrs)?,
                     }
@@ -308,7 +310,7 @@ fn interpolate_every_mode_matches_gradops_bitwise() -> R<()> {
             }
         }
     }
-    assert_eq!(cases, (5 + 5 * 4) * 3);
+    assert_eq!(cases, (5 + 5 * 4) * 4);
     Ok(())
 }
 
@@ -377,7 +379,7 @@ fn conv2d_matches_gradops_bitwise_strides_padding_dilations_groups() -> R<()> {
             .dilations(dil)
             .padding(padding)
             .filter_layout(fl);
-        let dt = *rng.pick(&[DType::F16, DType::F32, DType::F64]);
+        let dt = *rng.pick(&[DType::F16, DType::BF16, DType::F32, DType::F64]);
         let x = tensor(&rng.vec(xs.iter().product()), xs, dt)?;
         let w = tensor(&rng.vec(ws.iter().product()), ws, dt)?;
         let ys = dims4(&gradops::candle::conv2d(&x, &w, &attrs)?);
@@ -385,11 +387,13 @@ fn conv2d_matches_gradops_bitwise_strides_padding_dilations_groups() -> R<()> {
         let (y, dx, dw) = grad2(&x, &w, &dy, |x, w| gradops::candle::conv2d(x, w, &attrs))?;
         match dt {
             DType::F16 => check_conv_fwd::<f16>(&x, &w, &y, &attrs)?,
+            DType::BF16 => check_conv_fwd::<bf16>(&x, &w, &y, &attrs)?,
             DType::F32 => check_conv_fwd::<f32>(&x, &w, &y, &attrs)?,
             _ => check_conv_fwd::<f64>(&x, &w, &y, &attrs)?,
         }
         match dt {
             DType::F16 => check_conv::<f16>(&x, &w, &dy, &dx, &dw, &attrs)?,
+            DType::BF16 => check_conv::<bf16>(&x, &w, &dy, &dx, &dw, &attrs)?,
             DType::F32 => check_conv::<f32>(&x, &w, &dy, &dx, &dw, &attrs)?,
             _ => check_conv::<f64>(&x, &w, &dy, &dx, &dw, &attrs)?,
         }
@@ -653,9 +657,9 @@ fn errors_name_the_op_the_argument_and_the_values() -> R<()> {
         m.contains("resize") && m.contains("f16, f32 or f64") && m.contains("u32"),
         "{m}"
     );
-    let xb = Tensor::zeros((1, 1, 4, 4), DType::BF16, &cpu())?;
+    let xb = Tensor::zeros((1, 1, 4, 4), DType::I64, &cpu())?;
     let m = message(gradops::candle::max_pool2d(&xb, &MaxPoolAttrs::new([2, 2])));
-    assert!(m.contains("bf16"), "{m}");
+    assert!(m.contains("max_pool") && m.contains("i64"), "{m}");
 
     let x = Tensor::zeros((1, 2, 5, 5), DType::F32, &cpu())?;
     let w64 = Tensor::zeros((3, 2, 3, 3), DType::F64, &cpu())?;

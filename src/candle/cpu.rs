@@ -8,15 +8,16 @@ use super::{
     contiguous_range, dims4, wrap, Conv2d, Conv2dBackpropFilter, Conv2dBackpropInput, MaxPool,
     MaxPoolGrad, Resize, ResizeGrad,
 };
-use crate::{f16, Element, Error, FilterRef, Layout, Tensor, TensorRef};
+use crate::{bf16, f16, Element, Error, FilterRef, Layout, Tensor, TensorRef};
 
 /// The element types both gradops and candle have.
 pub(crate) trait Float: Element + WithDType {}
 impl Float for f16 {}
+impl Float for bf16 {}
 impl Float for f32 {}
 impl Float for f64 {}
 
-const SUPPORTED: &str = "f16, f32 or f64";
+const SUPPORTED: &str = "f16, bf16, f32 or f64";
 
 fn dtype_error(op: &'static str, arg: &'static str, s: &CpuStorage) -> candle_core::Error {
     wrap(Error::Dtype {
@@ -98,6 +99,7 @@ impl<O: Cpu1> Run1 for O {
     fn run(&self, s: &CpuStorage, l: &CLayout) -> candle_core::Result<(CpuStorage, Shape)> {
         match s {
             CpuStorage::F16(_) => run1::<f16, O>(self, s, l),
+            CpuStorage::BF16(_) => run1::<bf16, O>(self, s, l),
             CpuStorage::F32(_) => run1::<f32, O>(self, s, l),
             CpuStorage::F64(_) => run1::<f64, O>(self, s, l),
             _ => Err(dtype_error(O::OP, O::ARG, s)),
@@ -135,6 +137,7 @@ impl<O: Cpu2> Run2 for O {
     ) -> candle_core::Result<(CpuStorage, Shape)> {
         match s1 {
             CpuStorage::F16(_) => run2::<f16, O>(self, s1, l1, s2, l2),
+            CpuStorage::BF16(_) => run2::<bf16, O>(self, s1, l1, s2, l2),
             CpuStorage::F32(_) => run2::<f32, O>(self, s1, l1, s2, l2),
             CpuStorage::F64(_) => run2::<f64, O>(self, s1, l1, s2, l2),
             _ => Err(dtype_error(O::OP, O::ARGS[0], s1)),

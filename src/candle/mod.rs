@@ -16,7 +16,7 @@
 //! | [`max_pool2d`] | [`crate::max_pool`] (any kernel, stride, padding) | [`crate::max_pool_grad`] (TF argmax rule) |
 //! | [`conv2d`] | [`crate::conv2d`] (strides, padding, dilations, groups) | [`crate::conv2d_backprop_input`] and [`crate::conv2d_backprop_filter`] |
 //!
-//! Tensors are NCHW, as in candle, in `f16`, `f32` or `f64`, on candle's CPU device, and on
+//! Tensors are NCHW, as in candle, in `f16`, `bf16`, `f32` or `f64`, on candle's CPU device, and on
 //! its CUDA device when gradops' `candle-cuda` feature is on (gradops' kernels on candle's
 //! own stream, reading candle's buffers in place). [`resize_grad`] exposes the resize
 //! gradient as a differentiable function too (its backward is the forward resize).
