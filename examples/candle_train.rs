@@ -94,7 +94,8 @@ fn main() -> candle_core::Result<()> {
         "loss {first:.6} -> {last:.6} ({:.1}% of the first) in {steps} steps, {per_step:.1} ms per step",
         100.0 * last / first
     );
-    if !(last < first) {
+    // A NaN loss fails too.
+    if last.partial_cmp(&first) != Some(std::cmp::Ordering::Less) {
         return Err(candle_core::Error::Msg(format!(
             "the loss did not decrease ({first} -> {last})"
         )));

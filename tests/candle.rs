@@ -709,18 +709,29 @@ fn candle_alone_cannot_differentiate_these_and_its_forwards_agree() -> R<()> {
     let ours = gradops::candle::upsample_bilinear2d(&x, (13, 5), false)?;
     let err = theirs.sub(&ours)?.abs()?.max_all()?.to_scalar::<f32>()?;
     assert!(err < 1e-6, "bilinear forwards differ by {err}");
-    assert!(theirs.sum_all()?.backward().is_err(), "candle's bilinear has a backward now");
+    assert!(
+        theirs.sum_all()?.backward().is_err(),
+        "candle's bilinear has a backward now"
+    );
     assert!(ours.sum_all()?.backward().is_ok());
 
     let theirs = x.max_pool2d_with_stride(3, 2)?;
     let ours = gradops::candle::max_pool2d(&x, &MaxPoolAttrs::new([3, 3]).strides([2, 2]))?;
     assert_eq!(values::<f32>(&theirs)?, values::<f32>(&ours)?);
-    assert!(theirs.sum_all()?.backward().is_err(), "candle's 3x3/2 max pool has a backward now");
+    assert!(
+        theirs.sum_all()?.backward().is_err(),
+        "candle's 3x3/2 max pool has a backward now"
+    );
 
     // 2x2/2 on distinct values: candle's gradient at each window's max is not 1.
     let theirs = x.max_pool2d(2)?;
     let g = theirs.sum_all()?.backward()?;
-    let top = values::<f32>(g.get(&x).unwrap())?.into_iter().fold(0f32, f32::max);
-    assert_ne!(top, 1.0, "candle's 2x2 max-pool gradient is 1 at the max now");
+    let top = values::<f32>(g.get(&x).unwrap())?
+        .into_iter()
+        .fold(0f32, f32::max);
+    assert_ne!(
+        top, 1.0,
+        "candle's 2x2 max-pool gradient is 1 at the max now"
+    );
     Ok(())
 }
