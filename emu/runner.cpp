@@ -88,6 +88,8 @@ int main() {
     GO_EMU_KERNEL(resize_box, GoResizeParams, 9)
     GO_EMU_KERNEL(conv2d_forward, GoConvParams, 3)
     GO_EMU_KERNEL(conv2d_backprop_input, GoConvParams, 3)
+    GO_EMU_KERNEL(conv2d_backprop_filter_partial, GoConvFilterParams, 4)
+    GO_EMU_KERNEL(conv2d_backprop_filter_reduce, GoConvFilterParams, 4)
     GO_EMU_KERNEL(max_pool_forward, GoPoolParams, 5)
     GO_EMU_KERNEL(max_pool_grad, GoPoolParams, 5)
     GO_EMU_KERNEL(max_pool_grad_argmax, GoPoolParams, 5)

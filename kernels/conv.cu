@@ -1,7 +1,9 @@
-// Conv family: conv2d_forward (direct, one thread per output) and
+// Conv family: conv2d_forward (direct, one thread per output),
 // conv2d_backprop_input (implicit GEMM of the transposed convolution, shared-memory
-// tiles). Filter is HWIO [kh, kw, ci/groups, co] in every layout. Accumulation in Acc,
-// fixed order (ky, kx, co ascending), each output written once, no atomics.
+// tiles) and conv2d_backprop_filter_partial + conv2d_backprop_filter_reduce (implicit
+// GEMM over the output pixels, split-K with a fixed split, reduced in split order).
+// Filter is HWIO [kh, kw, ci/groups, co] in every layout (the filter gradient may be
+// written OIHW). Accumulation in Acc, fixed order, each output written once, no atomics.
 #include "common.cuh"
 
 // ---------------------------------------------------------------------------------
@@ -199,5 +201,216 @@ GO_DEV void conv2d_backprop_input_body(const GoConvParams& p) {
 #undef TC
 #undef TK
 
+// ---------------------------------------------------------------------------------
+// conv2d_backprop_filter: per group g, dW[m = (ky, kx, c), o] = sum over the output
+// pixels r = (n, oy, ox) of X[r, m] * dy[n, g*cog + o, oy, ox], X[r, m] =
+// x[n, g*cig + c, oy*sh - top + ky*dh, ox*sw - left + kx*dw] (0 in the padding): an
+// implicit GEMM whose operand X is gathered from x on the fly.
+//
+// Split-K, deterministic: the pixels are cut into fixed ranges (split_len each, chosen
+// from the geometry by the host); block (tile, s) sums range s in ascending chunks of FK
+// pixels into an FM x FN tile of the workspace ws[s]; conv2d_backprop_filter_reduce then
+// adds ws[0], ws[1], ... in that order and rounds once. No atomics, no order that
+// depends on scheduling.
+// Thread (tx, ty) = (t % 16, t / 16) owns filter rows ty + 16*i and channels tx + 16*j.
+// Loads: NCHW threads walk pixels (contiguous in x and dy along ox); NHWC threads walk
+// filter rows / channels (contiguous along c and o).
+#define FM GO_CONV_FILTER_TILE_M
+#define FN GO_CONV_FILTER_TILE_N
+#define FK GO_CONV_FILTER_TILE_K
+
+// An output pixel (n, oy, ox), advanced by whole chunks without a division per step.
+struct GoPix {
+    go_i64 n, oy, ox;
+};
+
+GO_DEV GoPix go_pix(go_i64 r, go_i64 ho, go_i64 wo) {
+    GoPix p;
+    p.ox = r % wo;
+    r /= wo;
+    p.oy = r % ho;
+    p.n = r / ho;
+    return p;
+}
+
+GO_DEV void go_pix_advance(GoPix& p, go_i64 by, go_i64 ho, go_i64 wo) {
+    p.ox += by;
+    if (p.ox >= wo) {
+        const go_i64 q = p.ox / wo;
+        p.ox -= q * wo;
+        p.oy += q;
+        if (p.oy >= ho) {
+            const go_i64 q2 = p.oy / ho;
+            p.oy -= q2 * ho;
+            p.n += q2;
+        }
+    }
+}
+
+template <typename T, int L>
+GO_DEV void conv2d_backprop_filter_partial_layout(const GoConvFilterParams& p) {
+    typedef typename GoAcc<T>::type A;
+    const T* __restrict__ x = reinterpret_cast<const T*>(p.x);
+    const T* __restrict__ dy = reinterpret_cast<const T*>(p.dy);
+    A* __restrict__ ws = reinterpret_cast<A*>(p.ws);
+    // +1: the NCHW stores (16 pixels x 2 rows per warp) hit distinct banks.
+    __shared__ A Xs[FK][FM + 1];  // X tile: [pixel in chunk][filter row]
+    __shared__ A Ds[FK][FN + 1];  // dy tile: [pixel in chunk][channel]
+
+    const int t = threadIdx.x;
+    const int tx = t % 16, ty = t / 16;
+    const go_i64 cig = p.ci / p.groups, cog = p.co / p.groups;
+    const go_i64 rows = p.kh * p.kw * cig;
+    const go_i64 mtiles = (rows + FM - 1) / FM, ntiles = (cog + FN - 1) / FN;
+    const go_i64 tiles = p.groups * mtiles * ntiles;
+    const go_i64 npix = p.n * p.ho * p.wo;
+    const go_i64 flen = rows * p.co;
+    const go_i64 himg = p.hi * p.wi, hw = p.ho * p.wo;
+    // Loader roles: NCHW: pixel t % 16, rows / channels t / 16 + 16*r;
+    //               NHWC: pixels t / 64 + 4*r, row / channel t % 64.
+    const int lpix = L == GO_LAYOUT_NCHW ? t % FK : t / FM;
+
+    for (go_i64 s = blockIdx.y; s < p.splits; s += gridDim.y) {
+        const go_i64 r_begin = s * p.split_len;
+        const go_i64 r_end = r_begin + p.split_len < npix ? r_begin + p.split_len : npix;
+        for (go_i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            const go_i64 g = tile / (mtiles * ntiles);
+            const go_i64 rem = tile % (mtiles * ntiles);
+            const go_i64 m_base = (rem / ntiles) * FM, n_base = (rem % ntiles) * FN;
+
+            // The filter rows this thread loads: input offsets of tap (ky, kx) and the x
+            // channel's offset; ok = false past the last row.
+            go_i64 r_ybias[4], r_xbias[4], r_choff[4];
+            bool r_ok[4];
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                const go_i64 m = m_base + (L == GO_LAYOUT_NCHW ? t / FK + 16 * r : t % FM);
+                r_ok[r] = m < rows;
+                const go_i64 c = r_ok[r] ? m % cig : 0, tap = r_ok[r] ? m / cig : 0;
+                r_ybias[r] = (tap / p.kw) * p.dh - p.pad_top;
+                r_xbias[r] = (tap % p.kw) * p.dw - p.pad_left;
+                r_choff[r] = L == GO_LAYOUT_NCHW ? (g * cig + c) * himg : g * cig + c;
+            }
+            // Pixels this thread loads (NCHW: one, in [0]; NHWC: four).
+            GoPix px[4];
+#pragma unroll
+            for (int r = 0; r < 4; ++r) {
+                const go_i64 r0 = r_begin + lpix + (L == GO_LAYOUT_NCHW ? 0 : 4 * r);
+                px[r] = go_pix(r0 < npix ? r0 : 0, p.ho, p.wo);
+            }
+
+            A acc[4][4];
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) acc[i][j] = A(0);
+
+            for (go_i64 r0 = r_begin; r0 < r_end; r0 += FK) {
+                // X tile.
+#pragma unroll
+                for (int r = 0; r < 4; ++r) {
+                    const int lp = L == GO_LAYOUT_NCHW ? lpix : lpix + 4 * r;
+                    const int lm = L == GO_LAYOUT_NCHW ? t / FK + 16 * r : t % FM;
+                    const GoPix& q = px[L == GO_LAYOUT_NCHW ? 0 : r];
+                    const int ri = L == GO_LAYOUT_NCHW ? r : 0;
+                    A v = A(0);
+                    if (r0 + lp < r_end && r_ok[ri]) {
+                        const go_i64 iy = q.oy * p.sh + r_ybias[ri];
+                        const go_i64 ix = q.ox * p.sw + r_xbias[ri];
+                        if (iy >= 0 && iy < p.hi && ix >= 0 && ix < p.wi) {
+                            const go_i64 xi = L == GO_LAYOUT_NCHW
+                                ? q.n * p.ci * himg + r_choff[ri] + iy * p.wi + ix
+                                : ((q.n * p.hi + iy) * p.wi + ix) * p.ci + r_choff[ri];
+                            v = go_to_acc(go_ldg(x + xi));
+                        }
+                    }
+                    Xs[lp][lm] = v;
+                }
+                // dy tile.
+#pragma unroll
+                for (int r = 0; r < 4; ++r) {
+                    const int lp = L == GO_LAYOUT_NCHW ? lpix : lpix + 4 * r;
+                    const int lo = L == GO_LAYOUT_NCHW ? t / FK + 16 * r : t % FN;
+                    const GoPix& q = px[L == GO_LAYOUT_NCHW ? 0 : r];
+                    const go_i64 o = n_base + lo;
+                    A v = A(0);
+                    if (r0 + lp < r_end && o < cog) {
+                        const go_i64 di = L == GO_LAYOUT_NCHW
+                            ? (q.n * p.co + g * cog + o) * hw + q.oy * p.wo + q.ox
+                            : (r0 + lp) * p.co + g * cog + o;
+                        v = go_to_acc(go_ldg(dy + di));
+                    }
+                    Ds[lp][lo] = v;
+                }
+                __syncthreads();
+#pragma unroll 4
+                for (int k = 0; k < FK; ++k) {
+                    A a[4], b[4];
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) a[i] = Xs[k][ty + 16 * i];
+#pragma unroll
+                    for (int j = 0; j < 4; ++j) b[j] = Ds[k][tx + 16 * j];
+#pragma unroll
+                    for (int i = 0; i < 4; ++i)
+#pragma unroll
+                        for (int j = 0; j < 4; ++j) acc[i][j] += a[i] * b[j];
+                }
+                __syncthreads();
+#pragma unroll
+                for (int r = 0; r < 4; ++r) go_pix_advance(px[r], FK, p.ho, p.wo);
+            }
+
+            // Store the micro-tile into split s's partial filter (HWIO order).
+            A* __restrict__ part = ws + s * flen;
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const go_i64 m = m_base + ty + 16 * i;
+                if (m >= rows) continue;
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    const go_i64 o = n_base + tx + 16 * j;
+                    if (o < cog) part[m * p.co + g * cog + o] = acc[i][j];
+                }
+            }
+        }
+    }
+}
+
+template <typename T>
+GO_DEV void conv2d_backprop_filter_partial_body(const GoConvFilterParams& p) {
+    if (p.layout == GO_LAYOUT_NCHW) conv2d_backprop_filter_partial_layout<T, GO_LAYOUT_NCHW>(p);
+    else conv2d_backprop_filter_partial_layout<T, GO_LAYOUT_NHWC>(p);
+}
+
+// out[i] = sum_{s ascending} ws[s][hwio(i)], rounded once; i in the output's filter layout.
+template <typename T>
+GO_DEV void conv2d_backprop_filter_reduce_body(const GoConvFilterParams& p) {
+    typedef typename GoAcc<T>::type A;
+    const A* __restrict__ ws = reinterpret_cast<const A*>(p.ws);
+    T* __restrict__ out = reinterpret_cast<T*>(p.out);
+    const go_i64 cig = p.ci / p.groups;
+    const go_i64 flen = p.kh * p.kw * cig * p.co;
+    for (go_i64 i = go_tid_x(); i < flen; i += go_stride_x()) {
+        go_i64 h = i;
+        if (p.filter_layout == GO_FILTER_OIHW) {
+            // i = ((o*cig + c)*kh + ky)*kw + kx
+            go_i64 q = i;
+            const go_i64 kx = q % p.kw; q /= p.kw;
+            const go_i64 ky = q % p.kh; q /= p.kh;
+            const go_i64 c = q % cig, o = q / cig;
+            h = ((ky * p.kw + kx) * cig + c) * p.co + o;
+        }
+        A acc = A(0);
+        for (go_i64 s = 0; s < p.splits; ++s) acc += ws[s * flen + h];
+        out[i] = go_from_acc<T>(acc);
+    }
+}
+
+#undef FM
+#undef FN
+#undef FK
+
 GO_INSTANTIATE(conv2d_forward, GoConvParams, conv2d_forward_body)
 GO_INSTANTIATE(conv2d_backprop_input, GoConvParams, conv2d_backprop_input_body)
+GO_INSTANTIATE(conv2d_backprop_filter_partial, GoConvFilterParams, conv2d_backprop_filter_partial_body)
+GO_INSTANTIATE(conv2d_backprop_filter_reduce, GoConvFilterParams, conv2d_backprop_filter_reduce_body)

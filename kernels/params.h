@@ -27,6 +27,17 @@
 #define GO_CONV_TILE_C 64
 #define GO_CONV_TILE_K 16
 
+/* conv2d_backprop_filter_partial tile: GO_CONV_FILTER_TILE_M filter rows (ky, kx, ci) x
+ * GO_CONV_FILTER_TILE_N output channels per block, reduction chunk GO_CONV_FILTER_TILE_K
+ * pixels. A split's length (split_len) is a multiple of GO_CONV_FILTER_TILE_K. */
+#define GO_CONV_FILTER_TILE_M 64
+#define GO_CONV_FILTER_TILE_N 64
+#define GO_CONV_FILTER_TILE_K 16
+
+/* filter_layout of conv2d_backprop_filter_reduce. */
+#define GO_FILTER_HWIO 0
+#define GO_FILTER_OIHW 1
+
 /* Static shared memory of the tiled resize kernel (bytes): the horizontal-pass rows of
  * one tile (span_h rows x tile_w columns of Acc) and its y taps (max_taps weights and
  * row offsets, tile_h + 1 tap offsets). The host picks tile_h so that they fit. */
@@ -122,6 +133,47 @@ typedef struct GoConvParams {
     int32_t layout;
     int32_t reserved;
 } GoConvParams;
+
+/* conv2d_backprop_filter_partial_<dtype> and conv2d_backprop_filter_reduce_<dtype>
+ * (Conv2DBackpropFilter, deterministic split-K).
+ * x: [n, ci, hi, wi], dy: [n, co, ho, wo] (layout); the reduction runs over the
+ * R = n*ho*wo output pixels (r = (n*ho + oy)*wo + ox), cut into `splits` ranges of
+ * `split_len` pixels (the last ones may be short or empty).
+ * partial: ws[s][((ky*kw + kx)*cig + c)*co + o] (Acc: float for f16, else T) = the sum
+ *   over split s's pixels, ascending, of x[n, g*cig + c, iy, ix] * dy[n, o, oy, ox],
+ *   g = o / (co/groups), iy = oy*sh - pad_top + ky*dh (0 outside the image). Every ws
+ *   element of every split is written (0 for an empty split).
+ *   Launch: block (256,1,1), grid.x any (strides over groups x filter-row tiles x channel
+ *   tiles), grid.y any (strides over the splits).
+ * reduce: out (T, filter_layout order, kh*kw*cig*co elements) = the sum of the splits'
+ *   ws, s ascending, rounded once (splits = 0: zeros; ws unused).
+ *   Launch: block (256,1,1), grid.x any (grid-stride over out). */
+typedef struct GoConvFilterParams {
+    uint64_t x;
+    uint64_t dy;
+    uint64_t ws;
+    uint64_t out;
+    int64_t n;
+    int64_t ci;
+    int64_t hi;
+    int64_t wi;
+    int64_t co;
+    int64_t ho;
+    int64_t wo;
+    int64_t kh;
+    int64_t kw;
+    int64_t sh;
+    int64_t sw;
+    int64_t dh;
+    int64_t dw;
+    int64_t pad_top;
+    int64_t pad_left;
+    int64_t groups;
+    int64_t splits;
+    int64_t split_len;
+    int32_t layout;
+    int32_t filter_layout;
+} GoConvFilterParams;
 
 /* max_pool_forward_<dtype>: y and argmax [n, c, ho, wo] from x [n, c, hi, wi].
  *   argmax is the flat index into x (batch included, in x's layout), -1 for a window

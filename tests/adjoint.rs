@@ -1,7 +1,8 @@
 //! Adjoint identities `<forward(x), dy> == <x, backward(dy)>` for every linear op, on random
 //! shapes and data: resize (every mode, coordinate transform, nearest mode, with and
-//! without scales) and conv2d (groups, dilations, strides, every padding), both layouts; in
-//! f64 to 1e-10, and in bf16 at its tolerance.
+//! without scales) and conv2d against both of its gradients, input and filter (groups,
+//! dilations, strides, every padding, both filter layouts), both layouts; in f64 to 1e-10,
+//! and (resize, conv2d input) in bf16 at its tolerance.
 
 mod common;
 use common::*;
@@ -182,4 +183,73 @@ fn conv2d_adjoint<T: Element>(seed: u64) {
         checked += 1;
     }
     println!("conv2d adjoint {:?}: {checked} random cases", T::DTYPE);
+}
+
+/// `<conv2d(x, w), dy> == <w, conv2d_backprop_filter(x, dy)>` (both filter layouts).
+#[test]
+fn conv2d_is_adjoint_of_conv2d_backprop_filter() {
+    let mut rng = Rng::new(9);
+    let mut checked = 0;
+    while checked < 150 {
+        let layout = if rng.coin() {
+            Layout::Nchw
+        } else {
+            Layout::Nhwc
+        };
+        let fl = if rng.coin() {
+            gradops::FilterLayout::Hwio
+        } else {
+            gradops::FilterLayout::Oihw
+        };
+        let groups = *rng.pick(&[1, 2, 3]);
+        let (cig, cog) = (rng.range(1, 3), rng.range(1, 4));
+        let xd = Dims {
+            n: rng.range(1, 3),
+            c: cig * groups,
+            h: rng.range(1, 11),
+            w: rng.range(1, 11),
+        };
+        let k = [rng.range(1, 4), rng.range(1, 4)];
+        let padding = match rng.range(0, 2) {
+            0 => Padding::Same,
+            1 => Padding::Valid,
+            _ => Padding::Explicit([
+                [rng.range(0, 3), rng.range(0, 3)],
+                [rng.range(0, 3), rng.range(0, 3)],
+            ]),
+        };
+        let attrs = Conv2dAttrs::default()
+            .strides([rng.range(1, 3), rng.range(1, 3)])
+            .dilations([rng.range(1, 3), rng.range(1, 3)])
+            .padding(padding)
+            .filter_layout(fl);
+        let fshape = match fl {
+            gradops::FilterLayout::Hwio => [k[0], k[1], cig, cog * groups],
+            gradops::FilterLayout::Oihw => [cog * groups, cig, k[0], k[1]],
+        };
+        let Ok(g) = gradops::ops::conv2d::plan_conv2d(shape(layout, xd), fshape, layout, &attrs)
+        else {
+            continue;
+        };
+        let yd = g.output_dims();
+        let x = rng.vec(xd.n * xd.c * xd.h * xd.w);
+        let w = rng.vec(fshape.iter().product());
+        let dy = rng.vec(yd.n * yd.c * yd.h * yd.w);
+        let xt = TensorRef::new(&x[..], shape(layout, xd), layout);
+        let y = gradops::conv2d(xt, FilterRef::new(&w, fshape), &attrs).unwrap();
+        let dw = gradops::conv2d_backprop_filter(
+            xt,
+            TensorRef::new(&dy, shape(layout, yd), layout),
+            fshape,
+            &attrs,
+        )
+        .unwrap();
+        close(
+            dot(&y.data, &dy),
+            dot(&w, &dw.data),
+            &format!("filter {layout} {fl:?} {xd:?} {fshape:?} {attrs:?}"),
+        );
+        checked += 1;
+    }
+    println!("conv2d filter adjoint: {checked} random cases");
 }

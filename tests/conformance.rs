@@ -11,19 +11,22 @@ use gradops_cli::case::OpCall;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+/// Every case of the upstream set (`conformance.json`) and of TensorFlow's generated
+/// `conv2d_backprop_filter` answers (`conv2d_backprop_filter_tf.json`).
 fn cases() -> Vec<Value> {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/conformance.json"
-    ))
-    .unwrap();
-    let v: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(
-        v["untranslated"].as_array().map(Vec::len),
-        Some(0),
-        "untranslated upstream cases"
-    );
-    v["cases"].as_array().unwrap().clone()
+    let mut all = Vec::new();
+    for file in ["conformance.json", "conv2d_backprop_filter_tf.json"] {
+        let path = format!("{}/tests/data/{file}", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            v["untranslated"].as_array().map(Vec::len),
+            Some(0),
+            "untranslated upstream cases in {file}"
+        );
+        all.extend(v["cases"].as_array().unwrap().iter().cloned());
+    }
+    all
 }
 
 fn num(v: &Value) -> f64 {
@@ -257,6 +260,16 @@ fn tf_resize_nearest_neighbor_grad() {
 #[test]
 fn tf_conv2d_backprop_input() {
     both(&["conv2d_backprop_input"]);
+}
+
+/// TensorFlow 2.21's `Conv2DBackpropFilter` answers (tests/data/gen_conv2d_backprop_filter.py):
+/// 48 cases over paddings, strides, dilations, groups, both layouts and both filter
+/// layouts, plus 2 error cases.
+#[test]
+fn tf_conv2d_backprop_filter() {
+    let (passed, _) = run(&["conv2d_backprop_filter"], DType::F32);
+    assert!(passed >= 40, "only {passed} conv2d_backprop_filter cases");
+    run(&["conv2d_backprop_filter"], DType::F64);
 }
 
 #[test]

@@ -300,6 +300,118 @@ mod gpu {
         }
     }
 
+    /// conv2d_backprop_filter on the GPU (host mirror) against the CPU path, and bitwise
+    /// equal across two runs. `big` has many reduction splits.
+    #[allow(clippy::too_many_arguments)]
+    fn filter_case<T: Element>(
+        layout: Layout,
+        fl: gradops::FilterLayout,
+        stride: usize,
+        dil: usize,
+        groups: usize,
+        big: bool,
+    ) {
+        let mut rng = Rng(23);
+        let (n, ci, h, w, co, k): (usize, usize, usize, usize, usize, usize) = if big {
+            (4, 32 * groups, 28, 28, 48 * groups, 3)
+        } else {
+            (2, 5 * groups, 11, 10, 3 * groups, 3)
+        };
+        let shape = |c: usize, h: usize, w: usize| match layout {
+            Layout::Nchw => [n, c, h, w],
+            Layout::Nhwc => [n, h, w, c],
+        };
+        let attrs = Conv2dAttrs::default()
+            .strides([stride, stride])
+            .dilations([dil, dil])
+            .padding(Padding::Same)
+            .filter_layout(fl);
+        let fshape = match fl {
+            gradops::FilterLayout::Hwio => [k, k, ci / groups, co],
+            gradops::FilterLayout::Oihw => [co, ci / groups, k, k],
+        };
+        let (ho, wo) = (h.div_ceil(stride), w.div_ceil(stride));
+        let x: Vec<T> = rng.vec(n * ci * h * w);
+        let dy: Vec<T> = rng.vec(n * co * ho * wo);
+        let (xt, dyt) = (
+            TensorRef::new(&x, shape(ci, h, w), layout),
+            TensorRef::new(&dy, shape(co, ho, wo), layout),
+        );
+        let want = gradops::conv2d_backprop_filter(xt, dyt, fshape, &attrs).unwrap();
+        let d1 = cuda::host::conv2d_backprop_filter(xt, dyt, fshape, &attrs).unwrap();
+        let d2 = cuda::host::conv2d_backprop_filter(xt, dyt, fshape, &attrs).unwrap();
+        let what = format!(
+            "conv2d_backprop_filter {} {layout:?} {fl:?} s{stride} d{dil} g{groups} big={big}",
+            T::SUFFIX
+        );
+        let e = rel(&d1.data, &want.data);
+        assert!(e <= tol::<T>(), "{what}: {e:e}");
+        assert_eq!(bits(&d1.data), bits(&d2.data), "{what}: not deterministic");
+    }
+
+    #[test]
+    fn gpu_conv2d_backprop_filter_parity_determinism_or_skipped() {
+        if !gpu_or_skip("gpu_conv2d_backprop_filter_parity_determinism_or_skipped") {
+            return;
+        }
+        use gradops::FilterLayout::{Hwio, Oihw};
+        for layout in [Layout::Nchw, Layout::Nhwc] {
+            for (fl, s, d, g, big) in [
+                (Hwio, 1, 1, 1, false),
+                (Oihw, 2, 1, 1, false),
+                (Hwio, 1, 2, 2, false),
+                (Oihw, 2, 1, 3, false),
+                (Hwio, 1, 1, 1, true),
+                (Oihw, 2, 1, 2, true),
+            ] {
+                filter_case::<f16>(layout, fl, s, d, g, big);
+                filter_case::<f32>(layout, fl, s, d, g, big);
+                filter_case::<f64>(layout, fl, s, d, g, big);
+            }
+        }
+    }
+
+    /// The device-buffer API (f32, on a fresh stream, OIHW output, many splits) gives the
+    /// host mirror's bits.
+    #[test]
+    fn gpu_conv2d_backprop_filter_device_api_or_skipped() {
+        if !gpu_or_skip("gpu_conv2d_backprop_filter_device_api_or_skipped") {
+            return;
+        }
+        let mut rng = Rng(29);
+        let (xs, dys, fshape) = ([4, 28, 28, 64], [4, 14, 14, 32], [32, 32, 3, 3]);
+        let attrs = Conv2dAttrs::default()
+            .strides([2, 2])
+            .padding(Padding::Same)
+            .filter_layout(gradops::FilterLayout::Oihw);
+        let x: Vec<f32> = rng.vec(xs.iter().product());
+        let dy: Vec<f32> = rng.vec(dys.iter().product());
+        let (xt, dyt) = (
+            TensorRef::new(&x, xs, Layout::Nhwc),
+            TensorRef::new(&dy, dys, Layout::Nhwc),
+        );
+        let host = cuda::host::conv2d_backprop_filter(xt, dyt, fshape, &attrs).unwrap();
+        let cpu = gradops::conv2d_backprop_filter(xt, dyt, fshape, &attrs).unwrap();
+        assert!(rel(&host.data, &cpu.data) <= 1e-5);
+        let s = cuda::context().unwrap().new_stream().unwrap();
+        let (dx, ddy) = (s.clone_htod(&x).unwrap(), s.clone_htod(&dy).unwrap());
+        let mut ddw = s.alloc_zeros::<f32>(host.data.len()).unwrap();
+        cuda::conv2d_backprop_filter(
+            &s,
+            &dx,
+            xs,
+            &ddy,
+            dys,
+            fshape,
+            Layout::Nhwc,
+            &attrs,
+            &mut ddw,
+        )
+        .unwrap();
+        let got = s.clone_dtoh(&ddw).unwrap();
+        assert_eq!(bits(&got), bits(&host.data), "device API differs");
+    }
+
     fn pool_case<T: Element>(layout: Layout) {
         let attrs = MaxPoolAttrs::new([3, 3])
             .strides([2, 2])

@@ -36,7 +36,7 @@ mod launch;
 )]
 mod params;
 
-use params::{GoConvParams, GoPoolParams, GoResizeParams};
+use params::{GoConvFilterParams, GoConvParams, GoPoolParams, GoResizeParams};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const NCHW: i32 = params::GO_LAYOUT_NCHW as i32;
@@ -1116,6 +1116,280 @@ fn emulated_conv2d_backprop_input_degenerate_geometry() {
         "every degenerate case launches"
     );
     println!("emulated_conv2d_backprop_input_degenerate_geometry: {ran} launches");
+}
+
+/// Runs conv2d_backprop_filter's two kernels (partial, then reduce on its workspace) with
+/// launch `lp` for the partial kernel; returns dw's bytes.
+fn run_filter(
+    dt: Dt,
+    p: &GoConvFilterParams,
+    lp: Option<launch::Launch>,
+    x: &[u8],
+    dy: &[u8],
+) -> Vec<u8> {
+    let flen = (p.kh * p.kw * (p.ci / p.groups) * p.co) as usize;
+    let acc = if dt == Dt::F64 { 8 } else { 4 };
+    let ws_len = p.splits as usize * flen * acc;
+    let ws = match lp {
+        Some(l) => {
+            let r = run_kernel(
+                &format!("conv2d_backprop_filter_partial_{}", dt.suffix()),
+                l,
+                &as_bytes(p),
+                &[
+                    BufSpec::In(x.to_vec()),
+                    BufSpec::In(dy.to_vec()),
+                    BufSpec::Out(ws_len),
+                ],
+            );
+            r[2].clone()
+        }
+        None => vec![],
+    };
+    let Some(lr) = launch::conv_filter_reduce(p) else {
+        return vec![];
+    };
+    let mut rp = *p;
+    rp.x = 0;
+    rp.dy = 0;
+    rp.ws = 1;
+    rp.out = 2;
+    let r = run_kernel(
+        &format!("conv2d_backprop_filter_reduce_{}", dt.suffix()),
+        lr,
+        &as_bytes(&rp),
+        &[BufSpec::In(ws), BufSpec::Out(flen * dt.size())],
+    );
+    r[1].clone()
+}
+
+/// conv2d_backprop_filter (split-K partial + fixed-order reduce) against a float64
+/// reference: every dtype, both layouts, both filter layouts, groups, strides, dilations,
+/// padding; the runtime's split and forced ones (1, 2, 3 splits, one per chunk), each on
+/// the natural grid and a tiny one. Determinism: the tiny grid gives the same bits as the
+/// natural one; with inputs that are multiples of 1/4 (every sum exact in f32 and f64)
+/// every split gives the same bits, equal to the exact answer.
+#[test]
+fn emulated_conv2d_backprop_filter() {
+    let Some(_) = runner_or_skip("emulated_conv2d_backprop_filter") else {
+        return;
+    };
+    let mut rng = Rng(0x5eed_00f1);
+    let (mut ran, mut exact_checks) = (0, 0);
+    for case in 0..cases() {
+        let dt = DTS[case % 3];
+        let layout = if (case / 3) % 2 == 0 { NCHW } else { NHWC };
+        let oihw = (case / 2) % 2 == 1;
+        let exact = case % 2 == 1 && dt != Dt::F16;
+        let groups = rng.range(1, 3);
+        // Every few cases cross the 64-row and 64-channel tiles.
+        let big = case % 4 == 3;
+        let cig = if big {
+            rng.range(8, 12)
+        } else {
+            rng.range(1, 4)
+        };
+        let cog = if big {
+            rng.range(60, 70)
+        } else {
+            rng.range(1, 6)
+        };
+        let (ci, co) = (cig * groups, cog * groups);
+        let n = rng.range(1, 2);
+        let (kh, kw) = (rng.range(1, 3), rng.range(1, 3));
+        let (sh, sw) = (rng.range(1, 3), rng.range(1, 3));
+        let (dh, dw) = (rng.range(1, 2), rng.range(1, 2));
+        // Exact cases are large enough for several 16-pixel chunks (several splits).
+        let lo = if exact { 6 } else { 1 };
+        let (hi, wi) = (rng.range(lo, 9), rng.range(lo, 9));
+        let (pt, pb) = (rng.range(0, 2), rng.range(0, 2));
+        let (pl, pr) = (rng.range(0, 2), rng.range(0, 2));
+        let (keh, kew) = ((kh - 1) * dh + 1, (kw - 1) * dw + 1);
+        if hi + pt + pb < keh || wi + pl + pr < kew {
+            continue;
+        }
+        let ho = (hi + pt + pb - keh) / sh + 1;
+        let wo = (wi + pl + pr - kew) / sw + 1;
+        let what = format!(
+            "filter {dt:?} layout={layout} oihw={oihw} n={n} ci={ci} co={co} g={groups} in={hi}x{wi} k={kh}x{kw} s={sh}x{sw} d={dh}x{dw} pad=({pt},{pb},{pl},{pr}) out={ho}x{wo}"
+        );
+        let quarter = |rng: &mut Rng, len: usize| -> Vec<f64> {
+            (0..len).map(|_| rng.range(-4, 4) as f64 / 4.0).collect()
+        };
+        let (xl, dyl) = ((n * ci * hi * wi) as usize, (n * co * ho * wo) as usize);
+        let (x, dy) = if exact {
+            (quarter(&mut rng, xl), quarter(&mut rng, dyl))
+        } else {
+            (rng.vec(xl, dt), rng.vec(dyl, dt))
+        };
+        let mut want = vec![0.0; (kh * kw * cig * co) as usize];
+        for b in 0..n {
+            for o in 0..co {
+                let g = o / cog;
+                for oy in 0..ho {
+                    for ox in 0..wo {
+                        let d = dy[idx(layout, b, o, oy, ox, co, ho, wo)];
+                        for ky in 0..kh {
+                            let iy = oy * sh - pt + ky * dh;
+                            if iy < 0 || iy >= hi {
+                                continue;
+                            }
+                            for kx in 0..kw {
+                                let ix = ox * sw - pl + kx * dw;
+                                if ix < 0 || ix >= wi {
+                                    continue;
+                                }
+                                for c in 0..cig {
+                                    let xv = x[idx(layout, b, g * cig + c, iy, ix, ci, hi, wi)];
+                                    let at = if oihw {
+                                        ((o * cig + c) * kh + ky) * kw + kx
+                                    } else {
+                                        ((ky * kw + kx) * cig + c) * co + o
+                                    };
+                                    want[at as usize] += xv * d;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut p = GoConvFilterParams {
+            x: 1,
+            dy: 2,
+            ws: 3,
+            out: 0,
+            n,
+            ci,
+            hi,
+            wi,
+            co,
+            ho,
+            wo,
+            kh,
+            kw,
+            sh,
+            sw,
+            dh,
+            dw,
+            pad_top: pt,
+            pad_left: pl,
+            groups,
+            splits: 0,
+            split_len: 0,
+            layout,
+            filter_layout: if oihw {
+                params::GO_FILTER_OIHW as i32
+            } else {
+                params::GO_FILTER_HWIO as i32
+            },
+        };
+        let natural = launch::conv_filter_split(&p);
+        let npix = n * ho * wo;
+        let k = params::GO_CONV_FILTER_TILE_K as i64;
+        let chunks = (npix + k - 1) / k;
+        let mut splits = vec![natural];
+        for s in [1, 2, 3, chunks] {
+            let len = (chunks + s - 1) / s * k;
+            let cfg = ((npix + len - 1) / len, len);
+            if !splits.contains(&cfg) {
+                splits.push(cfg);
+            }
+        }
+        let (xb, dyb) = (dt.encode(&x), dt.encode(&dy));
+        let mut first: Option<Vec<u8>> = None;
+        for (sp, len) in splits {
+            p.splits = sp;
+            p.split_len = len;
+            let mut bits: Option<Vec<u8>> = None;
+            let natural_launch = launch::conv_filter_partial(&p);
+            let ls: Vec<Option<launch::Launch>> = match natural_launch {
+                Some(_) => launches(natural_launch, &mut rng)
+                    .into_iter()
+                    .map(Some)
+                    .collect(),
+                None => vec![None],
+            };
+            for l in ls {
+                let out = run_filter(dt, &p, l, &xb, &dyb);
+                check(
+                    &format!("{what} splits={sp}x{len} grid {:?}", l.map(|l| l.grid)),
+                    dt,
+                    &dt.decode(&out),
+                    &want,
+                );
+                match &bits {
+                    None => bits = Some(out),
+                    Some(b) => assert_eq!(b, &out, "{what} splits={sp}: grid changed the bits"),
+                }
+            }
+            if exact {
+                let out = bits.unwrap();
+                assert_eq!(dt.decode(&out), want, "{what} splits={sp}x{len}: not exact");
+                match &first {
+                    None => first = Some(out),
+                    Some(f) => {
+                        assert_eq!(f, &out, "{what}: splits={sp} changed the bits");
+                        exact_checks += 1;
+                    }
+                }
+            }
+        }
+        ran += 1;
+    }
+    assert!(ran >= cases() / 2, "only {ran} cases ran");
+    assert!(
+        exact_checks > 0 || cases() < 8,
+        "no exact cross-split comparison ran"
+    );
+    println!("emulated_conv2d_backprop_filter: {ran} cases, {exact_checks} exact cross-split comparisons");
+}
+
+/// conv2d_backprop_filter with nothing to reduce (an empty dy) writes an all-zero dw, and a
+/// zero-sized kernel axis launches nothing.
+#[test]
+fn emulated_conv2d_backprop_filter_degenerate_geometry() {
+    let Some(_) = runner_or_skip("emulated_conv2d_backprop_filter_degenerate_geometry") else {
+        return;
+    };
+    for dt in DTS {
+        // in 2, pads [2, 2], kernel 4 dilated 2 (ke 7), stride 3: out 0 rows.
+        let mut p = GoConvFilterParams {
+            x: 1,
+            dy: 2,
+            ws: 3,
+            out: 0,
+            n: 2,
+            ci: 3,
+            hi: 2,
+            wi: 3,
+            co: 2,
+            ho: 0,
+            wo: 3,
+            kh: 4,
+            kw: 1,
+            sh: 3,
+            sw: 1,
+            dh: 2,
+            dw: 1,
+            pad_top: 2,
+            pad_left: 0,
+            groups: 1,
+            splits: 0,
+            split_len: 0,
+            layout: NCHW,
+            filter_layout: params::GO_FILTER_HWIO as i32,
+        };
+        (p.splits, p.split_len) = launch::conv_filter_split(&p);
+        assert_eq!((p.splits, p.split_len), (0, 0));
+        assert!(launch::conv_filter_partial(&p).is_none());
+        let x = dt.encode(&vec![1.0; 2 * 3 * 2 * 3]);
+        let out = run_filter(dt, &p, None, &x, &[]);
+        check("empty dy", dt, &dt.decode(&out), &[0.0; 4 * 3 * 2]);
+        p.kh = 0;
+        assert!(launch::conv_filter_reduce(&p).is_none());
+        assert_eq!(launch::conv_filter_split(&p), (0, 0));
+    }
 }
 
 // ------------------------------------------------------------------ max pool ----

@@ -2,9 +2,9 @@
 //! Zero-sized dimensions are valid and give empty or all-zero results.
 
 use gradops::{
-    conv2d_backprop_input, max_pool_grad, max_pool_grad_with_argmax, resize_grad, resize_grad_into,
-    Conv2dAttrs, Error, FilterRef, Layout, MaxPoolAttrs, Padding, ResizeAttrs, ResizeMode,
-    TensorRef,
+    conv2d_backprop_filter, conv2d_backprop_filter_into, conv2d_backprop_input, max_pool_grad,
+    max_pool_grad_with_argmax, resize_grad, resize_grad_into, Conv2dAttrs, Error, FilterRef,
+    Layout, MaxPoolAttrs, Padding, ResizeAttrs, ResizeMode, TensorRef,
 };
 use gradops_cli::array::HostArray;
 use gradops_cli::case::OpCall;
@@ -341,6 +341,190 @@ fn conv2d_backprop_input_errors() {
 }
 
 #[test]
+fn conv2d_backprop_filter_errors() {
+    let op = "conv2d_backprop_filter";
+    let x = arr(&[1, 5, 5, 2]);
+    let ok = json!({"filter_shape": [3, 3, 2, 4], "strides": [1, 1], "padding": "SAME"});
+    has(
+        &case_err(
+            op,
+            ok.clone(),
+            &[("x", x.clone()), ("dy", arr(&[1, 4, 4, 4]))],
+        ),
+        &[
+            op,
+            "dy",
+            "computed output size 5 x 5",
+            "from x [1, 5, 5, 2]",
+            "got 4 x 4",
+        ],
+    );
+    has(
+        &case_err(
+            op,
+            ok.clone(),
+            &[("x", x.clone()), ("dy", arr(&[2, 5, 5, 4]))],
+        ),
+        &[op, "dy", "batch 2", "x's batch 1"],
+    );
+    has(
+        &case_err(
+            op,
+            ok.clone(),
+            &[("x", x.clone()), ("dy", arr(&[1, 5, 5, 3]))],
+        ),
+        &[op, "dy", "3 channels", "4 output channels"],
+    );
+    has(
+        &case_err(
+            op,
+            ok.clone(),
+            &[("x", arr(&[1, 5, 5, 3])), ("dy", arr(&[1, 5, 5, 4]))],
+        ),
+        &[op, "`filter_shape`", "input channels 3", "2"],
+    );
+    has(
+        &case_err(
+            op,
+            ok.clone(),
+            &[("x", arr(&[1, 5, 5, 6])), ("dy", arr(&[1, 5, 5, 4]))],
+        ),
+        &[op, "`filter_shape`", "not divisible by groups 3"],
+    );
+    has(
+        &case_err(
+            op,
+            json!({"filter_shape": [3, 3, 2, 4], "strides": [1, 0], "padding": "SAME"}),
+            &[("x", x.clone()), ("dy", arr(&[1, 5, 5, 4]))],
+        ),
+        &[op, "strides", "0"],
+    );
+    has(
+        &case_err(
+            op,
+            json!({"filter_shape": [3, 3, 2, 4], "dilations": [0, 1], "padding": "SAME"}),
+            &[("x", x.clone()), ("dy", arr(&[1, 5, 5, 4]))],
+        ),
+        &[op, "dilations"],
+    );
+    has(
+        &case_err(
+            op,
+            json!({"filter_shape": [3, 3, 2, 4], "padding": [[-1, 0], [0, 0]]}),
+            &[("x", x.clone()), ("dy", arr(&[1, 2, 3, 4]))],
+        ),
+        &[op, "padding", "-1"],
+    );
+    has(
+        &case_err(
+            op,
+            json!({"filter_shape": [7, 3, 2, 4], "padding": "VALID"}),
+            &[("x", x.clone()), ("dy", arr(&[1, 1, 3, 4]))],
+        ),
+        &[op, "padding", "negative"],
+    );
+    has(
+        &case_err(
+            op,
+            json!({"filter_shape": [3, 3, 2, 4], "padding": "VALID", "dim_rounding_mode": "ceil"}),
+            &[("x", x.clone()), ("dy", arr(&[1, 3, 3, 4]))],
+        ),
+        &[op, "dim_rounding_mode"],
+    );
+    has(
+        &case_err(
+            op,
+            json!({"padding": "SAME"}),
+            &[("x", x.clone()), ("dy", arr(&[1, 5, 5, 4]))],
+        ),
+        &[op, "filter_shape", "required"],
+    );
+    has(
+        &case_err(
+            op,
+            json!({"filter_shape": [3, 3, 2], "padding": "SAME"}),
+            &[("x", x.clone()), ("dy", arr(&[1, 5, 5, 4]))],
+        ),
+        &[op, "filter_shape"],
+    );
+    has(
+        &case_err(
+            op,
+            json!({"filter_shape": [3, 3, 2, 4], "filter_layout": "IOHW", "padding": "SAME"}),
+            &[("x", x.clone()), ("dy", arr(&[1, 5, 5, 4]))],
+        ),
+        &[op, "filter_layout", "IOHW"],
+    );
+    has(
+        &case_err(
+            op,
+            ok.clone(),
+            &[("x", arr(&[1, 5, 5])), ("dy", arr(&[1, 5, 5, 4]))],
+        ),
+        &[op, "`x`", "rank 3"],
+    );
+    has(
+        &case_err(
+            op,
+            ok.clone(),
+            &[
+                ("x", x.cast(gradops::DType::F64)),
+                ("dy", arr(&[1, 5, 5, 4])),
+            ],
+        ),
+        &[op, "x", "f64", "f32"],
+    );
+    has(
+        &case_err(op, ok, &[("dy", arr(&[1, 5, 5, 4]))]),
+        &[op, "x", "missing"],
+    );
+    // Typed API: layouts differ, wrong buffer lengths, overflowing filter_shape.
+    let (xs, dys) = (vec![0.0f32; 50], vec![0.0f32; 100]);
+    let attrs = Conv2dAttrs::default().padding(Padding::Same);
+    let e = conv2d_backprop_filter(
+        TensorRef::new(&xs, [1, 5, 5, 2], Layout::Nhwc),
+        TensorRef::new(&dys, [1, 4, 5, 5], Layout::Nchw),
+        [3, 3, 2, 4],
+        &attrs,
+    )
+    .unwrap_err()
+    .to_string();
+    has(&e, &[op, "dy", "layout NCHW", "NHWC"]);
+    let e = conv2d_backprop_filter(
+        TensorRef::new(&xs[..49], [1, 5, 5, 2], Layout::Nhwc),
+        TensorRef::new(&dys, [1, 5, 5, 4], Layout::Nhwc),
+        [3, 3, 2, 4],
+        &attrs,
+    )
+    .unwrap_err()
+    .to_string();
+    has(&e, &[op, "`x`", "49", "50"]);
+    let mut dw = vec![f32::NAN; 71];
+    let e = conv2d_backprop_filter_into(
+        TensorRef::new(&xs, [1, 5, 5, 2], Layout::Nhwc),
+        TensorRef::new(&dys, [1, 5, 5, 4], Layout::Nhwc),
+        [3, 3, 2, 4],
+        &attrs,
+        &mut dw,
+    )
+    .unwrap_err()
+    .to_string();
+    has(&e, &[op, "`dw`", "71", "72"]);
+    assert!(dw.iter().all(|v| v.is_nan()), "dw written on an error");
+    let e = conv2d_backprop_filter(
+        TensorRef::new(&xs, [1, 5, 5, 2], Layout::Nhwc),
+        TensorRef::new(&dys, [1, 5, 5, 4], Layout::Nhwc),
+        [usize::MAX / 2, 3, 2, 4],
+        &Conv2dAttrs::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, Error::Overflow { .. } | Error::Attr { .. }),
+        "{e}"
+    );
+}
+
+#[test]
 fn max_pool_grad_errors() {
     let op = "max_pool_grad";
     let a = json!({"ksize": [2, 2], "strides": [2, 2], "padding": "VALID"});
@@ -509,6 +693,33 @@ fn zero_sized_dimensions_are_valid() {
     )
     .unwrap();
     assert_eq!(dx.data, vec![0.0; 16]);
+    // Filter gradient: no images, an empty dy (window does not fit), a zero-sized kernel axis.
+    let dw = conv2d_backprop_filter(
+        TensorRef::new(&[] as &[f32], [0, 4, 4, 2], Layout::Nhwc),
+        TensorRef::new(&[] as &[f32], [0, 4, 4, 3], Layout::Nhwc),
+        [3, 3, 2, 3],
+        &Conv2dAttrs::default().padding(Padding::Same),
+    )
+    .unwrap();
+    assert_eq!(dw.data, vec![0.0; 54]);
+    let dw = conv2d_backprop_filter(
+        TensorRef::new(&[1.0f64; 8], [1, 2, 2, 2], Layout::Nchw),
+        TensorRef::new(&[] as &[f64], [1, 1, 0, 2], Layout::Nchw),
+        [3, 1, 2, 1],
+        &Conv2dAttrs::default()
+            .padding(Padding::Explicit([[0, 0], [0, 0]]))
+            .strides([3, 1]),
+    )
+    .unwrap();
+    assert_eq!(dw.data, vec![0.0; 6]);
+    let dw = conv2d_backprop_filter(
+        TensorRef::new(&[1.0f32; 16], [1, 4, 4, 1], Layout::Nhwc),
+        TensorRef::new(&[1.0f32; 10], [1, 5, 2, 1], Layout::Nhwc),
+        [0, 3, 1, 1],
+        &Conv2dAttrs::default(),
+    )
+    .unwrap();
+    assert!(dw.data.is_empty());
     // Pool with no channels.
     let dx = max_pool_grad(
         TensorRef::new(&[] as &[f32], [1, 2, 2, 0], Layout::Nhwc),

@@ -427,6 +427,128 @@ fn conv2d_backprop_input_matches_finite_differences() {
     );
 }
 
+/// `L(w) = <conv2d(x, w), dy>`: `conv2d_backprop_filter(x, dy)` is `dL/dw`. `|A|` for `w`
+/// is the conv with `|x|`: `B = <conv2d(|x|, |w| + h), |dy|>`, `g_abs =
+/// conv2d_backprop_filter(|x|, |dy|)`.
+#[test]
+fn conv2d_backprop_filter_matches_finite_differences() {
+    let start = Instant::now();
+    let mut rng = Rng::new(94);
+    let mut stats = Stats::new();
+    let mut seen = std::collections::BTreeSet::new();
+    while stats.cases < 300 {
+        let layout = *rng.pick(&LAYOUTS);
+        let fl = *rng.pick(&[FilterLayout::Hwio, FilterLayout::Oihw]);
+        let groups = *rng.pick(&[1, 2, 3]);
+        let (cig, cog) = (rng.range(1, 2), rng.range(1, 3));
+        let xd = Dims {
+            n: rng.range(1, 2),
+            c: cig * groups,
+            h: rng.range(1, 7),
+            w: rng.range(1, 7),
+        };
+        let k = [rng.range(1, 3), rng.range(1, 3)];
+        let (padding, rounding) = match rng.range(0, 3) {
+            0 => (Padding::Same, None),
+            1 => (Padding::Valid, None),
+            p => (
+                Padding::Explicit([
+                    [rng.range(0, 2), rng.range(0, 2)],
+                    [rng.range(0, 2), rng.range(0, 2)],
+                ]),
+                if p == 3 {
+                    Some(*rng.pick(&[DimRounding::Floor, DimRounding::Round, DimRounding::Ceil]))
+                } else {
+                    None
+                },
+            ),
+        };
+        let attrs = Conv2dAttrs::default()
+            .strides([rng.range(1, 3), rng.range(1, 3)])
+            .dilations([rng.range(1, 2), rng.range(1, 2)])
+            .padding(padding)
+            .dim_rounding(rounding)
+            .filter_layout(fl);
+        let fshape = match fl {
+            FilterLayout::Hwio => [k[0], k[1], cig, cog * groups],
+            FilterLayout::Oihw => [cog * groups, cig, k[0], k[1]],
+        };
+        let xs = shape(layout, xd);
+        let Ok(geom) = gradops::ops::conv2d::plan_conv2d(xs, fshape, layout, &attrs) else {
+            continue;
+        };
+        let yd = geom.output_dims();
+        if len(yd) == 0 {
+            continue;
+        }
+        let ys = shape(layout, yd);
+        let w = rng.vec(fshape.iter().product());
+        let x = rng.vec(len(xd));
+        let x_abs = abs(&x);
+        let dy = rng.vec(len(yd));
+        let g = gradops::conv2d_backprop_filter(
+            TensorRef::new(&x, xs, layout),
+            TensorRef::new(&dy, ys, layout),
+            fshape,
+            &attrs,
+        )
+        .unwrap()
+        .data;
+        let wa = abs_plus_h(&w);
+        let aw = gradops::conv2d(
+            TensorRef::new(&x_abs, xs, layout),
+            FilterRef::new(&wa, fshape),
+            &attrs,
+        )
+        .unwrap()
+        .data;
+        let g_abs = gradops::conv2d_backprop_filter(
+            TensorRef::new(&x_abs, xs, layout),
+            TensorRef::new(&abs(&dy), ys, layout),
+            fshape,
+            &attrs,
+        )
+        .unwrap()
+        .data;
+        let fd = Fd {
+            what: format!(
+                "conv2d_backprop_filter {layout} {fl:?} x {xd:?} filter {fshape:?} {attrs:?}"
+            ),
+            x: &w,
+            g: &g,
+            b: dot(&aw, &abs(&dy)),
+            g_abs: &g_abs,
+            k: len(yd) + len(xd) + w.len(),
+        };
+        fd.check(&mut stats, |wp| {
+            let y = gradops::conv2d(
+                TensorRef::new(&x, xs, layout),
+                FilterRef::new(wp, fshape),
+                &attrs,
+            )
+            .unwrap();
+            dot(&y.data, &dy)
+        });
+        seen.insert((
+            format!("{layout}"),
+            format!("{fl:?}"),
+            groups,
+            match padding {
+                Padding::Explicit(_) => "explicit",
+                Padding::Same => "same",
+                Padding::Valid => "valid",
+            },
+        ));
+    }
+    assert!(seen.len() >= 30, "only {} combinations", seen.len());
+    println!(
+        "conv2d_backprop_filter: {stats} ({} of the 36 layout/filter layout/groups/padding \
+         combinations); {:.2?}",
+        seen.len(),
+        start.elapsed()
+    );
+}
+
 /// `L(x) = <max_pool(x), dy>` over the windows with an in-bounds cell, and the argmax.
 fn pool_loss(
     x: &[f64],

@@ -415,6 +415,66 @@ fn conv_backprop_input_property<T: Element>(dev: Dev, rng: &mut Rng) -> (usize, 
     (1, 0)
 }
 
+fn conv_backprop_filter_property<T: Element>(dev: Dev, rng: &mut Rng) -> (usize, usize) {
+    let c = conv_case(rng);
+    let layout = c.layout;
+    let rule = c.rule();
+    let want_dy = rule.map(|(ho, wo, _, _)| Dims {
+        n: c.xd.n,
+        c: c.co,
+        h: ho,
+        w: wo,
+    });
+    let dyd = dy_dims(
+        rng,
+        want_dy.unwrap_or(Dims {
+            n: c.xd.n,
+            c: c.co,
+            h: 1,
+            w: 2,
+        }),
+    );
+    let expect_ok = rule.is_some() && Some(dyd) == want_dy;
+    let what = format!(
+        "conv2d_backprop_filter {dev:?} {:?} {} dy {dyd:?}",
+        T::DTYPE,
+        c.describe()
+    );
+    let (x, x64) = data::<T>(rng, numel(c.xd));
+    let (dy, dy64) = data::<T>(rng, numel(dyd));
+    let flen: usize = c.hwio().iter().product();
+    let (_, fshape) = c.filter(&vec![T::default(); flen]);
+    let xv = TensorRef::new(&x[..], shape(layout, c.xd), layout);
+    let dyv = TensorRef::new(&dy[..], shape(layout, dyd), layout);
+    let got = match dev {
+        Dev::Cpu => {
+            let mut dw = nan::<T>(flen);
+            gradops::conv2d_backprop_filter_into(xv, dyv, fshape, &c.attrs(), &mut dw).map(|()| dw)
+        }
+        Dev::Cuda => {
+            gradops::cuda::host::conv2d_backprop_filter(xv, dyv, fshape, &c.attrs()).map(|t| t.data)
+        }
+    };
+    check_verdict(&what, expect_ok, &got);
+    let (Ok(dw), Some((_, _, top, left))) = (got, rule) else {
+        return (0, 1);
+    };
+    let want = ref_conv_backprop_filter(
+        &x64,
+        c.xd,
+        &dy64,
+        dyd,
+        c.k,
+        c.xd.c / c.fci,
+        layout,
+        c.strides,
+        c.dil,
+        [top, left],
+    );
+    check_answer(&what, &dw, &c.filter(&want).0);
+    (1, 0)
+}
+
 /// Forward conv reference (HWIO), straight from the SPEC's index map.
 #[allow(clippy::too_many_arguments)]
 fn ref_conv2d(
@@ -813,6 +873,14 @@ fn conv_props() -> [Prop; 4] {
     ]
 }
 
+fn conv_filter_props() -> [Prop; 3] {
+    [
+        conv_backprop_filter_property::<f64>,
+        conv_backprop_filter_property::<f32>,
+        conv_backprop_filter_property::<f16>,
+    ]
+}
+
 fn conv_fwd_props() -> [Prop; 4] {
     [
         conv2d_property::<f64>,
@@ -851,6 +919,16 @@ fn conv2d_backprop_input_geometry_cpu() {
 }
 
 #[test]
+fn conv2d_backprop_filter_geometry_cpu() {
+    run(
+        "conv2d_backprop_filter_geometry_cpu",
+        Dev::Cpu,
+        0xc2,
+        conv_filter_props(),
+    );
+}
+
+#[test]
 fn conv2d_geometry_cpu() {
     run("conv2d_geometry_cpu", Dev::Cpu, 0xc1, conv_fwd_props());
 }
@@ -872,6 +950,16 @@ fn conv2d_backprop_input_geometry_cuda() {
         Dev::Cuda,
         0xc0,
         conv_props(),
+    );
+}
+
+#[test]
+fn conv2d_backprop_filter_geometry_cuda() {
+    run(
+        "conv2d_backprop_filter_geometry_cuda",
+        Dev::Cuda,
+        0xc2,
+        conv_filter_props(),
     );
 }
 

@@ -24,6 +24,8 @@ const OPS: &[(&str, &str)] = &[
     ("resize", "resize_box"),
     ("conv", "conv2d_forward"),
     ("conv", "conv2d_backprop_input"),
+    ("conv", "conv2d_backprop_filter_partial"),
+    ("conv", "conv2d_backprop_filter_reduce"),
     ("pool", "max_pool_forward"),
     ("pool", "max_pool_grad"),
     ("pool", "max_pool_grad_argmax"),

@@ -38,6 +38,13 @@ pub enum OpCall {
         /// Shape of `dx`, in the layout.
         input_shape: [usize; 4],
     },
+    /// `conv2d_backprop_filter` (inputs `x`, `dy`; output `dw`).
+    Conv2dBackpropFilter {
+        /// Attributes (`filter_layout` says the order of `filter_shape` and `dw`).
+        attrs: Conv2dAttrs,
+        /// Shape of `dw`, in the filter layout.
+        filter_shape: [usize; 4],
+    },
     /// `conv2d` forward (inputs `x`, `filter`).
     Conv2d {
         /// Attributes.
@@ -56,11 +63,12 @@ pub enum OpCall {
 }
 
 /// The op names the case format accepts.
-pub const OP_NAMES: [&str; 10] = [
+pub const OP_NAMES: [&str; 11] = [
     "resize_grad",
     "resize_bilinear_grad",
     "resize_nearest_neighbor_grad",
     "conv2d_backprop_input",
+    "conv2d_backprop_filter",
     "max_pool_grad",
     "resize",
     "resize_bilinear",
@@ -279,7 +287,7 @@ impl OpCall {
                 attrs: a.tf_resize(ResizeMode::Nearest)?,
                 size: size()?,
             },
-            "conv2d_backprop_input" | "conv2d" => {
+            "conv2d_backprop_input" | "conv2d_backprop_filter" | "conv2d" => {
                 let filter_layout = match a.string("filter_layout")? {
                     None | Some("HWIO") => FilterLayout::Hwio,
                     Some("OIHW") => FilterLayout::Oihw,
@@ -296,6 +304,17 @@ impl OpCall {
                 };
                 if op == "conv2d" {
                     OpCall::Conv2d { attrs }
+                } else if op == "conv2d_backprop_filter" {
+                    let filter_shape = a.ints::<4>("filter_shape")?.ok_or_else(|| {
+                        a.err(
+                            "filter_shape",
+                            "is required: 4 integers in the filter layout".into(),
+                        )
+                    })?;
+                    OpCall::Conv2dBackpropFilter {
+                        attrs,
+                        filter_shape,
+                    }
                 } else {
                     let input_shape = a.ints::<4>("input_shape")?.ok_or_else(|| {
                         a.err(
@@ -329,6 +348,7 @@ impl OpCall {
         match self {
             OpCall::ResizeGrad { op, .. } | OpCall::Resize { op, .. } => op,
             OpCall::Conv2dBackpropInput { .. } => "conv2d_backprop_input",
+            OpCall::Conv2dBackpropFilter { .. } => "conv2d_backprop_filter",
             OpCall::Conv2d { .. } => "conv2d",
             OpCall::MaxPoolGrad { .. } => "max_pool_grad",
             OpCall::MaxPool { .. } => "max_pool",
@@ -410,6 +430,18 @@ impl OpCall {
                 let (f, fshape) = same_dtype::<T>(op, inputs, "filter", "dy")?;
                 B::conv2d_backprop_input(t("dy")?, FilterRef::new(f, fshape), *input_shape, attrs)?
             }
+            OpCall::Conv2dBackpropFilter {
+                attrs,
+                filter_shape,
+            } => {
+                let (x, xs) = same_dtype::<T>(op, inputs, "x", "dy")?;
+                B::conv2d_backprop_filter(
+                    TensorRef::new(x, xs, layout),
+                    t("dy")?,
+                    *filter_shape,
+                    attrs,
+                )?
+            }
             OpCall::Conv2d { attrs } => {
                 let (f, fshape) = same_dtype::<T>(op, inputs, "filter", "x")?;
                 B::conv2d(t("x")?, FilterRef::new(f, fshape), attrs)?
@@ -455,6 +487,12 @@ trait Backend {
         input_shape: [usize; 4],
         a: &Conv2dAttrs,
     ) -> Result<Tensor<T>>;
+    fn conv2d_backprop_filter<T: Element>(
+        x: TensorRef<'_, T>,
+        dy: TensorRef<'_, T>,
+        filter_shape: [usize; 4],
+        a: &Conv2dAttrs,
+    ) -> Result<Tensor<T>>;
     fn conv2d<T: Element>(
         x: TensorRef<'_, T>,
         f: FilterRef<'_, T>,
@@ -489,6 +527,14 @@ impl Backend for Cpu {
         a: &Conv2dAttrs,
     ) -> Result<Tensor<T>> {
         gradops::conv2d_backprop_input(dy, f, input_shape, a)
+    }
+    fn conv2d_backprop_filter<T: Element>(
+        x: TensorRef<'_, T>,
+        dy: TensorRef<'_, T>,
+        filter_shape: [usize; 4],
+        a: &Conv2dAttrs,
+    ) -> Result<Tensor<T>> {
+        gradops::conv2d_backprop_filter(x, dy, filter_shape, a)
     }
     fn conv2d<T: Element>(
         x: TensorRef<'_, T>,
@@ -527,6 +573,14 @@ impl Backend for Cuda {
         a: &Conv2dAttrs,
     ) -> Result<Tensor<T>> {
         gradops::cuda::host::conv2d_backprop_input(dy, f, input_shape, a)
+    }
+    fn conv2d_backprop_filter<T: Element>(
+        x: TensorRef<'_, T>,
+        dy: TensorRef<'_, T>,
+        filter_shape: [usize; 4],
+        a: &Conv2dAttrs,
+    ) -> Result<Tensor<T>> {
+        gradops::cuda::host::conv2d_backprop_filter(x, dy, filter_shape, a)
     }
     fn conv2d<T: Element>(
         x: TensorRef<'_, T>,

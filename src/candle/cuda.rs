@@ -16,7 +16,6 @@ use super::{
     MaxPoolGrad, Resize, ResizeGrad,
 };
 use crate::cuda::{DeviceTensorMut, DeviceTensorRef};
-use crate::geometry::window::WindowAttrs;
 use crate::ops::conv2d::{plan_conv2d, plan_conv2d_backprop_input};
 use crate::ops::max_pool::plan_max_pool;
 use crate::{bf16, f16, Element, Error, FilterLayout, Layout};
@@ -371,21 +370,26 @@ impl Gpu2 for Conv2dBackpropFilter {
     const ARGS: [&'static str; 2] = ["x", "dy"];
     fn gpu<T: Float>(
         &self,
-        _stream: &Arc<CudaStream>,
-        _dev: &CudaDevice,
-        _x: CudaView<'_, T>,
-        _x_shape: [usize; 4],
-        _dy: CudaView<'_, T>,
-        _dy_shape: [usize; 4],
+        stream: &Arc<CudaStream>,
+        dev: &CudaDevice,
+        x: CudaView<'_, T>,
+        x_shape: [usize; 4],
+        dy: CudaView<'_, T>,
+        dy_shape: [usize; 4],
     ) -> candle_core::Result<(CudaSlice<T>, [usize; 4])> {
-        let _: WindowAttrs = self.attrs.window;
-        Err(wrap(Error::CudaUnavailable {
-            reason: format!(
-                "{}: no CUDA kernel yet for the filter gradient {:?} (the CPU op exists; the \
-                 CUDA one is being added to gradops)",
-                Self::OP,
-                self.w_shape
-            ),
-        }))
+        let mut dw = alloc::<T>(dev, self.w_shape)?;
+        crate::cuda::conv2d_backprop_filter(
+            stream,
+            &x,
+            x_shape,
+            &dy,
+            dy_shape,
+            self.w_shape,
+            Layout::Nchw,
+            &self.attrs,
+            &mut dw,
+        )
+        .map_err(wrap)?;
+        Ok((dw, self.w_shape))
     }
 }

@@ -10,7 +10,8 @@ use super::ops::{self, upload};
 use super::runtime::{cuda_err, probe, stream};
 use crate::geometry::ResizePlan;
 use crate::ops::conv2d::{
-    filter_as_hwio, plan_conv2d, plan_conv2d_backprop_input, Conv2dAttrs, FilterRef,
+    filter_as_hwio, plan_conv2d, plan_conv2d_backprop_filter, plan_conv2d_backprop_input,
+    Conv2dAttrs, FilterRef,
 };
 use crate::ops::max_pool::{
     plan_max_pool, plan_max_pool_grad, plan_max_pool_grad_with_argmax, MaxPoolAttrs,
@@ -118,6 +119,44 @@ pub fn conv2d_backprop_input<T: Element>(
         ops::conv_backprop_input_raw::<T>(&s, &g, dy.layout, a, b, c)?;
     }
     Tensor::from_vec(download(&s, OP, &ddx, n)?, input_shape, dy.layout)
+}
+
+/// Mirrors [`crate::conv2d_backprop_filter`] (`dw` in either filter layout, written by the
+/// device's reduce kernel).
+pub fn conv2d_backprop_filter<T: Element>(
+    x: TensorRef<'_, T>,
+    dy: TensorRef<'_, T>,
+    filter_shape: [usize; 4],
+    attrs: &Conv2dAttrs,
+) -> Result<Tensor<T>> {
+    const OP: &str = "conv2d_backprop_filter";
+    if dy.layout != x.layout {
+        return Err(Error::shape(
+            OP,
+            "dy",
+            format!("layout {} differs from x's layout {}", dy.layout, x.layout),
+        ));
+    }
+    let g = plan_conv2d_backprop_filter(x.shape, dy.shape, filter_shape, x.layout, attrs)?;
+    check_dims(OP, "x", x.data.len(), g.input_dims(), x.layout)?;
+    check_dims(OP, "dy", dy.data.len(), g.output_dims(), x.layout)?;
+    let n = Layout::Nchw.dims(filter_shape).len(OP, "filter_shape")?;
+    if n == 0 {
+        return Tensor::from_vec(vec![], filter_shape, x.layout);
+    }
+    let s = ready()?;
+    let (dx, ddy) = (
+        upload(&s, OP, bytes(x.data))?,
+        upload(&s, OP, bytes(dy.data))?,
+    );
+    let mut ddw = alloc(&s, OP, n * std::mem::size_of::<T>())?;
+    {
+        let (a, _ga) = dx.device_ptr(&s);
+        let (b, _gb) = ddy.device_ptr(&s);
+        let (c, _gc) = ddw.device_ptr_mut(&s);
+        ops::conv_backprop_filter_raw::<T>(&s, &g, x.layout, attrs.filter_layout, a, b, c)?;
+    }
+    Tensor::from_vec(download(&s, OP, &ddw, n)?, filter_shape, x.layout)
 }
 
 /// Mirrors [`crate::conv2d`].

@@ -18,6 +18,11 @@ pub const OP_KERNELS: &[(&str, &str, &str)] = &[
     ("resize_bilinear_grad", "resize", "resize_tile"),
     ("resize_nearest_neighbor_grad", "resize", "resize_tile"),
     ("conv2d_backprop_input", "conv", "conv2d_backprop_input"),
+    (
+        "conv2d_backprop_filter",
+        "conv",
+        "conv2d_backprop_filter_partial",
+    ),
     ("max_pool_grad", "pool", "max_pool_tile_grad"),
     (
         "max_pool_grad_with_argmax",

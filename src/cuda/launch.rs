@@ -3,8 +3,9 @@
 //! grids. Every kernel uses grid-stride loops, so capping a grid never loses work.
 
 use super::params::{
-    GoConvParams, GoPoolParams, GoResizeParams, GO_BLOCK_THREADS, GO_CONV_TILE_C, GO_CONV_TILE_P,
-    GO_LAYOUT_NCHW, GO_POOL_TILE_SMEM, GO_RESIZE_TILE_SMEM,
+    GoConvFilterParams, GoConvParams, GoPoolParams, GoResizeParams, GO_BLOCK_THREADS,
+    GO_CONV_FILTER_TILE_K, GO_CONV_FILTER_TILE_M, GO_CONV_FILTER_TILE_N, GO_CONV_TILE_C,
+    GO_CONV_TILE_P, GO_LAYOUT_NCHW, GO_POOL_TILE_SMEM, GO_RESIZE_TILE_SMEM,
 };
 
 /// Threads per block for every kernel (matches `__launch_bounds__` in the kernels).
@@ -427,6 +428,64 @@ pub fn conv_backprop_input(p: &GoConvParams) -> Option<Launch> {
     })
 }
 
+/// Blocks `conv2d_backprop_filter_partial_*` aims for (tiles x splits): several waves on the
+/// largest GPUs. A constant, not the device's SM count, so that the split, and with it every
+/// rounding, is the same on every card.
+pub const CONV_FILTER_TARGET_BLOCKS: u64 = 1024;
+/// Fewest chunks of `GO_CONV_FILTER_TILE_K` pixels per split (longer splits amortise the
+/// tile's setup and the workspace traffic).
+pub const CONV_FILTER_MIN_CHUNKS: u64 = 8;
+/// Most workspace elements (all splits' partial filters together: 256 MiB in f32).
+pub const CONV_FILTER_MAX_WS: u64 = 1 << 26;
+
+/// The filter-row x channel tiles of `conv2d_backprop_filter_partial_*` (all groups).
+pub fn conv_filter_tiles(p: &GoConvFilterParams) -> u64 {
+    let groups = nonneg(p.groups).max(1);
+    let rows = nonneg(p.kh) * nonneg(p.kw) * (nonneg(p.ci) / groups);
+    let cog = nonneg(p.co) / groups;
+    groups
+        * ceil_div(rows, GO_CONV_FILTER_TILE_M as u64)
+        * ceil_div(cog, GO_CONV_FILTER_TILE_N as u64)
+}
+
+/// The deterministic split of `conv2d_backprop_filter`'s reduction over the `n*ho*wo`
+/// output pixels: `(splits, split_len)`, from the geometry alone. `split_len` is a multiple
+/// of `GO_CONV_FILTER_TILE_K` and no split is empty; `(0, 0)` when there is nothing to
+/// reduce (no pixel, or an empty filter).
+pub fn conv_filter_split(p: &GoConvFilterParams) -> (i64, i64) {
+    let npix = nonneg(p.n) * nonneg(p.ho) * nonneg(p.wo);
+    let tiles = conv_filter_tiles(p);
+    let groups = nonneg(p.groups).max(1);
+    let flen = nonneg(p.kh) * nonneg(p.kw) * (nonneg(p.ci) / groups) * nonneg(p.co);
+    if npix == 0 || tiles == 0 || flen == 0 {
+        return (0, 0);
+    }
+    let k = GO_CONV_FILTER_TILE_K as u64;
+    let chunks = ceil_div(npix, k);
+    let want = ceil_div(CONV_FILTER_TARGET_BLOCKS, tiles)
+        .min(chunks / CONV_FILTER_MIN_CHUNKS)
+        .min(CONV_FILTER_MAX_WS / flen)
+        .clamp(1, MAX_GRID_YZ);
+    let split_len = ceil_div(chunks, want) * k;
+    (ceil_div(npix, split_len) as i64, split_len as i64)
+}
+
+/// `conv2d_backprop_filter_partial_*`: x over filter tiles (all groups), y over splits
+/// (`p.splits`).
+pub fn conv_filter_partial(p: &GoConvFilterParams) -> Option<Launch> {
+    let (tiles, splits) = (conv_filter_tiles(p), nonneg(p.splits));
+    (tiles > 0 && splits > 0).then(|| Launch {
+        grid: (cap(tiles, MAX_GRID_X), cap(splits, MAX_GRID_YZ), 1),
+        block: (BLOCK, 1, 1),
+    })
+}
+
+/// `conv2d_backprop_filter_reduce_*`: one thread per filter element.
+pub fn conv_filter_reduce(p: &GoConvFilterParams) -> Option<Launch> {
+    let groups = nonneg(p.groups).max(1);
+    linear(nonneg(p.kh) * nonneg(p.kw) * (nonneg(p.ci) / groups) * nonneg(p.co))
+}
+
 /// `max_pool_forward_*`: one thread per output window.
 pub fn pool_forward(p: &GoPoolParams) -> Option<Launch> {
     linear(nonneg(p.n) * nonneg(p.c) * nonneg(p.ho) * nonneg(p.wo))
@@ -435,4 +494,58 @@ pub fn pool_forward(p: &GoPoolParams) -> Option<Launch> {
 /// `max_pool_grad_*` and `max_pool_grad_argmax_*`: one thread per dx element.
 pub fn pool_grad(p: &GoPoolParams) -> Option<Launch> {
     linear(nonneg(p.n) * nonneg(p.c) * nonneg(p.hi) * nonneg(p.wi))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filter_params(n: i64, c: i64, hw: i64, co: i64, stride: i64) -> GoConvFilterParams {
+        let o = (hw + stride - 1) / stride;
+        GoConvFilterParams {
+            n,
+            ci: c,
+            hi: hw,
+            wi: hw,
+            co,
+            ho: o,
+            wo: o,
+            kh: 3,
+            kw: 3,
+            sh: stride,
+            sw: stride,
+            dh: 1,
+            dw: 1,
+            groups: 1,
+            ..Default::default()
+        }
+    }
+
+    /// The split covers every pixel, in whole chunks, with no empty split, and depends on
+    /// the geometry only.
+    #[test]
+    fn conv_filter_split_covers_the_pixels() {
+        for (n, c, hw, co, s) in [
+            (32, 64, 56, 64, 1),
+            (32, 64, 56, 128, 2),
+            (1, 3, 5, 2, 1),
+            (2, 1, 1, 1, 1),
+            (8, 512, 7, 512, 1),
+        ] {
+            let p = filter_params(n, c, hw, co, s);
+            let (splits, len) = conv_filter_split(&p);
+            let npix = p.n * p.ho * p.wo;
+            assert!(splits >= 1 && len > 0 && len % GO_CONV_FILTER_TILE_K as i64 == 0);
+            assert!(
+                splits * len >= npix && (splits - 1) * len < npix,
+                "{splits} x {len}"
+            );
+            assert!(splits as u64 * conv_filter_tiles(&p) <= 2 * CONV_FILTER_TARGET_BLOCKS + 64);
+            assert_eq!(conv_filter_split(&p), (splits, len));
+        }
+        // W7 at batch 32: 9 tiles, so ~114 splits of ~880 pixels.
+        let (splits, len) = conv_filter_split(&filter_params(32, 64, 56, 64, 1));
+        assert_eq!(conv_filter_tiles(&filter_params(32, 64, 56, 64, 1)), 9);
+        assert!(splits > 100 && len >= 8 * 16, "{splits} x {len}");
+    }
 }

@@ -11,7 +11,7 @@
 //!   variant each module and op uses on this device, [`image_for`] and [`op_kernels_for`]
 //!   on any compute capability (no GPU needed).
 //! * Device-resident API ([`resize_grad`], [`run_resize_plan`], [`conv2d_backprop_input`],
-//!   [`conv2d`], [`max_pool`], [`max_pool_grad`], [`max_pool_grad_with_argmax`]): inputs
+//!   [`conv2d_backprop_filter`], [`conv2d`], [`max_pool`], [`max_pool_grad`], [`max_pool_grad_with_argmax`]): inputs
 //!   and outputs are cudarc device buffers (`CudaSlice<T>`, views) on the caller's
 //!   `Arc<CudaStream>`; every launch is queued on that stream, nothing synchronises the
 //!   host, except the first use of a new resize geometry (its small tables are uploaded
@@ -39,10 +39,10 @@ pub use images::{
 };
 pub use launch::PoolKernel;
 pub use ops::{
-    conv2d, conv2d_backprop_input, max_pool, max_pool_grad, max_pool_grad_with_argmax,
-    max_pool_kernel, pool_kernel, resize, resize_bilinear, resize_bilinear_grad,
-    resize_bilinear_grad_into, resize_bilinear_into, resize_grad, resize_grad_into,
-    resize_grad_kernel, resize_into, resize_kernel, resize_nearest_neighbor,
+    conv2d, conv2d_backprop_filter, conv2d_backprop_input, max_pool, max_pool_grad,
+    max_pool_grad_with_argmax, max_pool_kernel, pool_kernel, resize, resize_bilinear,
+    resize_bilinear_grad, resize_bilinear_grad_into, resize_bilinear_into, resize_grad,
+    resize_grad_into, resize_grad_kernel, resize_into, resize_kernel, resize_nearest_neighbor,
     resize_nearest_neighbor_grad, resize_nearest_neighbor_grad_into, resize_nearest_neighbor_into,
     run_resize_plan, PoolChoice, ResizeKernel,
 };

@@ -9,12 +9,17 @@ use cudarc::driver::{
 };
 
 use super::launch::{self, Launch};
-use super::params::{GoConvParams, GoPoolParams, GoResizeParams, GO_LAYOUT_NCHW, GO_LAYOUT_NHWC};
+use super::params::{
+    GoConvFilterParams, GoConvParams, GoPoolParams, GoResizeParams, GO_FILTER_HWIO, GO_FILTER_OIHW,
+    GO_LAYOUT_NCHW, GO_LAYOUT_NHWC,
+};
 use super::runtime::{cuda_err, function};
 use super::tensor::{same_context, same_layout, DeviceTensor, DeviceTensorMut, DeviceTensorRef};
 use crate::geometry::ResizeMode;
 use crate::geometry::{ConvGeometry, PoolGeometry, ResizeAttrs, ResizePlan};
-use crate::ops::conv2d::{plan_conv2d, plan_conv2d_backprop_input, Conv2dAttrs, FilterLayout};
+use crate::ops::conv2d::{
+    plan_conv2d, plan_conv2d_backprop_filter, plan_conv2d_backprop_input, Conv2dAttrs, FilterLayout,
+};
 use crate::ops::max_pool::{
     plan_max_pool, plan_max_pool_grad, plan_max_pool_grad_with_argmax, MaxPoolAttrs,
 };
@@ -31,6 +36,8 @@ unsafe impl DeviceRepr for GoResizeParams {}
 unsafe impl DeviceRepr for GoConvParams {}
 // SAFETY: as above.
 unsafe impl DeviceRepr for GoPoolParams {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for GoConvFilterParams {}
 
 fn layout_code(l: Layout) -> i32 {
     match l {
@@ -659,6 +666,119 @@ pub(crate) fn conv_backprop_input_raw<T: Element>(
     Ok(())
 }
 
+/// The parameters of `conv2d_backprop_filter` with its split (workspace not yet set).
+pub(crate) fn conv_filter_params(
+    op: &'static str,
+    g: &ConvGeometry,
+    layout: Layout,
+    filter_layout: FilterLayout,
+) -> Result<GoConvFilterParams> {
+    let c = conv_params(op, g, layout, 0, 0, 0)?;
+    let mut p = GoConvFilterParams {
+        n: c.n,
+        ci: c.ci,
+        hi: c.hi,
+        wi: c.wi,
+        co: c.co,
+        ho: c.ho,
+        wo: c.wo,
+        kh: c.kh,
+        kw: c.kw,
+        sh: c.sh,
+        sw: c.sw,
+        dh: c.dh,
+        dw: c.dw,
+        pad_top: c.pad_top,
+        pad_left: c.pad_left,
+        groups: c.groups,
+        layout: c.layout,
+        filter_layout: match filter_layout {
+            FilterLayout::Hwio => GO_FILTER_HWIO as i32,
+            FilterLayout::Oihw => GO_FILTER_OIHW as i32,
+        },
+        ..Default::default()
+    };
+    (p.splits, p.split_len) = launch::conv_filter_split(&p);
+    Ok(p)
+}
+
+/// Workspace bytes of `conv2d_backprop_filter` for parameters `p` and element type `T`.
+fn conv_filter_ws_bytes<T: Element>(
+    op: &'static str,
+    g: &ConvGeometry,
+    p: &GoConvFilterParams,
+) -> Result<usize> {
+    let [a, b, c, d] = g.filter_hwio();
+    (p.splits as usize)
+        .checked_mul(a * b * c * d)
+        .and_then(|v| v.checked_mul(std::mem::size_of::<T::Acc>()))
+        .ok_or_else(|| Error::Overflow {
+            op,
+            arg: "filter_shape",
+            msg: format!(
+                "workspace of {} splits x filter {:?}",
+                p.splits,
+                g.filter_hwio()
+            ),
+        })
+}
+
+pub(crate) fn conv_backprop_filter_raw<T: Element>(
+    stream: &Arc<CudaStream>,
+    g: &ConvGeometry,
+    layout: Layout,
+    filter_layout: FilterLayout,
+    x: u64,
+    dy: u64,
+    dw: u64,
+) -> Result<()> {
+    const OP: &str = "conv2d_backprop_filter";
+    let mut p = conv_filter_params(OP, g, layout, filter_layout)?;
+    let Some(reduce) = launch::conv_filter_reduce(&p) else {
+        return Ok(()); // an empty filter
+    };
+    p.x = x;
+    p.dy = dy;
+    p.out = dw;
+    // The workspace lives until the end of this function; the kernels queued on `stream`
+    // before its (stream-ordered) release read it first.
+    let mut ws = stream
+        .alloc_zeros::<u8>(conv_filter_ws_bytes::<T>(OP, g, &p)?.max(1))
+        .map_err(|e| cuda_err(OP, "workspace allocation", e))?;
+    let (w, _gw) = ws.device_ptr_mut(stream);
+    p.ws = w;
+    if let Some(l) = launch::conv_filter_partial(&p) {
+        let f = function(
+            stream,
+            OP,
+            "conv",
+            &format!("conv2d_backprop_filter_partial_{}", T::SUFFIX),
+        )?;
+        let mut b = stream.launch_builder(&f);
+        b.arg(&p);
+        // SAFETY: conv2d_backprop_filter_partial_<T> takes one GoConvFilterParams; x and dy
+        // point to buffers of exactly the geometry's input and output sizes (checked by
+        // every caller), ws to splits x filter elements of T's accumulation type (allocated
+        // above); x and dy are read only at in-range indices, each ws element written once.
+        unsafe { b.launch(config(l)) }
+            .map_err(|e| cuda_err(OP, "launching conv2d_backprop_filter_partial", e))?;
+    }
+    let f = function(
+        stream,
+        OP,
+        "conv",
+        &format!("conv2d_backprop_filter_reduce_{}", T::SUFFIX),
+    )?;
+    let mut b = stream.launch_builder(&f);
+    b.arg(&p);
+    // SAFETY: conv2d_backprop_filter_reduce_<T> takes one GoConvFilterParams; out points to
+    // the filter's kh*kw*cig*co elements (checked by every caller) and ws to the partials
+    // written by the launch before it on the same stream (read only for splits > 0).
+    unsafe { b.launch(config(reduce)) }
+        .map_err(|e| cuda_err(OP, "launching conv2d_backprop_filter_reduce", e))?;
+    Ok(())
+}
+
 pub(crate) fn conv_forward_raw<T: Element>(
     stream: &Arc<CudaStream>,
     g: &ConvGeometry,
@@ -706,6 +826,40 @@ pub fn conv2d_backprop_input<T: Element>(
     let (b, _gb) = filter.device_ptr(stream);
     let (c, _gc) = dx.device_ptr_mut(stream);
     conv_backprop_input_raw::<T>(stream, &g, layout, a, b, c)
+}
+
+/// `Conv2DBackpropFilter` on device buffers: `x` (`x_shape`) and `dy` (`dy_shape`), both in
+/// `layout`, to `dw` (`filter_shape`, HWIO or OIHW as `attrs.filter_layout` says). The
+/// reduction over the output pixels is split in a fixed way (from the geometry only) into
+/// partial filters in a stream-ordered workspace, summed in split order by a second
+/// kernel: no atomics, the same bits on every run and every card.
+#[allow(clippy::too_many_arguments)]
+pub fn conv2d_backprop_filter<T: Element>(
+    stream: &Arc<CudaStream>,
+    x: &impl DevicePtr<T>,
+    x_shape: [usize; 4],
+    dy: &impl DevicePtr<T>,
+    dy_shape: [usize; 4],
+    filter_shape: [usize; 4],
+    layout: Layout,
+    attrs: &Conv2dAttrs,
+    dw: &mut impl DevicePtrMut<T>,
+) -> Result<()> {
+    const OP: &str = "conv2d_backprop_filter";
+    let g = plan_conv2d_backprop_filter(x_shape, dy_shape, filter_shape, layout, attrs)?;
+    check_dims(OP, "x", x.len(), g.input_dims(), layout)?;
+    check_dims(OP, "dy", dy.len(), g.output_dims(), layout)?;
+    check_dims(
+        OP,
+        "dw",
+        dw.len(),
+        Layout::Nchw.dims(filter_shape),
+        Layout::Nchw,
+    )?;
+    let (a, _ga) = x.device_ptr(stream);
+    let (b, _gb) = dy.device_ptr(stream);
+    let (c, _gc) = dw.device_ptr_mut(stream);
+    conv_backprop_filter_raw::<T>(stream, &g, layout, attrs.filter_layout, a, b, c)
 }
 
 /// `conv2d` forward on device buffers (HWIO filter).

@@ -9,6 +9,11 @@ pub const GO_BLOCK_THREADS: u32 = 256;
 pub const GO_CONV_TILE_P: u32 = 64;
 pub const GO_CONV_TILE_C: u32 = 64;
 pub const GO_CONV_TILE_K: u32 = 16;
+pub const GO_CONV_FILTER_TILE_M: u32 = 64;
+pub const GO_CONV_FILTER_TILE_N: u32 = 64;
+pub const GO_CONV_FILTER_TILE_K: u32 = 16;
+pub const GO_FILTER_HWIO: u32 = 0;
+pub const GO_FILTER_OIHW: u32 = 1;
 pub const GO_RESIZE_TILE_SMEM: u32 = 24576;
 pub const GO_RESIZE_REG_TAPS: u32 = 4;
 pub const GO_POOL_TILE_SMEM: u32 = 45056;
@@ -147,6 +152,87 @@ const _: () = {
         [::std::mem::offset_of!(GoConvParams, layout) - 152usize];
     ["Offset of field: GoConvParams::reserved"]
         [::std::mem::offset_of!(GoConvParams, reserved) - 156usize];
+};
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
+pub struct GoConvFilterParams {
+    pub x: u64,
+    pub dy: u64,
+    pub ws: u64,
+    pub out: u64,
+    pub n: i64,
+    pub ci: i64,
+    pub hi: i64,
+    pub wi: i64,
+    pub co: i64,
+    pub ho: i64,
+    pub wo: i64,
+    pub kh: i64,
+    pub kw: i64,
+    pub sh: i64,
+    pub sw: i64,
+    pub dh: i64,
+    pub dw: i64,
+    pub pad_top: i64,
+    pub pad_left: i64,
+    pub groups: i64,
+    pub splits: i64,
+    pub split_len: i64,
+    pub layout: i32,
+    pub filter_layout: i32,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of GoConvFilterParams"][::std::mem::size_of::<GoConvFilterParams>() - 184usize];
+    ["Alignment of GoConvFilterParams"][::std::mem::align_of::<GoConvFilterParams>() - 8usize];
+    ["Offset of field: GoConvFilterParams::x"]
+        [::std::mem::offset_of!(GoConvFilterParams, x) - 0usize];
+    ["Offset of field: GoConvFilterParams::dy"]
+        [::std::mem::offset_of!(GoConvFilterParams, dy) - 8usize];
+    ["Offset of field: GoConvFilterParams::ws"]
+        [::std::mem::offset_of!(GoConvFilterParams, ws) - 16usize];
+    ["Offset of field: GoConvFilterParams::out"]
+        [::std::mem::offset_of!(GoConvFilterParams, out) - 24usize];
+    ["Offset of field: GoConvFilterParams::n"]
+        [::std::mem::offset_of!(GoConvFilterParams, n) - 32usize];
+    ["Offset of field: GoConvFilterParams::ci"]
+        [::std::mem::offset_of!(GoConvFilterParams, ci) - 40usize];
+    ["Offset of field: GoConvFilterParams::hi"]
+        [::std::mem::offset_of!(GoConvFilterParams, hi) - 48usize];
+    ["Offset of field: GoConvFilterParams::wi"]
+        [::std::mem::offset_of!(GoConvFilterParams, wi) - 56usize];
+    ["Offset of field: GoConvFilterParams::co"]
+        [::std::mem::offset_of!(GoConvFilterParams, co) - 64usize];
+    ["Offset of field: GoConvFilterParams::ho"]
+        [::std::mem::offset_of!(GoConvFilterParams, ho) - 72usize];
+    ["Offset of field: GoConvFilterParams::wo"]
+        [::std::mem::offset_of!(GoConvFilterParams, wo) - 80usize];
+    ["Offset of field: GoConvFilterParams::kh"]
+        [::std::mem::offset_of!(GoConvFilterParams, kh) - 88usize];
+    ["Offset of field: GoConvFilterParams::kw"]
+        [::std::mem::offset_of!(GoConvFilterParams, kw) - 96usize];
+    ["Offset of field: GoConvFilterParams::sh"]
+        [::std::mem::offset_of!(GoConvFilterParams, sh) - 104usize];
+    ["Offset of field: GoConvFilterParams::sw"]
+        [::std::mem::offset_of!(GoConvFilterParams, sw) - 112usize];
+    ["Offset of field: GoConvFilterParams::dh"]
+        [::std::mem::offset_of!(GoConvFilterParams, dh) - 120usize];
+    ["Offset of field: GoConvFilterParams::dw"]
+        [::std::mem::offset_of!(GoConvFilterParams, dw) - 128usize];
+    ["Offset of field: GoConvFilterParams::pad_top"]
+        [::std::mem::offset_of!(GoConvFilterParams, pad_top) - 136usize];
+    ["Offset of field: GoConvFilterParams::pad_left"]
+        [::std::mem::offset_of!(GoConvFilterParams, pad_left) - 144usize];
+    ["Offset of field: GoConvFilterParams::groups"]
+        [::std::mem::offset_of!(GoConvFilterParams, groups) - 152usize];
+    ["Offset of field: GoConvFilterParams::splits"]
+        [::std::mem::offset_of!(GoConvFilterParams, splits) - 160usize];
+    ["Offset of field: GoConvFilterParams::split_len"]
+        [::std::mem::offset_of!(GoConvFilterParams, split_len) - 168usize];
+    ["Offset of field: GoConvFilterParams::layout"]
+        [::std::mem::offset_of!(GoConvFilterParams, layout) - 176usize];
+    ["Offset of field: GoConvFilterParams::filter_layout"]
+        [::std::mem::offset_of!(GoConvFilterParams, filter_layout) - 180usize];
 };
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
