@@ -873,11 +873,12 @@ fn conv_props() -> [Prop; 4] {
     ]
 }
 
-fn conv_filter_props() -> [Prop; 3] {
+fn conv_filter_props() -> [Prop; 4] {
     [
         conv_backprop_filter_property::<f64>,
         conv_backprop_filter_property::<f32>,
         conv_backprop_filter_property::<f16>,
+        conv_backprop_filter_property::<bf16>,
     ]
 }
 
