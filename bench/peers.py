@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time PyTorch's and TensorFlow's CPU backward ops on the SPEC's CPU workloads W1-W6.
 
-f32, 2 threads by default, random inputs. Each peer runs in its own subprocess (so the two
+f32 (or --dtype bf16), 2 threads by default, random inputs. Each peer runs in its own subprocess (so the two
 frameworks' thread pools and OpenMP runtimes never share a process). Per op: warm-up calls,
 then timed calls (each call timed on its own with perf_counter) until about --target-s seconds
 are spent; median/min/max are reported.
@@ -118,6 +118,12 @@ def torch_cases(args):
     aten = torch.ops.aten
     rng = np.random.default_rng(args.seed)
     cases = []
+    dt = CPU_TORCH_DTYPES[args.dtype](torch)
+
+    def tensor(a):
+        # drawn in f32 (as gradops' inputs), then rounded once to the element type
+        return torch.from_numpy(a).to(dt)
+
     exact = args.torch_exact_same
     chl = args.torch_channels_last
     out = args.torch_out
@@ -132,11 +138,11 @@ def torch_cases(args):
         w = WORKLOADS[wid]
         x_shape, dy_shape = w["x"], w["dy"]
         if wid in ("W1", "W2"):
-            dy = fmt(torch.from_numpy(rand(rng, dy_shape)))
+            dy = fmt(tensor(rand(rng, dy_shape)))
             out_size, in_size = list(dy_shape[2:]), list(x_shape)
 
             if out:
-                gi = fmt(torch.empty(x_shape))
+                gi = fmt(torch.empty(x_shape, dtype=dt))
 
                 def fn(dy=dy, o=out_size, i=in_size, gi=gi):
                     return aten.upsample_bilinear2d_backward.grad_input(dy, o, i, False,
@@ -148,11 +154,11 @@ def torch_cases(args):
             cases.append((wid, "aten.upsample_bilinear2d_backward(align_corners=False)"
                           + (" out=" if out else ""), layout, None, fn))
         elif wid == "W3":
-            dy = fmt(torch.from_numpy(rand(rng, dy_shape)))
+            dy = fmt(tensor(rand(rng, dy_shape)))
             out_size, in_size = list(dy_shape[2:]), list(x_shape)
 
             if out:
-                gi = fmt(torch.empty(x_shape))
+                gi = fmt(torch.empty(x_shape, dtype=dt))
 
                 def fn(dy=dy, o=out_size, i=in_size, gi=gi):
                     return aten.upsample_nearest2d_backward.grad_input(dy, o, i, grad_input=gi)
@@ -167,21 +173,21 @@ def torch_cases(args):
             n, ci, h, wd = x_shape
             co = dy_shape[1]
             _, top, bot = same_pads(h, k, s)
-            weight = fmt(torch.from_numpy(rand(rng, (co, ci, k, k))))
-            dy = fmt(torch.from_numpy(rand(rng, dy_shape)))
+            weight = fmt(tensor(rand(rng, (co, ci, k, k))))
+            dy = fmt(tensor(rand(rng, dy_shape)))
             if top == bot:
-                pad, x = [top, top], fmt(torch.from_numpy(rand(rng, x_shape)))
+                pad, x = [top, top], fmt(tensor(rand(rng, x_shape)))
                 note = f"padding={top}"
             elif exact:
                 # TF SAME puts the odd pixel after: pad=0 on an input one larger at the end
                 # gives exactly TF's taps; dx is 1 row/col larger (the pad cells), sliced off.
                 pad = [top, top]
-                x = fmt(torch.from_numpy(rand(rng, (n, ci, h + bot - top, wd + bot - top))))
+                x = fmt(tensor(rand(rng, (n, ci, h + bot - top, wd + bot - top))))
                 note = f"padding={top}, input {h + bot - top}x{wd + bot - top} (exact SAME)"
             else:
                 # Symmetric padding=1: same output size, same FLOPs and traffic, but every tap
                 # is one pixel off TF SAME (which pads 0 top/left, 1 bottom/right).
-                pad, x = [bot, bot], fmt(torch.from_numpy(rand(rng, x_shape)))
+                pad, x = [bot, bot], fmt(tensor(rand(rng, x_shape)))
                 note = f"padding={bot} (symmetric; TF SAME is {top} top, {bot} bottom)"
             mask = [True, False, False]
 
@@ -195,7 +201,7 @@ def torch_cases(args):
             k, s = w["k"], w["stride"]
             n, c, h, wd = x_shape
             _, top, bot = same_pads(h, k, s)
-            x = torch.from_numpy(rand(rng, x_shape))
+            x = tensor(rand(rng, x_shape))
             if exact:
                 x = torch.nn.functional.pad(x, (0, bot - top, 0, bot - top),
                                             value=float("-inf"))
@@ -206,7 +212,7 @@ def torch_cases(args):
                 note = f"padding={bot} (symmetric; TF SAME is {top} top, {bot} bottom)"
             x = fmt(x)
             y, idx = aten.max_pool2d_with_indices(x, [k, k], [s, s], pad, [1, 1], False)
-            dy = fmt(torch.from_numpy(rand(rng, tuple(y.shape))))
+            dy = fmt(tensor(rand(rng, tuple(y.shape))))
             assert tuple(dy.shape) == tuple(dy_shape), (dy.shape, dy_shape)
 
             if out:
@@ -223,6 +229,24 @@ def torch_cases(args):
             cases.append((wid, f"aten.max_pool2d_with_indices_backward({note})"
                           + (" out=" if out else ""), layout, "stored", fn))
     return cases
+
+
+# CPU mode's element types: f32 (the SPEC's CPU workloads) and bf16 (the half type both
+# peers' CPU kernels register; gradops bench --dtype bf16).
+CPU_DTYPES = ("f32", "bf16")
+CPU_TORCH_DTYPES = {"f32": lambda torch: torch.float32, "bf16": lambda torch: torch.bfloat16}
+
+
+def unsupported(err):
+    """A case whose setup failed (e.g. TF has no CPU kernel for the dtype): timing it raises,
+    and run_worker records the row as unsupported with the reason."""
+    msg = f"{type(err).__name__}: {str(err).strip().splitlines()[0][:200]}" if str(err) \
+        else type(err).__name__
+
+    def fn():
+        raise RuntimeError(msg)
+
+    return fn
 
 
 def torch_versions():
@@ -251,15 +275,19 @@ def tf_cases(args):
     raw = tf.raw_ops
     rng = np.random.default_rng(args.seed)
     cases = []
+    dt = {"f32": tf.float32, "bf16": tf.bfloat16}[args.dtype]
 
-    def nhwc(a):
-        return tf.constant(np.ascontiguousarray(a.transpose(0, 2, 3, 1)))
+    def nhwc(a, dtype=None):
+        t = tf.constant(np.ascontiguousarray(a.transpose(0, 2, 3, 1)))
+        return tf.cast(t, dtype or dt)
 
     for wid in args.workloads:
         w = WORKLOADS[wid]
         x_shape, dy_shape = w["x"], w["dy"]
         if wid in ("W1", "W2", "W3"):
-            dy = nhwc(rand(rng, dy_shape))
+            # ResizeBilinearGrad's grads input is float32 whatever T is (the op's signature):
+            # in bf16 only original_image and dx are bf16.
+            dy = nhwc(rand(rng, dy_shape), tf.float32 if wid != "W3" else None)
             x = nhwc(rand(rng, x_shape))
             if wid == "W3":
                 size = tf.constant([x_shape[2], x_shape[3]], tf.int32)
@@ -280,7 +308,7 @@ def tf_cases(args):
             k, s = w["k"], w["stride"]
             n, ci, h, wd = x_shape
             co = dy_shape[1]
-            filt = tf.constant(rand(rng, (k, k, ci, co)))  # HWIO
+            filt = tf.cast(tf.constant(rand(rng, (k, k, ci, co))), dt)  # HWIO
             dy = nhwc(rand(rng, dy_shape))
             isz = tf.constant([n, h, wd, ci], tf.int32)
 
@@ -295,7 +323,7 @@ def tf_cases(args):
             x = nhwc(rand(rng, x_shape))
             ks, st = [1, k, k, 1], [1, s, s, 1]
             y = tf.nn.max_pool2d(x, ks, st, "SAME")
-            dy = tf.constant(rng.standard_normal(tuple(y.shape), dtype=np.float32))
+            dy = tf.cast(tf.constant(rng.standard_normal(tuple(y.shape), dtype=np.float32)), dt)
             assert tuple(y.shape) == (dy_shape[0], dy_shape[2], dy_shape[3], dy_shape[1])
 
             def fn(dy=dy, x=x, y=y):
@@ -304,13 +332,16 @@ def tf_cases(args):
 
             cases.append((wid, "MaxPoolGrad(padding=SAME)", "NHWC", "recompute", fn))
             if not args.no_tf_argmax:
-                _, am = raw.MaxPoolWithArgmax(input=x, ksize=ks, strides=st, padding="SAME",
-                                              include_batch_in_index=True)
+                try:
+                    _, am = raw.MaxPoolWithArgmax(input=x, ksize=ks, strides=st,
+                                                  padding="SAME", include_batch_in_index=True)
 
-                def fn2(dy=dy, x=x, am=am):
-                    return raw.MaxPoolGradWithArgmax(input=x, grad=dy, argmax=am, ksize=ks,
-                                                     strides=st, padding="SAME",
-                                                     include_batch_in_index=True)
+                    def fn2(dy=dy, x=x, am=am):
+                        return raw.MaxPoolGradWithArgmax(input=x, grad=dy, argmax=am, ksize=ks,
+                                                         strides=st, padding="SAME",
+                                                         include_batch_in_index=True)
+                except Exception as e:  # no CPU kernel for this dtype: say so in the row
+                    fn2 = unsupported(e)
 
                 cases.append((wid, "MaxPoolGradWithArgmax(padding=SAME)", "NHWC", "stored",
                               fn2))
@@ -342,12 +373,23 @@ def run_worker(args):
         cases, versions = tf_cases(args), tf_versions
     results = []
     for wid, op, layout, argmax, fn in cases:
-        r = time_op(fn, args.warmup, args.target_s, args.min_reps, args.max_reps)
         if args._worker == "pytorch" and args.torch_channels_last:
             op += " [channels_last]"
-        row = {"workload": wid, "peer": args._worker, "op": op, "layout": layout, **r}
+        row = {"workload": wid, "peer": args._worker, "op": op, "layout": layout,
+               "dtype": args.dtype}
         if argmax:
             row["argmax"] = argmax
+        try:
+            r = time_op(fn, args.warmup, args.target_s, args.min_reps, args.max_reps)
+        except Exception as e:  # e.g. no CPU kernel registered for bf16: a row that says so
+            row.update(median_ms=None, min_ms=None, max_ms=None, reps=0,
+                       unsupported=str(e).strip().splitlines()[0][:300] if str(e)
+                       else type(e).__name__)
+            results.append(row)
+            print(f"  {wid} {args._worker:<10} unsupported in {args.dtype}: "
+                  f"{row['unsupported']} ({op})", file=sys.stderr, flush=True)
+            continue
+        row.update(r)
         results.append(row)
         print(f"  {wid} {args._worker:<10} {r['median_ms']:9.3f} ms median "
               f"({r['reps']} reps) {op}", file=sys.stderr, flush=True)
@@ -367,7 +409,7 @@ CUDA_PAD_BYTES = 256 << 20      # bench.rs CUDA_PAD_BYTES: cleared before each t
 MIN_CALLS, MAX_CALLS = 5, 10_000  # bench.rs MIN_CALLS / MAX_CALLS (adaptive mode only)
 GPU_DEFAULT_REPS, GPU_QUICK_REPS = 100, 20
 GPU_DTYPES = ("f16", "bf16", "f32", "f64")
-GRADOPS_DTYPES = ("f16", "f32", "f64")   # what `gradops bench --dtype` accepts
+GRADOPS_DTYPES = ("f16", "bf16", "f32", "f64")   # what `gradops bench --dtype` accepts
 DTYPE_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}
 NHWC_DEFAULT = ("W1", "W2", "W3", "W6")
 
@@ -1077,7 +1119,7 @@ def run_peer(peer, args):
            "--threads", str(args.threads), "--warmup", str(args.warmup),
            "--target-s", str(args.target_s), "--min-reps", str(args.min_reps),
            "--max-reps", str(args.max_reps), "--seed", str(args.seed),
-           "--workloads", ",".join(args.workloads)]
+           "--workloads", ",".join(args.workloads), "--dtype", args.dtype]
     if args.torch_exact_same:
         cmd.append("--torch-exact-same")
     if args.torch_channels_last:
@@ -1118,6 +1160,11 @@ def print_table(results):
     print(hdr)
     print("-" * len(hdr))
     for r in sorted(results, key=lambda r: (r["workload"], r["peer"])):
+        if r.get("median_ms") is None:
+            print(f"{r['workload']:<3} {r['peer']:<10} {r['layout']:<8} "
+                  f"{'unsupported in ' + str(r.get('dtype')):>40}  {r['op']}: "
+                  f"{r.get('unsupported', '')}")
+            continue
         print(f"{r['workload']:<3} {r['peer']:<10} {r['layout']:<8} {r['median_ms']:10.3f} "
               f"{r['min_ms']:9.3f} {r['max_ms']:9.3f} {r['reps']:5d}  {r['op']}")
 
@@ -1134,18 +1181,21 @@ def argmax_kind(row):
     return "stored" if ("argmax" in op or "indices" in op) else "recompute"
 
 
-def compare(gradops, peer_results):
-    """Per gradops row: best peer median (same W6 argmax kind), ratio best_peer/gradops."""
+def compare(gradops, peer_results, dtype="f32"):
+    """Per gradops row of `dtype`: best peer median among the peer rows of that dtype that ran
+    (same W6 argmax kind), ratio best_peer/gradops."""
     rows = []
+    names = {"f32": ("f32", "float32"), "bf16": ("bf16", "bfloat16")}[dtype]
     for g in gradops.get("results", []):
         wid = g.get("workload")
         if wid not in WORKLOADS or g.get("median_ms") is None:
             continue
-        if str(g.get("dtype", "f32")).lower() not in ("f32", "float32"):
+        if str(g.get("dtype", "f32")).lower() not in names:
             continue
         kind = argmax_kind(g)
         peers = [p for p in peer_results
-                 if p["workload"] == wid and argmax_kind(p) == kind]
+                 if p["workload"] == wid and argmax_kind(p) == kind
+                 and p.get("median_ms") is not None and p.get("dtype", "f32") == dtype]
         if not peers:
             continue
         best = min(peers, key=lambda p: p["median_ms"])
@@ -1184,6 +1234,11 @@ def parse_args(argv):
                    help="cpu (default): PyTorch and TensorFlow CPU ops, f32, batch 8; cuda: "
                         "PyTorch CUDA ops at batch 32 with gradops' CUDA timing protocol "
                         "(see bench/README.md, 'GPU mode')")
+    p.add_argument("--dtype", choices=CPU_DTYPES, default="f32",
+                   help="CPU mode: element type of every tensor (default f32; bf16: PyTorch "
+                        "torch.bfloat16, TensorFlow tf.bfloat16 where its CPU op has a bf16 "
+                        "kernel, else the row says unsupported; compare with `gradops bench "
+                        "--device cpu --dtype bf16`)")
     p.add_argument("--peers", default="pytorch,tensorflow",
                    help="comma list of peers (pytorch, tensorflow); default both")
     p.add_argument("--workloads", default="W1,W2,W3,W4,W5,W6",
@@ -1338,7 +1393,7 @@ def main(argv=None):
                    loadavg_after=[round(x, 2) for x in load_after])
     print()
     print(f"peers on {machine.get('cpu', '?')} ({machine['nproc']} cpus), "
-          f"{args.threads} threads, f32; " + ", ".join(f"{k} {v}" for k, v in versions.items()
+          f"{args.threads} threads, {args.dtype}; " + ", ".join(f"{k} {v}" for k, v in versions.items()
                                                       if k in ("torch", "tensorflow")))
     print(f"load average before/after: {machine['loadavg_before']} / {machine['loadavg_after']}"
           + ("  (--quick: few reps, noisy)" if args.quick else ""))
@@ -1349,12 +1404,12 @@ def main(argv=None):
                         "min_reps": args.min_reps, "max_reps": args.max_reps, "seed": args.seed,
                         "quick": args.quick, "torch_exact_same": args.torch_exact_same,
                         "torch_channels_last": args.torch_channels_last,
-                        "torch_out": args.torch_out, "dtype": "f32"},
+                        "torch_out": args.torch_out, "dtype": args.dtype},
            "results": results}
     if args.gradops_json and gradops_ok:
         with open(args.gradops_json) as f:
             gradops = json.load(f)
-        rows = compare(gradops, results)
+        rows = compare(gradops, results, args.dtype)
         print_comparison(rows, gradops)
         doc["gradops"] = {"source": args.gradops_json, "command": args.gradops_cmd,
                           "order": args.gradops_order if args.gradops_cmd else None,

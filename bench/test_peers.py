@@ -60,11 +60,34 @@ class Pure(unittest.TestCase):
         t = "g bench --dtype {dtype} --layout {layout} --reps {reps} --json /o/{dtype}-{layout}.j"
         got = peers.expand_gradops_cmds(t, ["f16", "bf16", "f32"], ["NCHW", "NHWC"], 50)
         self.assertEqual([j for _, j in got], ["/o/f16-nchw.j", "/o/f16-nhwc.j",
+                                               "/o/bf16-nchw.j", "/o/bf16-nhwc.j",
                                                "/o/f32-nchw.j", "/o/f32-nhwc.j"])
         self.assertIn("--reps 50", got[0][0])
         got = peers.expand_gradops_cmds("g --dtype {dtype} --json=/o/{dtype}.j", ["f64"],
                                         ["NCHW", "NHWC"], None)
         self.assertEqual(got, [("g --dtype f64 --json=/o/f64.j", "/o/f64.j")])
+
+    def test_compare_cpu_by_dtype(self):
+        # CPU mode: gradops rows of the run's dtype against the peer rows of that dtype that
+        # ran; an unsupported peer row (TF without a bf16 kernel) is never the best peer.
+        g = {"results": [{"workload": "W4", "dtype": "f32", "median_ms": 2.0, "op": "conv"},
+                         {"workload": "W4", "dtype": "bf16", "median_ms": 4.0, "op": "conv"}]}
+        p = [{"workload": "W4", "peer": "pytorch", "dtype": "bf16", "median_ms": 8.0,
+              "op": "t", "layout": "NCHW"},
+             {"workload": "W4", "peer": "tensorflow", "dtype": "bf16", "median_ms": None,
+              "op": "tf", "layout": "NHWC", "unsupported": "no kernel"},
+             {"workload": "W4", "peer": "tensorflow", "dtype": "f32", "median_ms": 3.0,
+              "op": "tf", "layout": "NHWC"}]
+        rows = peers.compare(g, p, "bf16")
+        self.assertEqual(len(rows), 1)
+        self.assertEqual((rows[0]["best_peer"], rows[0]["ratio_best_peer_over_gradops"]),
+                         ("pytorch", 2.0))
+        rows = peers.compare(g, p)  # f32 by default
+        self.assertEqual((rows[0]["best_peer"], rows[0]["gradops_median_ms"]), ("tensorflow", 2.0))
+        for r in p:
+            if r["median_ms"] is not None:
+                r.update(min_ms=r["median_ms"], max_ms=r["median_ms"], reps=3)
+        peers.print_table(p)  # an unsupported row prints without a time
 
     def test_compare_gpu(self):
         g = [{"workload": "W4", "variant": "backward", "dtype": "f32", "layout": "NCHW",

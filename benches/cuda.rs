@@ -1,5 +1,5 @@
 //! Criterion benches of the CUDA ops on the SPEC's GPU workloads: W1–W6 at batch 32, in f16,
-//! f32 and f64, with the inputs and preallocated outputs of `gradops bench --device cuda`
+//! bf16, f32 and f64, with the inputs and preallocated outputs of `gradops bench --device cuda`
 //! (`gradops_cli::bench::cuda_kernels`).
 //!
 //! Each sample queues `iters` back-to-back calls on the stream between two CUDA events and
@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use cudarc::driver::CudaStream;
-use gradops::{f16, Element};
+use gradops::{bf16, f16, Element};
 use gradops_cli::bench::{
     cuda_kernels, cuda_status, workloads, CudaTimer, CUDA_BATCH, CUDA_PAD_BYTES,
 };
@@ -29,6 +29,7 @@ fn cuda(c: &mut Criterion) {
     let stream = gradops::cuda::stream().unwrap_or_else(|e| panic!("no CUDA stream: {e}"));
     println!("CUDA benches on {device}");
     dtype::<f16>(c, &stream);
+    dtype::<bf16>(c, &stream);
     dtype::<f32>(c, &stream);
     dtype::<f64>(c, &stream);
 }

@@ -4,8 +4,9 @@
 // Include this before the kernel sources. It supplies threadIdx/blockIdx/blockDim/
 // gridDim, __syncthreads (a real barrier across the block's threads, which run as real
 // OS threads), __shared__ (static storage: blocks run one after another, so all threads
-// of the running block share it), and __launch_bounds__. cuda_fp16.h itself compiles as
-// host C++ and supplies __half with CPU arithmetic.
+// of the running block share it), and __launch_bounds__. cuda_fp16.h and cuda_bf16.h
+// themselves compile as host C++ and supply __half and __nv_bfloat16 with CPU arithmetic
+// (round-to-nearest-even conversions, as on the device).
 #pragma once
 
 #include <barrier>

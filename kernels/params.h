@@ -50,7 +50,7 @@
  *   dst[n, c, i, j] = sum_{a in [y_offsets[i], y_offsets[i+1])}
  *                     sum_{b in [x_offsets[j], x_offsets[j+1])}
  *                       (y_weight[a] * x_weight[b]) * src[n, c, y_index[a], x_index[b]]
- * weights are Acc (float for f16/f32, double for f64); indices u32.
+ * weights are Acc (float for f16/bf16/f32, double for f64); indices u32.
  * Launch: block (256,1,1); grid.x strides over dst_w (NCHW) or dst_w*c (NHWC),
  * grid.y over n*c*dst_h (NCHW) or n*dst_h (NHWC); any grid size is correct.
  *

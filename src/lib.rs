@@ -18,9 +18,11 @@
 //! The functions at the crate root run on the CPU over host slices. Results are deterministic:
 //! each output element is written once, in a fixed summation order.
 //!
-//! The library depends on what the ops need (the CUDA driver bindings, `half`, `rayon`, the
-//! GEMM); the `gradops` command (case runner, `.npy` files, benchmark) is the separate
-//! `gradops-cli` package in `cli/`.
+//! Element types ([`Element`]): [`f16`](struct@f16) and [`bf16`] accumulate in `f32` and
+//! round once at the store (to nearest, ties to even); `f32` and `f64` accumulate in
+//! themselves. Against an f64 reference on the same rounded inputs the results are within a
+//! relative L2 error of 1e-10 (f64), 1e-5 (f32), 2e-3 (f16) and 1e-2 (bf16), the SPEC's
+//! tolerances.
 
 #![warn(missing_docs)]
 

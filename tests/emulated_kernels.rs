@@ -6,7 +6,7 @@
 //! buffers start as NaN, so an element a kernel never writes fails the comparison, and
 //! every buffer is an exact-size heap block, so an out-of-bounds index fails under ASan.
 //!
-//! Needs g++ (C++20) and the CUDA headers (cuda_fp16.h): from the project toolchain
+//! Needs g++ (C++20) and the CUDA headers (cuda_fp16.h, cuda_bf16.h): from the project toolchain
 //! (`bash scripts/install-cuda-toolchain.sh`), CUDA_HOME or CUDA_PATH. Without them the
 //! tests print that they skipped (and fail under GRADOPS_REQUIRE_CUDA=1).
 //! GRADOPS_EMU_CASES sets the number of random cases per kernel family (default 12).

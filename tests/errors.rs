@@ -326,6 +326,17 @@ fn conv2d_backprop_input_errors() {
         &[op, "filter", "f64", "f32"],
     );
     has(
+        &case_err(
+            op,
+            ok.clone(),
+            &[
+                ("dy", arr(&[1, 5, 5, 4]).cast(gradops::DType::BF16)),
+                ("filter", f.clone()),
+            ],
+        ),
+        &[op, "filter", "bf16", "f32"],
+    );
+    has(
         &case_err(op, ok, &[("dy", arr(&[1, 5, 5, 4]))]),
         &[op, "filter", "missing"],
     );

@@ -237,7 +237,7 @@ fn ptxas_every_image_no_spills() {
             String::new()
         }
     );
-    report.push_str(&format!("{:<30}", "kernel"));
+    report.push_str(&format!("{:<34}", "kernel"));
     for r in &runs {
         let mark = if r.target == r.image_arch { "" } else { "*" };
         report.push_str(&format!(" {:>7}", format!("sm_{}{mark}", r.target)));
@@ -246,7 +246,7 @@ fn ptxas_every_image_no_spills() {
     for (m, op) in OPS {
         for d in DTYPES {
             let name = format!("{op}_{d}");
-            let mut row = format!("{name:<30}");
+            let mut row = format!("{name:<34}");
             let (mut smem, mut stack, mut spills) = (0, 0, 0);
             for r in &runs {
                 let Some(u) = r.usage.get(&name) else {

@@ -138,7 +138,14 @@ fn bf16_case_runs_end_to_end() {
     use gradops::DType;
     let mut rng = Rng::new(21);
     let f32s = |rng: &mut Rng, shape: &[usize]| random(rng, shape).cast(DType::F32);
-    let cases: Vec<(&str, &str, serde_json::Value, Vec<(&str, HostArray)>)> = vec![
+    // (op, layout, attrs, inputs)
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        serde_json::Value,
+        Vec<(&'a str, HostArray)>,
+    );
+    let cases: Vec<Case> = vec![
         (
             "resize_grad",
             "NCHW",

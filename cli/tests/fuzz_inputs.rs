@@ -336,9 +336,10 @@ fn random_input(rng: &mut Rng) -> HostArray {
     let shape: Vec<usize> = (0..rank).map(|_| rng.range(0, 4)).collect();
     let n = shape.iter().product();
     let a = HostArray::new(shape, rng.vec(n));
-    match rng.range(0, 6) {
+    match rng.range(0, 7) {
         0 => a.cast(gradops::DType::F16),
         1 => a.cast(gradops::DType::F64),
+        2 => a.cast(gradops::DType::BF16),
         _ => a,
     }
 }
@@ -408,6 +409,7 @@ fn fuzz_case_files() {
         json!({"op": "max_pool_grad", "attrs": {"ksize": [2, 2], "strides": [1, 1], "padding": "VALID"}, "inputs": {"dy": "x.npy", "x": "x.npy"}, "output": "o.npy"}),
         json!({"op": "resize_grad", "layout": "NCHW", "attrs": {"mode": "linear", "scales": null}, "inputs": {"dy": "x.npy", "x": "x.npy"}, "output": "o.npy"}),
         json!({"op": "conv2d_backprop_input", "attrs": {"input_shape": [1, 2, 2, 1], "padding": [[0, 0], [1, 1]], "dim_rounding_mode": "ceil"}, "inputs": {"dy": "x.npy", "filter": "x.npy"}, "output": "o.npy"}),
+        json!({"op": "max_pool_grad", "dtype": "bf16", "attrs": {"ksize": [2, 2]}, "inputs": {"dy": "x.npy", "x": "x.npy"}, "output": "o.npy"}),
     ]
     .iter()
     .map(|v| v.to_string())
