@@ -245,8 +245,10 @@ fn conv2d_is_adjoint_of_conv2d_backprop_filter() {
         )
         .unwrap();
         close(
-            dot(&y.data, &dy),
-            dot(&w, &dw.data),
+            &y.data,
+            &dy,
+            &w,
+            &dw.data,
             &format!("filter {layout} {fl:?} {xd:?} {fshape:?} {attrs:?}"),
         );
         checked += 1;
