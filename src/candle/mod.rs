@@ -149,6 +149,7 @@ fn no_cuda(op: &'static str) -> candle_core::Error {
 }
 
 /// One CUDA forward per op: the real one with `candle-cuda`, else the error above.
+#[cfg(feature = "candle-cuda")]
 macro_rules! cuda_fwd1 {
     ($op:literal) => {
         fn cuda_fwd(
@@ -156,17 +157,25 @@ macro_rules! cuda_fwd1 {
             s: &CudaStorage,
             l: &CLayout,
         ) -> candle_core::Result<(CudaStorage, Shape)> {
-            #[cfg(feature = "candle-cuda")]
-            return cuda::Run1::run(self, s, l);
-            #[cfg(not(feature = "candle-cuda"))]
-            {
-                let _ = (s, l);
-                Err(no_cuda($op))
-            }
+            cuda::Run1::run(self, s, l)
         }
     };
 }
 
+#[cfg(not(feature = "candle-cuda"))]
+macro_rules! cuda_fwd1 {
+    ($op:literal) => {
+        fn cuda_fwd(
+            &self,
+            _: &CudaStorage,
+            _: &CLayout,
+        ) -> candle_core::Result<(CudaStorage, Shape)> {
+            Err(no_cuda($op))
+        }
+    };
+}
+
+#[cfg(feature = "candle-cuda")]
 macro_rules! cuda_fwd2 {
     ($op:literal) => {
         fn cuda_fwd(
@@ -176,13 +185,22 @@ macro_rules! cuda_fwd2 {
             s2: &CudaStorage,
             l2: &CLayout,
         ) -> candle_core::Result<(CudaStorage, Shape)> {
-            #[cfg(feature = "candle-cuda")]
-            return cuda::Run2::run(self, s1, l1, s2, l2);
-            #[cfg(not(feature = "candle-cuda"))]
-            {
-                let _ = (s1, l1, s2, l2);
-                Err(no_cuda($op))
-            }
+            cuda::Run2::run(self, s1, l1, s2, l2)
+        }
+    };
+}
+
+#[cfg(not(feature = "candle-cuda"))]
+macro_rules! cuda_fwd2 {
+    ($op:literal) => {
+        fn cuda_fwd(
+            &self,
+            _: &CudaStorage,
+            _: &CLayout,
+            _: &CudaStorage,
+            _: &CLayout,
+        ) -> candle_core::Result<(CudaStorage, Shape)> {
+            Err(no_cuda($op))
         }
     };
 }
