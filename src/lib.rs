@@ -23,6 +23,10 @@
 //! themselves. Against an f64 reference on the same rounded inputs the results are within a
 //! relative L2 error of 1e-10 (f64), 1e-5 (f32), 2e-3 (f16) and 1e-2 (bf16), the SPEC's
 //! tolerances.
+//!
+//! With the `candle` feature, `gradops::candle` has candle-`Tensor` versions of the forwards
+//! whose backward passes are these ops, for training with candle's autograd (`candle-cuda`:
+//! on candle's CUDA device too).
 
 #![warn(missing_docs)]
 
