@@ -9,9 +9,10 @@
 # Each stub is a shared library exporting every function cudarc's bindings for that library
 # declare (read from cudarc's own sources, so the list follows the cudarc in Cargo.lock),
 # each an empty body: enough to link, useless to run. libcudart is the real one from the
-# pinned toolchain (.cuda-toolchain, scripts/install-cuda-toolchain.sh). libcuda's stub has
-# the driver's soname, libcuda.so.1, so a binary built here loads the real driver where
-# there is one; the others are named as a CUDA toolkit names its development links.
+# pinned toolchain (.cuda-toolchain, scripts/install-cuda-toolchain.sh). Each stub carries
+# the real library's soname (the driver's libcuda.so.1; CUDA 13's libnvrtc.so.13,
+# libcublas.so.13, libcublasLt.so.13, libcurand.so.10, like the pinned libcudart.so.13), so
+# a binary built here loads the real libraries where they are on the library path.
 #
 # Use (what .ci/run does): CUDA_ROOT=DIR makes cudarc search DIR/lib (cudarc reads
 # CUDA_ROOT; gradops' build.rs and candle's kernel build find nvcc through NVCC):
@@ -54,10 +55,10 @@ EOF
   "$CC" -shared -fPIC -o "$DEST/lib/lib$lib.so" -Wl,-soname,"$soname" "$DEST/$lib.c"
 done <<'LIBS'
 cuda libcuda.so.1 driver/sys/mod.rs
-nvrtc libnvrtc.so nvrtc/sys/mod.rs
-curand libcurand.so curand/sys/mod.rs
-cublas libcublas.so cublas/sys/mod.rs
-cublasLt libcublasLt.so cublaslt/sys/mod.rs
+nvrtc libnvrtc.so.13 nvrtc/sys/mod.rs
+curand libcurand.so.10 curand/sys/mod.rs
+cublas libcublas.so.13 cublas/sys/mod.rs
+cublasLt libcublasLt.so.13 cublaslt/sys/mod.rs
 LIBS
 ln -sf "$CUDART" "$DEST/lib/libcudart.so"
 echo "$DEST/lib"
