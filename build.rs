@@ -7,7 +7,8 @@
 //! nvcc is looked up in order: `$NVCC`, `$CUDA_HOME/bin/nvcc`, `$CUDA_PATH/bin/nvcc`,
 //! `nvcc` on `PATH`, then the project's own `.cuda-toolchain/` (installed by
 //! `bash scripts/install-cuda-toolchain.sh`). Without nvcc the crate builds CPU-only and
-//! prints one warning; with `GRADOPS_REQUIRE_CUDA=1` a missing nvcc or a failed compile
+//! prints one warning (on docs.rs, `DOCS_RS` set, nvcc is not looked for); with
+//! `GRADOPS_REQUIRE_CUDA=1` a missing nvcc or a failed compile
 //! fails the build. `GRADOPS_CUDA_ARCH` (default `75,80,90`) is a comma-separated list of
 //! virtual architectures (`75`, `sm_80`, `compute_90` all accepted, also alone); each kernel
 //! file is compiled once per architecture, all in parallel, with `__CUDA_ARCH__` set to
@@ -46,6 +47,7 @@ fn main() {
         "GRADOPS_REQUIRE_CUDA",
         "GRADOPS_TOOLCHAIN_DIR",
         "GRADOPS_NVCC_FLAGS",
+        "DOCS_RS",
     ] {
         println!("cargo:rerun-if-env-changed={v}");
     }
@@ -85,10 +87,21 @@ fn main() {
         Err(msg) => fail_or_cpu(require, &out, &msg, None, &[]),
     };
 
+    // docs.rs has no nvcc (and needs no kernels to document the API).
+    if env::var_os("DOCS_RS").is_some_and(|v| !v.is_empty()) && !require {
+        fail_or_cpu(
+            false,
+            &out,
+            "gradops: docs.rs build (DOCS_RS set): CUDA kernels not compiled",
+            None,
+            &archs,
+        );
+    }
     let Some(nvcc) = find_nvcc(&toolchain_dir) else {
         let msg = format!(
             "gradops: nvcc not found (NVCC, CUDA_HOME, CUDA_PATH, PATH, {}); building \
-             CPU-only. For the CUDA kernels run `{INSTALL_HINT}` and rebuild.",
+             CPU-only. For the CUDA kernels install nvcc (in a gradops checkout: \
+             `{INSTALL_HINT}`) and rebuild.",
             toolchain_dir.display()
         );
         fail_or_cpu(require, &out, &msg, None, &archs)

@@ -2,9 +2,27 @@
 // conv2d_backprop_input (implicit GEMM of the transposed convolution, shared-memory
 // tiles) and conv2d_backprop_filter_partial + conv2d_backprop_filter_reduce (implicit
 // GEMM over the output pixels, split-K with a fixed split, reduced in split order).
-// Filter is HWIO [kh, kw, ci/groups, co] in every layout (the filter gradient may be
-// written OIHW). Accumulation in Acc, fixed order, each output written once, no atomics.
+// The forward and backprop_input read the filter HWIO [kh, kw, ci/groups, co] or OIHW
+// [co, ci/groups, kh, kw] (p.filter_layout) through per-axis strides; the filter gradient
+// is accumulated HWIO and may be written OIHW. Accumulation in Acc, fixed order, each
+// output written once, no atomics.
 #include "common.cuh"
+
+// Element strides of the filter's four axes (ky, kx, c within the group, o).
+struct GoFilterStrides {
+    go_i64 ky, kx, c, o;
+};
+
+GO_DEV GoFilterStrides go_filter_strides(const GoConvParams& p) {
+    const go_i64 cig = p.ci / p.groups;
+    GoFilterStrides s;
+    if (p.filter_layout == GO_FILTER_OIHW) {
+        s.kx = 1; s.ky = p.kw; s.c = p.kh * p.kw; s.o = cig * p.kh * p.kw;
+    } else {
+        s.o = 1; s.c = p.co; s.kx = cig * p.co; s.ky = p.kw * cig * p.co;
+    }
+    return s;
+}
 
 // ---------------------------------------------------------------------------------
 // conv2d_forward: y[n, o, oy, ox] = sum_{ky, kx, c in o's group}
@@ -17,6 +35,7 @@ GO_DEV void conv2d_forward_body(const GoConvParams& p) {
     const T* __restrict__ w = reinterpret_cast<const T*>(p.w);
     T* __restrict__ y = reinterpret_cast<T*>(p.y);
     const go_i64 cig = p.ci / p.groups, cog = p.co / p.groups;
+    const GoFilterStrides fs = go_filter_strides(p);
     const go_i64 total = p.n * p.co * p.ho * p.wo;
     for (go_i64 i = go_tid_x(); i < total; i += go_stride_x()) {
         go_i64 n, o, oy, ox;
@@ -29,10 +48,10 @@ GO_DEV void conv2d_forward_body(const GoConvParams& p) {
             for (go_i64 kx = 0; kx < p.kw; ++kx) {
                 const go_i64 ix = ox * p.sw - p.pad_left + kx * p.dw;
                 if (ix < 0 || ix >= p.wi) continue;
-                const T* wrow = w + (ky * p.kw + kx) * cig * p.co + o;
+                const T* wrow = w + ky * fs.ky + kx * fs.kx + o * fs.o;
                 for (go_i64 c = 0; c < cig; ++c) {
                     const go_i64 xi = go_index(p.layout, n, g * cig + c, iy, ix, p.ci, p.hi, p.wi);
-                    acc += go_to_acc(go_ldg(x + xi)) * go_to_acc(go_ldg(wrow + c * p.co));
+                    acc += go_to_acc(go_ldg(x + xi)) * go_to_acc(go_ldg(wrow + c * fs.c));
                 }
             }
         }
@@ -70,6 +89,7 @@ GO_DEV void conv2d_backprop_input_layout(const GoConvParams& p) {
     const go_i64 cig = p.ci / p.groups, cog = p.co / p.groups;
     const go_i64 ctiles = (cig + TC - 1) / TC;
     const go_i64 phases = p.sh * p.sw;
+    const GoFilterStrides fs = go_filter_strides(p);
 
     for (go_i64 ph = blockIdx.z; ph < phases; ph += gridDim.z) {
         const go_i64 ry = ph / p.sw, rx = ph % p.sw;
@@ -122,7 +142,7 @@ GO_DEV void conv2d_backprop_input_layout(const GoConvParams& p) {
                         const go_i64 qx = (x0 + p.pad_left - kx * p.dw) / p.sw;
                         const go_i64 tap_off = qy * row_stride + qx * col_stride;
                         // W[ky, kx, c_base + cl, g*cog + o]
-                        const T* wtap = w + ((ky * p.kw + kx) * cig + c_base) * p.co + g * cog;
+                        const T* wtap = w + ky * fs.ky + kx * fs.kx + c_base * fs.c + g * cog * fs.o;
                         bool ok[4];
 #pragma unroll
                         for (int r = 0; r < 4; ++r) {
@@ -147,7 +167,7 @@ GO_DEV void conv2d_backprop_input_layout(const GoConvParams& p) {
                                 const int k = t % TK, cl = t / TK + 16 * r;
                                 const go_i64 o = o0 + k;
                                 A v = A(0);
-                                if (o < cog && c_base + cl < cig) v = go_to_acc(go_ldg(wtap + cl * p.co + o));
+                                if (o < cog && c_base + cl < cig) v = go_to_acc(go_ldg(wtap + cl * fs.c + o * fs.o));
                                 Bs[k][cl] = v;
                             }
                             __syncthreads();

@@ -34,10 +34,6 @@
 #define GO_CONV_FILTER_TILE_N 64
 #define GO_CONV_FILTER_TILE_K 16
 
-/* filter_layout of conv2d_backprop_filter_reduce. */
-#define GO_FILTER_HWIO 0
-#define GO_FILTER_OIHW 1
-
 /* Static shared memory of the tiled resize kernel (bytes): the horizontal-pass rows of
  * one tile (span_h rows x tile_w columns of Acc) and its y taps (max_taps weights and
  * row offsets, tile_h + 1 tap offsets). The host picks tile_h so that they fit. */
@@ -102,8 +98,14 @@ typedef struct GoResizeParams {
     int32_t reserved2;
 } GoResizeParams;
 
+/* Filter storage orders of GoConvParams.filter_layout (and of the filter gradient that
+ * conv2d_backprop_filter_reduce writes). */
+#define GO_FILTER_HWIO 0 /* [kh, kw, ci/groups, co] (TensorFlow's) */
+#define GO_FILTER_OIHW 1 /* [co, ci/groups, kh, kw] (PyTorch's) */
+
 /* conv2d_forward_<dtype> and conv2d_backprop_input_<dtype>.
- * x: [n, ci, hi, wi], filter HWIO [kh, kw, ci/groups, co], y: [n, co, ho, wo] (layout).
+ * x: [n, ci, hi, wi], filter HWIO [kh, kw, ci/groups, co] or OIHW [co, ci/groups, kh, kw]
+ * (filter_layout), y: [n, co, ho, wo] (layout).
  * forward reads x, w and writes y; backprop_input reads y (= dy), w and writes x (= dx).
  * y = oy*sh - pad_top + ky*dh, x = ox*sw - pad_left + kx*dw.
  * forward launch: block (256,1,1), grid.x any (grid-stride over all outputs).
@@ -131,7 +133,7 @@ typedef struct GoConvParams {
     int64_t pad_left;
     int64_t groups;
     int32_t layout;
-    int32_t reserved;
+    int32_t filter_layout; /* GO_FILTER_HWIO or GO_FILTER_OIHW */
 } GoConvParams;
 
 /* conv2d_backprop_filter_partial_<dtype> and conv2d_backprop_filter_reduce_<dtype>
@@ -180,6 +182,8 @@ typedef struct GoConvFilterParams {
  *   with no in-bounds cell (its y is the lowest finite value of T).
  * max_pool_grad_<dtype>: dx [n, c, hi, wi] from x and dy (argmax recomputed, TF rule).
  * max_pool_grad_argmax_<dtype>: dx from dy and argmax (x unused).
+ * The forwards write argmax only when it is non-zero (a caller that does not keep it
+ * passes 0).
  * Window (oy, ox) covers rows oy*sh - pad_top + [0, kh), cols ox*sw - pad_left + [0, kw).
  * Launch: block (256,1,1), grid.x any (grid-stride over all outputs).
  *

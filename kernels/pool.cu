@@ -47,7 +47,7 @@ GO_DEV void max_pool_forward_body(const GoPoolParams& p) {
         T best;
         const go_i64 arg = pool_window_argmax<T>(p, x, n, c, oy, ox, &best);
         y[i] = best;
-        am[i] = arg;
+        if (am) am[i] = arg;
     }
 }
 

@@ -81,6 +81,8 @@ if [[ "$MODE" == prebuild ]]; then
     [[ -n "$exe" ]] && cp "$exe" "target/gpu-bundle/$t"
   done
   cp target/release/gradops target/gpu-bundle/ 2>/dev/null || true
+  cargo build --release --example train_cuda &&
+    cp target/release/examples/train_cuda target/gpu-bundle/ 2>/dev/null || true
   # sm_90 machine code of the compute_90 images, for `cuobjdump -sass` on the GPU machine
   # (the crate embeds PTX only; the driver compiles it there).
   out_dir="$(ls -td target/release/build/gradops-*/out 2>/dev/null | head -1)"
@@ -105,11 +107,13 @@ if [[ "$MODE" == build ]]; then
   step gpu_properties cargo test --release --test properties cuda -- --nocapture
   GPU_TEST="$(test_exe cuda_ops)"
   [[ -x target/release/gradops ]] && step info target/release/gradops info
+  step train_cuda cargo run --release --example train_cuda
 else
   GPU_TEST="$BUNDLE/cuda_ops"
   step gpu_tests "$GPU_TEST" --nocapture --test-threads=1
   [[ -x "$BUNDLE/properties" ]] && step gpu_properties "$BUNDLE/properties" cuda --nocapture
   [[ -x "$BUNDLE/gradops" ]] && step info "$BUNDLE/gradops" info
+  [[ -x "$BUNDLE/train_cuda" ]] && step train_cuda "$BUNDLE/train_cuda"
 fi
 
 SAN="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)"

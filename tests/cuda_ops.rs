@@ -17,8 +17,8 @@ mod gpu {
     use gradops::cuda::{self, DeviceTensorMut, DeviceTensorRef};
     use gradops::geometry::{CoordinateTransform, NearestMode, ResizeMode};
     use gradops::{
-        bf16, f16, Conv2dAttrs, Element, FilterRef, Layout, MaxPoolAttrs, Padding, ResizeAttrs,
-        TensorRef,
+        bf16, f16, Conv2dAttrs, Element, FilterLayout, FilterRef, Layout, MaxPoolAttrs, Padding,
+        ResizeAttrs, TensorRef,
     };
 
     fn gpu_or_skip(test: &str) -> bool {
@@ -283,6 +283,31 @@ mod gpu {
             bits(&d2.data),
             "conv2d_backprop_input not deterministic"
         );
+        // The same filter stored OIHW, read in place by the device kernels.
+        let cig = ci / groups;
+        let mut oihw = vec![T::default(); wv.len()];
+        for (i, v) in wv.iter().enumerate() {
+            // HWIO index ((ky * k + kx) * cig + c) * co + o
+            let (o, c, kx, ky) = (i % co, i / co % cig, i / co / cig % k, i / co / cig / k);
+            oihw[((o * cig + c) * k + ky) * k + kx] = *v;
+        }
+        let oshape = [co, ci / groups, k, k];
+        let oattrs = attrs.filter_layout(FilterLayout::Oihw);
+        let y_o = cuda::host::conv2d(
+            TensorRef::new(&x, xs, layout),
+            FilterRef::new(&oihw, oshape),
+            &oattrs,
+        )
+        .unwrap();
+        assert_eq!(bits(&y_o.data), bits(&y_gpu.data), "conv2d OIHW vs HWIO");
+        let d_o =
+            cuda::host::conv2d_backprop_input(dyt, FilterRef::new(&oihw, oshape), xs, &oattrs)
+                .unwrap();
+        assert_eq!(
+            bits(&d_o.data),
+            bits(&d1.data),
+            "conv2d_backprop_input OIHW vs HWIO"
+        );
     }
 
     #[test]
@@ -396,16 +421,12 @@ mod gpu {
         let s = cuda::context().unwrap().new_stream().unwrap();
         let (dx, ddy) = (s.clone_htod(&x).unwrap(), s.clone_htod(&dy).unwrap());
         let mut ddw = s.alloc_zeros::<f32>(host.data.len()).unwrap();
-        cuda::conv2d_backprop_filter(
+        cuda::conv2d_backprop_filter_into(
             &s,
-            &dx,
-            xs,
-            &ddy,
-            dys,
-            fshape,
-            Layout::Nhwc,
+            DeviceTensorRef::new(dx.as_view(), xs, Layout::Nhwc).unwrap(),
+            DeviceTensorRef::new(ddy.as_view(), dys, Layout::Nhwc).unwrap(),
             &attrs,
-            &mut ddw,
+            DeviceTensorMut::new(ddw.as_view_mut(), fshape, Layout::Nhwc).unwrap(),
         )
         .unwrap();
         let got = s.clone_dtoh(&ddw).unwrap();
@@ -595,16 +616,14 @@ mod gpu {
                 DeviceTensorMut::new(dg.as_view_mut(), [n, c, hi, wi], layout).unwrap(),
             )
             .unwrap();
-            let pdy = dg.slice(0..pdy_len);
-            cuda::max_pool_grad(
+            // The pool's dy is an offset-free prefix view of g; x and dx whole buffers.
+            cuda::max_pool_grad_into(
                 &s2,
-                &pdy,
-                [n, c, hi / 2, wi / 2],
-                &dx_host,
-                [n, c, hi, wi],
-                layout,
+                DeviceTensorRef::new(dg.slice(0..pdy_len), [n, c, hi / 2, wi / 2], layout).unwrap(),
+                DeviceTensorRef::new(dx_host.as_view(), [n, c, hi, wi], layout).unwrap(),
+                None,
                 &pool,
-                &mut dout,
+                DeviceTensorMut::new(dout.as_view_mut(), [n, c, hi, wi], layout).unwrap(),
             )
             .unwrap();
             let got = s2.clone_dtoh(&dout).unwrap();
@@ -613,6 +632,143 @@ mod gpu {
                 "stream ordering (two_streams={two_streams})"
             );
         }
+    }
+
+    /// The device API itself: offset views (inputs and outputs inside larger, poisoned
+    /// buffers, at addresses that are not 16-byte aligned), `_into` against the allocating
+    /// variants, the TF resize grads, the OIHW filter, a max pool with no argmax buffer on
+    /// the generic kernel, and the typed errors for a wrong length, shape or layout.
+    #[test]
+    fn gpu_device_api_views_and_errors_or_skipped() {
+        if !gpu_or_skip("gpu_device_api_views_and_errors_or_skipped") {
+            return;
+        }
+        let st = cuda::stream().unwrap();
+        let layout = Layout::Nhwc;
+        let mut rng = Rng(23);
+        // resize_grad: dy [2, 16, 12, 8] -> dx [2, 8, 6, 8] (nearest 2x: the box kernel).
+        let (dys, xs) = ([2, 16, 12, 8], [2, 8, 6, 8]);
+        let (dyn_, xn) = (2 * 16 * 12 * 8, 2 * 8 * 6 * 8);
+        let attrs = ResizeAttrs::new(ResizeMode::Nearest)
+            .coordinate_transformation_mode(CoordinateTransform::Asymmetric)
+            .nearest_mode(NearestMode::Floor);
+        let dy: Vec<f32> = rng.vec(dyn_);
+        let want = gradops::resize_grad(TensorRef::new(&dy, dys, layout), xs, &attrs).unwrap();
+        let off = 3; // 12 bytes: not 16-byte aligned
+        let mut padded = vec![f32::NAN; off + dyn_ + 5];
+        padded[off..off + dyn_].copy_from_slice(&dy);
+        let big_dy = st.clone_htod(&padded).unwrap();
+        let mut big_dx = st.clone_htod(&vec![-7.0f32; off + xn + 5]).unwrap();
+        let dyv = DeviceTensorRef::new(big_dy.slice(off..off + dyn_), dys, layout).unwrap();
+        cuda::resize_grad_into(
+            &st,
+            dyv.clone(),
+            &attrs,
+            DeviceTensorMut::new(big_dx.slice_mut(off..off + xn), xs, layout).unwrap(),
+        )
+        .unwrap();
+        let got = st.clone_dtoh(&big_dx).unwrap();
+        let e = rel(&got[off..off + xn], &want.data);
+        assert!(e <= 1e-6, "offset views: rel err {e:e}");
+        assert!(
+            got[..off]
+                .iter()
+                .chain(&got[off + xn..])
+                .all(|&v| v == -7.0),
+            "a write outside the output view"
+        );
+        let alloc = cuda::resize_grad(&st, dyv.clone(), xs, &attrs).unwrap();
+        assert_eq!(alloc.shape(), xs);
+        let e = rel(&alloc.to_host().unwrap().data, &want.data);
+        assert!(e <= 1e-6, "allocating resize_grad: rel err {e:e}");
+
+        // TF resize grads.
+        let tf = gradops::TfResizeAttrs::default().half_pixel_centers(true);
+        let want =
+            gradops::resize_bilinear_grad(TensorRef::new(&dy, dys, layout), xs, &tf).unwrap();
+        let got = cuda::resize_bilinear_grad(&st, dyv.clone(), xs, &tf).unwrap();
+        assert!(rel(&got.to_host().unwrap().data, &want.data) <= 1e-5);
+        let want = gradops::resize_nearest_neighbor_grad(TensorRef::new(&dy, dys, layout), xs, &tf)
+            .unwrap();
+        let got = cuda::resize_nearest_neighbor_grad(&st, dyv.clone(), xs, &tf).unwrap();
+        assert!(rel(&got.to_host().unwrap().data, &want.data) <= 1e-5);
+
+        // Errors: wrong length, wrong output shape, mismatched layout.
+        let e = DeviceTensorRef::new(big_dy.slice(0..10), dys, layout).unwrap_err();
+        assert!(matches!(e, gradops::Error::BufferLen { .. }), "{e}");
+        // x's channels (NHWC: the last axis) differ from dy's.
+        let mut dx_wrong = cuda::DeviceTensor::<f32>::zeros(&st, [2, 8, 6, 4], layout).unwrap();
+        let e = cuda::resize_grad_into(&st, dyv.clone(), &attrs, dx_wrong.view_mut()).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                gradops::Error::Shape {
+                    op: "resize_grad",
+                    arg: "dy",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let mut dx_nchw = cuda::DeviceTensor::<f32>::zeros(&st, xs, Layout::Nchw).unwrap();
+        let e = cuda::resize_grad_into(&st, dyv, &attrs, dx_nchw.view_mut()).unwrap_err();
+        assert!(matches!(e, gradops::Error::Shape { arg: "dx", .. }), "{e}");
+
+        // conv2d_backprop_input with an OIHW filter, _into vs allocating.
+        let (n, ci, co, h, w) = (2, 5, 7, 9, 8);
+        let cattrs = Conv2dAttrs::default()
+            .padding(Padding::Same)
+            .strides([2, 1])
+            .filter_layout(FilterLayout::Oihw);
+        let f: Vec<f64> = rng.vec(co * ci * 3 * 3);
+        let fshape = [co, ci, 3, 3];
+        let x_shape = [n, h, w, ci];
+        let y_cpu = gradops::conv2d(
+            TensorRef::new(&rng.vec::<f64>(n * h * w * ci), x_shape, layout),
+            FilterRef::new(&f, fshape),
+            &cattrs,
+        )
+        .unwrap();
+        let dy: Vec<f64> = rng.vec(y_cpu.data.len());
+        let want = gradops::conv2d_backprop_input(
+            TensorRef::new(&dy, y_cpu.shape, layout),
+            FilterRef::new(&f, fshape),
+            x_shape,
+            &cattrs,
+        )
+        .unwrap();
+        let ddy =
+            cuda::DeviceTensor::from_host(&st, TensorRef::new(&dy, y_cpu.shape, layout)).unwrap();
+        let dfl = st.clone_htod(&f).unwrap();
+        let filter = cuda::DeviceFilterRef::new(dfl.as_view(), fshape).unwrap();
+        let got =
+            cuda::conv2d_backprop_input(&st, ddy.view(), filter.clone(), x_shape, &cattrs).unwrap();
+        assert!(rel(&got.to_host().unwrap().data, &want.data) <= 1e-10);
+        let mut into = cuda::DeviceTensor::<f64>::zeros(&st, x_shape, layout).unwrap();
+        cuda::conv2d_backprop_input_into(&st, ddy.view(), filter, &cattrs, into.view_mut())
+            .unwrap();
+        assert_eq!(
+            bits(&into.to_host().unwrap().data),
+            bits(&got.to_host().unwrap().data)
+        );
+
+        // A window too large for any tile: the generic forward, without an argmax buffer.
+        let huge = MaxPoolAttrs::new([90, 90]).padding(Padding::Valid);
+        let xs = [1, 1, 96, 96];
+        let k = cuda::max_pool_kernel::<f64>(xs, Layout::Nchw, &huge, cuda::PoolKernel::Forward)
+            .unwrap();
+        assert_eq!(k, "max_pool_forward_f64");
+        let xv: Vec<f64> = rng.vec(96 * 96);
+        let xt = TensorRef::new(&xv, xs, Layout::Nchw);
+        let (y_cpu, _) = gradops::max_pool(xt, &huge, false).unwrap();
+        let dx = cuda::DeviceTensor::from_host(&st, xt).unwrap();
+        let (y, am) = cuda::max_pool(&st, dx.view(), &huge, false).unwrap();
+        assert!(am.is_none());
+        assert_eq!(
+            bits(&y.to_host().unwrap().data),
+            bits(&y_cpu.data),
+            "max_pool without argmax ({k})"
+        );
     }
 }
 

@@ -643,7 +643,7 @@ thread_local! {
 /// 1 and the source axis has `f * dst` entries (written here independently of the crate).
 fn box_of(t: &Table, src_len: usize) -> Option<usize> {
     let dst = t.offsets.len() - 1;
-    if dst == 0 || src_len % dst != 0 {
+    if dst == 0 || !src_len.is_multiple_of(dst) {
         return None;
     }
     let f = src_len / dst;
@@ -892,11 +892,11 @@ fn emulated_conv2d_forward_and_backprop_input() {
         return;
     };
     let mut rng = Rng(0x5eed_0002);
-    let mut ran = 0;
+    let (mut ran, mut ran_oihw) = (0, 0);
     for case in 0..cases() {
         // Every dtype in both layouts, and the every-4th special cases over several dtypes.
         let dt = DTS[(case + case / DTS.len()) % DTS.len()];
-        let layout = if (case / DTS.len()) % 2 == 0 {
+        let layout = if (case / DTS.len()).is_multiple_of(2) {
             NCHW
         } else {
             NHWC
@@ -935,9 +935,17 @@ fn emulated_conv2d_forward_and_backprop_input() {
         let what = format!(
             "conv {dt:?} layout={layout} n={n} ci={ci} co={co} g={groups} in={hi}x{wi} k={kh}x{kw} s={sh}x{sw} d={dh}x{dw} pad=({pt},{pb},{pl},{pr}) out={ho}x{wo}"
         );
+        // Half the cases store the filter OIHW (PyTorch's order), read through its strides.
+        let oihw = (case / 6) % 2 == 1;
+        let what = format!("{what} filter={}", if oihw { "OIHW" } else { "HWIO" });
         let w = rng.vec((kh * kw * cig * co) as usize, dt);
-        let widx =
-            |ky: i64, kx: i64, c: i64, o: i64| (((ky * kw + kx) * cig + c) * co + o) as usize;
+        let widx = |ky: i64, kx: i64, c: i64, o: i64| {
+            (if oihw {
+                ((o * cig + c) * kh + ky) * kw + kx
+            } else {
+                ((ky * kw + kx) * cig + c) * co + o
+            }) as usize
+        };
         let p = GoConvParams {
             x: 1,
             w: 2,
@@ -959,7 +967,11 @@ fn emulated_conv2d_forward_and_backprop_input() {
             pad_left: pl,
             groups,
             layout,
-            reserved: 0,
+            filter_layout: if oihw {
+                params::GO_FILTER_OIHW as i32
+            } else {
+                params::GO_FILTER_HWIO as i32
+            },
         };
         // Forward.
         let x = rng.vec((n * ci * hi * wi) as usize, dt);
@@ -1032,12 +1044,17 @@ fn emulated_conv2d_forward_and_backprop_input() {
             );
         }
         ran += 1;
+        ran_oihw += usize::from(oihw);
     }
+    assert!(
+        ran_oihw > 0 && ran_oihw < ran,
+        "both filter layouts ran ({ran_oihw} OIHW of {ran})"
+    );
     assert_every_dtype_ran(
         "emulated_conv2d_forward_and_backprop_input",
         &["conv2d_forward", "conv2d_backprop_input"],
     );
-    println!("emulated_conv2d_forward_and_backprop_input: {ran} random cases x 2 ops x 2 grids");
+    println!("emulated_conv2d_forward_and_backprop_input: {ran} random cases ({ran_oihw} with an OIHW filter) x 2 ops x 2 grids");
 }
 
 /// Degenerate conv geometry the SPEC accepts (issue 9): a zero-sized kernel axis, and an empty
@@ -1081,7 +1098,7 @@ fn emulated_conv2d_backprop_input_degenerate_geometry() {
                 pad_left: 0,
                 groups: 1,
                 layout,
-                reserved: 0,
+                filter_layout: params::GO_FILTER_HWIO as i32,
             };
             let dx_len = (n * ci * hi * wi) as usize;
             let w = vec![1.0; (kh * kw * ci * co) as usize];
@@ -1404,7 +1421,7 @@ fn emulated_max_pool() {
     for case in 0..cases() + DTS.len() {
         // Every dtype in both layouts, and the every-4th special cases over several dtypes.
         let dt = DTS[(case + case / DTS.len()) % DTS.len()];
-        let layout = if (case / DTS.len()) % 2 == 0 {
+        let layout = if (case / DTS.len()).is_multiple_of(2) {
             NCHW
         } else {
             NHWC
@@ -1675,6 +1692,26 @@ fn forward_checked(
             "{what}: {kernel} y[{i}] = {a}, expected {b}"
         );
     }
+    // Without an argmax buffer (address 0, as `max_pool(.., false)` launches it): the same
+    // y, and the (poisoned) argmax slot untouched.
+    let q = GoPoolParams { argmax: 0, ..*p };
+    let r0 = run_kernel(
+        kernel,
+        l,
+        &as_bytes(&q),
+        &[
+            BufSpec::In(dt.encode(x)),
+            BufSpec::Out(yref.len() * dt.size()),
+            BufSpec::Out(yref.len() * 8),
+            BufSpec::In(vec![]),
+            BufSpec::In(vec![]),
+        ],
+    );
+    assert_eq!(r0[1], r[1], "{what}: {kernel} y without argmax");
+    assert!(
+        r0[2].iter().all(|&b| b == 0xFF),
+        "{what}: {kernel} stored an argmax at address 0"
+    );
     r[2].clone()
 }
 

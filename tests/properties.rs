@@ -271,7 +271,7 @@ impl ConvCase {
         // groups = Ci / filter_in_channels must divide Ci and Co (a zero group count too:
         // no input channels is a channel mismatch, as TF's "evenly divisible" check).
         let (ci, fci) = (self.xd.c, self.fci);
-        if fci == 0 || ci == 0 || ci % fci != 0 || self.co % (ci / fci) != 0 {
+        if fci == 0 || ci == 0 || ci % fci != 0 || !self.co.is_multiple_of(ci / fci) {
             return None;
         }
         let (ho, top) = spec_axis(

@@ -220,7 +220,7 @@ fn reads_a_hand_written_npy() {
     let d = dir("handmade");
     let header = "{'descr': '<f2', 'fortran_order': False, 'shape': (1, 1, 2, 2), }";
     let mut h = header.to_string();
-    while (10 + h.len() + 1) % 64 != 0 {
+    while !(10 + h.len() + 1).is_multiple_of(64) {
         h.push(' ');
     }
     h.push('\n');

@@ -15,10 +15,10 @@ use super::{
     contiguous_range, dims4, wrap, Conv2d, Conv2dBackpropFilter, Conv2dBackpropInput, MaxPool,
     MaxPoolGrad, Resize, ResizeGrad,
 };
-use crate::cuda::{DeviceTensorMut, DeviceTensorRef};
-use crate::ops::conv2d::{plan_conv2d, plan_conv2d_backprop_input};
+use crate::cuda::{DeviceFilterRef, DeviceTensorMut, DeviceTensorRef};
+use crate::ops::conv2d::plan_conv2d;
 use crate::ops::max_pool::plan_max_pool;
-use crate::{bf16, f16, Element, Error, FilterLayout, Layout};
+use crate::{bf16, f16, Element, Error, Layout};
 
 /// The element types gradops, candle and cudarc all have on the device.
 pub(crate) trait Float: Element + CudaDType {}
@@ -195,6 +195,14 @@ fn tensor_ref<'a, T>(
     DeviceTensorRef::new(v, shape, Layout::Nchw).map_err(wrap)
 }
 
+/// An output buffer with its shape (NCHW; a filter gradient's shape is its filter's).
+fn tensor_mut<'a, T>(
+    buf: &'a mut CudaSlice<T>,
+    shape: [usize; 4],
+) -> candle_core::Result<DeviceTensorMut<'a, T>> {
+    DeviceTensorMut::new(buf.slice_mut(..), shape, Layout::Nchw).map_err(wrap)
+}
+
 impl Gpu1 for Resize {
     const OP: &'static str = "resize";
     const ARG: &'static str = "x";
@@ -207,8 +215,13 @@ impl Gpu1 for Resize {
     ) -> candle_core::Result<(CudaSlice<T>, [usize; 4])> {
         let out = [shape[0], shape[1], self.out_hw[0], self.out_hw[1]];
         let mut y = alloc::<T>(dev, out)?;
-        let ym = DeviceTensorMut::new(y.slice_mut(..), out, Layout::Nchw).map_err(wrap)?;
-        crate::cuda::resize_into(stream, tensor_ref(x, shape)?, &self.attrs, ym).map_err(wrap)?;
+        crate::cuda::resize_into(
+            stream,
+            tensor_ref(x, shape)?,
+            &self.attrs,
+            tensor_mut(&mut y, out)?,
+        )
+        .map_err(wrap)?;
         Ok((y, out))
     }
 }
@@ -245,17 +258,13 @@ impl Gpu1 for MaxPool {
         let g = plan_max_pool(Self::OP, shape, Layout::Nchw, &self.attrs).map_err(wrap)?;
         let out = Layout::Nchw.shape(g.output_dims());
         let mut y = alloc::<T>(dev, out)?;
-        // The forward kernel also writes each window's argmax; the backward recomputes it
-        // (TF's MaxPoolGrad), so this buffer is scratch.
-        let mut argmax = dev.alloc_zeros::<i64>(out.iter().product())?;
-        crate::cuda::max_pool(
+        // No argmax: the backward recomputes it (TF's MaxPoolGrad).
+        crate::cuda::max_pool_into(
             stream,
-            &x,
-            shape,
-            Layout::Nchw,
+            tensor_ref(x, shape)?,
             &self.attrs,
-            &mut y,
-            &mut argmax,
+            tensor_mut(&mut y, out)?,
+            None,
         )
         .map_err(wrap)?;
         Ok((y, out))
@@ -275,31 +284,25 @@ impl Gpu2 for MaxPoolGrad {
         x_shape: [usize; 4],
     ) -> candle_core::Result<(CudaSlice<T>, [usize; 4])> {
         let mut dx = alloc::<T>(dev, x_shape)?;
-        crate::cuda::max_pool_grad(
+        crate::cuda::max_pool_grad_into(
             stream,
-            &dy,
-            dy_shape,
-            &x,
-            x_shape,
-            Layout::Nchw,
+            tensor_ref(dy, dy_shape)?,
+            tensor_ref(x, x_shape)?,
+            None,
             &self.attrs,
-            &mut dx,
+            tensor_mut(&mut dx, x_shape)?,
         )
         .map_err(wrap)?;
         Ok((dx, x_shape))
     }
 }
 
-/// The CUDA conv kernels take HWIO filters; the public [`super::conv2d`] hands them one.
-fn hwio(op: &'static str, fl: FilterLayout) -> candle_core::Result<()> {
-    if fl != FilterLayout::Hwio {
-        return Err(wrap(Error::attr(
-            op,
-            "filter_layout",
-            "the CUDA kernels take HWIO filters (gradops::candle::conv2d transposes OIHW ones)",
-        )));
-    }
-    Ok(())
+/// A filter view (HWIO or OIHW, as the attributes say: both are read in place).
+fn filter_ref<'a, T>(
+    v: CudaView<'a, T>,
+    shape: [usize; 4],
+) -> candle_core::Result<DeviceFilterRef<'a, T>> {
+    DeviceFilterRef::new(v, shape).map_err(wrap)
 }
 
 impl Gpu2 for Conv2d {
@@ -314,19 +317,15 @@ impl Gpu2 for Conv2d {
         w: CudaView<'_, T>,
         w_shape: [usize; 4],
     ) -> candle_core::Result<(CudaSlice<T>, [usize; 4])> {
-        hwio(Self::OP, self.attrs.filter_layout)?;
         let g = plan_conv2d(x_shape, w_shape, Layout::Nchw, &self.attrs).map_err(wrap)?;
         let out = Layout::Nchw.shape(g.output_dims());
         let mut y = alloc::<T>(dev, out)?;
-        crate::cuda::conv2d(
+        crate::cuda::conv2d_into(
             stream,
-            &x,
-            x_shape,
-            &w,
-            w_shape,
-            Layout::Nchw,
+            tensor_ref(x, x_shape)?,
+            filter_ref(w, w_shape)?,
             &self.attrs,
-            &mut y,
+            tensor_mut(&mut y, out)?,
         )
         .map_err(wrap)?;
         Ok((y, out))
@@ -345,20 +344,13 @@ impl Gpu2 for Conv2dBackpropInput {
         w: CudaView<'_, T>,
         w_shape: [usize; 4],
     ) -> candle_core::Result<(CudaSlice<T>, [usize; 4])> {
-        hwio(Self::OP, self.attrs.filter_layout)?;
-        plan_conv2d_backprop_input(dy_shape, w_shape, self.x_shape, Layout::Nchw, &self.attrs)
-            .map_err(wrap)?;
         let mut dx = alloc::<T>(dev, self.x_shape)?;
-        crate::cuda::conv2d_backprop_input(
+        crate::cuda::conv2d_backprop_input_into(
             stream,
-            &dy,
-            dy_shape,
-            &w,
-            w_shape,
-            self.x_shape,
-            Layout::Nchw,
+            tensor_ref(dy, dy_shape)?,
+            filter_ref(w, w_shape)?,
             &self.attrs,
-            &mut dx,
+            tensor_mut(&mut dx, self.x_shape)?,
         )
         .map_err(wrap)?;
         Ok((dx, self.x_shape))
@@ -378,16 +370,12 @@ impl Gpu2 for Conv2dBackpropFilter {
         dy_shape: [usize; 4],
     ) -> candle_core::Result<(CudaSlice<T>, [usize; 4])> {
         let mut dw = alloc::<T>(dev, self.w_shape)?;
-        crate::cuda::conv2d_backprop_filter(
+        crate::cuda::conv2d_backprop_filter_into(
             stream,
-            &x,
-            x_shape,
-            &dy,
-            dy_shape,
-            self.w_shape,
-            Layout::Nchw,
+            tensor_ref(x, x_shape)?,
+            tensor_ref(dy, dy_shape)?,
             &self.attrs,
-            &mut dw,
+            tensor_mut(&mut dw, self.w_shape)?,
         )
         .map_err(wrap)?;
         Ok((dw, self.w_shape))

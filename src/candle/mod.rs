@@ -439,15 +439,8 @@ pub fn max_pool2d(x: &Tensor, attrs: &MaxPoolAttrs) -> candle_core::Result<Tenso
 /// `[C_out, C_in/groups, kh, kw]`, `Hwio` (the default of [`Conv2dAttrs`]) for TensorFlow's.
 /// Any strides, dilations, padding (`VALID`, `SAME`, explicit, non-square) and groups
 /// (`C_in / w`'s in-channels). Differentiable in `x` and `w`.
-///
-/// On CUDA an OIHW filter is transposed to HWIO (the kernels' order) by candle's
-/// differentiable `permute`, so `w`'s gradient comes back in `w`'s own layout.
+/// Both filter layouts are read in place, on the CPU and on CUDA.
 pub fn conv2d(x: &Tensor, w: &Tensor, attrs: &Conv2dAttrs) -> candle_core::Result<Tensor> {
-    if x.device().is_cuda() && attrs.filter_layout == FilterLayout::Oihw {
-        let hwio = w.permute((2, 3, 1, 0))?.contiguous()?;
-        let attrs = attrs.filter_layout(FilterLayout::Hwio);
-        return x.contiguous()?.apply_op2(&hwio, Conv2d { attrs });
-    }
     x.contiguous()?
         .apply_op2(&w.contiguous()?, Conv2d { attrs: *attrs })
 }

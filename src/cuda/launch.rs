@@ -192,9 +192,9 @@ pub fn resize_box_vec(p: &GoResizeParams, elem_size: usize, aligned: bool) -> bo
     let v = vec16(elem_size);
     aligned
         && if p.layout == GO_LAYOUT_NCHW as i32 {
-            p.box_w == 2 && nonneg(p.dst_w) % v == 0
+            p.box_w == 2 && nonneg(p.dst_w).is_multiple_of(v)
         } else {
-            nonneg(p.c) % v == 0
+            nonneg(p.c).is_multiple_of(v)
         }
 }
 

@@ -14,7 +14,9 @@ use super::params::{
     GO_LAYOUT_NCHW, GO_LAYOUT_NHWC,
 };
 use super::runtime::{cuda_err, function};
-use super::tensor::{same_context, same_layout, DeviceTensor, DeviceTensorMut, DeviceTensorRef};
+use super::tensor::{
+    same_context, same_layout, DeviceFilterRef, DeviceTensor, DeviceTensorMut, DeviceTensorRef,
+};
 use crate::geometry::ResizeMode;
 use crate::geometry::{ConvGeometry, PoolGeometry, ResizeAttrs, ResizePlan};
 use crate::ops::conv2d::{
@@ -24,7 +26,7 @@ use crate::ops::max_pool::{
     plan_max_pool, plan_max_pool_grad, plan_max_pool_grad_with_argmax, MaxPoolAttrs,
 };
 use crate::ops::resize::{plan_resize, plan_resize_grad, TfResizeAttrs};
-use crate::tensor::{check_dims, Dims, Layout};
+use crate::tensor::{check_buffer, check_dims, Dims, Layout};
 use crate::{Element, Error, Result};
 
 // SAFETY: the three params structs are #[repr(C)] (bindgen from kernels/params.h), hold
@@ -255,7 +257,7 @@ pub(crate) fn resize_raw<T: Element>(
     let l = match &how {
         ResizeKernel::Box(fh, fw) => {
             (p.box_h, p.box_w) = (*fh, *fw);
-            let aligned = src % 16 == 0 && dst % 16 == 0;
+            let aligned = src.is_multiple_of(16) && dst.is_multiple_of(16);
             p.vec = if launch::resize_box_vec(&p, std::mem::size_of::<T>(), aligned) {
                 launch::vec16(std::mem::size_of::<T>()) as i32
             } else {
@@ -576,13 +578,13 @@ pub fn resize_nearest_neighbor_into<T: Element>(
 
 // ------------------------------------------------------------------- conv ----
 
+/// The kernel parameters of a conv call; `[x, w, y]` are the device addresses.
 fn conv_params(
     op: &'static str,
     g: &ConvGeometry,
     layout: Layout,
-    x: u64,
-    w: u64,
-    y: u64,
+    fl: FilterLayout,
+    [x, w, y]: [u64; 3],
 ) -> Result<GoConvParams> {
     Ok(GoConvParams {
         x,
@@ -605,47 +607,23 @@ fn conv_params(
         pad_left: i64_of(op, "padding", g.w.pad_before)?,
         groups: i64_of(op, "groups", g.groups)?,
         layout: layout_code(layout),
-        reserved: 0,
+        filter_layout: match fl {
+            FilterLayout::Hwio => GO_FILTER_HWIO as i32,
+            FilterLayout::Oihw => GO_FILTER_OIHW as i32,
+        },
     })
 }
 
-fn hwio_only(op: &'static str, attrs: &Conv2dAttrs) -> Result<()> {
-    if attrs.filter_layout != FilterLayout::Hwio {
-        return Err(Error::attr(
-            op,
-            "filter_layout",
-            "the device API takes an HWIO filter; convert OIHW first (gradops::ops::conv2d::filter_as_hwio, or cuda::host)",
-        ));
-    }
-    Ok(())
-}
-
-fn filter_len(op: &'static str, g: &ConvGeometry, got: usize) -> Result<()> {
-    let [a, b, c, d] = g.filter_hwio();
-    check_dims(
-        op,
-        "filter",
-        got,
-        Dims {
-            n: a,
-            c: b,
-            h: c,
-            w: d,
-        },
-        Layout::Nchw,
-    )
-}
-
-pub(crate) fn conv_backprop_input_raw<T: Element>(
+/// Queues `conv2d_backprop_input_<T>` (sizes checked by the caller).
+fn conv_backprop_input_raw<T: Element>(
     stream: &Arc<CudaStream>,
     g: &ConvGeometry,
     layout: Layout,
-    dy: u64,
-    w: u64,
-    dx: u64,
+    fl: FilterLayout,
+    [dy, w, dx]: [u64; 3],
 ) -> Result<()> {
     const OP: &str = "conv2d_backprop_input";
-    let p = conv_params(OP, g, layout, dx, w, dy)?;
+    let p = conv_params(OP, g, layout, fl, [dx, w, dy])?;
     let Some(l) = launch::conv_backprop_input(&p) else {
         return Ok(());
     };
@@ -658,9 +636,10 @@ pub(crate) fn conv_backprop_input_raw<T: Element>(
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
     // SAFETY: conv2d_backprop_input_<T> takes one GoConvParams; x (= dx, written),
-    // y (= dy) and w point to buffers of exactly the geometry's input, output and HWIO
-    // filter sizes (checked by every caller); the kernel reads dy only at in-range
-    // (oy, ox) and writes each dx element of its tile once, for any grid size.
+    // y (= dy) and w point to buffers of exactly the geometry's input, output and filter
+    // sizes (the filter in p.filter_layout's order; checked by every caller); the kernel
+    // reads dy only at in-range (oy, ox) and the filter only at in-range (ky, kx, c, o),
+    // and writes each dx element of its tile once, for any grid size.
     unsafe { b.launch(config(l)) }
         .map_err(|e| cuda_err(OP, "launching conv2d_backprop_input", e))?;
     Ok(())
@@ -673,7 +652,7 @@ pub(crate) fn conv_filter_params(
     layout: Layout,
     filter_layout: FilterLayout,
 ) -> Result<GoConvFilterParams> {
-    let c = conv_params(op, g, layout, 0, 0, 0)?;
+    let c = conv_params(op, g, layout, FilterLayout::Hwio, [0; 3])?;
     let mut p = GoConvFilterParams {
         n: c.n,
         ci: c.ci,
@@ -723,14 +702,14 @@ fn conv_filter_ws_bytes<T: Element>(
         })
 }
 
-pub(crate) fn conv_backprop_filter_raw<T: Element>(
+/// Queues `conv2d_backprop_filter_partial_<T>` and `_reduce_<T>` (sizes checked by the
+/// caller); `[x, dy, dw]` are the device addresses.
+fn conv_backprop_filter_raw<T: Element>(
     stream: &Arc<CudaStream>,
     g: &ConvGeometry,
     layout: Layout,
     filter_layout: FilterLayout,
-    x: u64,
-    dy: u64,
-    dw: u64,
+    [x, dy, dw]: [u64; 3],
 ) -> Result<()> {
     const OP: &str = "conv2d_backprop_filter";
     let mut p = conv_filter_params(OP, g, layout, filter_layout)?;
@@ -779,16 +758,16 @@ pub(crate) fn conv_backprop_filter_raw<T: Element>(
     Ok(())
 }
 
-pub(crate) fn conv_forward_raw<T: Element>(
+/// Queues `conv2d_forward_<T>` (sizes checked by the caller).
+fn conv_forward_raw<T: Element>(
     stream: &Arc<CudaStream>,
     g: &ConvGeometry,
     layout: Layout,
-    x: u64,
-    w: u64,
-    y: u64,
+    fl: FilterLayout,
+    [x, w, y]: [u64; 3],
 ) -> Result<()> {
     const OP: &str = "conv2d";
-    let p = conv_params(OP, g, layout, x, w, y)?;
+    let p = conv_params(OP, g, layout, fl, [x, w, y])?;
     let Some(l) = launch::conv_forward(&p) else {
         return Ok(());
     };
@@ -796,94 +775,198 @@ pub(crate) fn conv_forward_raw<T: Element>(
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
     // SAFETY: conv2d_forward_<T> takes one GoConvParams; x, w and y point to buffers of
-    // exactly the geometry's input, HWIO filter and output sizes (checked by every
-    // caller); x is read only at in-range (iy, ix), each y element written once.
+    // exactly the geometry's input, filter (in p.filter_layout's order) and output sizes
+    // (checked by every caller); x is read only at in-range (iy, ix), each y element
+    // written once.
     unsafe { b.launch(config(l)) }.map_err(|e| cuda_err(OP, "launching conv2d_forward", e))?;
     Ok(())
 }
 
-/// `Conv2DBackpropInput` on device buffers: `dy` (`dy_shape`, `layout`) and an HWIO
-/// `filter` (`filter_shape`) to `dx` (`input_shape`).
-#[allow(clippy::too_many_arguments)]
-pub fn conv2d_backprop_input<T: Element>(
+/// Checks a conv call's device arguments: `a` (the input the output is computed from),
+/// the filter and the output `out`, against the geometry and the stream's context.
+fn conv_check<T>(
     stream: &Arc<CudaStream>,
-    dy: &impl DevicePtr<T>,
-    dy_shape: [usize; 4],
-    filter: &impl DevicePtr<T>,
-    filter_shape: [usize; 4],
-    input_shape: [usize; 4],
-    layout: Layout,
+    op: &'static str,
+    (a_arg, a, a_dims): (&'static str, &DeviceTensorRef<'_, T>, Dims),
+    filter: &DeviceFilterRef<'_, T>,
+    (out_arg, out, out_dims): (&'static str, &DeviceTensorMut<'_, T>, Dims),
+) -> Result<()> {
+    let layout = a.layout();
+    same_layout(op, out_arg, out.layout(), layout)?;
+    if out.dims() != out_dims {
+        return Err(Error::shape(
+            op,
+            out_arg,
+            format!(
+                "shape {:?} differs from the computed shape {:?}",
+                out.shape(),
+                layout.shape(out_dims)
+            ),
+        ));
+    }
+    check_dims(op, a_arg, a.len(), a_dims, layout)?;
+    check_buffer(op, "filter", filter.shape(), filter.len())?;
+    check_dims(op, out_arg, out.len(), out_dims, layout)?;
+    same_context(op, a_arg, stream, a.data())?;
+    same_context(op, "filter", stream, filter.data())?;
+    same_context(op, out_arg, stream, out.data())
+}
+
+/// Zeroes `out` on `stream` (an output that is an empty sum everywhere).
+fn zero_fill<T: Element>(
+    stream: &Arc<CudaStream>,
+    op: &'static str,
+    out: &mut DeviceTensorMut<'_, T>,
+) -> Result<()> {
+    if out.is_empty() {
+        return Ok(());
+    }
+    stream
+        .memset_zeros(out.data_mut())
+        .map_err(|e| cuda_err(op, "clearing the output", e))
+}
+
+/// TensorFlow `Conv2DBackpropInput` on the device into a caller buffer `dx` (the input's
+/// shape, `dy`'s layout), fully written. The filter is in `attrs.filter_layout`'s order
+/// (HWIO or OIHW, both read in place). Mirrors [`crate::conv2d_backprop_input_into`].
+pub fn conv2d_backprop_input_into<T: Element>(
+    stream: &Arc<CudaStream>,
+    dy: DeviceTensorRef<'_, T>,
+    filter: DeviceFilterRef<'_, T>,
     attrs: &Conv2dAttrs,
-    dx: &mut impl DevicePtrMut<T>,
+    mut dx: DeviceTensorMut<'_, T>,
 ) -> Result<()> {
     const OP: &str = "conv2d_backprop_input";
-    hwio_only(OP, attrs)?;
-    let g = plan_conv2d_backprop_input(dy_shape, filter_shape, input_shape, layout, attrs)?;
-    check_dims(OP, "dy", dy.len(), g.output_dims(), layout)?;
-    filter_len(OP, &g, filter.len())?;
-    check_dims(OP, "dx", dx.len(), g.input_dims(), layout)?;
-    let (a, _ga) = dy.device_ptr(stream);
-    let (b, _gb) = filter.device_ptr(stream);
-    let (c, _gc) = dx.device_ptr_mut(stream);
-    conv_backprop_input_raw::<T>(stream, &g, layout, a, b, c)
-}
-
-/// `Conv2DBackpropFilter` on device buffers: `x` (`x_shape`) and `dy` (`dy_shape`), both in
-/// `layout`, to `dw` (`filter_shape`, HWIO or OIHW as `attrs.filter_layout` says). The
-/// reduction over the output pixels is split in a fixed way (from the geometry only) into
-/// partial filters in a stream-ordered workspace, summed in split order by a second
-/// kernel: no atomics, the same bits on every run and every card.
-#[allow(clippy::too_many_arguments)]
-pub fn conv2d_backprop_filter<T: Element>(
-    stream: &Arc<CudaStream>,
-    x: &impl DevicePtr<T>,
-    x_shape: [usize; 4],
-    dy: &impl DevicePtr<T>,
-    dy_shape: [usize; 4],
-    filter_shape: [usize; 4],
-    layout: Layout,
-    attrs: &Conv2dAttrs,
-    dw: &mut impl DevicePtrMut<T>,
-) -> Result<()> {
-    const OP: &str = "conv2d_backprop_filter";
-    let g = plan_conv2d_backprop_filter(x_shape, dy_shape, filter_shape, layout, attrs)?;
-    check_dims(OP, "x", x.len(), g.input_dims(), layout)?;
-    check_dims(OP, "dy", dy.len(), g.output_dims(), layout)?;
-    check_dims(
+    same_layout(OP, "dx", dx.layout(), dy.layout())?;
+    let g = plan_conv2d_backprop_input(dy.shape(), filter.shape(), dx.shape(), dy.layout(), attrs)?;
+    conv_check(
+        stream,
         OP,
-        "dw",
-        dw.len(),
-        Layout::Nchw.dims(filter_shape),
-        Layout::Nchw,
+        ("dy", &dy, g.output_dims()),
+        &filter,
+        ("dx", &dx, g.input_dims()),
     )?;
-    let (a, _ga) = x.device_ptr(stream);
-    let (b, _gb) = dy.device_ptr(stream);
-    let (c, _gc) = dw.device_ptr_mut(stream);
-    conv_backprop_filter_raw::<T>(stream, &g, layout, attrs.filter_layout, a, b, c)
+    if dy.is_empty() || filter.is_empty() {
+        // Nothing maps (an empty dy, or a filter with a zero-sized axis): an all-zero dx.
+        return zero_fill(stream, OP, &mut dx);
+    }
+    let (a, _ga) = dy.data().device_ptr(stream);
+    let (b, _gb) = filter.data().device_ptr(stream);
+    let (c, _gc) = dx.data_mut().device_ptr_mut(stream);
+    conv_backprop_input_raw::<T>(stream, &g, dy.layout(), attrs.filter_layout, [a, b, c])
 }
 
-/// `conv2d` forward on device buffers (HWIO filter).
-#[allow(clippy::too_many_arguments)]
-pub fn conv2d<T: Element>(
+/// TensorFlow `Conv2DBackpropInput` on the device: the gradient of [`conv2d`] with
+/// respect to its input, of `input_shape` (`dy`'s layout). Mirrors
+/// [`crate::conv2d_backprop_input`].
+pub fn conv2d_backprop_input<T: Element>(
     stream: &Arc<CudaStream>,
-    x: &impl DevicePtr<T>,
-    x_shape: [usize; 4],
-    filter: &impl DevicePtr<T>,
-    filter_shape: [usize; 4],
-    layout: Layout,
+    dy: DeviceTensorRef<'_, T>,
+    filter: DeviceFilterRef<'_, T>,
+    input_shape: [usize; 4],
     attrs: &Conv2dAttrs,
-    y: &mut impl DevicePtrMut<T>,
+) -> Result<DeviceTensor<T>> {
+    const OP: &str = "conv2d_backprop_input";
+    plan_conv2d_backprop_input(dy.shape(), filter.shape(), input_shape, dy.layout(), attrs)?;
+    let mut dx = DeviceTensor::zeros_for(OP, "input_shape", stream, input_shape, dy.layout())?;
+    conv2d_backprop_input_into(stream, dy, filter, attrs, dx.view_mut())?;
+    Ok(dx)
+}
+
+/// 2-D convolution (cross-correlation, as TF) on the device into a caller buffer `y` (the
+/// output's shape, `x`'s layout), fully written. Mirrors [`crate::conv2d`].
+pub fn conv2d_into<T: Element>(
+    stream: &Arc<CudaStream>,
+    x: DeviceTensorRef<'_, T>,
+    filter: DeviceFilterRef<'_, T>,
+    attrs: &Conv2dAttrs,
+    mut y: DeviceTensorMut<'_, T>,
 ) -> Result<()> {
     const OP: &str = "conv2d";
-    hwio_only(OP, attrs)?;
-    let g = plan_conv2d(x_shape, filter_shape, layout, attrs)?;
+    let g = plan_conv2d(x.shape(), filter.shape(), x.layout(), attrs)?;
+    conv_check(
+        stream,
+        OP,
+        ("x", &x, g.input_dims()),
+        &filter,
+        ("y", &y, g.output_dims()),
+    )?;
+    if x.is_empty() || filter.is_empty() {
+        // Every output is an empty sum.
+        return zero_fill(stream, OP, &mut y);
+    }
+    let (a, _ga) = x.data().device_ptr(stream);
+    let (b, _gb) = filter.data().device_ptr(stream);
+    let (c, _gc) = y.data_mut().device_ptr_mut(stream);
+    conv_forward_raw::<T>(stream, &g, x.layout(), attrs.filter_layout, [a, b, c])
+}
+
+/// 2-D convolution on the device: `y = conv2d(x, filter)`, the filter in
+/// `attrs.filter_layout`'s order. Mirrors [`crate::conv2d`].
+pub fn conv2d<T: Element>(
+    stream: &Arc<CudaStream>,
+    x: DeviceTensorRef<'_, T>,
+    filter: DeviceFilterRef<'_, T>,
+    attrs: &Conv2dAttrs,
+) -> Result<DeviceTensor<T>> {
+    const OP: &str = "conv2d";
+    let g = plan_conv2d(x.shape(), filter.shape(), x.layout(), attrs)?;
+    let shape = x.layout().shape(g.output_dims());
+    let mut y = DeviceTensor::zeros_for(OP, "y", stream, shape, x.layout())?;
+    conv2d_into(stream, x, filter, attrs, y.view_mut())?;
+    Ok(y)
+}
+
+/// TensorFlow `Conv2DBackpropFilter` on the device into a caller buffer `dw` (the
+/// filter's shape, in `attrs.filter_layout`'s order; its layout field is not used), fully
+/// written. The reduction over the output pixels is split in a fixed way (from the
+/// geometry only) into partial filters in a stream-ordered workspace, summed in split
+/// order by a second kernel: no atomics, the same bits on every run and every card.
+/// Mirrors [`crate::conv2d_backprop_filter_into`].
+pub fn conv2d_backprop_filter_into<T: Element>(
+    stream: &Arc<CudaStream>,
+    x: DeviceTensorRef<'_, T>,
+    dy: DeviceTensorRef<'_, T>,
+    attrs: &Conv2dAttrs,
+    mut dw: DeviceTensorMut<'_, T>,
+) -> Result<()> {
+    const OP: &str = "conv2d_backprop_filter";
+    let layout = x.layout();
+    if dy.layout() != layout {
+        return Err(Error::shape(
+            OP,
+            "dy",
+            format!("layout {} differs from x's layout {layout}", dy.layout()),
+        ));
+    }
+    let g = plan_conv2d_backprop_filter(x.shape(), dy.shape(), dw.shape(), layout, attrs)?;
     check_dims(OP, "x", x.len(), g.input_dims(), layout)?;
-    filter_len(OP, &g, filter.len())?;
-    check_dims(OP, "y", y.len(), g.output_dims(), layout)?;
-    let (a, _ga) = x.device_ptr(stream);
-    let (b, _gb) = filter.device_ptr(stream);
-    let (c, _gc) = y.device_ptr_mut(stream);
-    conv_forward_raw::<T>(stream, &g, layout, a, b, c)
+    check_dims(OP, "dy", dy.len(), g.output_dims(), layout)?;
+    check_buffer(OP, "dw", dw.shape(), dw.len())?;
+    same_context(OP, "x", stream, x.data())?;
+    same_context(OP, "dy", stream, dy.data())?;
+    same_context(OP, "dw", stream, dw.data())?;
+    let (a, _ga) = x.data().device_ptr(stream);
+    let (b, _gb) = dy.data().device_ptr(stream);
+    let (c, _gc) = dw.data_mut().device_ptr_mut(stream);
+    conv_backprop_filter_raw::<T>(stream, &g, layout, attrs.filter_layout, [a, b, c])
+}
+
+/// TensorFlow `Conv2DBackpropFilter` on the device: the gradient of [`conv2d`] with
+/// respect to its filter, of `filter_shape` (in `attrs.filter_layout`'s order; the
+/// result's layout is `x`'s, as on the host). Mirrors [`crate::conv2d_backprop_filter`].
+pub fn conv2d_backprop_filter<T: Element>(
+    stream: &Arc<CudaStream>,
+    x: DeviceTensorRef<'_, T>,
+    dy: DeviceTensorRef<'_, T>,
+    filter_shape: [usize; 4],
+    attrs: &Conv2dAttrs,
+) -> Result<DeviceTensor<T>> {
+    const OP: &str = "conv2d_backprop_filter";
+    plan_conv2d_backprop_filter(x.shape(), dy.shape(), filter_shape, x.layout(), attrs)?;
+    let mut dw = DeviceTensor::zeros_for(OP, "filter_shape", stream, filter_shape, x.layout())?;
+    conv2d_backprop_filter_into(stream, x, dy, attrs, dw.view_mut())?;
+    Ok(dw)
 }
 
 // ------------------------------------------------------------------- pool ----
@@ -1018,145 +1101,220 @@ fn pool_launch<T: Element>(
     Ok(())
 }
 
-pub(crate) fn pool_forward_raw<T: Element>(
+/// Checks a pool call's output `out` (shape `want` in `layout`) and its context.
+fn pool_out<T>(
     stream: &Arc<CudaStream>,
-    g: &PoolGeometry,
+    op: &'static str,
+    (arg, out): (&'static str, &DeviceTensorMut<'_, T>),
+    want: Dims,
     layout: Layout,
-    x: u64,
-    y: u64,
-    argmax: u64,
 ) -> Result<()> {
-    let ptrs = GoPoolParams {
-        x,
-        y,
-        argmax,
-        ..Default::default()
-    };
-    pool_launch::<T>(
-        stream,
-        "max_pool",
-        g,
-        layout,
-        launch::PoolKernel::Forward,
-        ptrs,
-    )
+    same_layout(op, arg, out.layout(), layout)?;
+    if out.dims() != want {
+        return Err(Error::shape(
+            op,
+            arg,
+            format!(
+                "shape {:?} differs from the computed shape {:?}",
+                out.shape(),
+                layout.shape(want)
+            ),
+        ));
+    }
+    check_dims(op, arg, out.len(), want, layout)?;
+    same_context(op, arg, stream, out.data())
 }
 
-pub(crate) fn pool_grad_raw<T: Element>(
+/// Checks a pool call's input `a` (shape `want` in `layout`) and its context.
+fn pool_in<T>(
     stream: &Arc<CudaStream>,
-    g: &PoolGeometry,
+    op: &'static str,
+    (arg, a): (&'static str, &DeviceTensorRef<'_, T>),
+    want: Dims,
     layout: Layout,
-    x: u64,
-    dy: u64,
-    dx: u64,
 ) -> Result<()> {
-    let ptrs = GoPoolParams {
-        x,
-        dy,
-        dx,
-        ..Default::default()
-    };
-    pool_launch::<T>(
-        stream,
-        "max_pool_grad",
-        g,
-        layout,
-        launch::PoolKernel::Grad,
-        ptrs,
-    )
+    if a.layout() != layout {
+        return Err(Error::shape(
+            op,
+            arg,
+            format!("layout {} differs from x's layout {layout}", a.layout()),
+        ));
+    }
+    check_dims(op, arg, a.len(), want, layout)?;
+    same_context(op, arg, stream, a.data())
 }
 
-pub(crate) fn pool_grad_argmax_raw<T: Element>(
+/// Max pool forward on the device into caller buffers: `y` (the pool's output shape,
+/// `x`'s layout) and, when given, `argmax` (the same shape: per window the flat index into
+/// `x`, batch included, in x's layout; `-1` for a window with no in-bounds cell), both
+/// fully written.
+pub fn max_pool_into<T: Element>(
     stream: &Arc<CudaStream>,
-    g: &PoolGeometry,
-    layout: Layout,
-    argmax: u64,
-    dy: u64,
-    dx: u64,
-) -> Result<()> {
-    let ptrs = GoPoolParams {
-        argmax,
-        dy,
-        dx,
-        ..Default::default()
-    };
-    pool_launch::<T>(
-        stream,
-        "max_pool_grad_with_argmax",
-        g,
-        layout,
-        launch::PoolKernel::GradStored,
-        ptrs,
-    )
-}
-
-/// Max pool forward on device buffers: `y` and `argmax` (flat index into `x`, batch
-/// included, in x's layout; -1 for a window with no in-bounds cell), both of the pool's
-/// output shape.
-pub fn max_pool<T: Element>(
-    stream: &Arc<CudaStream>,
-    x: &impl DevicePtr<T>,
-    x_shape: [usize; 4],
-    layout: Layout,
+    x: DeviceTensorRef<'_, T>,
     attrs: &MaxPoolAttrs,
-    y: &mut impl DevicePtrMut<T>,
-    argmax: &mut impl DevicePtrMut<i64>,
+    mut y: DeviceTensorMut<'_, T>,
+    argmax: Option<DeviceTensorMut<'_, i64>>,
 ) -> Result<()> {
     const OP: &str = "max_pool";
-    let g = plan_max_pool(OP, x_shape, layout, attrs)?;
-    check_dims(OP, "x", x.len(), g.input_dims(), layout)?;
-    check_dims(OP, "y", y.len(), g.output_dims(), layout)?;
-    check_dims(OP, "argmax", argmax.len(), g.output_dims(), layout)?;
-    let (a, _ga) = x.device_ptr(stream);
-    let (b, _gb) = y.device_ptr_mut(stream);
-    let (c, _gc) = argmax.device_ptr_mut(stream);
-    pool_forward_raw::<T>(stream, &g, layout, a, b, c)
+    let layout = x.layout();
+    let g = plan_max_pool(OP, x.shape(), layout, attrs)?;
+    pool_in(stream, OP, ("x", &x), g.input_dims(), layout)?;
+    pool_out(stream, OP, ("y", &y), g.output_dims(), layout)?;
+    let mut argmax = argmax;
+    if let Some(a) = &argmax {
+        pool_out(stream, OP, ("argmax", a), g.output_dims(), layout)?;
+    }
+    if y.is_empty() {
+        return Ok(());
+    }
+    let (xp, _gx) = x.data().device_ptr(stream);
+    let (yp, _gy) = y.data_mut().device_ptr_mut(stream);
+    // No argmax buffer: the kernels skip the argmax stores (address 0).
+    let am = argmax.as_mut().map(|a| a.data_mut().device_ptr_mut(stream));
+    let ptrs = GoPoolParams {
+        x: xp,
+        y: yp,
+        argmax: am.as_ref().map_or(0, |(p, _)| *p),
+        ..Default::default()
+    };
+    pool_launch::<T>(stream, OP, &g, layout, launch::PoolKernel::Forward, ptrs)
 }
 
-/// TensorFlow `MaxPoolGrad` on device buffers (argmax recomputed with the TF rule).
-#[allow(clippy::too_many_arguments)]
-pub fn max_pool_grad<T: Element>(
+/// Max pool forward on the device; with `want_argmax`, also the argmax of each window (as
+/// [`max_pool_into`] writes it). Mirrors [`crate::max_pool`].
+pub fn max_pool<T: Element>(
     stream: &Arc<CudaStream>,
-    dy: &impl DevicePtr<T>,
-    dy_shape: [usize; 4],
-    x: &impl DevicePtr<T>,
-    x_shape: [usize; 4],
-    layout: Layout,
+    x: DeviceTensorRef<'_, T>,
     attrs: &MaxPoolAttrs,
-    dx: &mut impl DevicePtrMut<T>,
+    want_argmax: bool,
+) -> Result<(DeviceTensor<T>, Option<DeviceTensor<i64>>)> {
+    const OP: &str = "max_pool";
+    let layout = x.layout();
+    let g = plan_max_pool(OP, x.shape(), layout, attrs)?;
+    let shape = layout.shape(g.output_dims());
+    let mut y = DeviceTensor::zeros_for(OP, "y", stream, shape, layout)?;
+    let mut am = if want_argmax {
+        Some(DeviceTensor::<i64>::zeros_for(
+            OP, "argmax", stream, shape, layout,
+        )?)
+    } else {
+        None
+    };
+    max_pool_into(
+        stream,
+        x,
+        attrs,
+        y.view_mut(),
+        am.as_mut().map(|a| a.view_mut()),
+    )?;
+    Ok((y, am))
+}
+
+/// TensorFlow `MaxPoolGrad` on the device into a caller buffer `dx` (x's shape and
+/// layout), fully written: each `dy` routed to its window's argmax in `x` (recomputed,
+/// TF rule). `y`, the forward output, is only shape-checked. Mirrors
+/// [`crate::max_pool_grad_into`].
+pub fn max_pool_grad_into<T: Element>(
+    stream: &Arc<CudaStream>,
+    dy: DeviceTensorRef<'_, T>,
+    x: DeviceTensorRef<'_, T>,
+    y: Option<DeviceTensorRef<'_, T>>,
+    attrs: &MaxPoolAttrs,
+    mut dx: DeviceTensorMut<'_, T>,
 ) -> Result<()> {
     const OP: &str = "max_pool_grad";
-    let g = plan_max_pool_grad(dy_shape, x_shape, None, layout, attrs)?;
-    check_dims(OP, "dy", dy.len(), g.output_dims(), layout)?;
-    check_dims(OP, "x", x.len(), g.input_dims(), layout)?;
-    check_dims(OP, "dx", dx.len(), g.input_dims(), layout)?;
-    let (a, _ga) = x.device_ptr(stream);
-    let (b, _gb) = dy.device_ptr(stream);
-    let (c, _gc) = dx.device_ptr_mut(stream);
-    pool_grad_raw::<T>(stream, &g, layout, a, b, c)
+    let layout = x.layout();
+    let g = plan_max_pool_grad(
+        dy.shape(),
+        x.shape(),
+        y.as_ref().map(|y| y.shape()),
+        layout,
+        attrs,
+    )?;
+    pool_in(stream, OP, ("dy", &dy), g.output_dims(), layout)?;
+    pool_in(stream, OP, ("x", &x), g.input_dims(), layout)?;
+    if let Some(y) = &y {
+        pool_in(stream, OP, ("y", y), g.output_dims(), layout)?;
+    }
+    pool_out(stream, OP, ("dx", &dx), g.input_dims(), layout)?;
+    if dx.is_empty() {
+        return Ok(());
+    }
+    let (xp, _gx) = x.data().device_ptr(stream);
+    let (dyp, _gdy) = dy.data().device_ptr(stream);
+    let (dxp, _gdx) = dx.data_mut().device_ptr_mut(stream);
+    let ptrs = GoPoolParams {
+        x: xp,
+        dy: dyp,
+        dx: dxp,
+        ..Default::default()
+    };
+    pool_launch::<T>(stream, OP, &g, layout, launch::PoolKernel::Grad, ptrs)
 }
 
-/// Max-pool gradient from stored argmax indices (as [`max_pool`] writes them).
-/// Indices that are not a cell of their window route nothing (no range check needed:
-/// the gather never dereferences them).
-#[allow(clippy::too_many_arguments)]
-pub fn max_pool_grad_with_argmax<T: Element>(
+/// TensorFlow `MaxPoolGrad` on the device: `dx` of x's shape. Mirrors
+/// [`crate::max_pool_grad`].
+pub fn max_pool_grad<T: Element>(
     stream: &Arc<CudaStream>,
-    dy: &impl DevicePtr<T>,
-    dy_shape: [usize; 4],
-    argmax: &impl DevicePtr<i64>,
-    x_shape: [usize; 4],
-    layout: Layout,
+    dy: DeviceTensorRef<'_, T>,
+    x: DeviceTensorRef<'_, T>,
+    y: Option<DeviceTensorRef<'_, T>>,
     attrs: &MaxPoolAttrs,
-    dx: &mut impl DevicePtrMut<T>,
+) -> Result<DeviceTensor<T>> {
+    const OP: &str = "max_pool_grad";
+    let mut dx = DeviceTensor::zeros_for(OP, "x", stream, x.shape(), x.layout())?;
+    max_pool_grad_into(stream, dy, x, y, attrs, dx.view_mut())?;
+    Ok(dx)
+}
+
+/// Max-pool gradient from stored argmax indices (as [`max_pool`] writes them, `dy`'s
+/// shape) into a caller buffer `dx` (the forward input's shape, `dy`'s layout), fully
+/// written. Unlike the host version, which reports a bad index, the device gather cannot
+/// report without a host synchronisation: an index that is not a cell of its window
+/// routes nothing, and nothing is read or written out of bounds. Mirrors
+/// [`crate::max_pool_grad_with_argmax_into`].
+pub fn max_pool_grad_with_argmax_into<T: Element>(
+    stream: &Arc<CudaStream>,
+    dy: DeviceTensorRef<'_, T>,
+    argmax: DeviceTensorRef<'_, i64>,
+    attrs: &MaxPoolAttrs,
+    mut dx: DeviceTensorMut<'_, T>,
 ) -> Result<()> {
     const OP: &str = "max_pool_grad_with_argmax";
-    let g = plan_max_pool_grad_with_argmax(dy_shape, x_shape, layout, attrs)?;
-    check_dims(OP, "dy", dy.len(), g.output_dims(), layout)?;
-    check_dims(OP, "argmax", argmax.len(), g.output_dims(), layout)?;
-    check_dims(OP, "dx", dx.len(), g.input_dims(), layout)?;
-    let (a, _ga) = argmax.device_ptr(stream);
-    let (b, _gb) = dy.device_ptr(stream);
-    let (c, _gc) = dx.device_ptr_mut(stream);
-    pool_grad_argmax_raw::<T>(stream, &g, layout, a, b, c)
+    let layout = dy.layout();
+    same_layout(OP, "dx", dx.layout(), layout)?;
+    let g = plan_max_pool_grad_with_argmax(dy.shape(), dx.shape(), layout, attrs)?;
+    pool_in(stream, OP, ("dy", &dy), g.output_dims(), layout)?;
+    pool_in(stream, OP, ("argmax", &argmax), g.output_dims(), layout)?;
+    pool_out(stream, OP, ("dx", &dx), g.input_dims(), layout)?;
+    if dx.is_empty() {
+        return Ok(());
+    }
+    let (ap, _ga) = argmax.data().device_ptr(stream);
+    let (dyp, _gdy) = dy.data().device_ptr(stream);
+    let (dxp, _gdx) = dx.data_mut().device_ptr_mut(stream);
+    let ptrs = GoPoolParams {
+        argmax: ap,
+        dy: dyp,
+        dx: dxp,
+        ..Default::default()
+    };
+    pool_launch::<T>(stream, OP, &g, layout, launch::PoolKernel::GradStored, ptrs)
+}
+
+/// Max-pool gradient from stored argmax indices on the device: `dx` of `x_shape` (`dy`'s
+/// layout). See [`max_pool_grad_with_argmax_into`] for indices outside their window.
+/// Mirrors [`crate::max_pool_grad_with_argmax`].
+pub fn max_pool_grad_with_argmax<T: Element>(
+    stream: &Arc<CudaStream>,
+    dy: DeviceTensorRef<'_, T>,
+    argmax: DeviceTensorRef<'_, i64>,
+    x_shape: [usize; 4],
+    attrs: &MaxPoolAttrs,
+) -> Result<DeviceTensor<T>> {
+    const OP: &str = "max_pool_grad_with_argmax";
+    plan_max_pool_grad_with_argmax(dy.shape(), x_shape, dy.layout(), attrs)?;
+    let mut dx = DeviceTensor::zeros_for(OP, "x", stream, x_shape, dy.layout())?;
+    max_pool_grad_with_argmax_into(stream, dy, argmax, attrs, dx.view_mut())?;
+    Ok(dx)
 }

@@ -12,10 +12,10 @@ pub const GO_CONV_TILE_K: u32 = 16;
 pub const GO_CONV_FILTER_TILE_M: u32 = 64;
 pub const GO_CONV_FILTER_TILE_N: u32 = 64;
 pub const GO_CONV_FILTER_TILE_K: u32 = 16;
-pub const GO_FILTER_HWIO: u32 = 0;
-pub const GO_FILTER_OIHW: u32 = 1;
 pub const GO_RESIZE_TILE_SMEM: u32 = 24576;
 pub const GO_RESIZE_REG_TAPS: u32 = 4;
+pub const GO_FILTER_HWIO: u32 = 0;
+pub const GO_FILTER_OIHW: u32 = 1;
 pub const GO_POOL_TILE_SMEM: u32 = 45056;
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
@@ -120,7 +120,7 @@ pub struct GoConvParams {
     pub pad_left: i64,
     pub groups: i64,
     pub layout: i32,
-    pub reserved: i32,
+    pub filter_layout: i32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
@@ -150,8 +150,8 @@ const _: () = {
         [::std::mem::offset_of!(GoConvParams, groups) - 144usize];
     ["Offset of field: GoConvParams::layout"]
         [::std::mem::offset_of!(GoConvParams, layout) - 152usize];
-    ["Offset of field: GoConvParams::reserved"]
-        [::std::mem::offset_of!(GoConvParams, reserved) - 156usize];
+    ["Offset of field: GoConvParams::filter_layout"]
+        [::std::mem::offset_of!(GoConvParams, filter_layout) - 156usize];
 };
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]

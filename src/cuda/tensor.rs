@@ -188,6 +188,16 @@ impl<'a, T> DeviceFilterRef<'a, T> {
     pub fn shape(&self) -> [usize; 4] {
         self.shape
     }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Whether the filter has no elements (a zero-sized axis).
+    pub fn is_empty(&self) -> bool {
+        self.data.len() == 0
+    }
 }
 
 impl<T> Clone for DeviceFilterRef<'_, T> {
@@ -231,6 +241,14 @@ impl<T> DeviceTensor<T> {
             data: self.buf.slice(..self.len),
             shape: self.shape,
             layout: self.layout,
+        }
+    }
+
+    /// The whole tensor as a filter (its shape read in the attributes' filter layout).
+    pub fn as_filter(&self) -> DeviceFilterRef<'_, T> {
+        DeviceFilterRef {
+            data: self.buf.slice(..self.len),
+            shape: self.shape,
         }
     }
 
@@ -311,13 +329,13 @@ impl<T: DeviceRepr + ValidAsZeroBits> DeviceTensor<T> {
     pub fn from_host(stream: &Arc<CudaStream>, t: TensorRef<'_, T>) -> Result<Self> {
         const OP: &str = "DeviceTensor::from_host";
         check_buffer(OP, "data", t.shape, t.data.len())?;
-        let mut d = Self::zeros_for(OP, "data", stream, t.shape, t.layout)?;
-        if !t.data.is_empty() {
-            stream
-                .memcpy_htod(t.data, &mut d.buf)
-                .map_err(|e| cuda_err(OP, "host-to-device copy", e))?;
+        if t.data.is_empty() {
+            return Self::zeros_for(OP, "data", stream, t.shape, t.layout);
         }
-        Ok(d)
+        let buf = stream
+            .clone_htod(t.data)
+            .map_err(|e| cuda_err(OP, "host-to-device copy", e))?;
+        Self::from_slice(buf, t.shape, t.layout)
     }
 
     /// A host copy, read on the buffer's own stream (which waits for the work queued on

@@ -414,7 +414,7 @@ impl<A: Accum> AxisTable<A> {
     /// `floor`). The GPU then sums without reading the table.
     pub fn box_factor(&self) -> Option<usize> {
         let dst = self.dst_len();
-        if dst == 0 || self.src_len % dst != 0 {
+        if dst == 0 || !self.src_len.is_multiple_of(dst) {
             return None;
         }
         let f = self.src_len / dst;

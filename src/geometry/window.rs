@@ -288,7 +288,7 @@ impl ConvGeometry {
     ) -> Result<Self> {
         let [kh, kw, fci, co] = filter_hwio;
         // Zero input channels would make zero groups (TF divides by it): a mismatch too.
-        if fci == 0 || input.c == 0 || input.c % fci != 0 {
+        if fci == 0 || input.c == 0 || !input.c.is_multiple_of(fci) {
             return Err(Error::shape(
                 op,
                 "filter",

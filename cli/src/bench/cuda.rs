@@ -7,17 +7,12 @@ use super::workloads::{
     div_at_least_one, random_vec, seed_for, KernelInfo, Variant, Workload, WorkloadOp, CUDA_BATCH,
 };
 use super::{BenchOptions, Progress};
-use cudarc::driver::{
-    sys, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, DriverError,
-    SyncOnDrop,
-};
+use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, DriverError};
 use gradops::cuda::DeviceTensor;
 use gradops::dtype::{DType, Element};
 use gradops::error::{Error, Result};
 use gradops::TensorRef;
 use half::{bf16, f16};
-use rayon::prelude::*;
-use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// Number of untimed calls of each CUDA kernel before [`time_samples`]' own warm-up (module
@@ -46,81 +41,6 @@ fn driver_err(op: &'static str, what: &'static str) -> impl FnOnce(DriverError) 
     move |e| Error::Cuda {
         op,
         msg: format!("{what}: {e}"),
-    }
-}
-
-/// A device buffer of `len` elements of `T`, stored as bytes: cudarc allocates a
-/// `CudaSlice<T>` only for `T: DeviceRepr`, which `half::f16`/`bf16` are not without cudarc's `f16`
-/// feature. Invariant: the byte buffer holds exactly `len * size_of::<T>()` bytes, so the
-/// lengths the device API checks are the true ones.
-struct DevBuf<T> {
-    bytes: CudaSlice<u8>,
-    len: usize,
-    _elem: PhantomData<T>,
-}
-
-impl<T: Element> DevBuf<T> {
-    /// `len` zeroed elements.
-    fn zeros(stream: &Arc<CudaStream>, len: usize) -> Result<Self> {
-        let bytes = stream
-            .alloc_zeros::<u8>(len * std::mem::size_of::<T>())
-            .map_err(driver_err("bench", "device allocation"))?;
-        Ok(DevBuf {
-            bytes,
-            len,
-            _elem: PhantomData,
-        })
-    }
-
-    /// A copy of `host` (little-endian element bytes, as the device stores them).
-    fn upload(stream: &Arc<CudaStream>, host: &[T]) -> Result<Self> {
-        let size = std::mem::size_of::<T>();
-        debug_assert_eq!(size, T::DTYPE.size());
-        let mut le = vec![0u8; std::mem::size_of_val(host)];
-        le.par_chunks_mut(size)
-            .zip(host.par_iter())
-            .for_each(|(b, v)| {
-                // to_f64 is exact and the value came from T, so each conversion is exact.
-                let v = v.to_f64();
-                match T::DTYPE {
-                    DType::F16 => b.copy_from_slice(&f16::from_f64(v).to_le_bytes()),
-                    DType::BF16 => b.copy_from_slice(&bf16::from_f64(v).to_le_bytes()),
-                    DType::F32 => b.copy_from_slice(&(v as f32).to_le_bytes()),
-                    DType::F64 => b.copy_from_slice(&v.to_le_bytes()),
-                }
-            });
-        let bytes = stream
-            .clone_htod(&le)
-            .map_err(driver_err("bench", "host-to-device copy"))?;
-        Ok(DevBuf {
-            bytes,
-            len: host.len(),
-            _elem: PhantomData,
-        })
-    }
-}
-
-impl<T> DeviceSlice<T> for DevBuf<T> {
-    fn len(&self) -> usize {
-        self.len
-    }
-    fn stream(&self) -> &Arc<CudaStream> {
-        DeviceSlice::<u8>::stream(&self.bytes)
-    }
-}
-
-impl<T> DevicePtr<T> for DevBuf<T> {
-    fn device_ptr<'a>(&'a self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
-        self.bytes.device_ptr(stream)
-    }
-}
-
-impl<T> DevicePtrMut<T> for DevBuf<T> {
-    fn device_ptr_mut<'a>(
-        &'a mut self,
-        stream: &'a CudaStream,
-    ) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
-        self.bytes.device_ptr_mut(stream)
     }
 }
 
@@ -226,8 +146,9 @@ pub fn cuda_kernels<T: Element>(
     let s = w.shapes(batch, scale_down)?;
     let len = |shape: [usize; 4]| shape.iter().product::<usize>();
     let layout = w.layout;
-    let upload_random = |shape, buffer| {
-        DevBuf::<T>::upload(stream, &random_vec(len(shape), seed_for(w.id, buffer)))
+    let upload_random = |shape: [usize; 4], buffer| {
+        let host = random_vec::<T>(len(shape), seed_for(w.id, buffer));
+        DeviceTensor::from_host(stream, TensorRef::new(&host, shape, layout))
     };
     let dy = Arc::new(upload_random(s.dy, 1)?);
     let info = |variant, kernel: String| KernelInfo {
@@ -238,10 +159,6 @@ pub fn cuda_kernels<T: Element>(
     let mut out = Vec::new();
     match w.op {
         WorkloadOp::ResizeGrad { attrs, .. } => {
-            let dy = DeviceTensor::from_host(
-                stream,
-                TensorRef::new(&random_vec::<T>(len(s.dy), seed_for(w.id, 1)), s.dy, layout),
-            )?;
             let mut dx = DeviceTensor::<T>::zeros(stream, s.x, layout)?;
             let kernel = gradops::cuda::resize_grad_kernel::<T>(s.dy, s.x, layout, &attrs)?;
             out.push(CudaKernel {
@@ -255,13 +172,17 @@ pub fn cuda_kernels<T: Element>(
             let fshape = s.filter.unwrap_or_default();
             let filter = upload_random(fshape, 2)?;
             let attrs = w.conv_attrs();
-            let mut dx = DevBuf::<T>::zeros(stream, len(s.x))?;
+            let mut dx = DeviceTensor::<T>::zeros(stream, s.x, layout)?;
             let kernel = format!("conv2d_backprop_input_{}", T::SUFFIX);
             out.push(CudaKernel {
                 info: info(Variant::Main, kernel),
                 launch: Box::new(move || {
-                    gradops::cuda::conv2d_backprop_input(
-                        &st, &*dy, s.dy, &filter, fshape, s.x, layout, &attrs, &mut dx,
+                    gradops::cuda::conv2d_backprop_input_into(
+                        &st,
+                        dy.view(),
+                        filter.as_filter(),
+                        &attrs,
+                        dx.view_mut(),
                     )
                 }),
             });
@@ -269,50 +190,62 @@ pub fn cuda_kernels<T: Element>(
         WorkloadOp::MaxPoolGrad { .. } => {
             let attrs = w.pool_attrs();
             let x = Arc::new(upload_random(s.x, 3)?);
-            let mut argmax = stream
-                .alloc_zeros::<i64>(len(s.dy))
-                .map_err(driver_err("bench", "device allocation"))?;
-            {
-                let mut y = DevBuf::<T>::zeros(stream, len(s.dy))?;
-                gradops::cuda::max_pool(stream, &*x, s.x, layout, &attrs, &mut y, &mut argmax)?;
-            }
-            let mut dx = DevBuf::<T>::zeros(stream, len(s.x))?;
+            let argmax = gradops::cuda::max_pool(stream, x.view(), &attrs, true)?
+                .1
+                .ok_or_else(|| Error::Cuda {
+                    op: "bench",
+                    msg: "max_pool returned no argmax".into(),
+                })?;
+            let mut dx = DeviceTensor::<T>::zeros(stream, s.x, layout)?;
             let (dy1, x1) = (Arc::clone(&dy), Arc::clone(&x));
             let kernel = |kind| gradops::cuda::max_pool_kernel::<T>(s.x, layout, &attrs, kind);
             out.push(CudaKernel {
                 info: info(Variant::Main, kernel(gradops::cuda::PoolKernel::Grad)?),
                 launch: Box::new(move || {
-                    gradops::cuda::max_pool_grad(
-                        &st, &*dy1, s.dy, &*x1, s.x, layout, &attrs, &mut dx,
+                    gradops::cuda::max_pool_grad_into(
+                        &st,
+                        dy1.view(),
+                        x1.view(),
+                        None,
+                        &attrs,
+                        dx.view_mut(),
                     )
                 }),
             });
             let st = Arc::clone(stream);
-            let mut dx = DevBuf::<T>::zeros(stream, len(s.x))?;
+            let mut dx = DeviceTensor::<T>::zeros(stream, s.x, layout)?;
             out.push(CudaKernel {
                 info: info(
                     Variant::StoredArgmax,
                     kernel(gradops::cuda::PoolKernel::GradStored)?,
                 ),
                 launch: Box::new(move || {
-                    gradops::cuda::max_pool_grad_with_argmax(
-                        &st, &*dy, s.dy, &argmax, s.x, layout, &attrs, &mut dx,
+                    gradops::cuda::max_pool_grad_with_argmax_into(
+                        &st,
+                        dy.view(),
+                        argmax.view(),
+                        &attrs,
+                        dx.view_mut(),
                     )
                 }),
             });
             // The forward with argmax, into its own preallocated y and argmax.
             let st = Arc::clone(stream);
-            let mut y = DevBuf::<T>::zeros(stream, len(s.dy))?;
-            let mut am = stream
-                .alloc_zeros::<i64>(len(s.dy))
-                .map_err(driver_err("bench", "device allocation"))?;
+            let mut y = DeviceTensor::<T>::zeros(stream, s.dy, layout)?;
+            let mut am = DeviceTensor::<i64>::zeros(stream, s.dy, layout)?;
             out.push(CudaKernel {
                 info: info(
                     Variant::Forward,
                     kernel(gradops::cuda::PoolKernel::Forward)?,
                 ),
                 launch: Box::new(move || {
-                    gradops::cuda::max_pool(&st, &*x, s.x, layout, &attrs, &mut y, &mut am)
+                    gradops::cuda::max_pool_into(
+                        &st,
+                        x.view(),
+                        &attrs,
+                        y.view_mut(),
+                        Some(am.view_mut()),
+                    )
                 }),
             });
         }

@@ -2,7 +2,7 @@
 //! `ResizeNearestNeighborGrad`, and their forwards.
 //!
 //! Every one of them is the same separable gather over two per-axis tables
-//! ([`ResizePlan`](crate::geometry::ResizePlan)): the forward reads the forward map, the
+//! ([`ResizePlan`]): the forward reads the forward map, the
 //! gradient its transpose. Each output element is written once; results are deterministic.
 
 pub(crate) mod cpu_kernel;
