@@ -84,9 +84,7 @@ static PROBE: OnceLock<std::result::Result<Probed, String>> = OnceLock::new();
 fn probe_inner() -> std::result::Result<Probed, String> {
     if let Err(tried) = driver_library_present() {
         return Err(format!(
-            "libcuda (the NVIDIA driver) not found: cudarc loads it at run time ({}); \
-             tried {tried}",
-            CUDA_LINKING
+            "libcuda (the NVIDIA driver) not found (tried {tried}; this build: {CUDA_LINKING})"
         ));
     }
     let count = CudaContext::device_count().map_err(|e| format!("cuDeviceGetCount failed: {e}"))?;
