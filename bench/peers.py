@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Time PyTorch's and TensorFlow's CPU backward ops on the SPEC's CPU workloads W1-W6.
+"""Time PyTorch's and TensorFlow's CPU backward ops on the SPEC's CPU workloads W1-W8.
 
 f32 (or --dtype bf16), 2 threads by default, random inputs. Each peer runs in its own subprocess (so the two
 frameworks' thread pools and OpenMP runtimes never share a process). Per op: warm-up calls,
@@ -50,12 +50,19 @@ WORKLOADS = {
                k=3, stride=2),
     "W6": dict(op="max_pool_grad 3x3 s2 SAME", x=(8, 64, 112, 112), dy=(8, 64, 56, 56),
                k=3, stride=2),
+    # The weight gradients (conv2d_backprop_filter) of W4 and W5.
+    "W7": dict(op="conv2d_backprop_filter 3x3 s1 SAME", x=(8, 64, 56, 56), dy=(8, 64, 56, 56),
+               k=3, stride=1),
+    "W8": dict(op="conv2d_backprop_filter 3x3 s2 SAME", x=(8, 64, 56, 56), dy=(8, 128, 28, 28),
+               k=3, stride=2),
 }
+CONV_INPUT, CONV_FILTER = ("W4", "W5"), ("W7", "W8")
 
 # The SPEC's own "best peer" column, printed for context in the comparison.
 SPEC_BEST = {
     "W1": "17.3 ms (TF)", "W2": "10.0 ms (TF)", "W3": "8.8 ms (TF)", "W4": "8.5 ms (TF)",
     "W5": "4.6 ms (TF)", "W6": "27.2 ms recompute / 1.9 ms stored (PyTorch)",
+    "W7": "(none given)", "W8": "(none given)",
 }
 
 
@@ -168,7 +175,7 @@ def torch_cases(args):
 
             cases.append((wid, "aten.upsample_nearest2d_backward" + (" out=" if out else ""),
                           layout, None, fn))
-        elif wid in ("W4", "W5"):
+        elif wid in CONV_INPUT + CONV_FILTER:
             k, s = w["k"], w["stride"]
             n, ci, h, wd = x_shape
             co = dy_shape[1]
@@ -189,13 +196,16 @@ def torch_cases(args):
                 # is one pixel off TF SAME (which pads 0 top/left, 1 bottom/right).
                 pad, x = [bot, bot], fmt(tensor(rand(rng, x_shape)))
                 note = f"padding={bot} (symmetric; TF SAME is {top} top, {bot} bottom)"
-            mask = [True, False, False]
+            # W4/W5: the input gradient; W7/W8: the weight gradient.
+            which = 0 if wid in CONV_INPUT else 1
+            mask = [which == 0, which == 1, False]
 
-            def fn(dy=dy, x=x, weight=weight, s=s, pad=pad):
+            def fn(dy=dy, x=x, weight=weight, s=s, pad=pad, mask=mask, which=which):
                 return aten.convolution_backward(dy, x, weight, None, [s, s], pad, [1, 1],
-                                                 False, [0, 0], 1, mask)[0]
+                                                 False, [0, 0], 1, mask)[which]
 
-            cases.append((wid, f"aten.convolution_backward(mask=[T,F,F], {note})", layout,
+            m = "[T,F,F]" if which == 0 else "[F,T,F]"
+            cases.append((wid, f"aten.convolution_backward(mask={m}, {note})", layout,
                           None, fn))
         elif wid == "W6":
             k, s = w["k"], w["stride"]
@@ -318,6 +328,20 @@ def tf_cases(args):
                                                data_format="NHWC")
 
             cases.append((wid, "Conv2DBackpropInput(padding=SAME)", "NHWC", None, fn))
+        elif wid in CONV_FILTER:
+            k, s = w["k"], w["stride"]
+            n, ci, h, wd = x_shape
+            co = dy_shape[1]
+            x = nhwc(rand(rng, x_shape))
+            dy = nhwc(rand(rng, dy_shape))
+            fsz = tf.constant([k, k, ci, co], tf.int32)  # HWIO
+
+            def fn(x=x, dy=dy, fsz=fsz, s=s):
+                return raw.Conv2DBackpropFilter(input=x, filter_sizes=fsz, out_backprop=dy,
+                                                strides=[1, s, s, 1], padding="SAME",
+                                                data_format="NHWC")
+
+            cases.append((wid, "Conv2DBackpropFilter(padding=SAME)", "NHWC", None, fn))
         elif wid == "W6":
             k, s = w["k"], w["stride"]
             x = nhwc(rand(rng, x_shape))
@@ -422,7 +446,7 @@ def gpu_shapes(wid, batch, scale_down):
     n = max(1, batch // s)
     c = max(1, w["x"][1] // s)
     x = (n, c) + tuple(w["x"][2:])
-    if "k" in w and wid in ("W4", "W5"):
+    if "k" in w and wid in CONV_INPUT + CONV_FILTER:
         co = max(1, w["dy"][1] // s)
         return x, (n, co) + tuple(w["dy"][2:]), (co, c, w["k"], w["k"])
     return x, (n, c) + tuple(w["dy"][2:]), None
@@ -574,7 +598,7 @@ def gpu_cases(torch, args, device, dtype_name, layout):
                   else "aten.upsample_nearest2d_backward")
             yield wid, "backward", op + (" out=" if out else ""), None, x_shape, dy_shape, \
                 None, make
-        elif wid in ("W4", "W5"):
+        elif wid in CONV_INPUT + CONV_FILTER:
             k, s = w["k"], w["stride"]
             n, ci, h, wd = x_shape
             _, top, bot = same_pads(h, k, s)
@@ -588,13 +612,16 @@ def gpu_cases(torch, args, device, dtype_name, layout):
                 pad, xin = [bot, bot], x_shape
                 note = f"padding={bot} (symmetric; TF SAME is {top} top, {bot} bottom)"
 
-            def make(dy_shape=dy_shape, xin=xin, wshape=wshape, s=s, pad=pad):
+            # W4/W5: the input gradient; W7/W8: the weight gradient.
+            which = 0 if wid in CONV_INPUT else 1
+
+            def make(dy_shape=dy_shape, xin=xin, wshape=wshape, s=s, pad=pad, which=which):
                 dy, x, weight = rnd(dy_shape, 1), rnd(xin, 3), rnd(wshape, 2)  # all in layout
-                mask = [True, False, False]
+                mask = [which == 0, which == 1, False]
 
                 def fn():
                     return aten.convolution_backward(dy, x, weight, None, [s, s], pad, [1, 1],
-                                                     False, [0, 0], 1, mask)[0]
+                                                     False, [0, 0], 1, mask)[which]
                 try:  # which backend PyTorch picks (cuDNN expected on the GPU), for the record
                     fn.info = {"conv_backend": str(torch._C._select_conv_backend(
                         x, weight, None, [s, s], pad, [1, 1], False, [0, 0], 1, None))}
@@ -602,7 +629,7 @@ def gpu_cases(torch, args, device, dtype_name, layout):
                     fn.info = {"conv_backend": f"unknown ({type(e).__name__})"}
                 return fn
 
-            op = f"aten.convolution_backward(mask=[T,F,F], {note})"
+            op = f"aten.convolution_backward(mask={'[T,F,F]' if which == 0 else '[F,T,F]'}, {note})"
             maths = ("tf32", "fp32") if dtype_name == "f32" else (None,)
             for m in maths:
                 yield wid, "backward", op, m, x_shape, dy_shape, wshape, make
@@ -1241,7 +1268,7 @@ def parse_args(argv):
                         "--device cpu --dtype bf16`)")
     p.add_argument("--peers", default="pytorch,tensorflow",
                    help="comma list of peers (pytorch, tensorflow); default both")
-    p.add_argument("--workloads", default="W1,W2,W3,W4,W5,W6",
+    p.add_argument("--workloads", default="W1,W2,W3,W4,W5,W6,W7,W8",
                    help="comma list of workload ids; default all CPU workloads")
     p.add_argument("--threads", type=int, default=2, help="intra/inter-op threads (default 2)")
     p.add_argument("--quick", action="store_true",

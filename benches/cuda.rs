@@ -1,4 +1,4 @@
-//! Criterion benches of the CUDA ops on the SPEC's GPU workloads: W1–W6 at batch 32, in f16,
+//! Criterion benches of the CUDA ops on the SPEC's GPU workloads: W1–W8 at batch 32, in f16,
 //! bf16, f32 and f64, with the inputs and preallocated outputs of `gradops bench --device cuda`
 //! (`gradops_cli::bench::cuda_kernels`).
 //!

@@ -1,4 +1,4 @@
-//! Criterion benches of every op on the SPEC's workloads W1–W6 (CPU, f32, batch 8).
+//! Criterion benches of every op on the SPEC's workloads W1–W8 (CPU, f32, batch 8).
 //!
 //! The shapes come from `gradops_cli::bench::workloads()` (the same definitions `gradops bench`
 //! uses); outputs are preallocated where the API has an `_into` variant. Sample sizes are

@@ -327,50 +327,120 @@ fn conv2d_backprop_filter_matches_reference_f16() {
     filter_all::<f16>(23);
 }
 
-/// A larger f64 case (one reduction split per image, channels past the GEMM's register
-/// blocks, groups, stride and dilation) in both layouts.
+/// Larger f64 cases in both layouts: one with groups, stride and dilation (im2col GEMMs,
+/// several reduction splits), and a 3x3 stride-1 one with 20 -> 18 channels per group (the
+/// Winograd path).
 #[test]
 fn conv2d_backprop_filter_wide_matches_reference() {
     let mut rng = Rng::new(24);
     for layout in LAYOUTS {
-        let xd = Dims {
-            n: 3,
-            c: 40,
-            h: 30,
-            w: 21,
-        };
-        let (k, co, groups) = ([3, 2], 24, 2);
+        for (k, strides, dil, c, co, groups) in [
+            ([3, 2], [2, 1], [1, 2], 40, 24, 2),
+            ([3, 3], [1, 1], [1, 1], 40, 36, 2),
+        ] {
+            let xd = Dims {
+                n: 3,
+                c,
+                h: 30,
+                w: 21,
+            };
+            let attrs = Conv2dAttrs::default()
+                .strides(strides)
+                .dilations(dil)
+                .padding(Padding::Same);
+            let fshape = [k[0], k[1], xd.c / groups, co];
+            let g = gradops::ops::conv2d::plan_conv2d(shape(layout, xd), fshape, layout, &attrs)
+                .unwrap();
+            let dyd = g.output_dims();
+            let x = rng.vec(xd.n * xd.c * xd.h * xd.w);
+            let dy = rng.vec(dyd.n * dyd.c * dyd.h * dyd.w);
+            let dw = gradops::conv2d_backprop_filter(
+                TensorRef::new(&x, shape(layout, xd), layout),
+                TensorRef::new(&dy, shape(layout, dyd), layout),
+                fshape,
+                &attrs,
+            )
+            .unwrap();
+            let want = ref_conv_backprop_filter(
+                &x,
+                xd,
+                &dy,
+                dyd,
+                k,
+                groups,
+                layout,
+                strides,
+                dil,
+                [g.h.pad_before, g.w.pad_before],
+            );
+            let err = rel_err(&dw.data, &want);
+            assert!(err <= 1e-12, "{layout} k {k:?}: rel err {err:e}");
+        }
+    }
+}
+
+/// The filter gradient's bits do not depend on the thread count (1, 2 or 3 rayon threads),
+/// on the Winograd path (3x3 stride 1, both layouts) and the GEMM path (stride 2).
+#[test]
+fn conv2d_backprop_filter_bits_independent_of_threads() {
+    let mut rng = Rng::new(25);
+    let xd = Dims {
+        n: 5,
+        c: 32,
+        h: 19,
+        w: 22,
+    };
+    let x: Vec<f32> = rng
+        .vec(xd.n * xd.c * xd.h * xd.w)
+        .iter()
+        .map(|&v| v as f32)
+        .collect();
+    for (layout, stride) in [
+        (Layout::Nchw, 1),
+        (Layout::Nhwc, 1),
+        (Layout::Nchw, 2),
+        (Layout::Nhwc, 2),
+    ] {
         let attrs = Conv2dAttrs::default()
-            .strides([2, 1])
-            .dilations([1, 2])
+            .strides([stride, stride])
             .padding(Padding::Same);
-        let fshape = [k[0], k[1], xd.c / groups, co];
+        let fshape = [3, 3, 32, 24];
         let g =
             gradops::ops::conv2d::plan_conv2d(shape(layout, xd), fshape, layout, &attrs).unwrap();
         let dyd = g.output_dims();
-        let x = rng.vec(xd.n * xd.c * xd.h * xd.w);
-        let dy = rng.vec(dyd.n * dyd.c * dyd.h * dyd.w);
-        let dw = gradops::conv2d_backprop_filter(
-            TensorRef::new(&x, shape(layout, xd), layout),
-            TensorRef::new(&dy, shape(layout, dyd), layout),
-            fshape,
-            &attrs,
-        )
-        .unwrap();
-        let want = ref_conv_backprop_filter(
-            &x,
-            xd,
-            &dy,
-            dyd,
-            k,
-            groups,
-            layout,
-            [2, 1],
-            [1, 2],
-            [g.h.pad_before, g.w.pad_before],
+        let dy: Vec<f32> = rng
+            .vec(dyd.n * dyd.c * dyd.h * dyd.w)
+            .iter()
+            .map(|&v| v as f32)
+            .collect();
+        let run = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| {
+                    gradops::conv2d_backprop_filter(
+                        TensorRef::new(&x, shape(layout, xd), layout),
+                        TensorRef::new(&dy, shape(layout, dyd), layout),
+                        fshape,
+                        &attrs,
+                    )
+                    .unwrap()
+                    .data
+                })
+        };
+        let bits = |v: Vec<f32>| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let one = bits(run(1));
+        assert_eq!(
+            one,
+            bits(run(2)),
+            "{layout} stride {stride}: 1 vs 2 threads"
         );
-        let err = rel_err(&dw.data, &want);
-        assert!(err <= 1e-12, "{layout}: rel err {err:e}");
+        assert_eq!(
+            one,
+            bits(run(3)),
+            "{layout} stride {stride}: 1 vs 3 threads"
+        );
     }
 }
 

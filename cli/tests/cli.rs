@@ -119,6 +119,15 @@ fn run_every_backward_op() {
         json!({"input_shape": [2, 5, 6, 2], "strides": [2, 2], "padding": "SAME"}),
         vec![("dy", dy), ("filter", w)],
     );
+    let x = random(&mut rng, &[2, 5, 6, 2]);
+    let dy = random(&mut rng, &[2, 3, 3, 4]);
+    roundtrip(
+        "filter",
+        "conv2d_backprop_filter",
+        "NHWC",
+        json!({"filter_shape": [4, 2, 3, 3], "filter_layout": "OIHW", "strides": [2, 2], "padding": "SAME"}),
+        vec![("dy", dy), ("x", x)],
+    );
     let x = random(&mut rng, &[1, 2, 7, 7]);
     let dy = random(&mut rng, &[1, 2, 4, 4]);
     roundtrip(

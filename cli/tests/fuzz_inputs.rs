@@ -245,6 +245,7 @@ const ATTRS: &[&str] = &[
     "align_corners",
     "half_pixel_centers",
     "input_shape",
+    "filter_shape",
     "strides",
     "dilations",
     "padding",
@@ -410,6 +411,7 @@ fn fuzz_case_files() {
         json!({"op": "resize_grad", "layout": "NCHW", "attrs": {"mode": "linear", "scales": null}, "inputs": {"dy": "x.npy", "x": "x.npy"}, "output": "o.npy"}),
         json!({"op": "conv2d_backprop_input", "attrs": {"input_shape": [1, 2, 2, 1], "padding": [[0, 0], [1, 1]], "dim_rounding_mode": "ceil"}, "inputs": {"dy": "x.npy", "filter": "x.npy"}, "output": "o.npy"}),
         json!({"op": "max_pool_grad", "dtype": "bf16", "attrs": {"ksize": [2, 2]}, "inputs": {"dy": "x.npy", "x": "x.npy"}, "output": "o.npy"}),
+        json!({"op": "conv2d_backprop_filter", "attrs": {"filter_shape": [1, 1, 1, 1], "padding": "SAME"}, "inputs": {"x": "x.npy", "dy": "x.npy"}, "output": "o.npy"}),
     ]
     .iter()
     .map(|v| v.to_string())

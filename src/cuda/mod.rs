@@ -14,10 +14,11 @@
 //!   structs and `_into` / allocating pairs ([`resize_grad`] / [`resize_grad_into`],
 //!   [`resize_bilinear_grad`], [`resize_nearest_neighbor_grad`], the forwards [`resize`],
 //!   [`resize_bilinear`], [`resize_nearest_neighbor`], [`conv2d_backprop_input`],
-//!   [`conv2d_backprop_filter`], [`conv2d`], [`max_pool`], [`max_pool_grad`], [`max_pool_grad_with_argmax`]), over
-//!   device tensors ([`DeviceTensorRef`], [`DeviceTensorMut`], [`DeviceFilterRef`],
-//!   [`DeviceTensor`]) and a caller's `Arc<CudaStream>`. Kernels load into the stream's
-//!   own context; every launch is queued on that stream and nothing synchronises the
+//!   [`conv2d_backprop_filter`], [`conv2d`], [`max_pool`], [`max_pool_grad`],
+//!   [`max_pool_grad_with_argmax`]), over device tensors ([`DeviceTensorRef`],
+//!   [`DeviceTensorMut`], [`DeviceFilterRef`], [`DeviceTensor`]) and a caller's
+//!   `Arc<CudaStream>`. Kernels load into the stream's own context; every launch is queued
+//!   on that stream and nothing synchronises the
 //!   host, except the first use of a new resize geometry (its small tables are uploaded
 //!   from pageable memory once, then cached per context). [`run_resize_plan`] runs a
 //!   precomputed plan; [`resize_kernel`], [`resize_grad_kernel`], [`pool_kernel`] and

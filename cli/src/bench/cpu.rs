@@ -9,7 +9,7 @@ use super::workloads::{
 use super::{BenchOptions, Progress};
 use gradops::dtype::{DType, Element};
 use gradops::error::Result;
-use gradops::ops::conv2d::{conv2d_backprop_input_into, FilterRef};
+use gradops::ops::conv2d::{conv2d_backprop_filter_into, conv2d_backprop_input_into, FilterRef};
 use gradops::ops::max_pool::{
     max_pool, max_pool_grad_into, max_pool_grad_with_argmax_into, plan_max_pool,
 };
@@ -105,6 +105,27 @@ pub fn cpu_kernels<T: Element>(
                         &mut dx,
                     )?;
                     black_box(&mut dx);
+                    Ok(())
+                }),
+            );
+        }
+        WorkloadOp::Conv2dBackpropFilter { .. } => {
+            let fshape = s.filter.unwrap_or_default();
+            let x: Vec<T> = random_vec(len(s.x), seed_for(w.id, 3));
+            let attrs = w.conv_attrs();
+            let mut dw = vec![T::default(); len(fshape)];
+            push(
+                Variant::Main,
+                true,
+                Box::new(move || {
+                    conv2d_backprop_filter_into(
+                        TensorRef::new(&x, s.x, layout),
+                        TensorRef::new(&dy, s.dy, layout),
+                        fshape,
+                        &attrs,
+                        &mut dw,
+                    )?;
+                    black_box(&mut dw);
                     Ok(())
                 }),
             );
@@ -264,7 +285,7 @@ fn bench_cpu_typed<T: Element>(opts: &BenchOptions) -> Result<BenchReport> {
         "times: wall clock per call (std::time::Instant), each call timed alone after warm-up; \
          GB/s and GFLOP/s at the median"
             .to_string(),
-        "outputs preallocated (resize_grad_into, conv2d_backprop_input_into, max_pool_grad_into; \
+        "outputs preallocated (resize_grad_into, conv2d_backprop_input_into, conv2d_backprop_filter_into, max_pool_grad_into; \
          the forward max_pool into preallocated y and argmax): allocation is not timed"
             .to_string(),
         MINIMAL_TRAFFIC_NOTE.to_string(),

@@ -187,6 +187,28 @@ pub fn cuda_kernels<T: Element>(
                 }),
             });
         }
+        WorkloadOp::Conv2dBackpropFilter { .. } => {
+            let fshape = s.filter.unwrap_or_default();
+            let x = upload_random(s.x, 3)?;
+            let attrs = w.conv_attrs();
+            let mut dw = DeviceTensor::<T>::zeros(stream, fshape, layout)?;
+            let kernel = format!(
+                "conv2d_backprop_filter_partial_{0} + conv2d_backprop_filter_reduce_{0}",
+                T::SUFFIX
+            );
+            out.push(CudaKernel {
+                info: info(Variant::Main, kernel),
+                launch: Box::new(move || {
+                    gradops::cuda::conv2d_backprop_filter_into(
+                        &st,
+                        x.view(),
+                        dy.view(),
+                        &attrs,
+                        dw.view_mut(),
+                    )
+                }),
+            });
+        }
         WorkloadOp::MaxPoolGrad { .. } => {
             let attrs = w.pool_attrs();
             let x = Arc::new(upload_random(s.x, 3)?);

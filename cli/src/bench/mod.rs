@@ -1,4 +1,4 @@
-//! `gradops bench`: the SPEC's benchmark workloads W1–W6, timed on the best available device.
+//! `gradops bench`: the SPEC's benchmark workloads W1–W8, timed on the best available device.
 //!
 //! The workload definitions ([`workloads`]) are the single source of the shapes: the CLI
 //! (`gradops bench`), the criterion benches (`benches/ops.rs`) and the tests all use them.
@@ -20,7 +20,7 @@
 //! ([`cuda_copy_bandwidth`]).
 //!
 //! By concern: `workloads` (the shapes, minimal traffic, flops, kernel names and seeded
-//! inputs of W1–W6), `timing` (the sampling protocol both devices share), `cpu` (CPU kernels
+//! inputs of W1–W8), `timing` (the sampling protocol both devices share), `cpu` (CPU kernels
 //! and host-clock timing, streaming bandwidth), `cuda` (device buffers, CUDA-event timing,
 //! copy bandwidth), `report` (rows, the JSON report, the table); this module holds the
 //! command line and the device selection. Everything public is re-exported here.
@@ -72,7 +72,7 @@ pub struct BenchArgs {
     /// shapes with the tensors in NHWC order; the conv filter stays HWIO).
     #[arg(long, default_value = "nchw", value_name = "nchw|nhwc")]
     pub layout: Layout,
-    /// Workloads, comma-separated (W1,...,W6); default all.
+    /// Workloads, comma-separated (W1,...,W8); default all.
     #[arg(long)]
     pub workload: Option<String>,
     /// Timed calls per kernel (default: adaptive, at least 5 and about 1.5 s per kernel).

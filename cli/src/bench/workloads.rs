@@ -1,4 +1,4 @@
-//! The SPEC's benchmark workloads W1–W6: shapes at a batch, minimal traffic, flops, kernel
+//! The SPEC's benchmark workloads W1–W8: shapes at a batch, minimal traffic, flops, kernel
 //! names, the seeded random inputs, and [`KernelInfo`], the device-independent description
 //! of one timed kernel.
 
@@ -40,6 +40,17 @@ pub enum WorkloadOp {
         /// Padding.
         padding: Padding,
     },
+    /// `conv2d_backprop_filter` (the weight gradient of the same conv), filter HWIO, groups 1.
+    Conv2dBackpropFilter {
+        /// `[kh, kw]`.
+        ksize: [usize; 2],
+        /// Output channels (channels of `dy`).
+        out_channels: usize,
+        /// `[sh, sw]`.
+        strides: [usize; 2],
+        /// Padding.
+        padding: Padding,
+    },
     /// `max_pool_grad` (recomputed argmax), `max_pool_grad_with_argmax` (stored indices) and
     /// the forward `max_pool` with argmax (the training-loop pair's first half).
     MaxPoolGrad {
@@ -56,7 +67,7 @@ pub enum WorkloadOp {
 /// device ([`CPU_BATCH`], [`CUDA_BATCH`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Workload {
-    /// `W1` ... `W6`.
+    /// `W1` ... `W8`.
     pub id: &'static str,
     /// Memory layout of every tensor.
     pub layout: Layout,
@@ -68,7 +79,8 @@ pub struct Workload {
     pub op: WorkloadOp,
 }
 
-/// The SPEC's workloads W1–W6 ("Benchmark workloads"), in order.
+/// The SPEC's workloads W1–W8 ("Benchmark workloads"), in order: W7 and W8 are the weight
+/// gradients of W4 and W5.
 pub fn workloads() -> Vec<Workload> {
     let linear = ResizeAttrs::new(ResizeMode::Linear)
         .coordinate_transformation_mode(CoordinateTransform::HalfPixel);
@@ -76,6 +88,12 @@ pub fn workloads() -> Vec<Workload> {
         .coordinate_transformation_mode(CoordinateTransform::Asymmetric)
         .nearest_mode(NearestMode::Floor);
     let conv = |out_channels, stride| WorkloadOp::Conv2dBackpropInput {
+        ksize: [3, 3],
+        out_channels,
+        strides: [stride, stride],
+        padding: Padding::Same,
+    };
+    let conv_filter = |out_channels, stride| WorkloadOp::Conv2dBackpropFilter {
         ksize: [3, 3],
         out_channels,
         strides: [stride, stride],
@@ -128,6 +146,8 @@ pub fn workloads() -> Vec<Workload> {
                 padding: Padding::Same,
             },
         ),
+        w("W7", 64, [56, 56], conv_filter(64, 1)),
+        w("W8", 64, [56, 56], conv_filter(128, 2)),
     ]
 }
 
@@ -208,6 +228,11 @@ impl Workload {
                 ksize,
                 out_channels,
                 ..
+            }
+            | WorkloadOp::Conv2dBackpropFilter {
+                ksize,
+                out_channels,
+                ..
             } => {
                 let co = div_at_least_one(out_channels, scale_down);
                 let filter = [ksize[0], ksize[1], c, co];
@@ -233,6 +258,9 @@ impl Workload {
     pub fn conv_attrs(&self) -> Conv2dAttrs {
         match self.op {
             WorkloadOp::Conv2dBackpropInput {
+                strides, padding, ..
+            }
+            | WorkloadOp::Conv2dBackpropFilter {
                 strides, padding, ..
             } => Conv2dAttrs::default().strides(strides).padding(padding),
             _ => Conv2dAttrs::default(),
@@ -278,6 +306,7 @@ impl Workload {
         match (self.op, v) {
             (WorkloadOp::ResizeGrad { .. }, _) => "resize_grad",
             (WorkloadOp::Conv2dBackpropInput { .. }, _) => "conv2d_backprop_input",
+            (WorkloadOp::Conv2dBackpropFilter { .. }, _) => "conv2d_backprop_filter",
             (WorkloadOp::MaxPoolGrad { .. }, Variant::Main) => "max_pool_grad",
             (WorkloadOp::MaxPoolGrad { .. }, Variant::StoredArgmax) => "max_pool_grad_with_argmax",
             (WorkloadOp::MaxPoolGrad { .. }, Variant::Forward) => "max_pool",
@@ -298,6 +327,12 @@ impl Workload {
                 s
             }
             WorkloadOp::Conv2dBackpropInput {
+                ksize,
+                strides,
+                padding,
+                ..
+            }
+            | WorkloadOp::Conv2dBackpropFilter {
                 ksize,
                 strides,
                 padding,
@@ -348,6 +383,13 @@ impl Workload {
                 ],
             };
         }
+        if let WorkloadOp::Conv2dBackpropFilter { .. } = self.op {
+            let mut items = vec![("x", Dir::Read, bytes(s.x)), ("dy", Dir::Read, bytes(s.dy))];
+            if let Some(f) = s.filter {
+                items.push(("dw", Dir::Write, bytes(f)));
+            }
+            return Traffic { items };
+        }
         let mut t = Traffic {
             items: vec![("dy", Dir::Read, bytes(s.dy))],
         };
@@ -371,11 +413,11 @@ impl Workload {
         t
     }
 
-    /// Floating-point operations of one call (conv only): `2 * N * Ho * Wo * Co * kh * kw *
-    /// Ci / groups`.
+    /// Floating-point operations of one call (conv only, either gradient): `2 * N * Ho * Wo *
+    /// Co * kh * kw * Ci / groups`.
     pub fn flops(&self, s: &Shapes) -> Option<u64> {
         match self.op {
-            WorkloadOp::Conv2dBackpropInput { .. } => {
+            WorkloadOp::Conv2dBackpropInput { .. } | WorkloadOp::Conv2dBackpropFilter { .. } => {
                 let f = s.filter?;
                 let dy = self.layout.dims(s.dy);
                 Some(2 * (dy.n * dy.h * dy.w * dy.c) as u64 * (f[0] * f[1] * f[2]) as u64)
@@ -567,8 +609,20 @@ impl KernelInfo {
     }
 
     /// `dy [8,64,256,256] -> dx [8,64,128,128] NCHW` (plus the filter for conv; for the
-    /// forward max pool `x [..] -> y [..] + argmax NCHW`).
+    /// forward max pool `x [..] -> y [..] + argmax NCHW`; for the filter gradient
+    /// `x [..] + dy [..] -> dw [..] HWIO NCHW`).
     pub fn shape_text(&self) -> String {
+        if let (WorkloadOp::Conv2dBackpropFilter { .. }, Some(f)) =
+            (self.workload.op, self.shapes.filter)
+        {
+            return format!(
+                "x {} + dy {} -> dw {} HWIO {}",
+                shape_text(self.shapes.x),
+                shape_text(self.shapes.dy),
+                shape_text(f),
+                self.workload.layout
+            );
+        }
         if self.variant == Variant::Forward {
             return format!(
                 "x {} -> y {} + argmax {}",
@@ -605,6 +659,8 @@ mod tests {
             ("W4", [8, 64, 56, 56], [8, 64, 56, 56]),
             ("W5", [8, 64, 56, 56], [8, 128, 28, 28]),
             ("W6", [8, 64, 112, 112], [8, 64, 56, 56]),
+            ("W7", [8, 64, 56, 56], [8, 64, 56, 56]),
+            ("W8", [8, 64, 56, 56], [8, 128, 28, 28]),
         ];
         for (id, x, dy) in cases {
             let s = by_id(id).shapes(CPU_BATCH, 1).unwrap();
@@ -626,6 +682,21 @@ mod tests {
         let w = by_id("W4");
         let s = w.shapes(CPU_BATCH, 1).unwrap();
         assert_eq!(w.flops(&s), Some(2 * 8 * 56 * 56 * 64 * 9 * 64));
+        // The weight gradients: W4's flops; read x and dy, write the filter.
+        let w = by_id("W7");
+        let s = w.shapes(CPU_BATCH, 1).unwrap();
+        assert_eq!(w.flops(&s), Some(2 * 8 * 56 * 56 * 64 * 9 * 64));
+        assert_eq!(
+            w.traffic(&s, Variant::Main, 4).total(),
+            ((2 * 8 * 64 * 56 * 56 + 9 * 64 * 64) * 4) as u64
+        );
+        assert_eq!(
+            w.kernel_name(Variant::Main, DType::F32),
+            "conv2d_backprop_filter_f32 (3x3, s1, SAME)"
+        );
+        let s8 = by_id("W8").shapes(CPU_BATCH, 1).unwrap();
+        assert_eq!(s8.filter, Some([3, 3, 64, 128]));
+        assert_eq!(by_id("W8").flops(&s8), Some(2 * 8 * 28 * 28 * 128 * 9 * 64));
         let w = by_id("W6");
         let s = w.shapes(CPU_BATCH, 1).unwrap();
         let rec = w.traffic(&s, Variant::Main, 4).total();
@@ -651,9 +722,10 @@ mod tests {
                 .map(|w| w.id)
                 .collect::<Vec<_>>()
         };
-        assert_eq!(ids(None).len(), 6);
+        assert_eq!(ids(None).len(), 8);
         assert_eq!(ids(Some("w4, W1,W4")), ["W4", "W1"]);
-        assert!(select_workloads(Some("W7")).is_err());
+        assert_eq!(ids(Some("W8,w7")), ["W8", "W7"]);
+        assert!(select_workloads(Some("W9")).is_err());
         assert!(select_workloads(Some(",")).is_err());
     }
 

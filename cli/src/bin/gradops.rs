@@ -34,7 +34,7 @@ enum Cmd {
     },
     /// Version, element types, compiled kernels and whether a GPU is usable (and why not).
     Info,
-    /// Time the SPEC's benchmark workloads W1-W6 (nvprof-style table, optional JSON).
+    /// Time the SPEC's benchmark workloads W1-W8 (nvprof-style table, optional JSON).
     Bench(gradops_cli::bench::BenchArgs),
 }
 

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 const TILE_ELEMS: usize = 1 << 20;
 
 /// Output rows per tile for a column buffer of `k` rows of `wo` columns.
-pub(super) fn tile_rows(k: usize, wo: usize, ho: usize) -> usize {
+fn tile_rows(k: usize, wo: usize, ho: usize) -> usize {
     (TILE_ELEMS / (k * wo).max(1)).clamp(1, ho.max(1))
 }
 
@@ -296,14 +296,14 @@ fn winograd_applies(g: &ConvGeometry) -> bool {
 }
 
 /// Smallest group channel counts (in and out) that take the Winograd path.
-const WINO_MIN_CHANNELS: usize = 16;
+pub(super) const WINO_MIN_CHANNELS: usize = 16;
 
 /// Winograd tiles per block (whole tile rows, at least one): the transformed `dy` block
 /// (`16 x cog x tiles`) and the GEMM results stay in L2.
 const WINO_TILES: usize = 112;
 
 #[inline(always)]
-fn zip2<A: Accum>(out: &mut [A], a: &[A], b: &[A], f: impl Fn(A, A) -> A) {
+pub(super) fn zip2<A: Accum>(out: &mut [A], a: &[A], b: &[A], f: impl Fn(A, A) -> A) {
     for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
         *o = f(x, y);
     }
@@ -1089,8 +1089,19 @@ pub(super) fn im2col_nchw<A: Accum>(
                     };
                     let dst = &mut krow[(oy - oy0) * wo..][..wo];
                     let srow = &plane[y * wi..][..wi];
-                    for ox in oxs.clone() {
-                        dst[ox] = srow[ox * g.w.stride + kx * g.w.dilation - g.w.pad_before];
+                    if oxs.is_empty() {
+                        continue;
+                    }
+                    // Input column of the first valid output; the rest follow at the stride
+                    // (a plain copy at stride 1, an iterator gather otherwise: no index math).
+                    let x0 = oxs.start * g.w.stride + kx * g.w.dilation - g.w.pad_before;
+                    let d = &mut dst[oxs.clone()];
+                    if g.w.stride == 1 {
+                        d.copy_from_slice(&srow[x0..x0 + d.len()]);
+                    } else {
+                        for (o, &v) in d.iter_mut().zip(srow[x0..].iter().step_by(g.w.stride)) {
+                            *o = v;
+                        }
                     }
                 }
             }

@@ -1,13 +1,15 @@
 //! CPU `conv2d_backprop_filter`: per group, `dW[(ky, kx, ci), co] = im2col(x)^T * dy` over the
-//! `N * OH * OW` output pixels, as GEMMs on tiles of output rows (`gemm` crate).
+//! `N * OH * OW` output pixels, as GEMMs on tiles of output rows (`gemm` crate); 3x3
+//! stride-1 convolutions with enough channels by Winograd F(3x3, 2x2) instead.
 //!
 //! Determinism: the reduction is split into a fixed number of contiguous ranges of
 //! (image, row tile) units, chosen from the geometry alone. Each range accumulates its own
 //! partial filter (units and tiles in order, one GEMM per tile); the partials are then summed
 //! in range order. Neither step depends on the thread count.
 
-use super::cpu_kernel::{im2col_nchw, im2col_nhwc, tile_rows};
+use super::cpu_kernel::{im2col_nchw, im2col_nhwc, zip2, WINO_MIN_CHANNELS};
 use crate::cpu::gemm::{matmul, MatMut, MatRef};
+use crate::dtype::Accum;
 use crate::dtype::Element;
 use crate::geometry::window::ConvGeometry;
 use crate::ops::conv2d::FilterLayout;
@@ -17,7 +19,10 @@ use rayon::prelude::*;
 
 /// Most reduction splits (partial filters). More splits feed more threads; each costs one
 /// filter-sized partial and one pass of the final sum.
-const MAX_SPLITS: usize = 32;
+const MAX_SPLITS: usize = 16;
+
+/// Elements of a column (im2col) tile (256 KiB in f32).
+const COL_ELEMS: usize = 1 << 16;
 
 /// Most elements of all partial filters together (64 MiB in f32): huge filters get fewer
 /// splits.
@@ -38,7 +43,8 @@ pub(crate) struct FilterSplit {
 impl FilterSplit {
     pub(crate) fn new(g: &ConvGeometry) -> Self {
         let k = g.h.kernel * g.w.kernel * (g.ci / g.groups);
-        let rows = tile_rows(k, g.w.output, g.h.output);
+        // Column tiles of about COL_ELEMS: the im2col block stays in L2 for the GEMM's packing.
+        let rows = (COL_ELEMS / (k * g.w.output).max(1)).clamp(1, g.h.output.max(1));
         let tiles = g.h.output.div_ceil(rows);
         let flen = (k * g.co).max(1);
         let splits = (g.n * tiles)
@@ -68,6 +74,9 @@ pub(crate) fn backprop_filter<T: Element>(
     filter_layout: FilterLayout,
     dw: &mut [T],
 ) {
+    if winograd_applies(g) {
+        return backprop_filter_winograd(g, layout, x, dy, filter_layout, dw, MAX_SPLITS);
+    }
     let split = FilterSplit::new(g);
     backprop_filter_split(g, layout, x, dy, filter_layout, dw, split);
 }
@@ -169,20 +178,34 @@ pub(crate) fn backprop_filter_split<T: Element>(
             }
         },
     );
-    // Sum the partials in split order (into the first), per block of filter elements.
-    let (first, rest) = partials.split_at_mut(flen);
+    sum_partials(&mut partials, flen);
+    store_filter(g, &partials[..flen], filter_layout, dw);
+}
+
+/// Sums `partials` (`splits` consecutive blocks of `len`) in split order into the first block.
+fn sum_partials<A: Accum>(partials: &mut [A], len: usize) {
+    let (first, rest) = partials.split_at_mut(len);
     const BLOCK: usize = 4096;
     first
         .par_chunks_mut(BLOCK)
         .enumerate()
         .for_each(|(b, acc)| {
-            for part in rest.chunks(flen) {
+            for part in rest.chunks(len) {
                 for (a, &v) in acc.iter_mut().zip(&part[b * BLOCK..]) {
                     *a = *a + v;
                 }
             }
         });
-    let hwio = &partials[..flen];
+}
+
+/// Rounds an HWIO filter in the accumulation type into `dw` (`filter_layout` order).
+fn store_filter<T: Element>(
+    g: &ConvGeometry,
+    hwio: &[T::Acc],
+    filter_layout: FilterLayout,
+    dw: &mut [T],
+) {
+    let cig = g.ci / g.groups;
     match filter_layout {
         FilterLayout::Hwio => T::slice_from_acc(hwio, dw),
         FilterLayout::Oihw => {
@@ -192,6 +215,395 @@ pub(crate) fn backprop_filter_split<T: Element>(
                     // j = (c * kh + y) * kw + x
                     let (c, yx) = (j / (kh * kw), j % (kh * kw));
                     *d = T::from_acc(hwio[(yx * cig + c) * g.co + o]);
+                }
+            }
+        }
+    }
+}
+
+/// Winograd F(3x3, 2x2) covers 3x3, stride 1, dilation 1 with enough channels for its 16
+/// GEMMs (`cig x cog`) to pay off (either layout: NHWC copies each block's rows into
+/// NCHW-ordered bands first).
+fn winograd_applies(g: &ConvGeometry) -> bool {
+    let (cig, cog) = (g.ci / g.groups, g.co / g.groups);
+    g.h.kernel == 3
+        && g.w.kernel == 3
+        && g.h.stride == 1
+        && g.w.stride == 1
+        && g.h.dilation == 1
+        && g.w.dilation == 1
+        && cig >= WINO_MIN_CHANNELS
+        && cog >= WINO_MIN_CHANNELS
+}
+
+/// Winograd tiles per block (whole tile rows, at least one): a block's transformed `x` and
+/// `dy` (`16 x channels x tiles` each) stay near L2.
+const WINO_TILES: usize = 128;
+
+/// 3x3 stride-1 `dw` by Winograd F(3x3, 2x2) (NCHW; NHWC through per-block bands): the output pixels in 2x2 tiles; each tile
+/// adds to `dW[ky, kx]` the correlation of its 4x4 `x` patch `d` with its 2x2 `dy` block `h`,
+/// which is `G^T [(A h A^T) (.) (B^T d B)] G` with `B^T` as in the input gradient's Winograd,
+/// `A = [[1, 0], [1, 1], [1, -1], [0, -1]]` and `G^T = [[1, .5, .5, 0], [0, .5, -.5, 0],
+/// [0, .5, .5, 1]]` (the transposed F(2, 3)). The output transform is linear, so the 16
+/// products are summed over all tiles first, as 16 GEMMs per group `M[xi][c, co] =
+/// V[xi][c, t] * U[xi][t, co]` (depth: the tiles), and transformed once. The tiles are cut
+/// into (image, block of tile rows) units and those into at most `max_splits` fixed ranges,
+/// each with its own partial `M`, summed in range order: deterministic, independent of the
+/// thread count.
+fn backprop_filter_winograd<T: Element>(
+    g: &ConvGeometry,
+    layout: Layout,
+    x: &[T],
+    dy: &[T],
+    filter_layout: FilterLayout,
+    dw: &mut [T],
+    max_splits: usize,
+) {
+    let zero = T::Acc::zero();
+    let (hi, wi, ho, wo) = (g.h.input, g.w.input, g.h.output, g.w.output);
+    let (cig, cog, groups) = (g.ci / g.groups, g.co / g.groups, g.groups);
+    let (ximg, dyimg) = (g.ci * hi * wi, g.co * ho * wo);
+    if g.n == 0 || ho * wo == 0 || ximg == 0 {
+        dw.fill(T::default());
+        return;
+    }
+    let (ntx, nty) = (wo.div_ceil(2), ho.div_ceil(2));
+    let br = (WINO_TILES / ntx).clamp(1, nty);
+    let blocks = nty.div_ceil(br);
+    let units = g.n * blocks;
+    let plen = 16 * cig * g.co;
+    let splits = units
+        .min(max_splits)
+        .min(PARTIAL_BUDGET / plen.max(1))
+        .max(1);
+    let arch = pulp::Arch::new();
+    let mut partials = vec![zero; splits * plen];
+    partials.par_chunks_mut(plen).enumerate().for_each_init(
+        || (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new()),
+        |(v, u, sb, xb, db), (s, part)| {
+            for unit in (s * units / splits)..((s + 1) * units / splits) {
+                let (i, b) = (unit / blocks, unit % blocks);
+                let ty0 = b * br;
+                let tr = br.min(nty - ty0);
+                let nt = tr * ntx;
+                let (xi, dyi) = (&x[i * ximg..][..ximg], &dy[i * dyimg..][..dyimg]);
+                v.resize(16 * cig * nt, zero);
+                u.resize(16 * cog * nt, zero);
+                // WinoX: two rows of ntx + 1 and 4 x (2 tr + 2) x ntx; WinoDy: 12 nt + 2 ntx.
+                sb.resize(
+                    (2 * ntx + 2 + 4 * (2 * tr + 2) * ntx).max(12 * nt + 2 * ntx),
+                    zero,
+                );
+                let (pt, pl) = (g.h.pad_before, g.w.pad_before);
+                // NHWC: the block's rows of x and dy, per channel of the group, copied into
+                // NCHW-ordered bands (zero outside x), so the transforms read planes.
+                let nrows = 2 * tr + 2;
+                let dyrows = (2 * tr).min(ho - 2 * ty0);
+                for grp in 0..groups {
+                    let (xsrc, xc0, xdims, xty0, top, dysrc, dyc0, dydims, dyty0) = match layout {
+                        Layout::Nchw => (
+                            xi,
+                            grp * cig,
+                            (hi, wi),
+                            ty0,
+                            pt,
+                            dyi,
+                            grp * cog,
+                            (ho, wo),
+                            ty0,
+                        ),
+                        Layout::Nhwc => {
+                            xb.clear();
+                            xb.resize(cig * nrows * wi, T::default());
+                            for r in 0..nrows {
+                                let y = (2 * ty0 + r) as isize - pt as isize;
+                                if y < 0 || y as usize >= hi {
+                                    continue;
+                                }
+                                let src = &xi[y as usize * wi * g.ci..][..wi * g.ci];
+                                for (col, px) in src.chunks_exact(g.ci).enumerate() {
+                                    for (c, &val) in px[grp * cig..][..cig].iter().enumerate() {
+                                        xb[(c * nrows + r) * wi + col] = val;
+                                    }
+                                }
+                            }
+                            db.clear();
+                            db.resize(cog * dyrows * wo, T::default());
+                            for r in 0..dyrows {
+                                let src = &dyi[(2 * ty0 + r) * wo * g.co..][..wo * g.co];
+                                for (col, px) in src.chunks_exact(g.co).enumerate() {
+                                    for (o, &val) in px[grp * cog..][..cog].iter().enumerate() {
+                                        db[(o * dyrows + r) * wo + col] = val;
+                                    }
+                                }
+                            }
+                            (&xb[..], 0, (nrows, wi), 0, 0, &db[..], 0, (dyrows, wo), 0)
+                        }
+                    };
+                    // V[xi][c][t] = (B^T d B) of the x patches.
+                    arch.dispatch(WinoX::<T> {
+                        xi: xsrc,
+                        cigs: (xc0, cig),
+                        dims: xdims,
+                        rows: (xty0, tr, ntx),
+                        pads: (top, pl),
+                        sb: &mut sb[..],
+                        v: &mut v[..],
+                    });
+                    // U[xi][co][t] = (A h A^T) of the dy blocks.
+                    arch.dispatch(WinoDy::<T> {
+                        dyi: dysrc,
+                        cogs: (dyc0, cog),
+                        dims: dydims,
+                        rows: (dyty0, tr, ntx),
+                        sb: &mut sb[..12 * nt + 2 * ntx],
+                        u: &mut u[..],
+                    });
+                    for xi in 0..16 {
+                        matmul(
+                            MatMut {
+                                data: &mut part[(grp * 16 + xi) * cig * cog..][..cig * cog],
+                                rows: cig,
+                                cols: cog,
+                                rs: cog,
+                                cs: 1,
+                            },
+                            MatRef {
+                                data: &v[xi * cig * nt..][..cig * nt],
+                                rows: cig,
+                                cols: nt,
+                                rs: nt,
+                                cs: 1,
+                            },
+                            MatRef {
+                                data: &u[xi * cog * nt..][..cog * nt],
+                                rows: nt,
+                                cols: cog,
+                                rs: 1,
+                                cs: nt,
+                            },
+                            true,
+                        );
+                    }
+                }
+            }
+        },
+    );
+    sum_partials(&mut partials, plen);
+    // Output transform Y = G^T M G per (group, c, co), into an HWIO filter.
+    let m = &partials[..plen];
+    let mut hwio = vec![zero; 9 * cig * g.co];
+    let half = T::Acc::from_f64_lossy(0.5);
+    for grp in 0..groups {
+        for c in 0..cig {
+            for co in 0..cog {
+                let mm = |i: usize, j: usize| m[((grp * 16 + i * 4 + j) * cig + c) * cog + co];
+                // Rows: S[k][j] = sum_i G^T[k][i] M[i][j].
+                let s: [[T::Acc; 4]; 3] = std::array::from_fn(|k| {
+                    std::array::from_fn(|j| {
+                        let (m0, m1, m2, m3) = (mm(0, j), mm(1, j), mm(2, j), mm(3, j));
+                        match k {
+                            0 => m0 + (m1 + m2) * half,
+                            1 => (m1 - m2) * half,
+                            _ => (m1 + m2) * half + m3,
+                        }
+                    })
+                });
+                for (ky, r) in s.iter().enumerate() {
+                    let y = [
+                        r[0] + (r[1] + r[2]) * half,
+                        (r[1] - r[2]) * half,
+                        (r[1] + r[2]) * half + r[3],
+                    ];
+                    for (kx, &val) in y.iter().enumerate() {
+                        hwio[((ky * 3 + kx) * cig + c) * g.co + grp * cog + co] = val;
+                    }
+                }
+            }
+        }
+    }
+    store_filter(g, &hwio, filter_layout, dw);
+}
+
+/// The `x` transform of one tile block: `V[xi][c][t] = (B^T d B)[xi]` for the 4x4 `x`
+/// patches `d` of the block's tiles (patch of tile `(ty, tx)` at `x[2 ty - top][2 tx - left]`,
+/// zero outside `x`), `B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]`.
+/// Neighbouring tile rows share two `x` rows, so the column transform `d B` runs once per
+/// `x` row (on its even/odd columns, vectorised over tiles), then the row transform per
+/// tile row.
+struct WinoX<'a, T: Element> {
+    /// The image's `x`.
+    xi: &'a [T],
+    /// (first input channel of the group, group input channels).
+    cigs: (usize, usize),
+    /// `x` (height, width).
+    dims: (usize, usize),
+    /// (first tile row, tile rows, tiles per row).
+    rows: (usize, usize, usize),
+    /// Padding (top, left).
+    pads: (usize, usize),
+    sb: &'a mut [T::Acc],
+    v: &'a mut [T::Acc],
+}
+
+impl<T: Element> pulp::WithSimd for WinoX<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) {
+        let WinoX {
+            xi,
+            cigs: (c0, cig),
+            dims: (hi, wi),
+            rows: (ty0, tr, ntx),
+            pads: (top, left),
+            sb,
+            v,
+        } = self;
+        let zero = T::Acc::zero();
+        let nt = tr * ntx;
+        let nrows = 2 * tr + 2;
+        let (eo, rest) = sb.split_at_mut(2 * ntx + 2);
+        let (ev, od) = eo.split_at_mut(ntx + 1);
+        let hb = &mut rest[..4 * nrows * ntx];
+        // Tiles whose even and odd columns are all inside x: a plain de-interleave.
+        let t_lo = left.div_ceil(2).min(ntx + 1);
+        let t_hi = ((wi + left) / 2).clamp(t_lo, ntx + 1);
+        for c in 0..cig {
+            let plane = &xi[(c0 + c) * hi * wi..][..hi * wi];
+            // hb[j][row][tx] = (d B)[j] of x row 2 ty0 + row - top: with e[t] = x[2t - left]
+            // and o[t] = x[2t + 1 - left]: e - e', o + e', e' - o, o - o' (' = t + 1).
+            for row in 0..nrows {
+                let y = (2 * ty0 + row) as isize - top as isize;
+                if y >= 0 && (y as usize) < hi {
+                    let src = &plane[y as usize * wi..][..wi];
+                    let at = |x: isize| {
+                        if x >= 0 && (x as usize) < wi {
+                            src[x as usize].to_acc()
+                        } else {
+                            zero
+                        }
+                    };
+                    for t in (0..t_lo).chain(t_hi..ntx + 1) {
+                        let xe = (2 * t) as isize - left as isize;
+                        ev[t] = at(xe);
+                        od[t] = at(xe + 1);
+                    }
+                    if t_hi > t_lo {
+                        let s0 = 2 * t_lo - left;
+                        for ((e, o), pair) in ev[t_lo..t_hi]
+                            .iter_mut()
+                            .zip(&mut od[t_lo..t_hi])
+                            .zip(src[s0..].chunks_exact(2))
+                        {
+                            *e = pair[0].to_acc();
+                            *o = pair[1].to_acc();
+                        }
+                    }
+                } else {
+                    ev.fill(zero);
+                    od.fill(zero);
+                }
+                let h = |j: usize| (j * nrows + row) * ntx;
+                let (e0, e1, o0, o1) = (&ev[..ntx], &ev[1..], &od[..ntx], &od[1..]);
+                zip2(&mut hb[h(0)..][..ntx], e0, e1, |a, b| a - b);
+                zip2(&mut hb[h(1)..][..ntx], o0, e1, |a, b| a + b);
+                zip2(&mut hb[h(2)..][..ntx], e1, o0, |a, b| a - b);
+                zip2(&mut hb[h(3)..][..ntx], o0, o1, |a, b| a - b);
+            }
+            // V[i][j] for tile row r from rows 2r..2r+4: d0 - d2, d1 + d2, d2 - d1, d1 - d3.
+            for j in 0..4 {
+                let hr = |row: usize| &hb[(j * nrows + row) * ntx..][..ntx];
+                for r in 0..tr {
+                    let (d0, d1, d2, d3) = (hr(2 * r), hr(2 * r + 1), hr(2 * r + 2), hr(2 * r + 3));
+                    let slab = |i: usize| ((i * 4 + j) * cig + c) * nt + r * ntx;
+                    zip2(&mut v[slab(0)..][..ntx], d0, d2, |a, b| a - b);
+                    zip2(&mut v[slab(1)..][..ntx], d1, d2, |a, b| a + b);
+                    zip2(&mut v[slab(2)..][..ntx], d2, d1, |a, b| a - b);
+                    zip2(&mut v[slab(3)..][..ntx], d1, d3, |a, b| a - b);
+                }
+            }
+        }
+    }
+}
+
+/// The `dy` transform of one tile block: `U[xi][co][t] = (A h A^T)[xi]` for the 2x2 `dy`
+/// blocks `h` of the block's tiles (zero outside `dy`), vectorised over tiles.
+/// `A = [[1, 0], [1, 1], [1, -1], [0, -1]]`.
+struct WinoDy<'a, T: Element> {
+    /// The image's `dy`.
+    dyi: &'a [T],
+    /// (first output channel of the group, group output channels).
+    cogs: (usize, usize),
+    /// `dy` (height, width).
+    dims: (usize, usize),
+    /// (first tile row, tile rows, tiles per row).
+    rows: (usize, usize, usize),
+    sb: &'a mut [T::Acc],
+    u: &'a mut [T::Acc],
+}
+
+impl<T: Element> pulp::WithSimd for WinoDy<'_, T> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _: S) {
+        let WinoDy {
+            dyi,
+            cogs: (co0, cog),
+            dims: (ho, wo),
+            rows: (ty0, tr, ntx),
+            sb,
+            u,
+        } = self;
+        let zero = T::Acc::zero();
+        let nt = tr * ntx;
+        let pw = 2 * ntx;
+        let (hb, rest) = sb.split_at_mut(4 * nt);
+        let (rb, rest) = rest.split_at_mut(8 * nt);
+        let row = &mut rest[..pw];
+        for co in 0..cog {
+            let plane = &dyi[(co0 + co) * ho * wo..][..ho * wo];
+            // hb[p][q][t] = dy[2 ty + p][2 tx + q] (zero outside).
+            for r in 0..tr {
+                for p in 0..2 {
+                    let y = 2 * (ty0 + r) + p;
+                    if y < ho {
+                        T::slice_to_acc(&plane[y * wo..][..wo], &mut row[..wo]);
+                        row[wo..].fill(zero);
+                    } else {
+                        row.fill(zero);
+                    }
+                    let (h0, h1) = hb[p * 2 * nt..][..2 * nt].split_at_mut(nt);
+                    let rr = r * ntx..(r + 1) * ntx;
+                    for ((q, a), b) in row
+                        .chunks_exact(2)
+                        .zip(&mut h0[rr.clone()])
+                        .zip(&mut h1[rr])
+                    {
+                        *a = q[0];
+                        *b = q[1];
+                    }
+                }
+            }
+            let hc = |p: usize, q: usize| &hb[(p * 2 + q) * nt..][..nt];
+            // A h: rows 0..4 of [h0, h0 + h1, h0 - h1, -h1] (per column q).
+            for q in 0..2 {
+                let (h0, h1) = (hc(0, q), hc(1, q));
+                rb[q * nt..][..nt].copy_from_slice(h0);
+                zip2(&mut rb[(2 + q) * nt..][..nt], h0, h1, |a, b| a + b);
+                zip2(&mut rb[(4 + q) * nt..][..nt], h0, h1, |a, b| a - b);
+                for (o, &b) in rb[(6 + q) * nt..][..nt].iter_mut().zip(h1) {
+                    *o = -b;
+                }
+            }
+            // (A h) A^T: the same along q, into the GEMM operands.
+            for i in 0..4 {
+                let (r0, r1) = rb[i * 2 * nt..][..2 * nt].split_at(nt);
+                let slab = |j: usize| ((i * 4 + j) * cog + co) * nt;
+                u[slab(0)..][..nt].copy_from_slice(r0);
+                zip2(&mut u[slab(1)..][..nt], r0, r1, |a, b| a + b);
+                zip2(&mut u[slab(2)..][..nt], r0, r1, |a, b| a - b);
+                for (o, &b) in u[slab(3)..][..nt].iter_mut().zip(r1) {
+                    *o = -b;
                 }
             }
         }
@@ -343,5 +755,159 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 50, "only {checked} valid cases");
+    }
+
+    /// Winograd F(3x3, 2x2) against naive loops: f64 on inputs that are multiples of 1/4
+    /// (every value of every transform exact: equal bits, under several split counts), f64
+    /// and f32 on random inputs within rounding, f16 within its tolerance; odd sizes,
+    /// groups, every padding, both layouts, both filter layouts.
+    #[test]
+    fn winograd_matches_naive() {
+        let mut seed = 0x0bad_cafe_1234_5678u64;
+        let mut next = |m: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m as u64) as usize
+        };
+        let mut checked = 0;
+        for case in 0..40 {
+            let groups = [1, 1, 2][next(3)];
+            let (cig, cog) = (16 + next(10), 16 + next(10));
+            let n = 1 + next(2);
+            let input = Dims {
+                n,
+                c: cig * groups,
+                h: 1 + next(14),
+                w: 1 + next(14),
+            };
+            let attrs = WindowAttrs {
+                strides: [1, 1],
+                dilations: [1, 1],
+                padding: match next(3) {
+                    0 => Padding::Same,
+                    1 => Padding::Valid,
+                    _ => Padding::Explicit([[next(6), next(3)], [next(7), next(4)]]),
+                },
+                dim_rounding: None,
+            };
+            let Ok(g) = ConvGeometry::new("t", input, [3, 3, cig, cog * groups], &attrs) else {
+                continue;
+            };
+            if g.h.output * g.w.output == 0 {
+                continue;
+            }
+            assert!(winograd_applies(&g));
+            let layout = if case % 4 < 2 {
+                Layout::Nchw
+            } else {
+                Layout::Nhwc
+            };
+            let xl = n * g.ci * g.h.input * g.w.input;
+            let yl = n * g.co * g.h.output * g.w.output;
+            let x: Vec<f64> = (0..xl)
+                .map(|i| ((i * 7 + case) % 9) as f64 / 4.0 - 1.0)
+                .collect();
+            let dy: Vec<f64> = (0..yl)
+                .map(|i| ((i * 5 + 3 * case) % 9) as f64 / 4.0 - 1.0)
+                .collect();
+            let want = naive(&g, layout, &x, &dy);
+            let fl = if case % 2 == 0 {
+                FilterLayout::Hwio
+            } else {
+                FilterLayout::Oihw
+            };
+            let want_fl = match fl {
+                FilterLayout::Hwio => want.clone(),
+                FilterLayout::Oihw => {
+                    let (i, o) = (cig, g.co);
+                    let mut out = vec![0.0; want.len()];
+                    for t in 0..9 {
+                        for c in 0..i {
+                            for oc in 0..o {
+                                out[(oc * i + c) * 9 + t] = want[(t * i + c) * o + oc];
+                            }
+                        }
+                    }
+                    out
+                }
+            };
+            for splits in [1, 2, 5, MAX_SPLITS] {
+                let mut got = vec![f64::NAN; want.len()];
+                backprop_filter_winograd(&g, layout, &x, &dy, fl, &mut got, splits);
+                assert_eq!(got, want_fl, "case {case} splits {splits}: {g:?}");
+            }
+            // Random values: within rounding of the naive sum.
+            let xr: Vec<f64> = x
+                .iter()
+                .enumerate()
+                .map(|(i, v)| v * 0.37 + (i % 13) as f64 * 0.011)
+                .collect();
+            let want = naive(&g, layout, &xr, &dy);
+            let den: f64 = want.iter().map(|v| v * v).sum::<f64>().sqrt().max(1.0);
+            let err = |got: Vec<f64>| {
+                got.iter()
+                    .zip(&want)
+                    .map(|(a, b)| (a - b) * (a - b))
+                    .sum::<f64>()
+                    .sqrt()
+                    / den
+            };
+            let mut got = vec![f64::NAN; want.len()];
+            backprop_filter_winograd(
+                &g,
+                layout,
+                &xr,
+                &dy,
+                FilterLayout::Hwio,
+                &mut got,
+                MAX_SPLITS,
+            );
+            assert!(err(got) <= 1e-13, "f64 case {case}");
+            let (x32, dy32): (Vec<f32>, Vec<f32>) = (
+                xr.iter().map(|&v| v as f32).collect(),
+                dy.iter().map(|&v| v as f32).collect(),
+            );
+            let mut g32 = vec![f32::NAN; want.len()];
+            backprop_filter_winograd(
+                &g,
+                layout,
+                &x32,
+                &dy32,
+                FilterLayout::Hwio,
+                &mut g32,
+                MAX_SPLITS,
+            );
+            let e32 = err(g32.iter().map(|&v| v as f64).collect());
+            assert!(e32 <= 1e-6, "f32 case {case}: {e32:e}");
+            let (xh, dyh): (Vec<half::f16>, Vec<half::f16>) = (
+                xr.iter().map(|&v| half::f16::from_f64(v)).collect(),
+                dy.iter().map(|&v| half::f16::from_f64(v)).collect(),
+            );
+            let (xhr, dyhr): (Vec<f64>, Vec<f64>) = (
+                xh.iter().map(|v| v.to_f64()).collect(),
+                dyh.iter().map(|v| v.to_f64()).collect(),
+            );
+            let wanth = naive(&g, layout, &xhr, &dyhr);
+            let mut gh = vec![half::f16::NAN; want.len()];
+            backprop_filter_winograd(
+                &g,
+                layout,
+                &xh,
+                &dyh,
+                FilterLayout::Hwio,
+                &mut gh,
+                MAX_SPLITS,
+            );
+            let num: f64 = gh
+                .iter()
+                .zip(&wanth)
+                .map(|(a, b)| (a.to_f64() - b).powi(2))
+                .sum();
+            let denh: f64 = wanth.iter().map(|v| v * v).sum::<f64>().sqrt().max(1.0);
+            assert!(num.sqrt() / denh <= 1e-3, "f16 case {case}");
+            checked += 1;
+        }
+        assert!(checked > 15, "only {checked} cases");
     }
 }
