@@ -23,9 +23,15 @@
 //! themselves. Against an f64 reference on the same rounded inputs the results are within a
 //! relative L2 error of 1e-10 (f64), 1e-5 (f32), 2e-3 (f16) and 1e-2 (bf16), the SPEC's
 //! tolerances.
+//!
+//! With the `candle` feature, `gradops::candle` has candle-`Tensor` versions of the forwards
+//! whose backward passes are these ops, for training with candle's autograd (`candle-cuda`:
+//! on candle's CUDA device too).
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "candle")]
+pub mod candle;
 pub mod cuda;
 pub mod dtype;
 pub mod error;

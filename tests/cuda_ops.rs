@@ -846,3 +846,257 @@ fn training_example_gpu_matches_cpu() {
     assert_eq!(p.w1, p2.w1);
     assert_eq!(p.w2, p2.w2);
 }
+
+/// `gradops::candle` on candle's CUDA device: needs gradops' `candle-cuda` feature (candle's
+/// `cuda`, which links the CUDA libraries: such a binary starts only where they are).
+#[cfg(not(feature = "candle-cuda"))]
+#[test]
+fn candle_cuda_tests_skipped_feature_off() {
+    let msg = "SKIPPED candle CUDA tests: built without the `candle-cuda` feature \
+               (cargo test --release --features candle-cuda --test cuda_ops, on a machine \
+               with the CUDA libraries)";
+    eprintln!("{msg}");
+    println!("{msg}");
+}
+
+#[cfg(feature = "candle-cuda")]
+mod candle_gpu {
+    //! candle's autograd through each `gradops::candle` function on `Device::new_cuda(0)`
+    //! against the same on candle's CPU device (the CPU path is checked bitwise against
+    //! gradops and by finite differences in tests/candle.rs): forward and every gradient
+    //! within the SPEC tolerance of the dtype, and two CUDA runs bitwise equal.
+
+    use candle_core::{DType, Device, Tensor, Var};
+    use gradops::geometry::{CoordinateTransform as Ct, NearestMode as Nm, ResizeMode};
+    use gradops::{Conv2dAttrs, MaxPoolAttrs, Padding, ResizeAttrs};
+
+    type R<T> = candle_core::Result<T>;
+
+    fn cuda_or_skip(test: &str) -> Option<Device> {
+        let dev = gradops::cuda::probe()
+            .map_err(|e| e.to_string())
+            .and_then(|_| Device::new_cuda(0).map_err(|e| e.to_string()));
+        match dev {
+            Ok(d) => Some(d),
+            Err(e) => {
+                let msg = format!("SKIPPED {test}: {e}");
+                assert!(
+                    std::env::var("GRADOPS_REQUIRE_GPU").as_deref() != Ok("1"),
+                    "GRADOPS_REQUIRE_GPU=1 but {msg}"
+                );
+                eprintln!("{msg}");
+                println!("{msg}");
+                None
+            }
+        }
+    }
+
+    fn tol(dt: DType) -> f64 {
+        match dt {
+            DType::F16 => 2e-3,
+            DType::BF16 => 1e-2,
+            DType::F32 => 1e-5,
+            _ => 1e-10,
+        }
+    }
+
+    fn host(t: &Tensor) -> Vec<f64> {
+        t.to_device(&Device::Cpu)
+            .unwrap()
+            .to_dtype(DType::F64)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f64>()
+            .unwrap()
+    }
+
+    fn rel(got: &Tensor, want: &Tensor) -> f64 {
+        assert_eq!(got.dims(), want.dims());
+        let (a, b) = (host(got), host(want));
+        let num: f64 = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum();
+        let den: f64 = b.iter().map(|y| y * y).sum();
+        if den == 0.0 {
+            num.sqrt()
+        } else {
+            (num / den).sqrt()
+        }
+    }
+
+    fn random(shape: &[usize], seed: u64, dt: DType, dev: &Device) -> R<Tensor> {
+        let n: usize = shape.iter().product();
+        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let v: Vec<f64> = (0..n)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+            })
+            .collect();
+        Tensor::from_vec(v, shape, &Device::Cpu)?
+            .to_dtype(dt)?
+            .to_device(dev)
+    }
+
+    /// `f(inputs)`, and the gradient of `sum(f * r)` for each input, on `dev`.
+    fn run(
+        inputs: &[&Tensor],
+        r: &Tensor,
+        dev: &Device,
+        f: &dyn Fn(&[Tensor]) -> R<Tensor>,
+    ) -> R<(Tensor, Vec<Tensor>)> {
+        let vars: Vec<Var> = inputs
+            .iter()
+            .map(|t| Var::from_tensor(&t.to_device(dev)?))
+            .collect::<R<_>>()?;
+        let ts: Vec<Tensor> = vars.iter().map(|v| v.as_tensor().clone()).collect();
+        let y = f(&ts)?;
+        let grads = y.mul(&r.to_device(dev)?)?.sum_all()?.backward()?;
+        let gs = vars
+            .iter()
+            .map(|v| grads.get(v).expect("gradient").clone())
+            .collect();
+        Ok((y, gs))
+    }
+
+    /// CUDA against CPU within the dtype's tolerance, and two CUDA runs bitwise equal.
+    fn parity(
+        name: &str,
+        dev: &Device,
+        inputs: &[&Tensor],
+        r: &Tensor,
+        f: &dyn Fn(&[Tensor]) -> R<Tensor>,
+    ) -> R<()> {
+        let dt = inputs[0].dtype();
+        let (yc, gc) = run(inputs, r, &Device::Cpu, f)?;
+        let (yg, gg) = run(inputs, r, dev, f)?;
+        let (yg2, gg2) = run(inputs, r, dev, f)?;
+        let e = rel(&yg, &yc);
+        assert!(e <= tol(dt), "{name} {dt:?}: forward rel err {e}");
+        assert_eq!(host(&yg), host(&yg2), "{name}: forward not deterministic");
+        for (i, ((a, b), c)) in gg.iter().zip(&gc).zip(&gg2).enumerate() {
+            let e = rel(a, b);
+            assert!(e <= tol(dt), "{name} {dt:?}: gradient {i} rel err {e}");
+            assert_eq!(host(a), host(c), "{name}: gradient {i} not deterministic");
+        }
+        Ok(())
+    }
+
+    const DTYPES: [DType; 4] = [DType::F16, DType::BF16, DType::F32, DType::F64];
+
+    #[test]
+    fn candle_cuda_resize_every_mode() -> R<()> {
+        let Some(dev) = cuda_or_skip("candle_cuda_resize_every_mode") else {
+            return Ok(());
+        };
+        for dt in DTYPES {
+            for (i, ctm) in [
+                Ct::HalfPixel,
+                Ct::PytorchHalfPixel,
+                Ct::AlignCorners,
+                Ct::Asymmetric,
+                Ct::TfHalfPixelForNn,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                for (mode, nm) in [
+                    (ResizeMode::Linear, Nm::RoundPreferFloor),
+                    (ResizeMode::Nearest, Nm::RoundPreferCeil),
+                    (ResizeMode::Nearest, Nm::Floor),
+                ] {
+                    let attrs = ResizeAttrs::new(mode)
+                        .coordinate_transformation_mode(ctm)
+                        .nearest_mode(nm);
+                    let x = random(&[2, 3, 9, 14], i as u64, dt, &Device::Cpu)?;
+                    let r = random(&[2, 3, 13, 5], 100 + i as u64, dt, &Device::Cpu)?;
+                    parity("resize", &dev, &[&x], &r, &|t| {
+                        gradops::candle::interpolate(&t[0], (13, 5), &attrs)
+                    })?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn candle_cuda_max_pool() -> R<()> {
+        let Some(dev) = cuda_or_skip("candle_cuda_max_pool") else {
+            return Ok(());
+        };
+        for dt in DTYPES {
+            for attrs in [
+                MaxPoolAttrs::new([3, 3])
+                    .strides([2, 2])
+                    .padding(Padding::Explicit([[1, 1], [1, 1]])),
+                MaxPoolAttrs::new([2, 2]).strides([2, 2]),
+                MaxPoolAttrs::new([3, 2])
+                    .strides([1, 3])
+                    .padding(Padding::Same),
+            ] {
+                let x = random(&[2, 3, 17, 12], 1, dt, &Device::Cpu)?;
+                let ys = gradops::candle::max_pool2d(&x, &attrs)?.dims().to_vec();
+                let r = random(&ys, 2, dt, &Device::Cpu)?;
+                parity("max_pool", &dev, &[&x], &r, &|t| {
+                    gradops::candle::max_pool2d(&t[0], &attrs)
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn candle_cuda_conv2d() -> R<()> {
+        let Some(dev) = cuda_or_skip("candle_cuda_conv2d") else {
+            return Ok(());
+        };
+        for dt in DTYPES {
+            for (attrs, ws) in [
+                (gradops::candle::oihw().strides([2, 2]), [4, 3, 3, 3]),
+                (
+                    gradops::candle::oihw()
+                        .padding(Padding::Same)
+                        .dilations([2, 1]),
+                    [6, 1, 3, 2],
+                ),
+                (
+                    Conv2dAttrs::default()
+                        .strides([1, 2])
+                        .padding(Padding::Explicit([[1, 0], [2, 1]])),
+                    [3, 3, 3, 4],
+                ),
+            ] {
+                let x = random(&[2, 3, 5, 6], 3, dt, &Device::Cpu)?;
+                let w = random(&ws, 4, dt, &Device::Cpu)?;
+                let ys = gradops::candle::conv2d(&x, &w, &attrs)?.dims().to_vec();
+                let r = random(&ys, 5, dt, &Device::Cpu)?;
+                parity("conv2d", &dev, &[&x, &w], &r, &|t| {
+                    gradops::candle::conv2d(&t[0], &t[1], &attrs)
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn candle_cuda_offset_views_and_strided_inputs() -> R<()> {
+        let Some(dev) = cuda_or_skip("candle_cuda_offset_views_and_strided_inputs") else {
+            return Ok(());
+        };
+        // A batch slice (an offset view of candle's buffer) and a transpose.
+        let big = random(&[3, 2, 8, 8], 6, DType::F32, &dev)?;
+        let slice = big.narrow(0, 1, 2)?;
+        let a = gradops::candle::upsample_bilinear2d(&slice, (11, 5), true)?;
+        let b = gradops::candle::upsample_bilinear2d(&slice.copy()?, (11, 5), true)?;
+        assert_eq!(host(&a), host(&b));
+        let t = big.transpose(2, 3)?;
+        let a = gradops::candle::max_pool2d(&t, &MaxPoolAttrs::new([3, 3]).strides([2, 2]))?;
+        let b = gradops::candle::max_pool2d(
+            &t.contiguous()?,
+            &MaxPoolAttrs::new([3, 3]).strides([2, 2]),
+        )?;
+        assert_eq!(host(&a), host(&b));
+        Ok(())
+    }
+}

@@ -1195,7 +1195,7 @@ fn emulated_conv2d_backprop_filter() {
     let (mut ran, mut exact_checks) = (0, 0);
     for case in 0..cases() {
         let dt = DTS[case % DTS.len()];
-        let layout = if (case / DTS.len()) % 2 == 0 {
+        let layout = if (case / DTS.len()).is_multiple_of(2) {
             NCHW
         } else {
             NHWC

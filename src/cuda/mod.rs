@@ -1,8 +1,9 @@
 //! CUDA backend: the kernels of `kernels/*.cu`, compiled to PTX by build.rs and embedded
 //! in the crate, run through cudarc on caller-given streams.
 //!
-//! * [`probe`] says once (cached) whether CUDA is usable here, and why not. It calls
-//!   `is_culib_present()` before any other driver call (cudarc panics without libcuda).
+//! * [`probe`] says once (cached) whether CUDA is usable here, and why not. It opens libcuda
+//!   itself before any driver call (cudarc panics without libcuda); [`CUDA_LINKING`] says
+//!   whether this build loads libcuda at run time or links it (candle's `cuda` feature).
 //! * PTX images: every kernel module is embedded once per virtual architecture
 //!   (`GRADOPS_CUDA_ARCH`, default compute_75, compute_80, compute_90; [`BuildInfo::images`]).
 //!   A context loads the image of the highest architecture not newer than its device
@@ -63,7 +64,7 @@ pub use ops::{
     ResizeKernel,
 };
 pub use ptx::{build_info, BuildInfo, PtxImage};
-pub use runtime::{context, probe, stream, DeviceInfo};
+pub use runtime::{context, probe, stream, DeviceInfo, CUDA_LINKING};
 pub use tensor::{DeviceFilterRef, DeviceTensor, DeviceTensorMut, DeviceTensorRef};
 
 /// The cudarc crate this API is built on (its types are the ones the device functions take).

@@ -45,13 +45,47 @@ struct Probed {
     ctx: Arc<CudaContext>,
 }
 
+/// How this build reaches the CUDA driver, as cudarc was configured (README, "candle").
+///
+/// gradops asks cudarc for `fallback-dynamic-loading`: libcuda is loaded at run time, so a
+/// build without CUDA starts and the probe reports why CUDA is unusable. When candle's `cuda`
+/// feature is in the build (gradops' `candle-cuda` feature), cudarc links libcuda and the CUDA
+/// libraries instead: such a binary does not start without them, and once it runs the
+/// driver is there.
+pub const CUDA_LINKING: &str = if cfg!(feature = "candle-cuda") {
+    "dynamic-linking, from candle's `cuda` feature: libcuda is linked, not loaded"
+} else {
+    "fallback-dynamic-loading: libcuda is loaded when CUDA is first used"
+};
+
+/// Whether libcuda can be opened, under the names cudarc looks for on this platform.
+///
+/// gradops opens it itself rather than through cudarc's `is_culib_present`, which exists only
+/// when cudarc loads libraries at run time (not under candle's `dynamic-linking`). Every
+/// other driver call in cudarc panics when the library is absent, so this runs first.
+fn driver_library_present() -> std::result::Result<(), String> {
+    let names: &[&str] = if cfg!(windows) {
+        &["nvcuda.dll"]
+    } else {
+        &["libcuda.so", "libcuda.so.1"]
+    };
+    for name in names {
+        // SAFETY: opening libcuda runs its initialisers, which have no preconditions; the
+        // handle is closed at once and no symbol is taken from it here.
+        if unsafe { libloading::Library::new(*name) }.is_ok() {
+            return Ok(());
+        }
+    }
+    Err(names.join(", "))
+}
+
 static PROBE: OnceLock<std::result::Result<Probed, String>> = OnceLock::new();
 
 fn probe_inner() -> std::result::Result<Probed, String> {
-    // SAFETY: is_culib_present only tries to dlopen libcuda; it is the one driver entry
-    // point that is safe to call when the library is absent (every other one panics).
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err("libcuda.so (the NVIDIA driver) not found".into());
+    if let Err(tried) = driver_library_present() {
+        return Err(format!(
+            "libcuda (the NVIDIA driver) not found (tried {tried}; this build: {CUDA_LINKING})"
+        ));
     }
     let count = CudaContext::device_count().map_err(|e| format!("cuDeviceGetCount failed: {e}"))?;
     if count < 1 {
