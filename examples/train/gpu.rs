@@ -5,7 +5,9 @@
 //! this example's own kernels, compiled at start-up with NVRTC. Everything is queued on one
 //! stream; the loss of each step is reduced on the device (a fixed-order block reduction, no
 //! atomics, so the run is bitwise repeatable) into a per-step buffer, and the host reads one
-//! value back only when it prints.
+//! value back only when it prints. The ops' outputs come from gradops' allocating variants, for
+//! readability (cudarc allocates on the stream); a loop that holds its buffers calls the `_into`
+//! variants instead.
 
 #![allow(dead_code)] // each includer (the example, tests/cuda_ops.rs) uses its own part
 
@@ -137,6 +139,8 @@ pub struct Trainer {
     w2: CudaSlice<f32>,
     x: Vec<DeviceTensor<f32>>,
     target: Vec<CudaSlice<f32>>,
+    /// dL/dout, fully rewritten by `mse_grad` every step (allocated once).
+    d_out: DeviceTensor<f32>,
     partial: CudaSlice<f32>,
     losses: CudaSlice<f32>,
 }
@@ -169,6 +173,7 @@ impl Trainer {
             w2: up(&params.w2)?,
             x,
             target,
+            d_out: DeviceTensor::zeros(&stream, cfg.out_shape(), LAYOUT)?,
             partial: stream
                 .alloc_zeros(blocks(out_len) as usize)
                 .map_err(|e| err(OP, e))?,
@@ -208,10 +213,9 @@ impl Trainer {
 
         // Loss and dL/dout.
         let n = out.len();
-        let mut d_out = DeviceTensor::<f32>::zeros(s, cfg.out_shape(), LAYOUT)?;
         {
             let n32 = count(n)?;
-            let mut d = d_out.view_mut();
+            let mut d = self.d_out.view_mut();
             let k = 2.0f32 / n as f32;
             let mut l = s.launch_builder(&self.k.mse_grad);
             l.arg(out.as_slice())
@@ -232,7 +236,7 @@ impl Trainer {
         }
 
         // Backward.
-        let d_low = cuda::resize_grad(s, d_out.view(), cfg.low_shape(), &a.up)?;
+        let d_low = cuda::resize_grad(s, self.d_out.view(), cfg.low_shape(), &a.up)?;
         let g2 =
             cuda::conv2d_backprop_filter(s, pooled.view(), d_low.view(), cfg.w2_shape(), &a.conv)?;
         let d_pooled =
