@@ -29,7 +29,7 @@ use crate::ops::resize::{plan_resize, plan_resize_grad, TfResizeAttrs};
 use crate::tensor::{check_buffer, check_dims, Dims, Layout};
 use crate::{Element, Error, Result};
 
-// SAFETY: the three params structs are #[repr(C)] (bindgen from kernels/params.h), hold
+// SAFETY: the params structs are #[repr(C)] (bindgen from kernels/params.h), hold
 // only u64/i64/i32 fields with explicit padding, and each kernel takes exactly one such
 // struct by value, so passing a pointer to one as the kernel's only argument is the ABI
 // the kernel expects.
