@@ -18,6 +18,7 @@
 #include "../kernels/resize.cu"
 #include "../kernels/conv.cu"
 #include "../kernels/pool.cu"
+#include "mma_tests.cuh"
 
 #include <cstring>
 #include <string>
@@ -88,6 +89,10 @@ int main() {
     GO_EMU_KERNEL(resize_box, GoResizeParams, 9)
     GO_EMU_KERNEL(conv2d_forward, GoConvParams, 3)
     GO_EMU_KERNEL(conv2d_backprop_input, GoConvParams, 3)
+    GO_TC_DTYPES(GO_EMU_ONE, conv2d_forward_tc, GoConvParams, 3, )
+    GO_TC_DTYPES(GO_EMU_ONE, conv2d_backprop_input_tc, GoConvParams, 3, )
+    GO_TC_DTYPES(GO_EMU_ONE, emu_mma_test, GoEmuMmaTestParams, 4, )
+    if (name == "emu_cp_async_test") { run<GoEmuCpAsyncTestParams>(emu_cp_async_test, 2, blob, bufs, grid, block); } else
     GO_EMU_KERNEL(conv2d_backprop_filter_partial, GoConvFilterParams, 4)
     GO_EMU_KERNEL(conv2d_backprop_filter_reduce, GoConvFilterParams, 4)
     GO_EMU_KERNEL(max_pool_forward, GoPoolParams, 5)

@@ -5,7 +5,8 @@
 // The forward and backprop_input read the filter HWIO [kh, kw, ci/groups, co] or OIHW
 // [co, ci/groups, kh, kw] (p.filter_layout) through per-axis strides; the filter gradient
 // is accumulated HWIO and may be written OIHW. Accumulation in Acc, fixed order, each
-// output written once, no atomics.
+// output written once, no atomics. The compute_80+ images (and the emulator) also hold the
+// tensor-core kernels conv2d_backprop_input_tc_* and conv2d_forward_tc_* (conv_tc.cuh).
 #include "common.cuh"
 
 // Element strides of the filter's four axes (ky, kx, c within the group, o).
@@ -434,3 +435,6 @@ GO_INSTANTIATE(conv2d_forward, GoConvParams, conv2d_forward_body)
 GO_INSTANTIATE(conv2d_backprop_input, GoConvParams, conv2d_backprop_input_body)
 GO_INSTANTIATE(conv2d_backprop_filter_partial, GoConvFilterParams, conv2d_backprop_filter_partial_body)
 GO_INSTANTIATE(conv2d_backprop_filter_reduce, GoConvFilterParams, conv2d_backprop_filter_reduce_body)
+
+// Tensor-core implicit GEMM (compute_80+ images and the emulator only).
+#include "conv_tc.cuh"

@@ -27,6 +27,19 @@
 #define GO_CONV_TILE_C 64
 #define GO_CONV_TILE_K 16
 
+/* Tensor-core implicit GEMM (conv2d_backprop_input_tc_<f16|bf16>, conv2d_forward_tc_<..>,
+ * compute_80+ images only): a block of GO_TC_BLOCK_THREADS threads (4 warps, 2 x 2) computes
+ * a GO_TC_TILE_M pixels x GO_TC_TILE_N channels tile, each warp GO_TC_WARP_M x
+ * GO_TC_WARP_N of it with mma.sync m16n8k16; the reduction runs in chunks of GO_TC_TILE_K
+ * through a GO_TC_STAGES-deep cp.async pipeline in shared memory. */
+#define GO_TC_BLOCK_THREADS 128
+#define GO_TC_TILE_M 64
+#define GO_TC_TILE_N 64
+#define GO_TC_TILE_K 32
+#define GO_TC_WARP_M 32
+#define GO_TC_WARP_N 32
+#define GO_TC_STAGES 3
+
 /* conv2d_backprop_filter_partial tile: GO_CONV_FILTER_TILE_M filter rows (ky, kx, ci) x
  * GO_CONV_FILTER_TILE_N output channels per block, reduction chunk GO_CONV_FILTER_TILE_K
  * pixels. A split's length (split_len) is a multiple of GO_CONV_FILTER_TILE_K. */

@@ -1864,3 +1864,446 @@ fn emulated_resize_with_crate_tables_matches_cpu() {
     }
     println!("emulated_resize_with_crate_tables_matches_cpu: {ran} cases");
 }
+
+// ------------------------------------------------------- tensor-core primitives ----
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct EmuMmaTestParams {
+    a: u64,
+    b: u64,
+    c: u64,
+    d: u64,
+    trans: i32,
+    pad: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct EmuCpAsyncTestParams {
+    src: u64,
+    out: u64,
+}
+
+const ONE_WARP: launch::Launch = launch::Launch {
+    grid: (1, 1, 1),
+    block: (32, 1, 1),
+};
+
+/// The host model of mma.sync m16n8k16 + ldmatrix (kernels/mma.cuh), through a one-warp
+/// kernel that loads A and B fragments from shared memory with ldmatrix (B as [n][k], and
+/// as [k][n] through ldmatrix.trans) and multiplies two n8 fragments: bitwise equal to the
+/// plain product where it is exact (small integers), within f32 rounding of the f64
+/// product otherwise. A wrong lane/register mapping in either primitive moves elements
+/// and fails both.
+#[test]
+fn emulated_mma_and_ldmatrix_model() {
+    let Some(_) = runner_or_skip("emulated_mma_and_ldmatrix_model") else {
+        return;
+    };
+    let mut rng = Rng(0x5eed_00c0);
+    let mut runs = 0;
+    for dt in [Dt::F16, Dt::BF16] {
+        for trans in [0, 1] {
+            for exact in [true, false] {
+                let val = |rng: &mut Rng| {
+                    if exact {
+                        rng.range(-3, 3) as f64
+                    } else {
+                        dt.round(rng.unit())
+                    }
+                };
+                let a: Vec<f64> = (0..256).map(|_| val(&mut rng)).collect(); // [m][k]
+                let bkn: Vec<f64> = (0..256).map(|_| val(&mut rng)).collect(); // [k][n]
+                let c: Vec<f64> = (0..256)
+                    .map(|_| {
+                        if exact {
+                            rng.range(-8, 8) as f64
+                        } else {
+                            rng.unit() as f32 as f64
+                        }
+                    })
+                    .collect();
+                // The buffer as the kernel reads it: [n][k] for ldmatrix, [k][n] for .trans.
+                let bbuf: Vec<f64> = if trans == 1 {
+                    bkn.clone()
+                } else {
+                    (0..256).map(|i| bkn[(i % 16) * 16 + i / 16]).collect()
+                };
+                let p = EmuMmaTestParams {
+                    a: 1,
+                    b: 2,
+                    c: 3,
+                    d: 4,
+                    trans,
+                    pad: 0,
+                };
+                let r = run_kernel(
+                    &format!("emu_mma_test_{}", dt.suffix()),
+                    ONE_WARP,
+                    &as_bytes(&p),
+                    &[
+                        BufSpec::In(dt.encode(&a)),
+                        BufSpec::In(dt.encode(&bbuf)),
+                        BufSpec::In(Dt::F32.encode(&c)),
+                        BufSpec::Out(256 * 4),
+                    ],
+                );
+                let d = Dt::F32.decode(&r[3]);
+                for m in 0..16 {
+                    for n in 0..16 {
+                        let want: f64 = c[m * 16 + n]
+                            + (0..16)
+                                .map(|k| a[m * 16 + k] * bkn[k * 16 + n])
+                                .sum::<f64>();
+                        let got = d[m * 16 + n];
+                        let what = format!("{dt:?} trans={trans} exact={exact} D[{m}][{n}]");
+                        if exact {
+                            assert_eq!(got, want, "{what}");
+                        } else {
+                            assert!(
+                                (got - want).abs() <= 1e-5 * (1.0 + want.abs()),
+                                "{what}: {got} vs {want}"
+                            );
+                        }
+                    }
+                }
+                runs += 1;
+            }
+        }
+    }
+    assert_eq!(runs, 8);
+}
+
+/// The cp.async model: a copy lands only at the wait_group that covers its group (reads
+/// right after issuing see the old bytes; wait_group 1 completes the older group only),
+/// and a zero-fill copy (src-size 0) writes zeros without reading.
+#[test]
+fn emulated_cp_async_model() {
+    let Some(_) = runner_or_skip("emulated_cp_async_model") else {
+        return;
+    };
+    let src: Vec<u32> = (0..256u32).map(|i| 0x1000_0000 + i).collect();
+    let bytes: Vec<u8> = src.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let p = EmuCpAsyncTestParams { src: 1, out: 2 };
+    let r = run_kernel(
+        "emu_cp_async_test",
+        ONE_WARP,
+        &as_bytes(&p),
+        &[BufSpec::In(bytes), BufSpec::Out(32 * 24 * 4)],
+    );
+    let out: Vec<u32> = r[1]
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    const OLD: u32 = 0xDEAD_BEEF;
+    for l in 0..32usize {
+        let o = &out[24 * l..24 * l + 24];
+        let g1: Vec<u32> = (0..4).map(|i| src[8 * l + i]).collect();
+        let g2: Vec<u32> = if l % 4 == 3 {
+            vec![0; 4]
+        } else {
+            (0..4).map(|i| src[8 * l + 4 + i]).collect()
+        };
+        assert_eq!(
+            &o[0..8],
+            &[OLD; 8],
+            "lane {l}: read before any wait saw copied data"
+        );
+        assert_eq!(
+            &o[8..12],
+            &g1[..],
+            "lane {l}: wait_group 1 did not complete group 1"
+        );
+        assert_eq!(
+            &o[12..16],
+            &[OLD; 4],
+            "lane {l}: wait_group 1 completed group 2 early"
+        );
+        assert_eq!(&o[16..20], &g1[..], "lane {l}: group 1 after wait_group 0");
+        assert_eq!(
+            &o[20..24],
+            &g2[..],
+            "lane {l}: group 2 (zero-fill on l % 4 == 3)"
+        );
+    }
+}
+
+// ------------------------------------------------------- tensor-core conv ----
+
+/// One conv geometry for the tensor-core kernels.
+#[derive(Clone, Copy, Debug)]
+struct TcCase {
+    dt: Dt,
+    layout: i32,
+    oihw: bool,
+    n: i64,
+    cig: i64,
+    cog: i64,
+    groups: i64,
+    hi: i64,
+    wi: i64,
+    k: (i64, i64),
+    s: (i64, i64),
+    d: (i64, i64),
+    pad: (i64, i64, i64, i64),
+    /// Small integers: every product and sum exact in f32, so the kernel's output must equal
+    /// the f64 reference rounded to the dtype bit for bit.
+    exact: bool,
+}
+
+/// conv2d_forward_tc_* and conv2d_backprop_input_tc_* (the tensor-core implicit GEMM,
+/// kernels/conv_tc.cuh, over the host model of mma/ldmatrix/cp.async) against an f64
+/// reference, f16 and bf16, both layouts, both filter layouts, strides 1-3, dilations,
+/// groups, odd sizes, channel counts on the 16-byte cp.async path (multiples of 8) and off
+/// it, and counts past one 64-channel tile; bitwise against the rounded reference on
+/// integer data, within the dtype's tolerance on random data. Every case also runs on a
+/// tiny grid and once more on the natural one: all three results bitwise identical
+/// (deterministic, and independent of the grid).
+#[test]
+fn emulated_conv2d_tensor_core() {
+    let Some(_) = runner_or_skip("emulated_conv2d_tensor_core") else {
+        return;
+    };
+    let mut rng = Rng(0x5eed_7c00);
+    let mut cases = Vec::new();
+    // Fixed cases: each stride, a dilation, groups, vector and scalar channel counts.
+    for (i, &(cig, cog, groups, k, s, d)) in [
+        (16, 16, 1, (3, 3), (1, 1), (1, 1)),
+        (8, 24, 2, (3, 3), (2, 2), (1, 1)),
+        (5, 7, 1, (3, 2), (3, 2), (2, 1)),
+        (72, 8, 1, (1, 1), (1, 1), (1, 1)),
+        (16, 40, 3, (2, 3), (2, 3), (2, 2)),
+        (3, 70, 1, (3, 3), (1, 2), (1, 1)),
+    ]
+    .iter()
+    .enumerate()
+    {
+        for layout in [NCHW, NHWC] {
+            let dt = if (i + layout as usize) % 2 == 0 {
+                Dt::F16
+            } else {
+                Dt::BF16
+            };
+            cases.push(TcCase {
+                dt,
+                layout,
+                oihw: i % 3 == 2,
+                n: 1 + (i as i64 % 2),
+                cig,
+                cog,
+                groups,
+                hi: 5 + i as i64,
+                wi: 7 - (i as i64 % 3),
+                k,
+                s,
+                d,
+                pad: (1, 0, i as i64 % 2, 1),
+                exact: i % 2 == 0,
+            });
+        }
+    }
+    // Random cases on top.
+    for case in 0..cases_count_tc() {
+        let dt = if case % 2 == 0 { Dt::F16 } else { Dt::BF16 };
+        cases.push(TcCase {
+            dt,
+            layout: if (case / 2) % 2 == 0 { NCHW } else { NHWC },
+            oihw: rng.range(0, 1) == 1,
+            n: rng.range(1, 2),
+            cig: rng.pick(&[1, 4, 8, 16, 20, 32]),
+            cog: rng.pick(&[2, 8, 13, 16, 24]),
+            groups: rng.range(1, 2),
+            hi: rng.range(2, 9),
+            wi: rng.range(2, 9),
+            k: (rng.range(1, 3), rng.range(1, 3)),
+            s: (rng.range(1, 3), rng.range(1, 3)),
+            d: (rng.range(1, 2), rng.range(1, 2)),
+            pad: (
+                rng.range(0, 2),
+                rng.range(0, 2),
+                rng.range(0, 2),
+                rng.range(0, 2),
+            ),
+            exact: case % 3 == 0,
+        });
+    }
+    let mut ran = 0;
+    for c in cases {
+        if tc_case(c, &mut rng) {
+            ran += 1;
+        }
+    }
+    for f in ["conv2d_forward_tc", "conv2d_backprop_input_tc"] {
+        for dt in [Dt::F16, Dt::BF16] {
+            let name = format!("{f}_{}", dt.suffix());
+            assert!(
+                KERNELS_RUN.with(|k| k.borrow().contains(&name)),
+                "{name} never ran"
+            );
+        }
+    }
+    assert!(ran >= 12, "only {ran} tensor-core cases ran");
+    println!("emulated_conv2d_tensor_core: {ran} cases x 2 ops x 3 runs");
+}
+
+fn cases_count_tc() -> usize {
+    // The emulated mma is slow (a warp barrier per collective): a few random cases.
+    cases().min(12) / 2
+}
+
+/// Runs one case through both tensor-core kernels; false if the geometry has no output.
+fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
+    let TcCase {
+        dt,
+        layout,
+        oihw,
+        n,
+        cig,
+        cog,
+        groups,
+        hi,
+        wi,
+        ..
+    } = c;
+    let ((kh, kw), (sh, sw), (dh, dw), (pt, pb, pl, pr)) = (c.k, c.s, c.d, c.pad);
+    let (ci, co) = (cig * groups, cog * groups);
+    let (keh, kew) = ((kh - 1) * dh + 1, (kw - 1) * dw + 1);
+    if hi + pt + pb < keh || wi + pl + pr < kew {
+        return false;
+    }
+    let ho = (hi + pt + pb - keh) / sh + 1;
+    let wo = (wi + pl + pr - kew) / sw + 1;
+    let what = format!("tc {c:?} out={ho}x{wo}");
+    let val = |rng: &mut Rng, len: i64| -> Vec<f64> {
+        if c.exact {
+            (0..len).map(|_| rng.range(-2, 2) as f64).collect()
+        } else {
+            rng.vec(len as usize, dt)
+        }
+    };
+    let w = val(rng, kh * kw * cig * co);
+    let x = val(rng, n * ci * hi * wi);
+    let dy = val(rng, n * co * ho * wo);
+    let widx = |ky: i64, kx: i64, cc: i64, o: i64| {
+        (if oihw {
+            ((o * cig + cc) * kh + ky) * kw + kx
+        } else {
+            ((ky * kw + kx) * cig + cc) * co + o
+        }) as usize
+    };
+    let mut yref = vec![0.0; (n * co * ho * wo) as usize];
+    let mut dxref = vec![0.0; x.len()];
+    for b in 0..n {
+        for o in 0..co {
+            let g = o / cog;
+            for oy in 0..ho {
+                for ox in 0..wo {
+                    let yi = idx(layout, b, o, oy, ox, co, ho, wo);
+                    for ky in 0..kh {
+                        let iy = oy * sh - pt + ky * dh;
+                        if iy < 0 || iy >= hi {
+                            continue;
+                        }
+                        for kx in 0..kw {
+                            let ix = ox * sw - pl + kx * dw;
+                            if ix < 0 || ix >= wi {
+                                continue;
+                            }
+                            for cc in 0..cig {
+                                let xi = idx(layout, b, g * cig + cc, iy, ix, ci, hi, wi);
+                                yref[yi] += x[xi] * w[widx(ky, kx, cc, o)];
+                                dxref[xi] += dy[yi] * w[widx(ky, kx, cc, o)];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let p = GoConvParams {
+        x: 1,
+        w: 2,
+        y: 3,
+        n,
+        ci,
+        hi,
+        wi,
+        co,
+        ho,
+        wo,
+        kh,
+        kw,
+        sh,
+        sw,
+        dh,
+        dw,
+        pad_top: pt,
+        pad_left: pl,
+        groups,
+        layout,
+        filter_layout: if oihw {
+            params::GO_FILTER_OIHW as i32
+        } else {
+            params::GO_FILTER_HWIO as i32
+        },
+    };
+    for forward in [true, false] {
+        let Some(natural) = launch::conv_tc(&p, forward) else {
+            continue;
+        };
+        let tiny = launch::Launch {
+            grid: (1, natural.grid.1.min(2), natural.grid.2.min(2)),
+            block: natural.block,
+        };
+        let (name, bufs, out_at, reference) = if forward {
+            (
+                "conv2d_forward_tc",
+                vec![
+                    BufSpec::In(dt.encode(&x)),
+                    BufSpec::In(dt.encode(&w)),
+                    BufSpec::Out(yref.len() * dt.size()),
+                ],
+                2,
+                &yref,
+            )
+        } else {
+            (
+                "conv2d_backprop_input_tc",
+                vec![
+                    BufSpec::Out(x.len() * dt.size()),
+                    BufSpec::In(dt.encode(&w)),
+                    BufSpec::In(dt.encode(&dy)),
+                ],
+                0,
+                &dxref,
+            )
+        };
+        let kernel = format!("{name}_{}", dt.suffix());
+        let mut outs = Vec::new();
+        for l in [natural, tiny, natural] {
+            let r = run_kernel(&kernel, l, &as_bytes(&p), &bufs);
+            outs.push(r[out_at].clone());
+        }
+        let got = dt.decode(&outs[0]);
+        let what = format!("{what} {name}");
+        if c.exact {
+            let want: Vec<f64> = reference.iter().map(|&v| dt.round(v)).collect();
+            if let Some(i) = (0..got.len()).find(|&i| got[i].to_bits() != want[i].to_bits()) {
+                panic!(
+                    "{what}: element {i} is {} (want exactly {})",
+                    got[i], want[i]
+                );
+            }
+        } else {
+            check(&what, dt, &got, reference);
+        }
+        assert!(
+            outs[1] == outs[0],
+            "{what}: the tiny grid {:?} gave other bits",
+            tiny.grid
+        );
+        assert!(outs[2] == outs[0], "{what}: a second run gave other bits");
+    }
+    true
+}

@@ -5,10 +5,12 @@
 use super::params::{
     GoConvFilterParams, GoConvParams, GoPoolParams, GoResizeParams, GO_BLOCK_THREADS,
     GO_CONV_FILTER_TILE_K, GO_CONV_FILTER_TILE_M, GO_CONV_FILTER_TILE_N, GO_CONV_TILE_C,
-    GO_CONV_TILE_P, GO_LAYOUT_NCHW, GO_POOL_TILE_SMEM, GO_RESIZE_TILE_SMEM,
+    GO_CONV_TILE_P, GO_LAYOUT_NCHW, GO_POOL_TILE_SMEM, GO_RESIZE_TILE_SMEM, GO_TC_BLOCK_THREADS,
+    GO_TC_TILE_M, GO_TC_TILE_N,
 };
 
-/// Threads per block for every kernel (matches `__launch_bounds__` in the kernels).
+/// Threads per block for every kernel but the tensor-core ones (`GO_TC_BLOCK_THREADS`)
+/// (matches `__launch_bounds__` in the kernels).
 pub const BLOCK: u32 = GO_BLOCK_THREADS;
 /// Cap for grid.x: far below the hardware's 2^31-1, far above what fills any GPU.
 pub const MAX_GRID_X: u64 = 1 << 20;
@@ -425,6 +427,33 @@ pub fn conv_backprop_input(p: &GoConvParams) -> Option<Launch> {
             cap(sh * sw, MAX_GRID_YZ),
         ),
         block: (BLOCK, 1, 1),
+    })
+}
+
+/// The tensor-core kernels `conv2d_backprop_input_tc_*` (`forward = false`) and
+/// `conv2d_forward_tc_*` (`forward = true`), compute_80+ images only: x over
+/// `GO_TC_TILE_M`-pixel tiles (of the largest stride phase for backprop_input, of all
+/// output pixels for the forward), y over (group, `GO_TC_TILE_N`-channel tile), z over the
+/// stride phases (one for the forward); `GO_TC_BLOCK_THREADS` threads. The kernels
+/// grid-stride on every axis, so a capped grid stays correct.
+pub fn conv_tc(p: &GoConvParams, forward: bool) -> Option<Launch> {
+    let groups = nonneg(p.groups).max(1);
+    let (pix, nlen, phases) = if forward {
+        let pix = nonneg(p.n) * nonneg(p.ho) * nonneg(p.wo);
+        (pix, nonneg(p.co) / groups, 1)
+    } else {
+        let (sh, sw) = (nonneg(p.sh).max(1), nonneg(p.sw).max(1));
+        let pix = nonneg(p.n) * ceil_div(nonneg(p.hi), sh) * ceil_div(nonneg(p.wi), sw);
+        (pix, nonneg(p.ci) / groups, sh * sw)
+    };
+    let ntiles = groups * ceil_div(nlen, GO_TC_TILE_N as u64);
+    (pix > 0 && ntiles > 0).then(|| Launch {
+        grid: (
+            cap(ceil_div(pix, GO_TC_TILE_M as u64), MAX_GRID_X),
+            cap(ntiles, MAX_GRID_YZ),
+            cap(phases, MAX_GRID_YZ),
+        ),
+        block: (GO_TC_BLOCK_THREADS, 1, 1),
     })
 }
 

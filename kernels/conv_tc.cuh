@@ -1,0 +1,430 @@
+// Tensor-core implicit GEMM shared by conv2d_backprop_input and conv2d_forward (f16, bf16;
+// f32 accumulation, each output rounded once). Compiled into the compute_80+ images and
+// the emulator only (GO_HAS_TC); the compute_75 image keeps the FFMA kernels of conv.cu.
+//
+// One GEMM per (stride phase, group): out[m, nn] = sum over taps, then over the reduction
+// channels j of the tap, of A[m, (tap, j)] * B[(tap, j), nn], where
+//   backprop_input: m = a dx pixel of the phase, nn = a channel c of the group,
+//                   j = an output channel o, A = dy gathered at the tap's offset, B = W;
+//                   only taps that reach the phase (ky*dh = ry mod sh) are visited;
+//   forward:        m = an output pixel, nn = an output channel o, j = an input channel c,
+//                   A = x gathered at (oy*sh - top + ky*dh, ...), B = W.
+// A block tile is GO_TC_TILE_M pixels x GO_TC_TILE_N channels, reduced in chunks of
+// GO_TC_TILE_K over (tap, j) through a GO_TC_STAGES-deep cp.async pipeline. Shared
+// memory holds A as [m][k] and B as [nn][k] (k contiguous, rows padded to 80 bytes so
+// the 8 rows of an ldmatrix fall in distinct banks); warps read fragments with ldmatrix
+// and run mma.sync m16n8k16. A chunk of 8 consecutive k is one 16-byte cp.async where
+// the source is contiguous and aligned (NHWC activations with channel counts divisible
+// by 8; the HWIO filter of backprop_input), else 8 scalar loads straight into the stage
+// (NCHW: threads walk pixels, so the loads coalesce and the tile is transposed on its
+// way into shared memory). The epilogue stages the rounded tile through shared memory
+// and writes it with threads walking the layout's innermost dimension (pixels for NCHW,
+// channels for NHWC). Deterministic: each output written once by one thread, the
+// reduction order fixed (taps ascending, then j ascending, 16 at a time per mma).
+#pragma once
+
+#include "mma.cuh"
+
+#if GO_HAS_TC
+
+#define TC_BM GO_TC_TILE_M
+#define TC_BN GO_TC_TILE_N
+#define TC_BK GO_TC_TILE_K
+#define TC_WM GO_TC_WARP_M
+#define TC_WN GO_TC_WARP_N
+#define TC_STAGES GO_TC_STAGES
+#define TC_THREADS GO_TC_BLOCK_THREADS
+// Shared-memory row of a stage, in b16 elements: TC_BK + 8 (80 bytes, 16-byte aligned).
+#define TC_LD (TC_BK + 8)
+// Row of the epilogue tile, in b16 elements.
+#define TC_CLD (TC_BN + 8)
+#define TC_MFRAG (TC_WM / 16)
+#define TC_NFRAG (TC_WN / 8)
+
+static_assert(TC_THREADS == 32 * (TC_BM / TC_WM) * (TC_BN / TC_WN), "one warp per warp tile");
+static_assert(TC_BM * TC_BK / 8 == 2 * TC_THREADS && TC_BN * TC_BK / 8 == 2 * TC_THREADS,
+              "each thread loads two 8-element chunks of A and of B per stage");
+static_assert(TC_BK % 16 == 0 && TC_WN % 16 == 0 && TC_WM % 16 == 0, "mma/ldmatrix shapes");
+static_assert(TC_BM * TC_CLD <= TC_STAGES * TC_BM * TC_LD, "epilogue tile fits in stage A");
+
+GO_DEV uint16_t go_bits(__half v) { return __half_as_ushort(v); }
+GO_DEV uint16_t go_bits(__nv_bfloat16 v) { return __bfloat16_as_ushort(v); }
+template <typename T> GO_DEV T go_from_bits(uint16_t b);
+template <> GO_DEV __half go_from_bits<__half>(uint16_t b) { return __ushort_as_half(b); }
+template <> GO_DEV __nv_bfloat16 go_from_bits<__nv_bfloat16>(uint16_t b) {
+    return __ushort_as_bfloat16(b);
+}
+
+// One (phase, group) GEMM, as element offsets and strides (see the file comment).
+struct GoTcProblem {
+    go_i64 cnt_y, cnt_x, npix;        // pixel space: npix = n * cnt_y * cnt_x
+    go_i64 a_n, a_row, a_col, a_j;    // A source strides: image, row, column, channel j
+    go_i64 a_off;                     // offset of the group's first j channel
+    go_i64 a_h, a_w, a_sy, a_sx;      // source size; pixel (a, b) reads row a*a_sy + tap_y
+    go_i64 jlen;                      // j channels per tap
+    go_i64 ntx, ntaps;                // taps: index i -> (i / ntx, i % ntx)
+    go_i64 ky0, pky, kx0, pkx;        // tap row index iy -> ky = ky0 + iy*pky (same for x)
+    go_i64 ty0, tdy, tx0, tdx;        // tap row index iy -> source row offset ty0 + iy*tdy
+    go_i64 b_ky, b_kx, b_j, b_n, b_off;  // W offset of (ky, kx, j, nn) and the group's nn = 0
+    go_i64 nlen;                      // output channels of the group
+    go_i64 o_n, o_row, o_col, o_c, o_off;  // output strides and the group's first channel
+    go_i64 o_y0, o_sy, o_x0, o_sx;    // pixel (a, b) -> output (o_y0 + a*o_sy, o_x0 + b*o_sx)
+};
+
+// Strides (image, row, column, channel) of a [n, c, h, w] tensor in layout L.
+template <int L>
+GO_DEV void go_tc_strides(go_i64 c, go_i64 h, go_i64 w, go_i64* sn, go_i64* sr, go_i64* sc,
+                          go_i64* sj) {
+    *sn = c * h * w;
+    if (L == GO_LAYOUT_NCHW) { *sr = w; *sc = 1; *sj = h * w; }
+    else { *sr = w * c; *sc = c; *sj = 1; }
+}
+
+// The taps of one axis that reach stride phase r: k*d = r (mod s), k in [0, kn). They form
+// k0 + i*pk; returns their count (0: none), with k0 and pk.
+GO_DEV go_i64 go_tc_phase_taps(go_i64 r, go_i64 s, go_i64 d, go_i64 kn, go_i64* k0, go_i64* pk) {
+    go_i64 period = 1;  // s / gcd(s, d): the smallest step that keeps k*d mod s
+    while (go_mod(period * d, s) != 0) ++period;
+    *pk = period;
+    *k0 = 0;
+    for (go_i64 k = 0; k < period && k < kn; ++k) {
+        if (go_mod(k * d - r, s) == 0) {
+            *k0 = k;
+            return (kn - k + period - 1) / period;
+        }
+    }
+    return 0;
+}
+
+// backprop_input's GEMM for phase ph and group g.
+template <int L>
+GO_DEV GoTcProblem go_tc_backprop_problem(const GoConvParams& p, go_i64 ph, go_i64 g) {
+    GoTcProblem P;
+    const go_i64 cig = p.ci / p.groups, cog = p.co / p.groups;
+    const GoFilterStrides fs = go_filter_strides(p);
+    const go_i64 ry = ph / p.sw, rx = ph % p.sw;
+    const go_i64 y0 = go_mod(ry - p.pad_top, p.sh), x0 = go_mod(rx - p.pad_left, p.sw);
+    P.cnt_y = y0 < p.hi ? (p.hi - y0 + p.sh - 1) / p.sh : 0;
+    P.cnt_x = x0 < p.wi ? (p.wi - x0 + p.sw - 1) / p.sw : 0;
+    P.npix = p.n * P.cnt_y * P.cnt_x;
+    go_tc_strides<L>(p.co, p.ho, p.wo, &P.a_n, &P.a_row, &P.a_col, &P.a_j);
+    P.a_off = g * cog * P.a_j;
+    P.a_h = p.ho; P.a_w = p.wo; P.a_sy = 1; P.a_sx = 1;
+    P.jlen = cog;
+    const go_i64 nty = go_tc_phase_taps(ry, p.sh, p.dh, p.kh, &P.ky0, &P.pky);
+    P.ntx = go_tc_phase_taps(rx, p.sw, p.dw, p.kw, &P.kx0, &P.pkx);
+    P.ntaps = nty * P.ntx;
+    // Tap ky reaches dy row t + (y0 + top - ky*dh)/sh from the phase's row t (exact).
+    P.ty0 = (y0 + p.pad_top - P.ky0 * p.dh) / p.sh; P.tdy = -(P.pky * p.dh) / p.sh;
+    P.tx0 = (x0 + p.pad_left - P.kx0 * p.dw) / p.sw; P.tdx = -(P.pkx * p.dw) / p.sw;
+    P.b_ky = fs.ky; P.b_kx = fs.kx; P.b_j = fs.o; P.b_n = fs.c;
+    P.b_off = g * cog * fs.o;
+    P.nlen = cig;
+    go_tc_strides<L>(p.ci, p.hi, p.wi, &P.o_n, &P.o_row, &P.o_col, &P.o_c);
+    P.o_off = g * cig * P.o_c;
+    P.o_y0 = y0; P.o_sy = p.sh; P.o_x0 = x0; P.o_sx = p.sw;
+    return P;
+}
+
+// forward's GEMM for group g (a single phase: every output pixel, every tap).
+template <int L>
+GO_DEV GoTcProblem go_tc_forward_problem(const GoConvParams& p, go_i64 g) {
+    GoTcProblem P;
+    const go_i64 cig = p.ci / p.groups, cog = p.co / p.groups;
+    const GoFilterStrides fs = go_filter_strides(p);
+    P.cnt_y = p.ho; P.cnt_x = p.wo;
+    P.npix = p.n * p.ho * p.wo;
+    go_tc_strides<L>(p.ci, p.hi, p.wi, &P.a_n, &P.a_row, &P.a_col, &P.a_j);
+    P.a_off = g * cig * P.a_j;
+    P.a_h = p.hi; P.a_w = p.wi; P.a_sy = p.sh; P.a_sx = p.sw;
+    P.jlen = cig;
+    P.ntx = p.kw;
+    P.ntaps = p.kh * p.kw;
+    P.ky0 = 0; P.pky = 1; P.kx0 = 0; P.pkx = 1;
+    P.ty0 = -p.pad_top; P.tdy = p.dh; P.tx0 = -p.pad_left; P.tdx = p.dw;
+    P.b_ky = fs.ky; P.b_kx = fs.kx; P.b_j = fs.c; P.b_n = fs.o;
+    P.b_off = g * cog * fs.o;
+    P.nlen = cog;
+    go_tc_strides<L>(p.co, p.ho, p.wo, &P.o_n, &P.o_row, &P.o_col, &P.o_c);
+    P.o_off = g * cog * P.o_c;
+    P.o_y0 = 0; P.o_sy = 1; P.o_x0 = 0; P.o_sx = 1;
+    return P;
+}
+
+// The pixels one thread loads into A for the whole tile (two 8-element chunks).
+struct GoTcRows {
+    go_i64 off[2];  // source offset of the pixel's image and the group's channel 0
+    go_i64 y[2], x[2];  // a*a_sy, b*a_sx (the tap's offset is added per stage)
+    bool ok[2];
+    int m[2], kg[2];  // tile row and 8-element k group of each chunk
+};
+
+// Loads reduction chunk `it` (tap it / jchunks, channels (it % jchunks) * TC_BK ...) into
+// a stage: A [TC_BM][TC_LD] and B [TC_BN][TC_LD] (b16 bits).
+template <typename T, int L>
+GO_DEV void go_tc_load_stage(const GoTcProblem& P, const T* __restrict__ src,
+                             const T* __restrict__ w, const GoTcRows& R, go_i64 n_base,
+                             go_i64 jchunks, bool avec, bool bvec, int t, go_i64 it,
+                             uint16_t* As, uint16_t* Bs) {
+    const go_i64 tap = it / jchunks, j0 = (it % jchunks) * TC_BK;
+    const go_i64 iy = tap / P.ntx, ix = tap % P.ntx;
+    const go_i64 tap_y = P.ty0 + iy * P.tdy, tap_x = P.tx0 + ix * P.tdx;
+    const go_i64 ky = P.ky0 + iy * P.pky, kx = P.kx0 + ix * P.pkx;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        uint16_t* dst = As + R.m[r] * TC_LD + R.kg[r] * 8;
+        const go_i64 j = j0 + R.kg[r] * 8;
+        const go_i64 sy = R.y[r] + tap_y, sx = R.x[r] + tap_x;
+        const bool in = R.ok[r] && sy >= 0 && sy < P.a_h && sx >= 0 && sx < P.a_w;
+        const go_i64 off = R.off[r] + sy * P.a_row + sx * P.a_col;
+        if (avec && j + 8 <= P.jlen) {
+            go_cp_async_16(dst, in ? src + off + j : src, in ? 16 : 0);
+        } else {
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+                uint16_t v = 0;
+                if (in && j + e < P.jlen) v = go_bits(go_ldg(src + off + (j + e) * P.a_j));
+                dst[e] = v;
+            }
+        }
+    }
+    // B: chunk q = t + TC_THREADS*r; k-contiguous filters walk k within a row (16-byte
+    // copies), others walk nn so neighbouring threads read neighbouring channels.
+    const go_i64 wtap = ky * P.b_ky + kx * P.b_kx + P.b_off;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int q = t + TC_THREADS * r;
+        const int nn = bvec ? q / (TC_BK / 8) : q % TC_BN;
+        const int kg = bvec ? q % (TC_BK / 8) : q / TC_BN;
+        uint16_t* dst = Bs + nn * TC_LD + kg * 8;
+        const go_i64 j = j0 + kg * 8;
+        const bool in = n_base + nn < P.nlen;
+        const go_i64 off = wtap + (n_base + nn) * P.b_n;
+        if (bvec && j + 8 <= P.jlen) {
+            go_cp_async_16(dst, in ? w + off + j : w, in ? 16 : 0);
+        } else {
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+                uint16_t v = 0;
+                if (in && j + e < P.jlen) v = go_bits(go_ldg(w + off + (j + e) * P.b_j));
+                dst[e] = v;
+            }
+        }
+    }
+}
+
+// One block tile: pixels [m_base, m_base + TC_BM) x channels [n_base, n_base + TC_BN).
+template <typename T, int L>
+GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T* __restrict__ w,
+                       T* __restrict__ out, go_i64 m_base, go_i64 n_base, uint16_t* smem,
+                       go_i64* out_base) {
+    typedef typename GoMmaKind<T>::type Kind;
+    const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+    const int wm = warp % (TC_BM / TC_WM), wn = warp / (TC_BM / TC_WM);
+    uint16_t* As = smem;
+    uint16_t* Bs = smem + TC_STAGES * TC_BM * TC_LD;
+
+    // 16-byte copies need contiguous, 16-byte aligned 8-element runs along j.
+    const bool avec = P.a_j == 1 && P.a_col % 8 == 0 && P.a_off % 8 == 0 &&
+                      reinterpret_cast<uintptr_t>(src) % 16 == 0;
+    const bool bvec = P.b_j == 1 && P.b_n % 8 == 0 && P.b_ky % 8 == 0 && P.b_kx % 8 == 0 &&
+                      P.b_off % 8 == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0;
+
+    // This thread's A rows: NHWC (vector) threads walk k within a row, NCHW threads walk
+    // pixels (the transposing gather).
+    GoTcRows R;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int q = t + TC_THREADS * r;
+        R.m[r] = avec ? q / (TC_BK / 8) : q % TC_BM;
+        R.kg[r] = avec ? q % (TC_BK / 8) : q / TC_BM;
+        go_i64 pix = m_base + R.m[r];
+        R.ok[r] = pix < P.npix;
+        if (!R.ok[r]) pix = 0;
+        const go_i64 b = pix % P.cnt_x; pix /= P.cnt_x;
+        const go_i64 a = pix % P.cnt_y;
+        const go_i64 img = pix / P.cnt_y;
+        R.off[r] = img * P.a_n + P.a_off;
+        R.y[r] = a * P.a_sy;
+        R.x[r] = b * P.a_sx;
+    }
+    // Output offset of each tile row (-1: past the last pixel), for the epilogue.
+    for (int m = t; m < TC_BM; m += TC_THREADS) {
+        go_i64 pix = m_base + m;
+        go_i64 o = -1;
+        if (pix < P.npix) {
+            const go_i64 b = pix % P.cnt_x; pix /= P.cnt_x;
+            const go_i64 a = pix % P.cnt_y;
+            const go_i64 img = pix / P.cnt_y;
+            o = img * P.o_n + (P.o_y0 + a * P.o_sy) * P.o_row + (P.o_x0 + b * P.o_sx) * P.o_col +
+                P.o_off;
+        }
+        out_base[m] = o;
+    }
+
+    float acc[TC_MFRAG][TC_NFRAG][4];
+#pragma unroll
+    for (int i = 0; i < TC_MFRAG; ++i)
+#pragma unroll
+        for (int j = 0; j < TC_NFRAG; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+
+    const go_i64 jchunks = (P.jlen + TC_BK - 1) / TC_BK;
+    const go_i64 kiters = P.ntaps * jchunks;
+
+    // Prologue: the first TC_STAGES - 1 chunks in flight (a group per stage, empty past
+    // the end, so the wait counts below hold).
+#pragma unroll
+    for (int s = 0; s < TC_STAGES - 1; ++s) {
+        if (s < kiters)
+            go_tc_load_stage<T, L>(P, src, w, R, n_base, jchunks, avec, bvec, t, s,
+                                   As + s * TC_BM * TC_LD, Bs + s * TC_BN * TC_LD);
+        go_cp_async_commit();
+    }
+
+    for (go_i64 it = 0; it < kiters; ++it) {
+        // Chunk it has landed (at most TC_STAGES - 2 younger groups pending), and every
+        // warp is done with the stage the next load overwrites (read at it - 1).
+        go_cp_async_wait<TC_STAGES - 2>();
+        __syncthreads();
+        const go_i64 nxt = it + TC_STAGES - 1;
+        if (nxt < kiters) {
+            const int s = (int)(nxt % TC_STAGES);
+            go_tc_load_stage<T, L>(P, src, w, R, n_base, jchunks, avec, bvec, t, nxt,
+                                   As + s * TC_BM * TC_LD, Bs + s * TC_BN * TC_LD);
+        }
+        go_cp_async_commit();
+
+        const int s = (int)(it % TC_STAGES);
+        const uint16_t* as = As + s * TC_BM * TC_LD;
+        const uint16_t* bs = Bs + s * TC_BN * TC_LD;
+#pragma unroll
+        for (int ks = 0; ks < TC_BK; ks += 16) {
+            uint32_t af[TC_MFRAG][4], bf[TC_NFRAG][2];
+#pragma unroll
+            for (int i = 0; i < TC_MFRAG; ++i)
+                go_ldmatrix_x4(af[i], as + (wm * TC_WM + i * 16 + lane % 16) * TC_LD + ks +
+                                          (lane / 16) * 8);
+#pragma unroll
+            for (int j = 0; j < TC_NFRAG; j += 2) {
+                uint32_t r[4];
+                go_ldmatrix_x4(r, bs + (wn * TC_WN + j * 8 + lane % 8 + (lane / 16) * 8) * TC_LD +
+                                      ks + ((lane / 8) % 2) * 8);
+                bf[j][0] = r[0]; bf[j][1] = r[1];
+                bf[j + 1][0] = r[2]; bf[j + 1][1] = r[3];
+            }
+#pragma unroll
+            for (int i = 0; i < TC_MFRAG; ++i)
+#pragma unroll
+                for (int j = 0; j < TC_NFRAG; ++j)
+                    go_mma_m16n8k16(Kind(), acc[i][j], af[i], bf[j], acc[i][j]);
+        }
+    }
+    go_cp_async_wait<0>();  // only empty groups can remain; nothing may outlive the tile
+    __syncthreads();
+
+    // Epilogue: round once, stage the tile [m][nn] in shared memory, then write it with
+    // threads walking pixels (NCHW) or channels (NHWC).
+    uint16_t* Cs = smem;
+    const int g = lane / 4, tq = lane % 4;
+#pragma unroll
+    for (int i = 0; i < TC_MFRAG; ++i)
+#pragma unroll
+        for (int j = 0; j < TC_NFRAG; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int row = wm * TC_WM + i * 16 + g + (e >= 2 ? 8 : 0);
+                const int col = wn * TC_WN + j * 8 + 2 * tq + (e % 2);
+                Cs[row * TC_CLD + col] = go_bits(go_from_acc<T>(acc[i][j][e]));
+            }
+    __syncthreads();
+    for (int idx = t; idx < TC_BM * TC_BN; idx += TC_THREADS) {
+        const int m = L == GO_LAYOUT_NCHW ? idx % TC_BM : idx / TC_BN;
+        const int nn = L == GO_LAYOUT_NCHW ? idx / TC_BM : idx % TC_BN;
+        const go_i64 ob = out_base[m];
+        if (ob < 0 || n_base + nn >= P.nlen) continue;
+        out[ob + (n_base + nn) * P.o_c] = go_from_bits<T>(Cs[m * TC_CLD + nn]);
+    }
+    __syncthreads();  // the next tile's prologue overwrites Cs and out_base
+}
+
+// Grid: x strides over pixel tiles, y over groups x channel tiles, z over stride phases
+// (backprop_input; forward has one). Block: TC_THREADS. The (phase, group) problem lives
+// in shared memory: its ~30 offsets and strides would otherwise occupy registers the
+// accumulators need.
+template <typename T, int L, bool FWD>
+GO_DEV void conv2d_tc_layout(const GoConvParams& p, uint16_t* smem, go_i64* out_base,
+                             GoTcProblem* Ps) {
+    const T* __restrict__ src = reinterpret_cast<const T*>(FWD ? p.x : p.y);
+    const T* __restrict__ w = reinterpret_cast<const T*>(p.w);
+    T* __restrict__ out = reinterpret_cast<T*>(FWD ? p.y : p.x);
+    const go_i64 nlen = FWD ? p.co / p.groups : p.ci / p.groups;
+    const go_i64 ntiles = (nlen + TC_BN - 1) / TC_BN;
+    const go_i64 phases = FWD ? 1 : p.sh * p.sw;
+    for (go_i64 ph = blockIdx.z; ph < phases; ph += gridDim.z) {
+        for (go_i64 gn = blockIdx.y; gn < p.groups * ntiles; gn += gridDim.y) {
+            const go_i64 g = gn / ntiles, n_base = (gn % ntiles) * TC_BN;
+            __syncthreads();  // every thread is done with the previous problem
+            if (threadIdx.x == 0)
+                *Ps = FWD ? go_tc_forward_problem<L>(p, g) : go_tc_backprop_problem<L>(p, ph, g);
+            __syncthreads();
+            const go_i64 mtiles = (Ps->npix + TC_BM - 1) / TC_BM;
+            for (go_i64 mt = blockIdx.x; mt < mtiles; mt += gridDim.x)
+                go_tc_tile<T, L>(*Ps, src, w, out, mt * TC_BM, n_base, smem, out_base);
+        }
+    }
+}
+
+// Shared memory, declared once per entry point (both layouts use it): the pipeline's
+// stages (A then B), the epilogue's row offsets and the problem.
+#define GO_TC_SMEM                                                               \
+    __shared__ __align__(16) uint16_t smem[TC_STAGES * (TC_BM + TC_BN) * TC_LD]; \
+    __shared__ go_i64 out_base[TC_BM];                                           \
+    __shared__ GoTcProblem problem;
+
+template <typename T>
+GO_DEV void conv2d_backprop_input_tc_body(const GoConvParams& p) {
+    GO_TC_SMEM
+    if (p.layout == GO_LAYOUT_NCHW)
+        conv2d_tc_layout<T, GO_LAYOUT_NCHW, false>(p, smem, out_base, &problem);
+    else conv2d_tc_layout<T, GO_LAYOUT_NHWC, false>(p, smem, out_base, &problem);
+}
+template <typename T>
+GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
+    GO_TC_SMEM
+    if (p.layout == GO_LAYOUT_NCHW)
+        conv2d_tc_layout<T, GO_LAYOUT_NCHW, true>(p, smem, out_base, &problem);
+    else conv2d_tc_layout<T, GO_LAYOUT_NHWC, true>(p, smem, out_base, &problem);
+}
+#undef GO_TC_SMEM
+
+// The tensor-core element types (mma.sync m16n8k16 inputs).
+#define GO_TC_DTYPES(X, NAME, PARAMS, BODY, BOUNDS) \
+    X(NAME, PARAMS, BODY, BOUNDS, f16, __half)      \
+    X(NAME, PARAMS, BODY, BOUNDS, bf16, __nv_bfloat16)
+#ifdef __CUDACC__
+// At least three blocks per SM (at most 168 registers a thread; shared memory allows more).
+#define GO_TC_LAUNCH_BOUNDS __launch_bounds__(GO_TC_BLOCK_THREADS, 3)
+#else
+#define GO_TC_LAUNCH_BOUNDS
+#endif
+
+GO_TC_DTYPES(GO_INSTANTIATE_ONE, conv2d_backprop_input_tc, GoConvParams,
+             conv2d_backprop_input_tc_body, GO_TC_LAUNCH_BOUNDS)
+GO_TC_DTYPES(GO_INSTANTIATE_ONE, conv2d_forward_tc, GoConvParams, conv2d_forward_tc_body,
+             GO_TC_LAUNCH_BOUNDS)
+
+#undef TC_BM
+#undef TC_BN
+#undef TC_BK
+#undef TC_WM
+#undef TC_WN
+#undef TC_STAGES
+#undef TC_THREADS
+#undef TC_LD
+#undef TC_CLD
+#undef TC_MFRAG
+#undef TC_NFRAG
+
+#endif  // GO_HAS_TC
