@@ -44,6 +44,20 @@ const DTYPES: [&str; 4] = [
     gradops::DType::ALL[2].name(),
     gradops::DType::ALL[3].name(),
 ];
+/// The tensor-core kernels (f16 and bf16 only), in the compute_80+ images only.
+const TC_OPS: &[&str] = &["conv2d_backprop_input_tc", "conv2d_forward_tc"];
+const TC_DTYPES: [&str; 2] = ["f16", "bf16"];
+const TC_MIN_ARCH: u32 = 80;
+/// Threads per block of the tensor-core kernels (GO_TC_BLOCK_THREADS).
+const TC_THREADS: u32 = 128;
+
+/// Blocks of `threads` threads that fit an SM's 64K registers (allocated per warp in units
+/// of 256, i.e. per thread in units of 8).
+fn blocks_per_sm_by_registers(registers: u32, threads: u32) -> u32 {
+    let per_thread = registers.div_ceil(8) * 8;
+    65536 / (per_thread * threads).max(1)
+}
+
 /// Real targets newer than every default image: devices that JIT the newest image.
 const JIT_TARGETS: &[u32] = &[100, 120];
 
@@ -166,6 +180,16 @@ fn ptx_isa_and_kernel_names() {
                 );
             }
         }
+        if *module == "conv" {
+            // The tensor-core kernels exist in compute_80+ images, and only there.
+            for op in TC_OPS {
+                for d in DTYPES {
+                    let entry = format!(".entry {op}_{d}(");
+                    let want = *arch >= TC_MIN_ARCH && TC_DTYPES.contains(&d);
+                    assert_eq!(ptx.contains(&entry), want, "{image}: {op}_{d}");
+                }
+            }
+        }
     }
 }
 
@@ -270,6 +294,46 @@ fn ptxas_every_image_no_spills() {
                 }
             }
             report.push_str(&format!("{row} {smem:>6} {stack:>6} {spills:>6}\n"));
+        }
+    }
+    // The tensor-core kernels: absent from pre-sm_80 images; at least two blocks per SM by
+    // registers (their static shared memory, ~31 KB, allows more on every sm_80+ part).
+    for op in TC_OPS {
+        for d in TC_DTYPES {
+            let name = format!("{op}_{d}");
+            let mut row = format!("{name:<34}");
+            let (mut smem, mut stack, mut spills, mut regs) = (0, 0, 0, 0);
+            for r in &runs {
+                let Some(u) = r.usage.get(&name) else {
+                    if r.image_arch >= TC_MIN_ARCH {
+                        problems.push(format!("sm_{} {name}: missing", r.target));
+                    }
+                    row.push_str(&format!(" {:>7}", "-"));
+                    continue;
+                };
+                row.push_str(&format!(" {:>7}", u.registers));
+                regs = regs.max(u.registers);
+                smem = smem.max(u.smem);
+                stack = stack.max(u.stack);
+                spills = spills.max(u.spill_stores + u.spill_loads);
+                if u.spill_stores + u.spill_loads > 0 || u.stack > 0 {
+                    problems.push(format!(
+                        "sm_{} {name}: {} B stack, {} B spills",
+                        r.target,
+                        u.stack,
+                        u.spill_stores + u.spill_loads
+                    ));
+                }
+            }
+            let blocks = blocks_per_sm_by_registers(regs, TC_THREADS);
+            if blocks < 2 {
+                problems.push(format!(
+                    "{name}: {regs} registers fit only {blocks} block(s) of {TC_THREADS} per SM"
+                ));
+            }
+            report.push_str(&format!(
+                "{row} {smem:>6} {stack:>6} {spills:>6}  ({TC_THREADS} threads, {blocks} blocks/SM by registers)\n"
+            ));
         }
     }
     println!("{report}");

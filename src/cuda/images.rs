@@ -99,6 +99,12 @@ pub fn selected_image(module: &str) -> Result<PtxImage> {
     image_for(module, super::probe()?.compute_capability)
 }
 
+/// What the conv families' tensor-core variant is (for `gradops info`).
+pub const CONV_TENSOR_CORE_NOTE: &str = "tensor core f16/bf16 + simt: on compute_80+ images, \
+conv2d and conv2d_backprop_input in f16 and bf16 run conv2d_forward_tc_* and \
+conv2d_backprop_input_tc_* (implicit GEMM on mma.sync m16n8k16 with f32 accumulation, \
+ldmatrix, a 3-stage cp.async pipeline); f32 and f64 run the simt (FFMA) kernels";
+
 /// Why a call of a tiled family may run another kernel (for `gradops info`).
 pub const TILED_FALLBACK_NOTE: &str = "tiled: resize plans whose tables are both boxes (nearest \
 gradients by integer factors) run resize_box_* (no table reads, 16-byte accesses where \
@@ -109,15 +115,30 @@ per tile (windows of at most 3x3 run the unrolled max_pool_tile_k3_* twins; the 
 with such windows runs max_pool_direct_k3_forward_*, one thread per output) and run the \
 generic max_pool_{forward,grad,grad_argmax}_* for windows too large for a one-cell tile";
 
+/// The oldest virtual architecture whose images hold the tensor-core conv kernels
+/// (`conv2d_backprop_input_tc_*`, `conv2d_forward_tc_*`: mma.sync m16n8k16, ldmatrix and
+/// cp.async need sm_80).
+pub const CONV_TENSOR_CORE_ARCH: u32 = 80;
+
+/// Whether `conv2d` and `conv2d_backprop_input` in element type `dtype` (kernel suffix,
+/// `"f16"`) run the tensor-core kernels when loaded from the image of architecture `arch`:
+/// f16 and bf16 on compute_80+ images. f32 and f64 (and every type on compute_75) run the
+/// FFMA kernels.
+pub fn conv_uses_tensor_cores(dtype: &str, arch: u32) -> bool {
+    arch >= CONV_TENSOR_CORE_ARCH && matches!(dtype, "f16" | "bf16")
+}
+
 /// The kernel variant that `kernel` (a family of [`OP_KERNELS`], e.g. `conv2d_backprop_input`)
-/// has in the image of virtual architecture `arch`. Today every image holds the same
-/// CUDA-core code; code behind `#if __CUDA_ARCH__ >= 800` (tensor cores) names its variant
-/// here, so `gradops info` and [`op_kernels`] report it. The tiled families name the
-/// generic kernel that runs a call whose tile does not fit (which one a given call runs:
-/// [`super::resize_grad_kernel`], [`super::max_pool_kernel`]).
+/// has in the image of virtual architecture `arch`. The conv forward and backward-data
+/// families run tensor-core kernels (`<kernel>_tc_f16`, `_tc_bf16`) for f16/bf16 on
+/// compute_80+ images ([`conv_uses_tensor_cores`]); everything else is CUDA-core code. The
+/// tiled families name the generic kernel that runs a call whose tile does not fit (which
+/// one a given call runs: [`super::resize_grad_kernel`], [`super::max_pool_kernel`]).
 pub fn kernel_variant(kernel: &str, arch: u32) -> &'static str {
-    let _ = arch;
     match kernel {
+        "conv2d_backprop_input" | "conv2d_forward" if arch >= CONV_TENSOR_CORE_ARCH => {
+            "tensor core f16/bf16 + simt"
+        }
         "resize_tile"
         | "max_pool_tile_grad"
         | "max_pool_tile_grad_argmax"
@@ -227,6 +248,53 @@ mod tests {
                     "{} has another .target",
                     k.image
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn conv_tensor_core_variant_by_arch_and_dtype() {
+        for (dtype, arch, want) in [
+            ("f16", 75, false),
+            ("bf16", 75, false),
+            ("f16", 80, true),
+            ("bf16", 80, true),
+            ("bf16", 90, true),
+            ("f32", 80, false),
+            ("f64", 90, false),
+        ] {
+            assert_eq!(
+                conv_uses_tensor_cores(dtype, arch),
+                want,
+                "{dtype} compute_{arch}"
+            );
+        }
+        for k in ["conv2d_backprop_input", "conv2d_forward"] {
+            assert_eq!(kernel_variant(k, 75), "simt");
+            assert!(kernel_variant(k, 80).starts_with("tensor core"));
+            assert!(kernel_variant(k, 90).starts_with("tensor core"));
+        }
+        assert_eq!(kernel_variant("conv2d_backprop_filter_partial", 90), "simt");
+    }
+
+    /// The tensor-core kernels are in exactly the images the runtime picks them from.
+    #[test]
+    fn tensor_core_kernels_only_in_compute_80_plus_images() {
+        let b = build_info();
+        if !b.kernels_compiled {
+            return;
+        }
+        for &arch in b.archs {
+            let img = image("conv", arch).unwrap();
+            for k in ["conv2d_backprop_input_tc", "conv2d_forward_tc"] {
+                for d in crate::DType::ALL {
+                    let entry = format!(".entry {k}_{}(", d.name());
+                    assert_eq!(
+                        img.ptx.contains(&entry),
+                        conv_uses_tensor_cores(d.name(), arch),
+                        "{img}: {entry}"
+                    );
+                }
             }
         }
     }

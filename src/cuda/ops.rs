@@ -8,12 +8,13 @@ use cudarc::driver::{
     CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg,
 };
 
+use super::images::conv_uses_tensor_cores;
 use super::launch::{self, Launch};
 use super::params::{
     GoConvFilterParams, GoConvParams, GoPoolParams, GoResizeParams, GO_FILTER_HWIO, GO_FILTER_OIHW,
     GO_LAYOUT_NCHW, GO_LAYOUT_NHWC,
 };
-use super::runtime::{cuda_err, function};
+use super::runtime::{cuda_err, function, stream_arch};
 use super::tensor::{
     same_context, same_layout, DeviceFilterRef, DeviceTensor, DeviceTensorMut, DeviceTensorRef,
 };
@@ -624,22 +625,25 @@ fn conv_backprop_input_raw<T: Element>(
 ) -> Result<()> {
     const OP: &str = "conv2d_backprop_input";
     let p = conv_params(OP, g, layout, fl, [dx, w, dy])?;
-    let Some(l) = launch::conv_backprop_input(&p) else {
+    // f16/bf16 on compute_80+ images: the tensor-core implicit GEMM; else the FFMA kernel.
+    let tc = conv_uses_tensor_cores(T::SUFFIX, stream_arch(stream, OP)?);
+    let (l, name) = if tc {
+        (launch::conv_tc(&p, false), "conv2d_backprop_input_tc")
+    } else {
+        (launch::conv_backprop_input(&p), "conv2d_backprop_input")
+    };
+    let Some(l) = l else {
         return Ok(());
     };
-    let f = function(
-        stream,
-        OP,
-        "conv",
-        &format!("conv2d_backprop_input_{}", T::SUFFIX),
-    )?;
+    let f = function(stream, OP, "conv", &format!("{name}_{}", T::SUFFIX))?;
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
-    // SAFETY: conv2d_backprop_input_<T> takes one GoConvParams; x (= dx, written),
-    // y (= dy) and w point to buffers of exactly the geometry's input, output and filter
-    // sizes (the filter in p.filter_layout's order; checked by every caller); the kernel
-    // reads dy only at in-range (oy, ox) and the filter only at in-range (ky, kx, c, o),
-    // and writes each dx element of its tile once, for any grid size.
+    // SAFETY: conv2d_backprop_input_<T> and conv2d_backprop_input_tc_<T> take one
+    // GoConvParams; x (= dx, written), y (= dy) and w point to buffers of exactly the
+    // geometry's input, output and filter sizes (the filter in p.filter_layout's order;
+    // checked by every caller); the kernels read dy only at in-range (oy, ox) and the filter
+    // only at in-range (ky, kx, c, o), and write each dx element of their tile once, for
+    // any grid size; l is the launch geometry of the kernel chosen.
     unsafe { b.launch(config(l)) }
         .map_err(|e| cuda_err(OP, "launching conv2d_backprop_input", e))?;
     Ok(())
@@ -768,16 +772,23 @@ fn conv_forward_raw<T: Element>(
 ) -> Result<()> {
     const OP: &str = "conv2d";
     let p = conv_params(OP, g, layout, fl, [x, w, y])?;
-    let Some(l) = launch::conv_forward(&p) else {
+    // f16/bf16 on compute_80+ images: the tensor-core implicit GEMM; else the FFMA kernel.
+    let tc = conv_uses_tensor_cores(T::SUFFIX, stream_arch(stream, OP)?);
+    let (l, name) = if tc {
+        (launch::conv_tc(&p, true), "conv2d_forward_tc")
+    } else {
+        (launch::conv_forward(&p), "conv2d_forward")
+    };
+    let Some(l) = l else {
         return Ok(());
     };
-    let f = function(stream, OP, "conv", &format!("conv2d_forward_{}", T::SUFFIX))?;
+    let f = function(stream, OP, "conv", &format!("{name}_{}", T::SUFFIX))?;
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
-    // SAFETY: conv2d_forward_<T> takes one GoConvParams; x, w and y point to buffers of
-    // exactly the geometry's input, filter (in p.filter_layout's order) and output sizes
-    // (checked by every caller); x is read only at in-range (iy, ix), each y element
-    // written once.
+    // SAFETY: conv2d_forward_<T> and conv2d_forward_tc_<T> take one GoConvParams; x, w and
+    // y point to buffers of exactly the geometry's input, filter (in p.filter_layout's
+    // order) and output sizes (checked by every caller); x is read only at in-range
+    // (iy, ix), each y element written once; l is the launch geometry of the kernel chosen.
     unsafe { b.launch(config(l)) }.map_err(|e| cuda_err(OP, "launching conv2d_forward", e))?;
     Ok(())
 }

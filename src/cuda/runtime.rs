@@ -184,6 +184,18 @@ fn context_arch(
     Ok(a)
 }
 
+/// The architecture of the images the stream's context loads (chosen once per context, as
+/// [`function`] does), so an op can pick a kernel that only some images hold.
+pub(crate) fn stream_arch(stream: &Arc<CudaStream>, op: &'static str) -> Result<u32> {
+    let ctx = stream.context();
+    let mut all = KERNELS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    let entry = all.entry(ctx.cu_ctx() as usize).or_default();
+    context_arch(entry, ctx, op)
+}
+
 /// `kernel` (e.g. `resize_gather_f32`) from `module` (file stem), loaded into the
 /// stream's context on first use, from the module's image for the context's device (the
 /// highest architecture not newer than its compute capability, chosen once per context).

@@ -101,6 +101,7 @@ fn info() {
                 }
                 Err(e) => println!("cuda kernels on this device: none: {e}"),
             }
+            println!("  {}", gradops::cuda::CONV_TENSOR_CORE_NOTE);
             println!("  {}", gradops::cuda::TILED_FALLBACK_NOTE);
         }
         Err(_) => {
@@ -128,21 +129,34 @@ fn info() {
                 choices.join(", ")
             );
             println!("cuda kernel variant per op and image (no usable device here):");
+            // Column width: the longest variant name (the tensor-core one) plus a space.
+            let wcol = gradops::cuda::OP_KERNELS
+                .iter()
+                .flat_map(|&(_, _, k)| {
+                    build
+                        .archs
+                        .iter()
+                        .map(move |&a| gradops::cuda::kernel_variant(k, a).len())
+                })
+                .max()
+                .unwrap_or(11)
+                .max(11);
             let mut header = format!("  {:<30} {:<34}", "op", "kernels");
             for a in &archs {
-                header.push_str(&format!(" {a:<11}"));
+                header.push_str(&format!(" {a:<wcol$}"));
             }
             println!("{}", header.trim_end());
             for &(op, module, kernel) in gradops::cuda::OP_KERNELS {
                 let mut row = format!("  {op:<30} {:<34}", format!("{module}.{kernel}_*"));
                 for &a in build.archs {
                     row.push_str(&format!(
-                        " {:<11}",
+                        " {:<wcol$}",
                         gradops::cuda::kernel_variant(kernel, a)
                     ));
                 }
                 println!("{}", row.trim_end());
             }
+            println!("  {}", gradops::cuda::CONV_TENSOR_CORE_NOTE);
             println!("  {}", gradops::cuda::TILED_FALLBACK_NOTE);
         }
     }
