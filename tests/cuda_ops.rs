@@ -325,6 +325,171 @@ mod gpu {
         }
     }
 
+    /// One conv geometry through conv2d and conv2d_backprop_input on the GPU against the
+    /// CPU path, bitwise equal across two runs. On compute_80+ devices f16/bf16 run the
+    /// tensor-core kernels (conv2d_*_tc_*), elsewhere the FFMA ones; both meet the dtype's
+    /// tolerance.
+    #[allow(clippy::too_many_arguments)]
+    fn conv_geometry_case<T: Element>(
+        layout: Layout,
+        fl: FilterLayout,
+        (n, cig, cog, groups): (usize, usize, usize, usize),
+        (h, w): (usize, usize),
+        (kh, kw): (usize, usize),
+        stride: [usize; 2],
+        dil: [usize; 2],
+        padding: Padding,
+        seed: u64,
+    ) {
+        let mut rng = Rng(seed);
+        let (ci, co) = (cig * groups, cog * groups);
+        let xs = match layout {
+            Layout::Nchw => [n, ci, h, w],
+            Layout::Nhwc => [n, h, w, ci],
+        };
+        let fshape = match fl {
+            FilterLayout::Hwio => [kh, kw, cig, co],
+            FilterLayout::Oihw => [co, cig, kh, kw],
+        };
+        let attrs = Conv2dAttrs::default()
+            .strides(stride)
+            .dilations(dil)
+            .padding(padding)
+            .filter_layout(fl);
+        let what = format!(
+            "{} {layout:?} {fl:?} n{n} ci{ci} co{co} g{groups} {h}x{w} k{kh}x{kw} s{stride:?} \
+             d{dil:?} {padding:?}",
+            T::SUFFIX
+        );
+        let wv: Vec<T> = rng.vec(kh * kw * cig * co);
+        let x: Vec<T> = rng.vec(n * ci * h * w);
+        let xt = TensorRef::new(&x, xs, layout);
+        let y_cpu = gradops::conv2d(xt, FilterRef::new(&wv, fshape), &attrs).unwrap();
+        let y1 = cuda::host::conv2d(xt, FilterRef::new(&wv, fshape), &attrs).unwrap();
+        let y2 = cuda::host::conv2d(xt, FilterRef::new(&wv, fshape), &attrs).unwrap();
+        let e = rel(&y1.data, &y_cpu.data);
+        assert!(e <= tol::<T>(), "conv2d {what}: {e:e}");
+        assert_eq!(
+            bits(&y1.data),
+            bits(&y2.data),
+            "conv2d {what}: not deterministic"
+        );
+        let dy: Vec<T> = rng.vec(y_cpu.data.len());
+        let dyt = TensorRef::new(&dy, y_cpu.shape, layout);
+        let want =
+            gradops::conv2d_backprop_input(dyt, FilterRef::new(&wv, fshape), xs, &attrs).unwrap();
+        let d1 = cuda::host::conv2d_backprop_input(dyt, FilterRef::new(&wv, fshape), xs, &attrs)
+            .unwrap();
+        let d2 = cuda::host::conv2d_backprop_input(dyt, FilterRef::new(&wv, fshape), xs, &attrs)
+            .unwrap();
+        let e = rel(&d1.data, &want.data);
+        assert!(e <= tol::<T>(), "conv2d_backprop_input {what}: {e:e}");
+        assert_eq!(
+            bits(&d1.data),
+            bits(&d2.data),
+            "conv2d_backprop_input {what}: not deterministic"
+        );
+    }
+
+    /// Every dtype, layout, filter layout, stride (1-3), dilation and group count through the
+    /// GPU conv forward and backward-data (the tensor-core kernels for f16/bf16 on
+    /// compute_80+), with channel counts on the 16-byte cp.async path (multiples of 8) and
+    /// off it, past one 64-channel tile, and with several pixel tiles per phase.
+    #[test]
+    fn gpu_conv2d_every_geometry_or_skipped() {
+        if !gpu_or_skip("gpu_conv2d_every_geometry_or_skipped") {
+            return;
+        }
+        let info = cuda::probe().unwrap();
+        let arch = cuda::arch_for(info.compute_capability).unwrap();
+        for d in ["f16", "bf16", "f32", "f64"] {
+            eprintln!(
+                "conv {d} on compute_{arch}: {}",
+                if cuda::conv_uses_tensor_cores(d, arch) {
+                    "tensor core"
+                } else {
+                    "simt"
+                }
+            );
+        }
+        let geometries: &[(
+            (usize, usize, usize, usize),
+            (usize, usize),
+            (usize, usize),
+            [usize; 2],
+            [usize; 2],
+            Padding,
+        )] = &[
+            (
+                (2, 64, 64, 1),
+                (16, 16),
+                (3, 3),
+                [1, 1],
+                [1, 1],
+                Padding::Same,
+            ),
+            (
+                (2, 64, 128, 1),
+                (15, 17),
+                (3, 3),
+                [2, 2],
+                [1, 1],
+                Padding::Same,
+            ),
+            (
+                (1, 24, 40, 2),
+                (13, 11),
+                (3, 3),
+                [3, 3],
+                [1, 1],
+                Padding::Valid,
+            ),
+            (
+                (1, 16, 16, 3),
+                (12, 12),
+                (3, 2),
+                [1, 2],
+                [2, 2],
+                Padding::Same,
+            ),
+            (
+                (2, 5, 7, 1),
+                (9, 10),
+                (2, 3),
+                [2, 3],
+                [2, 1],
+                Padding::Explicit([[1, 2], [0, 1]]),
+            ),
+            (
+                (1, 72, 70, 1),
+                (7, 9),
+                (1, 1),
+                [1, 1],
+                [1, 1],
+                Padding::Valid,
+            ),
+            (
+                (1, 3, 8, 2),
+                (10, 9),
+                (5, 5),
+                [3, 2],
+                [1, 2],
+                Padding::Explicit([[2, 2], [1, 0]]),
+            ),
+        ];
+        for (i, &(ch, hw, k, s, dil, pad)) in geometries.iter().enumerate() {
+            for layout in [Layout::Nchw, Layout::Nhwc] {
+                for fl in [FilterLayout::Hwio, FilterLayout::Oihw] {
+                    let seed = 100 + i as u64;
+                    conv_geometry_case::<f16>(layout, fl, ch, hw, k, s, dil, pad, seed);
+                    conv_geometry_case::<bf16>(layout, fl, ch, hw, k, s, dil, pad, seed);
+                    conv_geometry_case::<f32>(layout, fl, ch, hw, k, s, dil, pad, seed);
+                    conv_geometry_case::<f64>(layout, fl, ch, hw, k, s, dil, pad, seed);
+                }
+            }
+        }
+    }
+
     /// conv2d_backprop_filter on the GPU (host mirror) against the CPU path, and bitwise
     /// equal across two runs. `big` has many reduction splits.
     #[allow(clippy::too_many_arguments)]
