@@ -391,6 +391,16 @@ mod gpu {
         );
     }
 
+    /// (n, cig, cog, groups), (h, w), (kh, kw), strides, dilations, padding.
+    type ConvGeometry = (
+        (usize, usize, usize, usize),
+        (usize, usize),
+        (usize, usize),
+        [usize; 2],
+        [usize; 2],
+        Padding,
+    );
+
     /// Every dtype, layout, filter layout, stride (1-3), dilation and group count through the
     /// GPU conv forward and backward-data (the tensor-core kernels for f16/bf16 on
     /// compute_80+), with channel counts on the 16-byte cp.async path (multiples of 8) and
@@ -412,14 +422,7 @@ mod gpu {
                 }
             );
         }
-        let geometries: &[(
-            (usize, usize, usize, usize),
-            (usize, usize),
-            (usize, usize),
-            [usize; 2],
-            [usize; 2],
-            Padding,
-        )] = &[
+        let geometries: &[ConvGeometry] = &[
             (
                 (2, 64, 64, 1),
                 (16, 16),

@@ -2080,7 +2080,7 @@ fn emulated_conv2d_tensor_core() {
     .enumerate()
     {
         for layout in [NCHW, NHWC] {
-            let dt = if (i + layout as usize) % 2 == 0 {
+            let dt = if (i + layout as usize).is_multiple_of(2) {
                 Dt::F16
             } else {
                 Dt::BF16
