@@ -72,3 +72,34 @@ void emu_cp_async_test(GoEmuCpAsyncTestParams p) {
     go_cp_async_wait<0>();
     for (int i = 0; i < 4; ++i) { o[16 + i] = s1[l][i]; o[20 + i] = s2[l][i]; }
 }
+
+// emu_mma_test_tf32, one warp: D (16x8 f32) = tf32(A) * tf32(B) + C through
+// go_cvt_tf32 and mma m16n8k8; A 16x8 f32 row-major, B 8x8 given as [n][k], C, D 16x8.
+void emu_mma_test_tf32(GoEmuMmaTestParams p) {
+    const float* a = reinterpret_cast<const float*>(p.a);
+    const float* b = reinterpret_cast<const float*>(p.b);
+    const float* c = reinterpret_cast<const float*>(p.c);
+    float* d = reinterpret_cast<float*>(p.d);
+    const int lane = threadIdx.x, g = lane / 4, t = lane % 4;
+    uint32_t af[4], bf[2];
+    for (int e = 0; e < 4; ++e) af[e] = go_cvt_tf32(a[(g + (e % 2) * 8) * 8 + t + (e / 2) * 4]);
+    for (int e = 0; e < 2; ++e) bf[e] = go_cvt_tf32(b[g * 8 + t + e * 4]);
+    float acc[4];
+    for (int e = 0; e < 4; ++e) acc[e] = c[(g + (e >= 2 ? 8 : 0)) * 8 + 2 * t + e % 2];
+    go_mma_m16n8k8_tf32(acc, af, bf, acc);
+    for (int e = 0; e < 4; ++e) d[(g + (e >= 2 ? 8 : 0)) * 8 + 2 * t + e % 2] = acc[e];
+}
+
+// emu_mma_test_f64, one warp: D (8x8) = A (8x4, row-major) * B (4x8, given as [n][k]) + C
+// through mma m8n8k4.
+void emu_mma_test_f64(GoEmuMmaTestParams p) {
+    const double* a = reinterpret_cast<const double*>(p.a);
+    const double* b = reinterpret_cast<const double*>(p.b);
+    const double* c = reinterpret_cast<const double*>(p.c);
+    double* d = reinterpret_cast<double*>(p.d);
+    const int lane = threadIdx.x, g = lane / 4, t = lane % 4;
+    double acc[2] = {c[g * 8 + 2 * t], c[g * 8 + 2 * t + 1]};
+    go_mma_m8n8k4_f64(acc, a[g * 4 + t], b[g * 4 + t], acc);
+    d[g * 8 + 2 * t] = acc[0];
+    d[g * 8 + 2 * t + 1] = acc[1];
+}

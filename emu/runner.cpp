@@ -89,9 +89,12 @@ int main() {
     GO_EMU_KERNEL(resize_box, GoResizeParams, 9)
     GO_EMU_KERNEL(conv2d_forward, GoConvParams, 3)
     GO_EMU_KERNEL(conv2d_backprop_input, GoConvParams, 3)
-    GO_TC_DTYPES(GO_EMU_ONE, conv2d_forward_tc, GoConvParams, 3, )
-    GO_TC_DTYPES(GO_EMU_ONE, conv2d_backprop_input_tc, GoConvParams, 3, )
-    GO_TC_DTYPES(GO_EMU_ONE, emu_mma_test, GoEmuMmaTestParams, 4, )
+    GO_EMU_KERNEL(conv2d_forward_tc, GoConvParams, 3)
+    GO_EMU_KERNEL(conv2d_backprop_input_tc, GoConvParams, 3)
+    GO_EMU_ONE(emu_mma_test, GoEmuMmaTestParams, 4, , f16, __half)
+    GO_EMU_ONE(emu_mma_test, GoEmuMmaTestParams, 4, , bf16, __nv_bfloat16)
+    if (name == "emu_mma_test_tf32") { run<GoEmuMmaTestParams>(emu_mma_test_tf32, 4, blob, bufs, grid, block); } else
+    if (name == "emu_mma_test_f64") { run<GoEmuMmaTestParams>(emu_mma_test_f64, 4, blob, bufs, grid, block); } else
     if (name == "emu_cp_async_test") { run<GoEmuCpAsyncTestParams>(emu_cp_async_test, 2, blob, bufs, grid, block); } else
     GO_EMU_KERNEL(conv2d_backprop_filter_partial, GoConvFilterParams, 4)
     GO_EMU_KERNEL(conv2d_backprop_filter_reduce, GoConvFilterParams, 4)

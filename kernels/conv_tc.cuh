@@ -1,6 +1,13 @@
-// Tensor-core implicit GEMM shared by conv2d_backprop_input and conv2d_forward (f16, bf16;
-// f32 accumulation, each output rounded once). Compiled into the compute_80+ images and
-// the emulator only (GO_HAS_TC); the compute_75 image keeps the FFMA kernels of conv.cu.
+// Tensor-core implicit GEMM shared by conv2d_backprop_input and conv2d_forward. Compiled
+// into the compute_80+ images and the emulator only (GO_HAS_TC); the compute_75 image keeps
+// the FFMA kernels of conv.cu. Per element type (GoTcTraits):
+//   f16, bf16: mma.sync m16n8k16, f32 accumulation, each output rounded once;
+//   f32:       3xTF32 on mma.sync m16n8k8: a = big + small (big = tf32(a), small =
+//              tf32(a - big)); small*big + big*small + big*big into f32 accumulators
+//              (small*small, ~2^-22 relative, is dropped);
+//   f64:       mma.sync m8n8k4 on the FP64 tensor cores.
+// Shared memory has the same byte geometry for every type: rows of 16-byte chunks, 64
+// bytes of data (GO_TC_TILE_K 16-bit elements, 16 f32 or 8 f64) padded to 80.
 //
 // One GEMM per (stride phase, group): out[m, nn] = sum over taps, then over the reduction
 // channels j of the tap, of A[m, (tap, j)] * B[(tap, j), nn], where
@@ -10,17 +17,18 @@
 //   forward:        m = an output pixel, nn = an output channel o, j = an input channel c,
 //                   A = x gathered at (oy*sh - top + ky*dh, ...), B = W.
 // A block tile is GO_TC_TILE_M pixels x GO_TC_TILE_N channels, reduced in chunks of
-// GO_TC_TILE_K over (tap, j) through a GO_TC_STAGES-deep cp.async pipeline. Shared
+// GoTcTraits<T>::BK over (tap, j) through a GO_TC_STAGES-deep cp.async pipeline. Shared
 // memory holds A as [m][k] and B as [nn][k] (k contiguous, rows padded to 80 bytes so
 // the 8 rows of an ldmatrix fall in distinct banks); warps read fragments with ldmatrix
-// and run mma.sync m16n8k16. A chunk of 8 consecutive k is one 16-byte cp.async where
-// the source is contiguous and aligned (NHWC activations with channel counts divisible
-// by 8; the HWIO filter of backprop_input), else 8 scalar loads straight into the stage
+// (16-bit types; f32 and f64 fragments are plain shared loads) and run mma.sync. A chunk
+// of VEC = 16 bytes of consecutive k is one cp.async where the source is contiguous and
+// aligned (NHWC activations with channel counts divisible by VEC; the HWIO filter of
+// backprop_input), else VEC scalar loads straight into the stage
 // (NCHW: threads walk pixels, so the loads coalesce and the tile is transposed on its
 // way into shared memory). The epilogue stages the rounded tile through shared memory
 // and writes it with threads walking the layout's innermost dimension (pixels for NCHW,
 // channels for NHWC). Deterministic: each output written once by one thread, the
-// reduction order fixed (taps ascending, then j ascending, 16 at a time per mma).
+// reduction order fixed (taps ascending, then j ascending, one mma's k at a time).
 #pragma once
 
 #include "mma.cuh"
@@ -29,31 +37,65 @@
 
 #define TC_BM GO_TC_TILE_M
 #define TC_BN GO_TC_TILE_N
-#define TC_BK GO_TC_TILE_K
 #define TC_WM GO_TC_WARP_M
 #define TC_WN GO_TC_WARP_N
 #define TC_STAGES GO_TC_STAGES
 #define TC_THREADS GO_TC_BLOCK_THREADS
-// Shared-memory row of a stage, in b16 elements: TC_BK + 8 (80 bytes, 16-byte aligned).
-#define TC_LD (TC_BK + 8)
-// Row of the epilogue tile, in b16 elements.
-#define TC_CLD (TC_BN + 8)
-#define TC_MFRAG (TC_WM / 16)
 #define TC_NFRAG (TC_WN / 8)
+// Bytes of one shared-memory row of a stage: 64 of data, 16 of padding, so the 8 rows an
+// ldmatrix (or a fragment's 8 lanes groups) reads fall in distinct banks.
+#define TC_ROW_BYTES 80
+#define TC_STAGE_BYTES ((TC_BM + TC_BN) * TC_ROW_BYTES)
+
+// Per element type: shared-memory element S, reduction chunk BK (64 bytes of S), elements
+// per 16-byte copy VEC, row stride LD (80 bytes), accumulator Acc, the mma's rows FM and
+// accumulator registers CE per n8 fragment, fragments per warp tile MF.
+template <typename T> struct GoTcTraits;
+template <> struct GoTcTraits<__half> {
+    typedef uint16_t S; typedef float Acc;
+    static constexpr int BK = 32, FM = 16, CE = 4;
+};
+template <> struct GoTcTraits<__nv_bfloat16> {
+    typedef uint16_t S; typedef float Acc;
+    static constexpr int BK = 32, FM = 16, CE = 4;
+};
+template <> struct GoTcTraits<float> {
+    typedef float S; typedef float Acc;
+    static constexpr int BK = 16, FM = 16, CE = 4;
+};
+template <> struct GoTcTraits<double> {
+    typedef double S; typedef double Acc;
+    static constexpr int BK = 8, FM = 8, CE = 2;
+};
+template <typename T> struct GoTcGeom {
+    typedef GoTcTraits<T> Tr;
+    static constexpr int VEC = 16 / (int)sizeof(typename Tr::S);
+    static constexpr int LD = TC_ROW_BYTES / (int)sizeof(typename Tr::S);
+    static constexpr int MF = TC_WM / Tr::FM;
+    static constexpr int CLD = TC_BN + VEC;  // epilogue row, in S
+    static constexpr int SMEM_BYTES =
+        TC_STAGES * TC_STAGE_BYTES > TC_BM * CLD * (int)sizeof(typename Tr::S)
+            ? TC_STAGES * TC_STAGE_BYTES
+            : TC_BM * CLD * (int)sizeof(typename Tr::S);
+};
 
 static_assert(TC_THREADS == 32 * (TC_BM / TC_WM) * (TC_BN / TC_WN), "one warp per warp tile");
-static_assert(TC_BM * TC_BK / 8 == 2 * TC_THREADS && TC_BN * TC_BK / 8 == 2 * TC_THREADS,
-              "each thread loads two 8-element chunks of A and of B per stage");
-static_assert(TC_BK % 16 == 0 && TC_WN % 16 == 0 && TC_WM % 16 == 0, "mma/ldmatrix shapes");
-static_assert(TC_BM * TC_CLD <= TC_STAGES * TC_BM * TC_LD, "epilogue tile fits in stage A");
+static_assert(TC_BM * 4 == 2 * TC_THREADS && TC_BN * 4 == 2 * TC_THREADS,
+              "each thread loads two of the 4 x 16-byte chunks per row of A and of B per stage");
+static_assert(TC_WN % 16 == 0 && TC_WM % 16 == 0, "mma/ldmatrix shapes");
 
+// An element as its shared-memory value (GoTcTraits<T>::S) and back.
 GO_DEV uint16_t go_bits(__half v) { return __half_as_ushort(v); }
 GO_DEV uint16_t go_bits(__nv_bfloat16 v) { return __bfloat16_as_ushort(v); }
-template <typename T> GO_DEV T go_from_bits(uint16_t b);
+GO_DEV float go_bits(float v) { return v; }
+GO_DEV double go_bits(double v) { return v; }
+template <typename T> GO_DEV T go_from_bits(typename GoTcTraits<T>::S b);
 template <> GO_DEV __half go_from_bits<__half>(uint16_t b) { return __ushort_as_half(b); }
 template <> GO_DEV __nv_bfloat16 go_from_bits<__nv_bfloat16>(uint16_t b) {
     return __ushort_as_bfloat16(b);
 }
+template <> GO_DEV float go_from_bits<float>(float b) { return b; }
+template <> GO_DEV double go_from_bits<double>(double b) { return b; }
 
 // One (phase, group) GEMM, as element offsets and strides (see the file comment).
 struct GoTcProblem {
@@ -159,30 +201,32 @@ struct GoTcRows {
     int m[2], kg[2];  // tile row and 8-element k group of each chunk
 };
 
-// Loads reduction chunk `it` (tap it / jchunks, channels (it % jchunks) * TC_BK ...) into
-// a stage: A [TC_BM][TC_LD] and B [TC_BN][TC_LD] (b16 bits).
+// Loads reduction chunk `it` (tap it / jchunks, channels (it % jchunks) * BK ...) into a
+// stage: A [TC_BM][LD] and B [TC_BN][LD] (elements S).
 template <typename T, int L>
 GO_DEV void go_tc_load_stage(const GoTcProblem& P, const T* __restrict__ src,
                              const T* __restrict__ w, const GoTcRows& R, go_i64 n_base,
                              go_i64 jchunks, bool avec, bool bvec, int t, go_i64 it,
-                             uint16_t* As, uint16_t* Bs) {
-    const go_i64 tap = it / jchunks, j0 = (it % jchunks) * TC_BK;
+                             typename GoTcTraits<T>::S* As, typename GoTcTraits<T>::S* Bs) {
+    typedef typename GoTcTraits<T>::S S;
+    constexpr int BK = GoTcTraits<T>::BK, VEC = GoTcGeom<T>::VEC, LD = GoTcGeom<T>::LD;
+    const go_i64 tap = it / jchunks, j0 = (it % jchunks) * BK;
     const go_i64 iy = tap / P.ntx, ix = tap % P.ntx;
     const go_i64 tap_y = P.ty0 + iy * P.tdy, tap_x = P.tx0 + ix * P.tdx;
     const go_i64 ky = P.ky0 + iy * P.pky, kx = P.kx0 + ix * P.pkx;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-        uint16_t* dst = As + R.m[r] * TC_LD + R.kg[r] * 8;
-        const go_i64 j = j0 + R.kg[r] * 8;
+        S* dst = As + R.m[r] * LD + R.kg[r] * VEC;
+        const go_i64 j = j0 + R.kg[r] * VEC;
         const go_i64 sy = R.y[r] + tap_y, sx = R.x[r] + tap_x;
         const bool in = R.ok[r] && sy >= 0 && sy < P.a_h && sx >= 0 && sx < P.a_w;
         const go_i64 off = R.off[r] + sy * P.a_row + sx * P.a_col;
-        if (avec && j + 8 <= P.jlen) {
+        if (avec && j + VEC <= P.jlen) {
             go_cp_async_16(dst, in ? src + off + j : src, in ? 16 : 0);
         } else {
 #pragma unroll
-            for (int e = 0; e < 8; ++e) {
-                uint16_t v = 0;
+            for (int e = 0; e < VEC; ++e) {
+                S v = S(0);
                 if (in && j + e < P.jlen) v = go_bits(go_ldg(src + off + (j + e) * P.a_j));
                 dst[e] = v;
             }
@@ -194,18 +238,18 @@ GO_DEV void go_tc_load_stage(const GoTcProblem& P, const T* __restrict__ src,
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         const int q = t + TC_THREADS * r;
-        const int nn = bvec ? q / (TC_BK / 8) : q % TC_BN;
-        const int kg = bvec ? q % (TC_BK / 8) : q / TC_BN;
-        uint16_t* dst = Bs + nn * TC_LD + kg * 8;
-        const go_i64 j = j0 + kg * 8;
+        const int nn = bvec ? q / (BK / VEC) : q % TC_BN;
+        const int kg = bvec ? q % (BK / VEC) : q / TC_BN;
+        S* dst = Bs + nn * LD + kg * VEC;
+        const go_i64 j = j0 + kg * VEC;
         const bool in = n_base + nn < P.nlen;
         const go_i64 off = wtap + (n_base + nn) * P.b_n;
-        if (bvec && j + 8 <= P.jlen) {
+        if (bvec && j + VEC <= P.jlen) {
             go_cp_async_16(dst, in ? w + off + j : w, in ? 16 : 0);
         } else {
 #pragma unroll
-            for (int e = 0; e < 8; ++e) {
-                uint16_t v = 0;
+            for (int e = 0; e < VEC; ++e) {
+                S v = S(0);
                 if (in && j + e < P.jlen) v = go_bits(go_ldg(w + off + (j + e) * P.b_j));
                 dst[e] = v;
             }
@@ -213,31 +257,119 @@ GO_DEV void go_tc_load_stage(const GoTcProblem& P, const T* __restrict__ src,
     }
 }
 
+// The warp's share of one stage: acc[i][j] (m-fragment i of GoTcTraits<T>::FM rows, n8
+// fragment j) += A[warp rows][0, BK) * B[0, BK)[warp channels].
+template <typename T>
+GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
+                            const typename GoTcTraits<T>::S* bs, int wm, int wn, int lane,
+                            typename GoTcTraits<T>::Acc (&acc)[GoTcGeom<T>::MF][TC_NFRAG]
+                                                               [GoTcTraits<T>::CE]) {
+    constexpr int BK = GoTcTraits<T>::BK, LD = GoTcGeom<T>::LD, MF = GoTcGeom<T>::MF;
+    const int g = lane / 4, tq = lane % 4;
+    if constexpr (sizeof(typename GoTcTraits<T>::S) == 2) {
+        typedef typename GoMmaKind<T>::type Kind;
+#pragma unroll
+        for (int ks = 0; ks < BK; ks += 16) {
+            uint32_t af[MF][4], bf[TC_NFRAG][2];
+#pragma unroll
+            for (int i = 0; i < MF; ++i)
+                go_ldmatrix_x4(af[i], as + (wm * TC_WM + i * 16 + lane % 16) * LD + ks +
+                                          (lane / 16) * 8);
+#pragma unroll
+            for (int j = 0; j < TC_NFRAG; j += 2) {
+                uint32_t r[4];
+                go_ldmatrix_x4(r, bs + (wn * TC_WN + j * 8 + lane % 8 + (lane / 16) * 8) * LD +
+                                      ks + ((lane / 8) % 2) * 8);
+                bf[j][0] = r[0]; bf[j][1] = r[1];
+                bf[j + 1][0] = r[2]; bf[j + 1][1] = r[3];
+            }
+#pragma unroll
+            for (int i = 0; i < MF; ++i)
+#pragma unroll
+                for (int j = 0; j < TC_NFRAG; ++j)
+                    go_mma_m16n8k16(Kind(), acc[i][j], af[i], bf[j], acc[i][j]);
+        }
+    } else if constexpr (sizeof(typename GoTcTraits<T>::S) == 4) {
+        // 3xTF32. Fragments are plain loads: lanes g*4 + tq read row g, column tq (the
+        // 80-byte rows put the 8 rows x 4 columns in 32 distinct banks).
+#pragma unroll
+        for (int ks = 0; ks < BK; ks += 8) {
+            uint32_t ab[MF][4], asm_[MF][4], bb[TC_NFRAG][2], bsm[TC_NFRAG][2];
+#pragma unroll
+            for (int i = 0; i < MF; ++i)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const float v = as[(wm * TC_WM + i * 16 + g + (e % 2) * 8) * LD + ks + tq +
+                                       (e / 2) * 4];
+                    ab[i][e] = go_cvt_tf32(v);
+                    asm_[i][e] = go_cvt_tf32(v - go_u32_as_f32(ab[i][e]));
+                }
+#pragma unroll
+            for (int j = 0; j < TC_NFRAG; ++j)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const float v = bs[(wn * TC_WN + j * 8 + g) * LD + ks + tq + e * 4];
+                    bb[j][e] = go_cvt_tf32(v);
+                    bsm[j][e] = go_cvt_tf32(v - go_u32_as_f32(bb[j][e]));
+                }
+#pragma unroll
+            for (int i = 0; i < MF; ++i)
+#pragma unroll
+                for (int j = 0; j < TC_NFRAG; ++j) {
+                    // The small cross terms first, then the big product (CUTLASS's order).
+                    go_mma_m16n8k8_tf32(acc[i][j], asm_[i], bb[j], acc[i][j]);
+                    go_mma_m16n8k8_tf32(acc[i][j], ab[i], bsm[j], acc[i][j]);
+                    go_mma_m16n8k8_tf32(acc[i][j], ab[i], bb[j], acc[i][j]);
+                }
+        }
+    } else {
+        // f64, m8n8k4: lane g*4 + tq holds A[g][tq] and B[tq][g].
+#pragma unroll
+        for (int ks = 0; ks < BK; ks += 4) {
+            double af[MF], bf[TC_NFRAG];
+#pragma unroll
+            for (int i = 0; i < MF; ++i) af[i] = as[(wm * TC_WM + i * 8 + g) * LD + ks + tq];
+#pragma unroll
+            for (int j = 0; j < TC_NFRAG; ++j) bf[j] = bs[(wn * TC_WN + j * 8 + g) * LD + ks + tq];
+#pragma unroll
+            for (int i = 0; i < MF; ++i)
+#pragma unroll
+                for (int j = 0; j < TC_NFRAG; ++j)
+                    go_mma_m8n8k4_f64(acc[i][j], af[i], bf[j], acc[i][j]);
+        }
+    }
+}
+
 // One block tile: pixels [m_base, m_base + TC_BM) x channels [n_base, n_base + TC_BN).
 template <typename T, int L>
 GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T* __restrict__ w,
-                       T* __restrict__ out, go_i64 m_base, go_i64 n_base, uint16_t* smem,
+                       T* __restrict__ out, go_i64 m_base, go_i64 n_base, unsigned char* smem,
                        go_i64* out_base) {
-    typedef typename GoMmaKind<T>::type Kind;
+    typedef GoTcTraits<T> Tr;
+    typedef typename Tr::S S;
+    typedef typename Tr::Acc Acc;
+    constexpr int BK = Tr::BK, VEC = GoTcGeom<T>::VEC, LD = GoTcGeom<T>::LD;
+    constexpr int MF = GoTcGeom<T>::MF, CLD = GoTcGeom<T>::CLD;
     const int t = threadIdx.x, lane = t % 32, warp = t / 32;
     const int wm = warp % (TC_BM / TC_WM), wn = warp / (TC_BM / TC_WM);
-    uint16_t* As = smem;
-    uint16_t* Bs = smem + TC_STAGES * TC_BM * TC_LD;
+    S* As = reinterpret_cast<S*>(smem);
+    S* Bs = reinterpret_cast<S*>(smem + TC_STAGES * TC_BM * TC_ROW_BYTES);
 
-    // 16-byte copies need contiguous, 16-byte aligned 8-element runs along j.
-    const bool avec = P.a_j == 1 && P.a_col % 8 == 0 && P.a_off % 8 == 0 &&
+    // 16-byte copies need contiguous, 16-byte aligned VEC-element runs along j.
+    const bool avec = P.a_j == 1 && P.a_col % VEC == 0 && P.a_off % VEC == 0 &&
                       reinterpret_cast<uintptr_t>(src) % 16 == 0;
-    const bool bvec = P.b_j == 1 && P.b_n % 8 == 0 && P.b_ky % 8 == 0 && P.b_kx % 8 == 0 &&
-                      P.b_off % 8 == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0;
+    const bool bvec = P.b_j == 1 && P.b_n % VEC == 0 && P.b_ky % VEC == 0 &&
+                      P.b_kx % VEC == 0 && P.b_off % VEC == 0 &&
+                      reinterpret_cast<uintptr_t>(w) % 16 == 0;
 
-    // This thread's A rows: NHWC (vector) threads walk k within a row, NCHW threads walk
+    // This thread's A rows: vector threads walk k within a row, scalar (NCHW) threads walk
     // pixels (the transposing gather).
     GoTcRows R;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         const int q = t + TC_THREADS * r;
-        R.m[r] = avec ? q / (TC_BK / 8) : q % TC_BM;
-        R.kg[r] = avec ? q % (TC_BK / 8) : q / TC_BM;
+        R.m[r] = avec ? q / (BK / VEC) : q % TC_BM;
+        R.kg[r] = avec ? q % (BK / VEC) : q / TC_BM;
         go_i64 pix = m_base + R.m[r];
         R.ok[r] = pix < P.npix;
         if (!R.ok[r]) pix = 0;
@@ -262,15 +394,15 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
         out_base[m] = o;
     }
 
-    float acc[TC_MFRAG][TC_NFRAG][4];
+    Acc acc[MF][TC_NFRAG][Tr::CE];
 #pragma unroll
-    for (int i = 0; i < TC_MFRAG; ++i)
+    for (int i = 0; i < MF; ++i)
 #pragma unroll
         for (int j = 0; j < TC_NFRAG; ++j)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+            for (int e = 0; e < Tr::CE; ++e) acc[i][j][e] = Acc(0);
 
-    const go_i64 jchunks = (P.jlen + TC_BK - 1) / TC_BK;
+    const go_i64 jchunks = (P.jlen + BK - 1) / BK;
     const go_i64 kiters = P.ntaps * jchunks;
 
     // Prologue: the first TC_STAGES - 1 chunks in flight (a group per stage, empty past
@@ -279,7 +411,7 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
     for (int s = 0; s < TC_STAGES - 1; ++s) {
         if (s < kiters)
             go_tc_load_stage<T, L>(P, src, w, R, n_base, jchunks, avec, bvec, t, s,
-                                   As + s * TC_BM * TC_LD, Bs + s * TC_BN * TC_LD);
+                                   As + s * TC_BM * LD, Bs + s * TC_BN * LD);
         go_cp_async_commit();
     }
 
@@ -292,51 +424,28 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
         if (nxt < kiters) {
             const int s = (int)(nxt % TC_STAGES);
             go_tc_load_stage<T, L>(P, src, w, R, n_base, jchunks, avec, bvec, t, nxt,
-                                   As + s * TC_BM * TC_LD, Bs + s * TC_BN * TC_LD);
+                                   As + s * TC_BM * LD, Bs + s * TC_BN * LD);
         }
         go_cp_async_commit();
-
         const int s = (int)(it % TC_STAGES);
-        const uint16_t* as = As + s * TC_BM * TC_LD;
-        const uint16_t* bs = Bs + s * TC_BN * TC_LD;
-#pragma unroll
-        for (int ks = 0; ks < TC_BK; ks += 16) {
-            uint32_t af[TC_MFRAG][4], bf[TC_NFRAG][2];
-#pragma unroll
-            for (int i = 0; i < TC_MFRAG; ++i)
-                go_ldmatrix_x4(af[i], as + (wm * TC_WM + i * 16 + lane % 16) * TC_LD + ks +
-                                          (lane / 16) * 8);
-#pragma unroll
-            for (int j = 0; j < TC_NFRAG; j += 2) {
-                uint32_t r[4];
-                go_ldmatrix_x4(r, bs + (wn * TC_WN + j * 8 + lane % 8 + (lane / 16) * 8) * TC_LD +
-                                      ks + ((lane / 8) % 2) * 8);
-                bf[j][0] = r[0]; bf[j][1] = r[1];
-                bf[j + 1][0] = r[2]; bf[j + 1][1] = r[3];
-            }
-#pragma unroll
-            for (int i = 0; i < TC_MFRAG; ++i)
-#pragma unroll
-                for (int j = 0; j < TC_NFRAG; ++j)
-                    go_mma_m16n8k16(Kind(), acc[i][j], af[i], bf[j], acc[i][j]);
-        }
+        go_tc_stage_mma<T>(As + s * TC_BM * LD, Bs + s * TC_BN * LD, wm, wn, lane, acc);
     }
     go_cp_async_wait<0>();  // only empty groups can remain; nothing may outlive the tile
     __syncthreads();
 
     // Epilogue: round once, stage the tile [m][nn] in shared memory, then write it with
     // threads walking pixels (NCHW) or channels (NHWC).
-    uint16_t* Cs = smem;
+    S* Cs = reinterpret_cast<S*>(smem);
     const int g = lane / 4, tq = lane % 4;
 #pragma unroll
-    for (int i = 0; i < TC_MFRAG; ++i)
+    for (int i = 0; i < MF; ++i)
 #pragma unroll
         for (int j = 0; j < TC_NFRAG; ++j)
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int row = wm * TC_WM + i * 16 + g + (e >= 2 ? 8 : 0);
+            for (int e = 0; e < Tr::CE; ++e) {
+                const int row = wm * TC_WM + i * Tr::FM + g + (e >= 2 ? 8 : 0);
                 const int col = wn * TC_WN + j * 8 + 2 * tq + (e % 2);
-                Cs[row * TC_CLD + col] = go_bits(go_from_acc<T>(acc[i][j][e]));
+                Cs[row * CLD + col] = go_bits(go_from_acc<T>(acc[i][j][e]));
             }
     __syncthreads();
     for (int idx = t; idx < TC_BM * TC_BN; idx += TC_THREADS) {
@@ -344,7 +453,7 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
         const int nn = L == GO_LAYOUT_NCHW ? idx / TC_BM : idx % TC_BN;
         const go_i64 ob = out_base[m];
         if (ob < 0 || n_base + nn >= P.nlen) continue;
-        out[ob + (n_base + nn) * P.o_c] = go_from_bits<T>(Cs[m * TC_CLD + nn]);
+        out[ob + (n_base + nn) * P.o_c] = go_from_bits<T>(Cs[m * CLD + nn]);
     }
     __syncthreads();  // the next tile's prologue overwrites Cs and out_base
 }
@@ -354,7 +463,7 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
 // in shared memory: its ~30 offsets and strides would otherwise occupy registers the
 // accumulators need.
 template <typename T, int L, bool FWD>
-GO_DEV void conv2d_tc_layout(const GoConvParams& p, uint16_t* smem, go_i64* out_base,
+GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64* out_base,
                              GoTcProblem* Ps) {
     const T* __restrict__ src = reinterpret_cast<const T*>(FWD ? p.x : p.y);
     const T* __restrict__ w = reinterpret_cast<const T*>(p.w);
@@ -377,10 +486,11 @@ GO_DEV void conv2d_tc_layout(const GoConvParams& p, uint16_t* smem, go_i64* out_
 }
 
 // Shared memory, declared once per entry point (both layouts use it): the pipeline's
-// stages (A then B), the epilogue's row offsets and the problem.
-#define GO_TC_SMEM                                                               \
-    __shared__ __align__(16) uint16_t smem[TC_STAGES * (TC_BM + TC_BN) * TC_LD]; \
-    __shared__ go_i64 out_base[TC_BM];                                           \
+// stages (A then B; the epilogue tile reuses them), the epilogue's row offsets and the
+// problem.
+#define GO_TC_SMEM                                                              \
+    __shared__ __align__(16) unsigned char smem[GoTcGeom<T>::SMEM_BYTES];       \
+    __shared__ go_i64 out_base[TC_BM];                                          \
     __shared__ GoTcProblem problem;
 
 template <typename T>
@@ -399,32 +509,33 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 }
 #undef GO_TC_SMEM
 
-// The tensor-core element types (mma.sync m16n8k16 inputs).
-#define GO_TC_DTYPES(X, NAME, PARAMS, BODY, BOUNDS) \
-    X(NAME, PARAMS, BODY, BOUNDS, f16, __half)      \
-    X(NAME, PARAMS, BODY, BOUNDS, bf16, __nv_bfloat16)
 #ifdef __CUDACC__
-// At least three blocks per SM (at most 168 registers a thread; shared memory allows more).
-#define GO_TC_LAUNCH_BOUNDS __launch_bounds__(GO_TC_BLOCK_THREADS, 3)
+// f16/bf16: at least three blocks per SM (at most 168 registers a thread); f32 (3xTF32,
+// big and small fragments) and f64 (64-bit accumulators): at least two (255).
+#define GO_TC_BOUNDS_16 __launch_bounds__(GO_TC_BLOCK_THREADS, 3)
+#define GO_TC_BOUNDS_WIDE __launch_bounds__(GO_TC_BLOCK_THREADS, 2)
 #else
-#define GO_TC_LAUNCH_BOUNDS
+#define GO_TC_BOUNDS_16
+#define GO_TC_BOUNDS_WIDE
 #endif
+// Every element type (the emulator's list is GO_DTYPES).
+#define GO_TC_INSTANTIATE(NAME, BODY)                                               \
+    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_16, f16, __half)        \
+    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_16, bf16, __nv_bfloat16) \
+    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_WIDE, f32, float)       \
+    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_WIDE, f64, double)
 
-GO_TC_DTYPES(GO_INSTANTIATE_ONE, conv2d_backprop_input_tc, GoConvParams,
-             conv2d_backprop_input_tc_body, GO_TC_LAUNCH_BOUNDS)
-GO_TC_DTYPES(GO_INSTANTIATE_ONE, conv2d_forward_tc, GoConvParams, conv2d_forward_tc_body,
-             GO_TC_LAUNCH_BOUNDS)
+GO_TC_INSTANTIATE(conv2d_backprop_input_tc, conv2d_backprop_input_tc_body)
+GO_TC_INSTANTIATE(conv2d_forward_tc, conv2d_forward_tc_body)
 
 #undef TC_BM
 #undef TC_BN
-#undef TC_BK
 #undef TC_WM
 #undef TC_WN
 #undef TC_STAGES
 #undef TC_THREADS
-#undef TC_LD
-#undef TC_CLD
-#undef TC_MFRAG
 #undef TC_NFRAG
+#undef TC_ROW_BYTES
+#undef TC_STAGE_BYTES
 
 #endif  // GO_HAS_TC

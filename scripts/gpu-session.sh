@@ -43,6 +43,10 @@ step info 60 "$BUNDLE/gradops" info
 
 if has tests; then
   GRADOPS_REQUIRE_GPU=1 step gpu_tests 240 "$BUNDLE/cuda_ops" --test-threads=1 --nocapture
+  # f32 (3xTF32) and f64 (DMMA) conv on the tensor cores (GRADOPS_CUDA_CONV_TC=all, set by
+  # the test itself).
+  [[ -x "$BUNDLE/cuda_conv_tc_all" ]] &&
+    GRADOPS_REQUIRE_GPU=1 step gpu_conv_tc_all 120 "$BUNDLE/cuda_conv_tc_all" --nocapture
   # The property tests' CUDA variants (random geometry against the SPEC rule and the CPU).
   [[ -x "$BUNDLE/properties" ]] &&
     GRADOPS_REQUIRE_GPU=1 step gpu_properties 240 "$BUNDLE/properties" cuda --nocapture
@@ -55,6 +59,12 @@ if has bench; then
     for l in ${LAYOUTS//,/ }; do
       step "bench_${d}_${l}" 120 "$BUNDLE/gradops" bench --device cuda --dtype "$d" \
         --layout "$l" --reps "$REPS" --json "$OUT/gradops-$d-$l.json"
+      # f32/f64 conv on the tensor cores (3xTF32, DMMA) is opt-in until this comparison
+      # says which is faster: the same rows with GRADOPS_CUDA_CONV_TC=all.
+      if [[ "$d" == f32 || "$d" == f64 ]]; then
+        GRADOPS_CUDA_CONV_TC=all step "bench_${d}_${l}_tc" 120 "$BUNDLE/gradops" bench \
+          --device cuda --dtype "$d" --layout "$l" --reps "$REPS" --json "$OUT/tc-gradops-$d-$l.json"
+      fi
     done
   done
 fi
@@ -100,7 +110,7 @@ if has sanitizer && [[ -n "$SAN" ]]; then
   done
 fi
 
-(cd "$OUT" && ls gradops-*.json >/dev/null 2>&1 && tar cf gradops-json.tar gradops-*.json && rm -f gradops-*.json)
+(cd "$OUT" && ls gradops-*.json >/dev/null 2>&1 && tar cf gradops-json.tar gradops-*.json tc-gradops-*.json 2>/dev/null; rm -f gradops-*.json tc-gradops-*.json)
 grep -E "^=== .*rc=" "$LOG"
 echo "failed=$FAILED"
 exit $FAILED

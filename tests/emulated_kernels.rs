@@ -1975,6 +1975,116 @@ fn emulated_mma_and_ldmatrix_model() {
     assert_eq!(runs, 8);
 }
 
+/// f32 -> tf32 as cvt.rna.tf32.f32 does it: 10 mantissa bits, ties away from zero.
+fn tf32(v: f32) -> f64 {
+    let b = v.to_bits();
+    if b & 0x7F80_0000 == 0x7F80_0000 {
+        return v as f64;
+    }
+    f32::from_bits(b.wrapping_add(0x1000) & 0xFFFF_E000) as f64
+}
+
+/// The host models of mma m16n8k8 tf32 (with cvt.rna.tf32.f32) and mma m8n8k4 f64: bitwise
+/// equal to the plain product on exact data; tf32 within f32 rounding of the product of the
+/// tf32-rounded inputs (and the rounding itself checked on a tie), f64 within 1e-14.
+#[test]
+fn emulated_mma_tf32_and_f64_model() {
+    let Some(_) = runner_or_skip("emulated_mma_tf32_and_f64_model") else {
+        return;
+    };
+    // Ties round away from zero: 1 + 2^-11 (halfway between tf32 neighbours) -> 1 + 2^-10.
+    assert_eq!(tf32(1.0 + 2f32.powi(-11)), 1.0 + 2f64.powi(-10));
+    assert_eq!(tf32(-(1.0 + 2f32.powi(-11))), -(1.0 + 2f64.powi(-10)));
+    let mut rng = Rng(0x5eed_00c1);
+    for exact in [true, false] {
+        let val = |rng: &mut Rng| {
+            if exact {
+                rng.range(-3, 3) as f64
+            } else {
+                rng.unit() as f32 as f64
+            }
+        };
+        // tf32: A 16x8, B [n][k] 8x8, C/D 16x8.
+        let a: Vec<f64> = (0..128).map(|_| val(&mut rng)).collect();
+        let b: Vec<f64> = (0..64).map(|_| val(&mut rng)).collect();
+        let c: Vec<f64> = (0..128).map(|_| val(&mut rng)).collect();
+        let p = EmuMmaTestParams {
+            a: 1,
+            b: 2,
+            c: 3,
+            d: 4,
+            trans: 0,
+            pad: 0,
+        };
+        let r = run_kernel(
+            "emu_mma_test_tf32",
+            ONE_WARP,
+            &as_bytes(&p),
+            &[
+                BufSpec::In(Dt::F32.encode(&a)),
+                BufSpec::In(Dt::F32.encode(&b)),
+                BufSpec::In(Dt::F32.encode(&c)),
+                BufSpec::Out(128 * 4),
+            ],
+        );
+        let d = Dt::F32.decode(&r[3]);
+        for m in 0..16 {
+            for n in 0..8 {
+                let want = c[m * 8 + n]
+                    + (0..8)
+                        .map(|k| tf32(a[m * 8 + k] as f32) * tf32(b[n * 8 + k] as f32))
+                        .sum::<f64>();
+                let got = d[m * 8 + n];
+                if exact {
+                    assert_eq!(got, want, "tf32 D[{m}][{n}]");
+                } else {
+                    assert!(
+                        (got - want).abs() <= 1e-6 * (1.0 + want.abs()),
+                        "tf32 D[{m}][{n}]: {got} vs {want}"
+                    );
+                }
+            }
+        }
+        // f64: A 8x4, B [n][k] 8x4, C/D 8x8.
+        let val64 = |rng: &mut Rng| {
+            if exact {
+                rng.range(-3, 3) as f64
+            } else {
+                rng.unit()
+            }
+        };
+        let a: Vec<f64> = (0..32).map(|_| val64(&mut rng)).collect();
+        let b: Vec<f64> = (0..32).map(|_| val64(&mut rng)).collect();
+        let c: Vec<f64> = (0..64).map(|_| val64(&mut rng)).collect();
+        let r = run_kernel(
+            "emu_mma_test_f64",
+            ONE_WARP,
+            &as_bytes(&p),
+            &[
+                BufSpec::In(Dt::F64.encode(&a)),
+                BufSpec::In(Dt::F64.encode(&b)),
+                BufSpec::In(Dt::F64.encode(&c)),
+                BufSpec::Out(64 * 8),
+            ],
+        );
+        let d = Dt::F64.decode(&r[3]);
+        for m in 0..8 {
+            for n in 0..8 {
+                let want = c[m * 8 + n] + (0..4).map(|k| a[m * 4 + k] * b[n * 4 + k]).sum::<f64>();
+                let got = d[m * 8 + n];
+                if exact {
+                    assert_eq!(got, want, "f64 D[{m}][{n}]");
+                } else {
+                    assert!(
+                        (got - want).abs() <= 1e-14 * (1.0 + want.abs()),
+                        "f64 D[{m}][{n}]: {got} vs {want}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// The cp.async model: a copy lands only at the wait_group that covers its group (reads
 /// right after issuing see the old bytes; wait_group 1 completes the older group only),
 /// and a zero-fill copy (src-size 0) writes zeros without reading.
@@ -2054,7 +2164,8 @@ struct TcCase {
 
 /// conv2d_forward_tc_* and conv2d_backprop_input_tc_* (the tensor-core implicit GEMM,
 /// kernels/conv_tc.cuh, over the host model of mma/ldmatrix/cp.async) against an f64
-/// reference, f16 and bf16, both layouts, both filter layouts, strides 1-3, dilations,
+/// reference, every dtype (f16/bf16 m16n8k16, f32 3xTF32 on m16n8k8, f64 m8n8k4; f32 held to
+/// SPEC's 1e-5), both layouts, both filter layouts, strides 1-3, dilations,
 /// groups, odd sizes, channel counts on the 16-byte cp.async path (multiples of 8) and off
 /// it, and counts past one 64-channel tile; bitwise against the rounded reference on
 /// integer data, within the dtype's tolerance on random data. Every case also runs on a
@@ -2080,11 +2191,7 @@ fn emulated_conv2d_tensor_core() {
     .enumerate()
     {
         for layout in [NCHW, NHWC] {
-            let dt = if (i + layout as usize).is_multiple_of(2) {
-                Dt::F16
-            } else {
-                Dt::BF16
-            };
+            let dt = DTS[(i + layout as usize) % DTS.len()];
             cases.push(TcCase {
                 dt,
                 layout,
@@ -2105,7 +2212,7 @@ fn emulated_conv2d_tensor_core() {
     }
     // Random cases on top.
     for case in 0..cases_count_tc() {
-        let dt = if case % 2 == 0 { Dt::F16 } else { Dt::BF16 };
+        let dt = DTS[case % DTS.len()];
         cases.push(TcCase {
             dt,
             layout: if (case / 2) % 2 == 0 { NCHW } else { NHWC },
@@ -2149,7 +2256,7 @@ fn emulated_conv2d_tensor_core() {
 
 fn cases_count_tc() -> usize {
     // The emulated mma is slow (a warp barrier per collective): a few random cases.
-    cases().min(12) / 2
+    cases().min(12) * 2 / 3
 }
 
 /// Runs one case through both tensor-core kernels; false if the geometry has no output.

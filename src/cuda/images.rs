@@ -103,7 +103,8 @@ pub fn selected_image(module: &str) -> Result<PtxImage> {
 pub const CONV_TENSOR_CORE_NOTE: &str = "tensor core f16/bf16 + simt: on compute_80+ images, \
 conv2d and conv2d_backprop_input in f16 and bf16 run conv2d_forward_tc_* and \
 conv2d_backprop_input_tc_* (implicit GEMM on mma.sync m16n8k16 with f32 accumulation, \
-ldmatrix, a 3-stage cp.async pipeline); f32 and f64 run the simt (FFMA) kernels";
+ldmatrix, a 3-stage cp.async pipeline); f32 and f64 run the simt (FFMA) kernels unless \
+GRADOPS_CUDA_CONV_TC=all (then \"tensor core\": f32 as 3xTF32 on m16n8k8, f64 on m8n8k4)";
 
 /// Why a call of a tiled family may run another kernel (for `gradops info`).
 pub const TILED_FALLBACK_NOTE: &str = "tiled: resize plans whose tables are both boxes (nearest \
@@ -116,28 +117,53 @@ with such windows runs max_pool_direct_k3_forward_*, one thread per output) and 
 generic max_pool_{forward,grad,grad_argmax}_* for windows too large for a one-cell tile";
 
 /// The oldest virtual architecture whose images hold the tensor-core conv kernels
-/// (`conv2d_backprop_input_tc_*`, `conv2d_forward_tc_*`: mma.sync m16n8k16, ldmatrix and
-/// cp.async need sm_80).
+/// (`conv2d_backprop_input_tc_*`, `conv2d_forward_tc_*` for every element type: mma.sync,
+/// ldmatrix and cp.async need sm_80).
 pub const CONV_TENSOR_CORE_ARCH: u32 = 80;
 
+/// Environment variable: `all` also runs f32 (3xTF32) and f64 (DMMA) conv on the tensor
+/// cores (compute_80+); anything else, or unset, keeps them on the FFMA kernels. Read once
+/// per process. The default stays FFMA for f32/f64 until a GPU run shows which is faster.
+pub const CONV_TENSOR_CORE_ENV: &str = "GRADOPS_CUDA_CONV_TC";
+
+/// Whether [`CONV_TENSOR_CORE_ENV`] is `all` in this process (read on first use).
+pub fn conv_tensor_cores_for_all_dtypes() -> bool {
+    static ALL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ALL.get_or_init(|| {
+        std::env::var(CONV_TENSOR_CORE_ENV).is_ok_and(|v| v.trim().eq_ignore_ascii_case("all"))
+    })
+}
+
 /// Whether `conv2d` and `conv2d_backprop_input` in element type `dtype` (kernel suffix,
-/// `"f16"`) run the tensor-core kernels when loaded from the image of architecture `arch`:
-/// f16 and bf16 on compute_80+ images. f32 and f64 (and every type on compute_75) run the
-/// FFMA kernels.
+/// `"f16"`) run the tensor-core kernels (`<kernel>_tc_<dtype>`) when loaded from the image
+/// of architecture `arch`, given whether f32/f64 are opted in (`all_dtypes`, see
+/// [`CONV_TENSOR_CORE_ENV`]): f16 and bf16 always on compute_80+ images, f32 and f64 only
+/// when opted in; every type on compute_75 runs the FFMA kernels.
+pub fn conv_tensor_core_policy(dtype: &str, arch: u32, all_dtypes: bool) -> bool {
+    arch >= CONV_TENSOR_CORE_ARCH
+        && (matches!(dtype, "f16" | "bf16") || (all_dtypes && matches!(dtype, "f32" | "f64")))
+}
+
+/// [`conv_tensor_core_policy`] with this process's opt-in.
 pub fn conv_uses_tensor_cores(dtype: &str, arch: u32) -> bool {
-    arch >= CONV_TENSOR_CORE_ARCH && matches!(dtype, "f16" | "bf16")
+    conv_tensor_core_policy(dtype, arch, conv_tensor_cores_for_all_dtypes())
 }
 
 /// The kernel variant that `kernel` (a family of [`OP_KERNELS`], e.g. `conv2d_backprop_input`)
 /// has in the image of virtual architecture `arch`. The conv forward and backward-data
-/// families run tensor-core kernels (`<kernel>_tc_f16`, `_tc_bf16`) for f16/bf16 on
-/// compute_80+ images ([`conv_uses_tensor_cores`]); everything else is CUDA-core code. The
+/// families run tensor-core kernels (`<kernel>_tc_*`) on compute_80+ images for f16/bf16,
+/// and for f32/f64 too when opted in ([`conv_uses_tensor_cores`]); everything else is
+/// CUDA-core code. The
 /// tiled families name the generic kernel that runs a call whose tile does not fit (which
 /// one a given call runs: [`super::resize_grad_kernel`], [`super::max_pool_kernel`]).
 pub fn kernel_variant(kernel: &str, arch: u32) -> &'static str {
     match kernel {
         "conv2d_backprop_input" | "conv2d_forward" if arch >= CONV_TENSOR_CORE_ARCH => {
-            "tensor core f16/bf16 + simt"
+            if conv_tensor_cores_for_all_dtypes() {
+                "tensor core"
+            } else {
+                "tensor core f16/bf16 + simt"
+            }
         }
         "resize_tile"
         | "max_pool_tile_grad"
@@ -291,7 +317,7 @@ mod tests {
                     let entry = format!(".entry {k}_{}(", d.name());
                     assert_eq!(
                         img.ptx.contains(&entry),
-                        conv_uses_tensor_cores(d.name(), arch),
+                        arch >= CONV_TENSOR_CORE_ARCH,
                         "{img}: {entry}"
                     );
                 }
