@@ -23,9 +23,10 @@
 // (16-bit types; f32 and f64 fragments are plain shared loads) and run mma.sync. A chunk
 // of VEC = 16 bytes of consecutive k is one cp.async where the source is contiguous and
 // aligned (NHWC activations with channel counts divisible by VEC; the HWIO filter of
-// backprop_input), else VEC scalar loads straight into the stage
-// (NCHW: threads walk pixels, so the loads coalesce and the tile is transposed on its
-// way into shared memory). The epilogue stages the rounded tile through shared memory
+// backprop_input), else VEC scalar loads straight into the stage (NCHW: threads walk
+// pixels, so the loads coalesce and the tile is transposed on its way into shared memory).
+// The forward's HWIO filter is contiguous along nn instead: B is then staged [k][nn]
+// (16-byte copies along nn) and read with ldmatrix.trans (BKN). The epilogue stages the rounded tile through shared memory
 // and writes it with threads walking the layout's innermost dimension (pixels for NCHW,
 // channels for NHWC). Deterministic: each output written once by one thread, the
 // reduction order fixed (taps ascending, then j ascending, one mma's k at a time).
@@ -73,6 +74,9 @@ template <typename T> struct GoTcGeom {
     static constexpr int LD = TC_ROW_BYTES / (int)sizeof(typename Tr::S);
     static constexpr int MF = TC_WM / Tr::FM;
     static constexpr int CLD = TC_BN + VEC;  // epilogue row, in S
+    // B stored [k][nn] (BKN: the forward's HWIO filter, contiguous along nn): row stride in
+    // S, padded so a fragment's 8 rows (or k values) fall in distinct banks.
+    static constexpr int LDKN = TC_BN + (sizeof(typename Tr::S) == 8 ? 4 : 8);
     static constexpr int SMEM_BYTES =
         TC_STAGES * TC_STAGE_BYTES > TC_BM * CLD * (int)sizeof(typename Tr::S)
             ? TC_STAGES * TC_STAGE_BYTES
@@ -83,6 +87,10 @@ static_assert(TC_THREADS == 32 * (TC_BM / TC_WM) * (TC_BN / TC_WN), "one warp pe
 static_assert(TC_BM * 4 == 2 * TC_THREADS && TC_BN * 4 == 2 * TC_THREADS,
               "each thread loads two of the 4 x 16-byte chunks per row of A and of B per stage");
 static_assert(TC_WN % 16 == 0 && TC_WM % 16 == 0, "mma/ldmatrix shapes");
+static_assert(GoTcTraits<__half>::BK * GoTcGeom<__half>::LDKN * 2 <= TC_BN * TC_ROW_BYTES &&
+                  GoTcTraits<float>::BK * GoTcGeom<float>::LDKN * 4 <= TC_BN * TC_ROW_BYTES &&
+                  GoTcTraits<double>::BK * GoTcGeom<double>::LDKN * 8 <= TC_BN * TC_ROW_BYTES,
+              "a [k][nn] B stage fits the [nn][k] one");
 
 // An element as its shared-memory value (GoTcTraits<T>::S) and back.
 GO_DEV uint16_t go_bits(__half v) { return __half_as_ushort(v); }
@@ -202,8 +210,8 @@ struct GoTcRows {
 };
 
 // Loads reduction chunk `it` (tap it / jchunks, channels (it % jchunks) * BK ...) into a
-// stage: A [TC_BM][LD] and B [TC_BN][LD] (elements S).
-template <typename T, int L>
+// stage: A [TC_BM][LD] and B [TC_BN][LD], or B [BK][LDKN] when BKN (elements S).
+template <typename T, int L, bool BKN>
 GO_DEV void go_tc_load_stage(const GoTcProblem& P, const T* __restrict__ src,
                              const T* __restrict__ w, const GoTcRows& R, go_i64 n_base,
                              go_i64 jchunks, bool avec, bool bvec, int t, go_i64 it,
@@ -232,26 +240,50 @@ GO_DEV void go_tc_load_stage(const GoTcProblem& P, const T* __restrict__ src,
             }
         }
     }
-    // B: chunk q = t + TC_THREADS*r; k-contiguous filters walk k within a row (16-byte
-    // copies), others walk nn so neighbouring threads read neighbouring channels.
     const go_i64 wtap = ky * P.b_ky + kx * P.b_kx + P.b_off;
+    if constexpr (BKN) {
+        // B [k][nn]: chunk q = t + TC_THREADS*r is VEC consecutive nn of one k (16-byte
+        // copies where the filter is contiguous along nn).
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const int q = t + TC_THREADS * r;
-        const int nn = bvec ? q / (BK / VEC) : q % TC_BN;
-        const int kg = bvec ? q % (BK / VEC) : q / TC_BN;
-        S* dst = Bs + nn * LD + kg * VEC;
-        const go_i64 j = j0 + kg * VEC;
-        const bool in = n_base + nn < P.nlen;
-        const go_i64 off = wtap + (n_base + nn) * P.b_n;
-        if (bvec && j + VEC <= P.jlen) {
-            go_cp_async_16(dst, in ? w + off + j : w, in ? 16 : 0);
-        } else {
+        for (int r = 0; r < 2; ++r) {
+            const int q = t + TC_THREADS * r;
+            const int kk = q / (TC_BN / VEC), n0 = (q % (TC_BN / VEC)) * VEC;
+            S* dst = Bs + kk * GoTcGeom<T>::LDKN + n0;
+            const go_i64 j = j0 + kk;
+            const bool in = j < P.jlen;
+            const go_i64 off = wtap + j * P.b_j + (n_base + n0) * P.b_n;
+            if (bvec && n_base + n0 + VEC <= P.nlen) {
+                go_cp_async_16(dst, in ? w + off : w, in ? 16 : 0);
+            } else {
 #pragma unroll
-            for (int e = 0; e < VEC; ++e) {
-                S v = S(0);
-                if (in && j + e < P.jlen) v = go_bits(go_ldg(w + off + (j + e) * P.b_j));
-                dst[e] = v;
+                for (int e = 0; e < VEC; ++e) {
+                    S v = S(0);
+                    if (in && n_base + n0 + e < P.nlen) v = go_bits(go_ldg(w + off + e * P.b_n));
+                    dst[e] = v;
+                }
+            }
+        }
+    } else {
+        // B [nn][k]: chunk q = t + TC_THREADS*r; k-contiguous filters walk k within a row
+        // (16-byte copies), others walk nn so neighbouring threads read neighbouring channels.
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int q = t + TC_THREADS * r;
+            const int nn = bvec ? q / (BK / VEC) : q % TC_BN;
+            const int kg = bvec ? q % (BK / VEC) : q / TC_BN;
+            S* dst = Bs + nn * LD + kg * VEC;
+            const go_i64 j = j0 + kg * VEC;
+            const bool in = n_base + nn < P.nlen;
+            const go_i64 off = wtap + (n_base + nn) * P.b_n;
+            if (bvec && j + VEC <= P.jlen) {
+                go_cp_async_16(dst, in ? w + off + j : w, in ? 16 : 0);
+            } else {
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) {
+                    S v = S(0);
+                    if (in && j + e < P.jlen) v = go_bits(go_ldg(w + off + (j + e) * P.b_j));
+                    dst[e] = v;
+                }
             }
         }
     }
@@ -259,12 +291,13 @@ GO_DEV void go_tc_load_stage(const GoTcProblem& P, const T* __restrict__ src,
 
 // The warp's share of one stage: acc[i][j] (m-fragment i of GoTcTraits<T>::FM rows, n8
 // fragment j) += A[warp rows][0, BK) * B[0, BK)[warp channels].
-template <typename T>
+template <typename T, bool BKN>
 GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
                             const typename GoTcTraits<T>::S* bs, int wm, int wn, int lane,
                             typename GoTcTraits<T>::Acc (&acc)[GoTcGeom<T>::MF][TC_NFRAG]
                                                                [GoTcTraits<T>::CE]) {
     constexpr int BK = GoTcTraits<T>::BK, LD = GoTcGeom<T>::LD, MF = GoTcGeom<T>::MF;
+    constexpr int LDKN = GoTcGeom<T>::LDKN;
     const int g = lane / 4, tq = lane % 4;
     if constexpr (sizeof(typename GoTcTraits<T>::S) == 2) {
         typedef typename GoMmaKind<T>::type Kind;
@@ -278,8 +311,12 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
 #pragma unroll
             for (int j = 0; j < TC_NFRAG; j += 2) {
                 uint32_t r[4];
-                go_ldmatrix_x4(r, bs + (wn * TC_WN + j * 8 + lane % 8 + (lane / 16) * 8) * LD +
-                                      ks + ((lane / 8) % 2) * 8);
+                if constexpr (BKN)  // [k][nn]: the transposing load gives B's column fragments
+                    go_ldmatrix_x4_trans(r, bs + (ks + lane % 8 + ((lane / 8) % 2) * 8) * LDKN +
+                                                wn * TC_WN + j * 8 + (lane / 16) * 8);
+                else
+                    go_ldmatrix_x4(r, bs + (wn * TC_WN + j * 8 + lane % 8 + (lane / 16) * 8) * LD +
+                                          ks + ((lane / 8) % 2) * 8);
                 bf[j][0] = r[0]; bf[j][1] = r[1];
                 bf[j + 1][0] = r[2]; bf[j + 1][1] = r[3];
             }
@@ -308,7 +345,8 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
             for (int j = 0; j < TC_NFRAG; ++j)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
-                    const float v = bs[(wn * TC_WN + j * 8 + g) * LD + ks + tq + e * 4];
+                    const int n = wn * TC_WN + j * 8 + g, k = ks + tq + e * 4;
+                    const float v = BKN ? bs[k * LDKN + n] : bs[n * LD + k];
                     bb[j][e] = go_cvt_tf32(v);
                     bsm[j][e] = go_cvt_tf32(v - go_u32_as_f32(bb[j][e]));
                 }
@@ -330,7 +368,10 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
 #pragma unroll
             for (int i = 0; i < MF; ++i) af[i] = as[(wm * TC_WM + i * 8 + g) * LD + ks + tq];
 #pragma unroll
-            for (int j = 0; j < TC_NFRAG; ++j) bf[j] = bs[(wn * TC_WN + j * 8 + g) * LD + ks + tq];
+            for (int j = 0; j < TC_NFRAG; ++j) {
+                const int n = wn * TC_WN + j * 8 + g, k = ks + tq;
+                bf[j] = BKN ? bs[k * LDKN + n] : bs[n * LD + k];
+            }
 #pragma unroll
             for (int i = 0; i < MF; ++i)
 #pragma unroll
@@ -341,7 +382,8 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
 }
 
 // One block tile: pixels [m_base, m_base + TC_BM) x channels [n_base, n_base + TC_BN).
-template <typename T, int L>
+// BKN: B is staged [k][nn] (the forward's HWIO filter), else [nn][k].
+template <typename T, int L, bool BKN>
 GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T* __restrict__ w,
                        T* __restrict__ out, go_i64 m_base, go_i64 n_base, unsigned char* smem,
                        go_i64* out_base) {
@@ -358,8 +400,8 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
     // 16-byte copies need contiguous, 16-byte aligned VEC-element runs along j.
     const bool avec = P.a_j == 1 && P.a_col % VEC == 0 && P.a_off % VEC == 0 &&
                       reinterpret_cast<uintptr_t>(src) % 16 == 0;
-    const bool bvec = P.b_j == 1 && P.b_n % VEC == 0 && P.b_ky % VEC == 0 &&
-                      P.b_kx % VEC == 0 && P.b_off % VEC == 0 &&
+    const bool bvec = (BKN ? P.b_n == 1 && P.b_j % VEC == 0 : P.b_j == 1 && P.b_n % VEC == 0) &&
+                      P.b_ky % VEC == 0 && P.b_kx % VEC == 0 && P.b_off % VEC == 0 &&
                       reinterpret_cast<uintptr_t>(w) % 16 == 0;
 
     // This thread's A rows: vector threads walk k within a row, scalar (NCHW) threads walk
@@ -410,7 +452,7 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
 #pragma unroll
     for (int s = 0; s < TC_STAGES - 1; ++s) {
         if (s < kiters)
-            go_tc_load_stage<T, L>(P, src, w, R, n_base, jchunks, avec, bvec, t, s,
+            go_tc_load_stage<T, L, BKN>(P, src, w, R, n_base, jchunks, avec, bvec, t, s,
                                    As + s * TC_BM * LD, Bs + s * TC_BN * LD);
         go_cp_async_commit();
     }
@@ -423,12 +465,12 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
         const go_i64 nxt = it + TC_STAGES - 1;
         if (nxt < kiters) {
             const int s = (int)(nxt % TC_STAGES);
-            go_tc_load_stage<T, L>(P, src, w, R, n_base, jchunks, avec, bvec, t, nxt,
+            go_tc_load_stage<T, L, BKN>(P, src, w, R, n_base, jchunks, avec, bvec, t, nxt,
                                    As + s * TC_BM * LD, Bs + s * TC_BN * LD);
         }
         go_cp_async_commit();
         const int s = (int)(it % TC_STAGES);
-        go_tc_stage_mma<T>(As + s * TC_BM * LD, Bs + s * TC_BN * LD, wm, wn, lane, acc);
+        go_tc_stage_mma<T, BKN>(As + s * TC_BM * LD, Bs + s * TC_BN * LD, wm, wn, lane, acc);
     }
     go_cp_async_wait<0>();  // only empty groups can remain; nothing may outlive the tile
     __syncthreads();
@@ -462,7 +504,7 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
 // (backprop_input; forward has one). Block: TC_THREADS. The (phase, group) problem lives
 // in shared memory: its ~30 offsets and strides would otherwise occupy registers the
 // accumulators need.
-template <typename T, int L, bool FWD>
+template <typename T, int L, bool FWD, bool BKN>
 GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64* out_base,
                              GoTcProblem* Ps) {
     const T* __restrict__ src = reinterpret_cast<const T*>(FWD ? p.x : p.y);
@@ -480,7 +522,7 @@ GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64*
             __syncthreads();
             const go_i64 mtiles = (Ps->npix + TC_BM - 1) / TC_BM;
             for (go_i64 mt = blockIdx.x; mt < mtiles; mt += gridDim.x)
-                go_tc_tile<T, L>(*Ps, src, w, out, mt * TC_BM, n_base, smem, out_base);
+                go_tc_tile<T, L, BKN>(*Ps, src, w, out, mt * TC_BM, n_base, smem, out_base);
         }
     }
 }
@@ -497,15 +539,21 @@ template <typename T>
 GO_DEV void conv2d_backprop_input_tc_body(const GoConvParams& p) {
     GO_TC_SMEM
     if (p.layout == GO_LAYOUT_NCHW)
-        conv2d_tc_layout<T, GO_LAYOUT_NCHW, false>(p, smem, out_base, &problem);
-    else conv2d_tc_layout<T, GO_LAYOUT_NHWC, false>(p, smem, out_base, &problem);
+        conv2d_tc_layout<T, GO_LAYOUT_NCHW, false, false>(p, smem, out_base, &problem);
+    else conv2d_tc_layout<T, GO_LAYOUT_NHWC, false, false>(p, smem, out_base, &problem);
 }
 template <typename T>
 GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
     GO_TC_SMEM
-    if (p.layout == GO_LAYOUT_NCHW)
-        conv2d_tc_layout<T, GO_LAYOUT_NCHW, true>(p, smem, out_base, &problem);
-    else conv2d_tc_layout<T, GO_LAYOUT_NHWC, true>(p, smem, out_base, &problem);
+    // The HWIO filter is contiguous along the output channel (the GEMM's nn): staged [k][nn].
+    const bool kn = p.filter_layout == GO_FILTER_HWIO;
+    if (p.layout == GO_LAYOUT_NCHW) {
+        if (kn) conv2d_tc_layout<T, GO_LAYOUT_NCHW, true, true>(p, smem, out_base, &problem);
+        else conv2d_tc_layout<T, GO_LAYOUT_NCHW, true, false>(p, smem, out_base, &problem);
+    } else {
+        if (kn) conv2d_tc_layout<T, GO_LAYOUT_NHWC, true, true>(p, smem, out_base, &problem);
+        else conv2d_tc_layout<T, GO_LAYOUT_NHWC, true, false>(p, smem, out_base, &problem);
+    }
 }
 #undef GO_TC_SMEM
 
