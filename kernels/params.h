@@ -27,11 +27,14 @@
 #define GO_CONV_TILE_C 64
 #define GO_CONV_TILE_K 16
 
-/* Tensor-core implicit GEMM (conv2d_backprop_input_tc_<f16|bf16>, conv2d_forward_tc_<..>,
- * compute_80+ images only): a block of GO_TC_BLOCK_THREADS threads (4 warps, 2 x 2) computes
- * a GO_TC_TILE_M pixels x GO_TC_TILE_N channels tile, each warp GO_TC_WARP_M x
- * GO_TC_WARP_N of it with mma.sync m16n8k16; the reduction runs in chunks of GO_TC_TILE_K
- * through a GO_TC_STAGES-deep cp.async pipeline in shared memory. */
+/* Tensor-core implicit GEMM (conv2d_backprop_input_tc_<dtype>, conv2d_forward_tc_<dtype>,
+ * compute_80+ images only; kernels/conv_tc.cuh): a block of GO_TC_BLOCK_THREADS threads
+ * (4 warps, 2 x 2) computes a GO_TC_TILE_M pixels x GO_TC_TILE_N channels tile, each warp
+ * GO_TC_WARP_M x GO_TC_WARP_N of it with mma.sync (m16n8k16 f16/bf16, m16n8k8 tf32 for f32,
+ * m8n8k4 f64); the reduction runs in chunks of 64 bytes per row (GO_TC_TILE_K 16-bit
+ * elements, 16 f32, 8 f64) through a GO_TC_STAGES-deep cp.async pipeline in shared memory.
+ * Launch: block (GO_TC_BLOCK_THREADS,1,1), grid.x any (pixel tiles), grid.y any (groups x
+ * channel tiles), grid.z any (stride phases; 1 for the forward). Same GoConvParams. */
 #define GO_TC_BLOCK_THREADS 128
 #define GO_TC_TILE_M 64
 #define GO_TC_TILE_N 64
