@@ -1058,8 +1058,8 @@ fn emulated_conv2d_forward_and_backprop_input() {
 }
 
 /// Degenerate conv geometry the SPEC accepts (issue 9): a zero-sized kernel axis, and an empty
-/// `dy` from a window that does not fit. `conv2d_backprop_input` must still write every `dx`
-/// element (as zero: the emulator starts outputs as NaN).
+/// `dy` from a window that does not fit. `conv2d_backprop_input` (the FFMA and the tensor-core
+/// kernel) must still write every `dx` element (as zero: the emulator starts outputs as NaN).
 #[test]
 fn emulated_conv2d_backprop_input_degenerate_geometry() {
     let Some(_) = runner_or_skip("emulated_conv2d_backprop_input_degenerate_geometry") else {
@@ -1104,9 +1104,14 @@ fn emulated_conv2d_backprop_input_degenerate_geometry() {
             let w = vec![1.0; (kh * kw * ci * co) as usize];
             let dy = vec![1.0; (n * co * ho * wo) as usize];
             let mut rng = Rng(0x5eed_0009 + i as u64);
-            for l in launches(launch::conv_backprop_input(&p), &mut rng) {
+            // The FFMA kernel and the tensor-core one (no taps: a zero tile per block).
+            let runs = launches(launch::conv_backprop_input(&p), &mut rng)
+                .into_iter()
+                .map(|l| (l, "conv2d_backprop_input"))
+                .chain(launch::conv_tc(&p, false).map(|l| (l, "conv2d_backprop_input_tc")));
+            for (l, kernel) in runs {
                 let r = run_kernel(
-                    &format!("conv2d_backprop_input_{}", dt.suffix()),
+                    &format!("{kernel}_{}", dt.suffix()),
                     l,
                     &as_bytes(&p),
                     &[
@@ -1117,7 +1122,7 @@ fn emulated_conv2d_backprop_input_degenerate_geometry() {
                 );
                 check(
                     &format!(
-                        "degenerate conv {dt:?} k={kh}x{kw} in={hi}x{wi} out={ho}x{wo} grid {:?}",
+                        "degenerate conv {kernel} {dt:?} k={kh}x{kw} in={hi}x{wi} out={ho}x{wo} grid {:?}",
                         l.grid
                     ),
                     dt,
@@ -1129,8 +1134,8 @@ fn emulated_conv2d_backprop_input_degenerate_geometry() {
         }
     }
     assert!(
-        ran >= cases.len() * DTS.len(),
-        "every degenerate case launches"
+        ran >= 2 * cases.len() * DTS.len(),
+        "every degenerate case launches both kernels"
     );
     println!("emulated_conv2d_backprop_input_degenerate_geometry: {ran} launches");
 }
