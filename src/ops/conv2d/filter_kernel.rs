@@ -7,7 +7,7 @@
 //! partial filter (units and tiles in order, one GEMM per tile); the partials are then summed
 //! in range order. Neither step depends on the thread count.
 
-use super::cpu_kernel::{im2col_nchw, im2col_nhwc, zip2, WINO_MIN_CHANNELS};
+use super::cpu_kernel::{im2col_nhwc, zip2, WINO_MIN_CHANNELS};
 use crate::cpu::gemm::{matmul, MatMut, MatRef};
 use crate::dtype::Accum;
 use crate::dtype::Element;
@@ -113,8 +113,12 @@ pub(crate) fn backprop_filter_split<T: Element>(
             for unit in split.range(g.n, s) {
                 let (i, t) = (unit / split.tiles, unit % split.tiles);
                 if *cur != i {
-                    // The image in the accumulation type (a copy for f16 only).
-                    to_acc::<T>(&x[i * ximg..][..ximg], xa);
+                    // NCHW: x as phase rows (im2col by copies); NHWC: the image in the
+                    // accumulation type (a copy for f16 only).
+                    match layout {
+                        Layout::Nchw => phase_rows::<T>(g, &x[i * ximg..][..ximg], xa),
+                        Layout::Nhwc => to_acc::<T>(&x[i * ximg..][..ximg], xa),
+                    }
                     to_acc::<T>(&dy[i * dyimg..][..dyimg], dya);
                     *cur = i;
                 }
@@ -136,7 +140,7 @@ pub(crate) fn backprop_filter_split<T: Element>(
                     };
                     match layout {
                         Layout::Nchw => {
-                            im2col_nchw(g, grp, oy0, tr, xi, col);
+                            im2col_phased(g, grp, oy0, tr, xa, col);
                             // col[k, p] * dy_g[co, p]^T
                             let a = MatRef {
                                 data: &col[..k * tp],
@@ -180,6 +184,73 @@ pub(crate) fn backprop_filter_split<T: Element>(
     );
     sum_partials(&mut partials, flen);
     store_filter(g, &partials[..flen], filter_layout, dw);
+}
+
+/// NCHW `x` of one image as stride-phase rows in the accumulation type:
+/// `xp[((c * hi + y) * s + b) * len + j] = x[c][y][s j + b - left]` (zero outside `x`), with
+/// `s` the column stride and `len = wo + (kw - 1) d / s`. Tap `kx`'s input columns for outputs
+/// `0..wo` are then the contiguous run `j0..j0 + wo` of phase `b` with `kx d = s j0 + b`:
+/// [`im2col_phased`] copies runs instead of gathering at the stride (and the padding columns
+/// are already zeros).
+fn phase_rows<T: Element>(g: &ConvGeometry, xi: &[T], xp: &mut Vec<T::Acc>) {
+    let (hi, wi, s, left) = (g.h.input, g.w.input, g.w.stride, g.w.pad_before);
+    let len = phase_len(g);
+    xp.resize(g.ci * hi * s * len, T::Acc::zero());
+    for (src, dst) in xi.chunks_exact(wi).zip(xp.chunks_exact_mut(s * len)) {
+        for (b, prow) in dst.chunks_exact_mut(len).enumerate() {
+            // Valid j: 0 <= s j + b - left < wi.
+            let lo = left.saturating_sub(b).div_ceil(s).min(len);
+            let hi_j = (wi + left).saturating_sub(b).div_ceil(s).clamp(lo, len);
+            prow[..lo].fill(T::Acc::zero());
+            prow[hi_j..].fill(T::Acc::zero());
+            if hi_j > lo {
+                let first = s * lo + b - left;
+                if s == 1 {
+                    T::slice_to_acc(&src[first..][..hi_j - lo], &mut prow[lo..hi_j]);
+                } else {
+                    // chunks(s) rather than step_by(s): the compiler vectorises it.
+                    for (d, ch) in prow[lo..hi_j].iter_mut().zip(src[first..].chunks(s)) {
+                        *d = ch[0].to_acc();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Length of one phase row of [`phase_rows`].
+fn phase_len(g: &ConvGeometry) -> usize {
+    g.w.output + (g.w.kernel - 1) * g.w.dilation / g.w.stride
+}
+
+/// The NCHW im2col tile `col[(ky, kx, c), (oy - oy0, ox)]` of group `grp`, output rows
+/// `oy0..oy0 + tr`, from the image's [`phase_rows`] `xp`: one copy per (tap, channel, row).
+fn im2col_phased<A: Accum>(
+    g: &ConvGeometry,
+    grp: usize,
+    oy0: usize,
+    tr: usize,
+    xp: &[A],
+    col: &mut [A],
+) {
+    let (hi, wo, s, cig) = (g.h.input, g.w.output, g.w.stride, g.ci / g.groups);
+    let (len, kw) = (phase_len(g), g.w.kernel);
+    let tp = tr * wo;
+    for ky in 0..g.h.kernel {
+        for kx in 0..kw {
+            let (j0, b) = (kx * g.w.dilation / s, kx * g.w.dilation % s);
+            for c in 0..cig {
+                let krow = &mut col[((ky * kw + kx) * cig + c) * tp..][..tp];
+                let plane = &xp[(grp * cig + c) * hi * s * len..][..hi * s * len];
+                for (oy, dst) in (oy0..oy0 + tr).zip(krow.chunks_exact_mut(wo)) {
+                    match g.h.input_index(oy, ky) {
+                        Some(y) => dst.copy_from_slice(&plane[(y * s + b) * len + j0..][..wo]),
+                        None => dst.fill(A::zero()),
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Sums `partials` (`splits` consecutive blocks of `len`) in split order into the first block.
