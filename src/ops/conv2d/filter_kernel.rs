@@ -981,4 +981,80 @@ mod tests {
         }
         assert!(checked > 15, "only {checked} cases");
     }
+
+    /// Images of several tile blocks and several ranges on structured (not random) inputs,
+    /// f64 and f32, both layouts: within rounding of naive loops (f32 within the contract's
+    /// 1e-5 relative L2), and f32 bitwise repeatable.
+    #[test]
+    fn winograd_multi_block_images() {
+        for (layout, (h, w), n) in [
+            (Layout::Nchw, (70, 66), 2),
+            (Layout::Nhwc, (61, 75), 2),
+            (Layout::Nchw, (30, 400), 1),
+        ] {
+            let (ci, co) = (16, 17);
+            let input = Dims { n, c: ci, h, w };
+            let attrs = WindowAttrs {
+                strides: [1, 1],
+                dilations: [1, 1],
+                padding: Padding::Same,
+                dim_rounding: None,
+            };
+            let g = ConvGeometry::new("t", input, [3, 3, ci, co], &attrs).unwrap();
+            let xl = n * ci * h * w;
+            let yl = n * co * g.h.output * g.w.output;
+            let x: Vec<f64> = (0..xl)
+                .map(|i| ((i * 7919) % 101) as f64 / 50.0 - 1.0)
+                .collect();
+            let dy: Vec<f64> = (0..yl)
+                .map(|i| ((i * 104_729) % 97) as f64 / 48.0 - 1.0)
+                .collect();
+            let want = naive(&g, layout, &x, &dy);
+            let den: f64 = want.iter().map(|v| v * v).sum::<f64>().sqrt();
+            let err = |got: &[f64]| {
+                got.iter()
+                    .zip(&want)
+                    .map(|(a, b)| (a - b) * (a - b))
+                    .sum::<f64>()
+                    .sqrt()
+                    / den
+            };
+            for splits in [1, 3, MAX_SPLITS] {
+                let mut got = vec![f64::NAN; want.len()];
+                backprop_filter_winograd(&g, layout, &x, &dy, FilterLayout::Hwio, &mut got, splits);
+                assert!(
+                    err(&got) <= 1e-12,
+                    "{layout:?} {h}x{w} splits {splits}: {:e}",
+                    err(&got)
+                );
+                let (x32, dy32): (Vec<f32>, Vec<f32>) = (
+                    x.iter().map(|&v| v as f32).collect(),
+                    dy.iter().map(|&v| v as f32).collect(),
+                );
+                let run = || {
+                    let mut o = vec![f32::NAN; want.len()];
+                    backprop_filter_winograd(
+                        &g,
+                        layout,
+                        &x32,
+                        &dy32,
+                        FilterLayout::Hwio,
+                        &mut o,
+                        splits,
+                    );
+                    o
+                };
+                let a = run();
+                let e32 = err(&a.iter().map(|&v| v as f64).collect::<Vec<_>>());
+                // The contract's f32 bound; F(3x3, 2x2) gives 2e-6 .. 7e-6 on these inputs
+                // (F(3x3, 4x4) gave 3.9e-5 on the first: why it is not used).
+                assert!(
+                    e32 <= 1e-5,
+                    "f32 {layout:?} {h}x{w} splits {splits}: {e32:e}"
+                );
+                let b = run();
+                assert!(a.iter().zip(&b).all(|(p, q)| p.to_bits() == q.to_bits()));
+            }
+        }
+    }
 }
