@@ -7,7 +7,7 @@
 //! partial filter (units and tiles in order, one GEMM per tile); the partials are then summed
 //! in range order. Neither step depends on the thread count.
 
-use super::cpu_kernel::{im2col_nhwc, zip2, WINO_MIN_CHANNELS};
+use super::cpu_kernel::{im2col_nchw, im2col_nhwc, zip2, WINO_MIN_CHANNELS};
 use crate::cpu::gemm::{matmul, MatMut, MatRef};
 use crate::dtype::Accum;
 use crate::dtype::Element;
@@ -106,6 +106,7 @@ pub(crate) fn backprop_filter_split<T: Element>(
         dw.fill(T::default());
         return;
     }
+    let phased = layout == Layout::Nchw && phase_rows_fit(g);
     let mut partials = vec![zero; split.splits * flen];
     partials.par_chunks_mut(flen).enumerate().for_each_init(
         || (Vec::new(), Vec::new(), Vec::new(), usize::MAX),
@@ -115,9 +116,10 @@ pub(crate) fn backprop_filter_split<T: Element>(
                 if *cur != i {
                     // NCHW: x as phase rows (im2col by copies); NHWC: the image in the
                     // accumulation type (a copy for f16 only).
-                    match layout {
-                        Layout::Nchw => phase_rows::<T>(g, &x[i * ximg..][..ximg], xa),
-                        Layout::Nhwc => to_acc::<T>(&x[i * ximg..][..ximg], xa),
+                    if phased {
+                        phase_rows::<T>(g, &x[i * ximg..][..ximg], xa);
+                    } else {
+                        to_acc::<T>(&x[i * ximg..][..ximg], xa);
                     }
                     to_acc::<T>(&dy[i * dyimg..][..dyimg], dya);
                     *cur = i;
@@ -140,7 +142,11 @@ pub(crate) fn backprop_filter_split<T: Element>(
                     };
                     match layout {
                         Layout::Nchw => {
-                            im2col_phased(g, grp, oy0, tr, xa, col);
+                            if phased {
+                                im2col_phased(g, grp, oy0, tr, xa, col);
+                            } else {
+                                im2col_nchw(g, grp, oy0, tr, xi, col);
+                            }
                             // col[k, p] * dy_g[co, p]^T
                             let a = MatRef {
                                 data: &col[..k * tp],
@@ -216,6 +222,12 @@ fn phase_rows<T: Element>(g: &ConvGeometry, xi: &[T], xp: &mut Vec<T::Acc>) {
             }
         }
     }
+}
+
+/// Whether [`phase_rows`] stay near the size of `x`: not with padding or a stride far
+/// beyond the row (each phase row spans the padded width), where the gather im2col is used.
+fn phase_rows_fit(g: &ConvGeometry) -> bool {
+    g.w.stride * phase_len(g) <= 2 * g.w.input + 4 * g.w.kernel * g.w.dilation
 }
 
 /// Length of one phase row of [`phase_rows`].
