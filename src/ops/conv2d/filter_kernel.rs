@@ -19,8 +19,10 @@ use num_traits::Zero;
 use rayon::prelude::*;
 
 /// Most reduction splits (partial filters). More splits feed more threads; each costs one
-/// filter-sized partial and one pass of the final sum.
-const MAX_SPLITS: usize = 16;
+/// filter-sized partial and one pass of the final sum, and a range that starts inside an
+/// image converts (or phase-splits) that image again. 8 rather than 16: on batch-8 shapes one
+/// image per range, 3-5% less CPU time on W7/W8, still balanced on 2 or 4 threads.
+const MAX_SPLITS: usize = 8;
 
 /// Elements of a column (im2col) tile (256 KiB in f32).
 const COL_ELEMS: usize = 1 << 16;
