@@ -216,6 +216,8 @@ fn phase_rows<T: Element>(g: &ConvGeometry, xi: &[T], xp: &mut Vec<T::Acc>) {
                 let first = s * lo + b - left;
                 if s == 1 {
                     T::slice_to_acc(&src[first..][..hi_j - lo], &mut prow[lo..hi_j]);
+                } else if s == 2 {
+                    every_other::<T>(&src[first..], &mut prow[lo..hi_j]);
                 } else {
                     // chunks(s) rather than step_by(s): the compiler vectorises it.
                     for (d, ch) in prow[lo..hi_j].iter_mut().zip(src[first..].chunks(s)) {
@@ -231,6 +233,19 @@ fn phase_rows<T: Element>(g: &ConvGeometry, xi: &[T], xp: &mut Vec<T::Acc>) {
 /// beyond the row (each phase row spans the padded width), where the gather im2col is used.
 fn phase_rows_fit(g: &ConvGeometry) -> bool {
     g.w.stride * phase_len(g) <= 2 * g.w.input + 4 * g.w.kernel * g.w.dilation
+}
+
+/// `dst[t] = src[2 t]` (stride-2 phase rows, vectorised).
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+fn every_other<T: Element>(src: &[T], dst: &mut [T::Acc]) {
+    let n = dst.len();
+    if n == 0 {
+        return;
+    }
+    let src = &src[..2 * n - 1];
+    for t in 0..n {
+        dst[t] = src[2 * t].to_acc();
+    }
 }
 
 /// Length of one phase row of [`phase_rows`].
