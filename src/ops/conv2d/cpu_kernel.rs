@@ -334,7 +334,7 @@ fn backprop_input_winograd<T: Element>(g: &ConvGeometry, dy: &[T], w: &[T], dx: 
         off: (g.h.pad_before as isize - 2, g.w.pad_before as isize - 2),
     };
     // The correlation's kernel: flipped, input and output channels swapped.
-    winograd_nchw(&p, dy, dx, |grp, ci, co, a, b| {
+    winograd(&p, dy, dx, |grp, ci, co, a, b| {
         w[(((2 - a) * 3 + (2 - b)) * cig + ci) * g.co + grp * cog + co].to_f64()
     });
 }
@@ -350,26 +350,44 @@ fn forward_winograd<T: Element>(g: &ConvGeometry, x: &[T], w: &[T], y: &mut [T])
         dst: (g.h.output, g.w.output),
         off: (-(g.h.pad_before as isize), -(g.w.pad_before as isize)),
     };
-    winograd_nchw(&p, x, y, |grp, co, ci, a, b| {
+    winograd(&p, x, y, |grp, co, ci, a, b| {
         w[((a * 3 + b) * cig + ci) * g.co + grp * cog + co].to_f64()
     });
 }
 
 /// A grouped 3x3 stride-1 correlation `dst[c] = sum_k f(c, k) (*) src[k]` (NCHW), in the
 /// Winograd core's terms: `cig` destination and `cog` source channels per group.
-struct WinoProblem {
-    groups: usize,
-    cig: usize,
-    cog: usize,
+pub(super) struct WinoProblem {
+    pub(super) groups: usize,
+    pub(super) cig: usize,
+    pub(super) cog: usize,
     /// Source plane (height, width).
-    src: (usize, usize),
+    pub(super) src: (usize, usize),
     /// Destination plane (height, width).
-    dst: (usize, usize),
+    pub(super) dst: (usize, usize),
     /// Source row and column of the first destination pixel's 3x3 window.
-    off: (isize, isize),
+    pub(super) off: (isize, isize),
 }
 
-/// `filt(grp, c_dst, c_src, a, b)`: the correlation kernel's tap `(a, b)`.
+/// Destination planes from which F(4x4, 3x3) replaces F(2x2, 3x3) (both sides at least this):
+/// below it the 4x4 tiles' clipped borders waste more than the fewer multiplies save.
+const WINO4_MIN_PLANE: usize = 8;
+
+/// The Winograd correlation, F(4x4, 3x3) on large planes, else F(2x2, 3x3).
+fn winograd<T: Element>(
+    p: &WinoProblem,
+    src: &[T],
+    dst: &mut [T],
+    filt: impl Fn(usize, usize, usize, usize, usize) -> f64,
+) {
+    if p.dst.0 >= WINO4_MIN_PLANE && p.dst.1 >= WINO4_MIN_PLANE {
+        super::winograd4::winograd4_nchw(p, src, dst, filt)
+    } else {
+        winograd_nchw(p, src, dst, filt)
+    }
+}
+
+/// F(2x2, 3x3). `filt(grp, c_dst, c_src, a, b)`: the correlation kernel's tap `(a, b)`.
 fn winograd_nchw<T: Element>(
     p: &WinoProblem,
     dy: &[T],
@@ -1256,7 +1274,8 @@ mod tests {
                 num.sqrt() <= 1e-13 * den.sqrt().max(1.0),
                 "case {case}: {g:?}"
             );
-            // f32 stays within the f32 tolerance of the f64 result.
+            // f32 stays well inside the f32 tolerance (1e-5) of the f64 result: F(2x2) errs
+            // ~2e-7, F(4x4) (larger transform constants) ~1e-6.
             let (dy32, w32): (Vec<f32>, Vec<f32>) = (
                 dy.iter().map(|&v| v as f32).collect(),
                 w.iter().map(|&v| v as f32).collect(),
@@ -1265,7 +1284,7 @@ mod tests {
             backprop_input_winograd(&g, &dy32, &w32, &mut c);
             let num: f64 = c.iter().zip(&b).map(|(&x, y)| (x as f64 - y).powi(2)).sum();
             assert!(
-                num.sqrt() <= 1e-6 * den.sqrt().max(1.0),
+                num.sqrt() <= 3e-6 * den.sqrt().max(1.0),
                 "f32 case {case}: {g:?}"
             );
             // f16 (accumulated in f32, rounded once) against the f64 result on f16 inputs.
