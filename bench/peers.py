@@ -70,6 +70,12 @@ SPEC_BEST = {
 }
 
 
+def canon_workload(name):
+    """`w4f` -> `W4f`: the id's case as in WORKLOADS (upper-case W, lower-case suffix)."""
+    n = name.strip()
+    return n[:1].upper() + n[1:].lower()
+
+
 def same_pads(n, k, s):
     """TF SAME padding for one axis: (out, top, bottom), the extra pixel goes after."""
     out = -(-n // s)
@@ -1400,7 +1406,7 @@ def parse_args(argv):
     a.target_s = a.target_s if a.target_s is not None else (0.2 if q else 1.5)
     a.min_reps = a.min_reps if a.min_reps is not None else (3 if q else 20)
     a.max_reps = a.max_reps if a.max_reps is not None else 2000
-    a.workloads = [w.strip().upper() for w in a.workloads.split(",") if w.strip()]
+    a.workloads = [canon_workload(w) for w in a.workloads.split(",") if w.strip()]
     bad = [w for w in a.workloads if w not in WORKLOADS]
     if bad:
         p.error(f"unknown workload(s) {bad}; known: {sorted(WORKLOADS)}")
@@ -1431,8 +1437,8 @@ def gpu_args(p, a):
     bad = [x for x in a.layouts if x not in ("NCHW", "NHWC")]
     if bad or not a.layouts:
         p.error(f"unknown layout(s) {bad}; known: nchw, nhwc")
-    a.workloads = [w.strip().upper() for w in a.workloads.split(",") if w.strip()]
-    a.nhwc_workloads = [w.upper() for w in split(a.nhwc_workloads)]
+    a.workloads = [canon_workload(w) for w in a.workloads.split(",") if w.strip()]
+    a.nhwc_workloads = [canon_workload(w) for w in split(a.nhwc_workloads)]
     bad = [w for w in a.workloads + a.nhwc_workloads if w not in WORKLOADS]
     if bad:
         p.error(f"unknown workload(s) {bad}; known: {sorted(WORKLOADS)}")
