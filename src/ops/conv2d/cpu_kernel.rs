@@ -1,5 +1,7 @@
 //! CPU conv kernels: per image and group, a cache-blocked GEMM over a tile of output rows
-//! (`gemm` crate) plus im2col / col2im. Workspace per thread is bounded by `TILE_ELEMS`.
+//! (`gemm` crate) plus im2col / col2im, or stride phases of `dy` bands; NCHW 3x3 stride 1 by
+//! Winograd (F(4x4, 3x3) in `winograd4`, F(2x2, 3x3) here for small planes). Workspace per
+//! thread is bounded by `TILE_ELEMS`.
 
 use crate::cpu::gemm::{matmul, MatMut, MatRef};
 use crate::dtype::{Accum, Element};
@@ -149,8 +151,10 @@ impl Phase<'_> {
                 if sx == 1 {
                     T::slice_from_acc(src, drow);
                 } else {
-                    for (qx, &v) in src.iter().enumerate() {
-                        drow[qx * sx + self.x.ph] = T::from_acc(v);
+                    // Phase pixel qx sits at column qx*sx + ph: one per sx-wide chunk (no
+                    // index math or bounds check per element).
+                    for (dc, &v) in drow[self.x.ph..].chunks_mut(sx).zip(src) {
+                        dc[0] = T::from_acc(v);
                     }
                 }
             }
@@ -279,8 +283,8 @@ fn backprop_input_nchw<T: Element>(g: &ConvGeometry, dy: &[T], w: &[T], dx: &mut
     );
 }
 
-/// Winograd F(2x2, 3x3) covers 3x3, stride 1, dilation 1 with enough channels for its
-/// 16 GEMMs (depth `cog`) to pay off.
+/// Winograd (F(4x4, 3x3) or F(2x2, 3x3)) covers 3x3, stride 1, dilation 1 with enough
+/// channels for its 36 or 16 GEMMs (depth `cog`) to pay off.
 fn winograd_applies(g: &ConvGeometry) -> bool {
     let (cig, cog) = (g.ci / g.groups, g.co / g.groups);
     g.h.kernel == 3
@@ -466,7 +470,8 @@ fn winograd_nchw<T: Element>(
                 mb.resize(16 * m * nt, zero);
                 sb.resize(32 * nt + pw, zero);
                 // Input transform: V[xi][co][t], vectorised over the block's tiles t.
-                // (`dispatch` compiles the loops for the widest SIMD the CPU has: AVX2 here.)
+                // (`dispatch` runs the loops compiled for the widest SIMD the CPU has: AVX-512,
+                // AVX2 or scalar, picked at run time.)
                 arch.dispatch(WinoIn::<T> {
                     dyi,
                     cogs: (grp * cog, cog),

@@ -225,6 +225,39 @@ fn at6_slices<A: Accum>(
     }
 }
 
+/// `x_k[t] = row[4 t + k]`, `k < 6`, `t < x0.len()` (`row` at least `4 n + 2` long): the
+/// 6x6 patches' columns of one row, on separate `noalias` slices.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn gather6<A: Accum>(
+    row: &[A],
+    x0: &mut [A],
+    x1: &mut [A],
+    x2: &mut [A],
+    x3: &mut [A],
+    x4: &mut [A],
+    x5: &mut [A],
+) {
+    let n = x0.len();
+    let (x1, x2, x3, x4, x5) = (
+        &mut x1[..n],
+        &mut x2[..n],
+        &mut x3[..n],
+        &mut x4[..n],
+        &mut x5[..n],
+    );
+    let row = &row[..4 * n + 2];
+    for t in 0..n {
+        let q = &row[4 * t..4 * t + 6];
+        x0[t] = q[0];
+        x1[t] = q[1];
+        x2[t] = q[2];
+        x3[t] = q[3];
+        x4[t] = q[4];
+        x5[t] = q[5];
+    }
+}
+
 /// `out[4 t + k] = q_k[t]` (`out` exactly `4 n` long): the stride-4 store group.
 #[inline(always)]
 fn interleave4<A: Accum>(q0: &[A], q1: &[A], q2: &[A], q3: &[A], out: &mut [A]) {
@@ -302,23 +335,7 @@ impl<T: Element> pulp::WithSimd for In4<'_, T> {
                         row.fill(zero);
                     }
                     let [x0, x1, x2, x3, x4, x5] = slabs::<6, _>(dd, a * 6 * nt + r * ntx, nt, ntx);
-                    for ((((((q, x0), x1), x2), x3), x4), x5) in row
-                        .windows(6)
-                        .step_by(4)
-                        .zip(x0)
-                        .zip(x1)
-                        .zip(x2)
-                        .zip(x3)
-                        .zip(x4)
-                        .zip(x5)
-                    {
-                        *x0 = q[0];
-                        *x1 = q[1];
-                        *x2 = q[2];
-                        *x3 = q[3];
-                        *x4 = q[4];
-                        *x5 = q[5];
-                    }
+                    gather6(row, x0, x1, x2, x3, x4, x5);
                 }
             }
             // ub[i][b] = (B^T dd[.][b])[i], per column b.
