@@ -1021,15 +1021,25 @@ fn forward_col<T: Element>(g: &ConvGeometry, layout: Layout, x: &[T], w: &[T], y
     let (p, cig, cog) = (ho * wo, g.ci / g.groups, g.co / g.groups);
     let k = g.h.kernel * g.w.kernel * cig;
     let rows = tile_rows(k, wo, ho);
+    // Small column strides only: the split image is `s * ceil(wi / s)` wide per row.
+    let split = layout == Layout::Nchw && (2..=4).contains(&g.w.stride) && g.w.input >= g.w.stride;
     per_image::<T>(x, g.ci * hi * wi, y, g.co * p, |xi, yi, col| {
         col.resize(k * rows * wo, T::Acc::zero());
+        let mut xs = Vec::new();
+        if split {
+            split_columns(g, xi, &mut xs);
+        }
         for grp in 0..g.groups {
             for oy0 in (0..ho).step_by(rows) {
                 let tr = rows.min(ho - oy0);
                 let tp = tr * wo;
                 match layout {
                     Layout::Nchw => {
-                        im2col_nchw(g, grp, oy0, tr, xi, col);
+                        if split {
+                            im2col_nchw_split(g, grp, oy0, tr, &xs, col);
+                        } else {
+                            im2col_nchw(g, grp, oy0, tr, xi, col);
+                        }
                         // y_g[co, p] = W_g[k, co]^T * col[k, p]
                         matmul(
                             MatMut {
@@ -1126,6 +1136,85 @@ pub(super) fn im2col_nchw<A: Accum>(
                             *o = v;
                         }
                     }
+                }
+            }
+        }
+    }
+}
+
+/// Splits every row of an NCHW image into its column-stride phases: `xs[c][y][ph][j] =
+/// x[c][y][j*s + ph]` (`j < ceil(wi / s)`), so that [`im2col_nchw_split`] copies each tap's
+/// columns contiguously (a strided gather per tap reads each row `kw` times).
+fn split_columns<A: Accum>(g: &ConvGeometry, x: &[A], xs: &mut Vec<A>) {
+    let (wi, s) = (g.w.input, g.w.stride);
+    let nph = wi.div_ceil(s);
+    let rows = x.len() / wi.max(1);
+    xs.clear();
+    xs.resize(rows * s * nph, A::zero());
+    for (src, dst) in x.chunks_exact(wi).zip(xs.chunks_exact_mut(s * nph)) {
+        if s == 2 {
+            let (even, odd) = dst.split_at_mut(nph);
+            let mut pairs = src.chunks_exact(2);
+            for ((e, o), q) in even.iter_mut().zip(odd.iter_mut()).zip(&mut pairs) {
+                *e = q[0];
+                *o = q[1];
+            }
+            if let [last] = pairs.remainder() {
+                even[nph - 1] = *last;
+            }
+        } else {
+            for (ph, d) in dst.chunks_exact_mut(nph).enumerate() {
+                for (o, q) in d.iter_mut().zip(src[ph.min(wi)..].chunks(s)) {
+                    *o = q[0];
+                }
+            }
+        }
+    }
+}
+
+/// [`im2col_nchw`] for a column stride above 1, from the image's [`split_columns`].
+fn im2col_nchw_split<A: Accum>(
+    g: &ConvGeometry,
+    grp: usize,
+    oy0: usize,
+    tr: usize,
+    xs: &[A],
+    col: &mut [A],
+) {
+    let (hi, wi, wo, cig, kw) = (
+        g.h.input,
+        g.w.input,
+        g.w.output,
+        g.ci / g.groups,
+        g.w.kernel,
+    );
+    let (tp, s) = (tr * wo, g.w.stride);
+    let nph = wi.div_ceil(s);
+    let rw = s * nph;
+    // Per tap: (valid outputs, phase, first phase index).
+    let taps: Vec<_> = (0..kw)
+        .map(|kx| {
+            let oxs = valid_outputs(&g.w, kx);
+            let x0 = (oxs.start * s + kx * g.w.dilation).saturating_sub(g.w.pad_before);
+            (oxs, x0 % s, x0 / s)
+        })
+        .collect();
+    for ky in 0..g.h.kernel {
+        for (kx, (oxs, ph, j0)) in taps.iter().enumerate() {
+            for c in 0..cig {
+                let krow = &mut col[((ky * kw + kx) * cig + c) * tp..][..tp];
+                krow.fill(A::zero());
+                if oxs.is_empty() {
+                    continue;
+                }
+                let plane = &xs[(grp * cig + c) * hi * rw..][..hi * rw];
+                for oy in oy0..oy0 + tr {
+                    let Some(y) = g.h.input_index(oy, ky) else {
+                        continue;
+                    };
+                    let dst = &mut krow[(oy - oy0) * wo..][..wo][oxs.clone()];
+                    let n = dst.len();
+                    dst.copy_from_slice(&plane[y * rw + ph * nph + j0..][..n]);
                 }
             }
         }
@@ -1318,6 +1407,81 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 20, "only {checked} cases");
+    }
+
+    /// The forward im2col from column-stride phases (NCHW, stride_w > 1) against a direct
+    /// loop, on strides, dilations, paddings, groups and odd widths (small integers: exact).
+    #[test]
+    fn forward_split_columns_matches_direct() {
+        let mut seed = 0x1234_5678_9abc_def1u64;
+        let mut next = |m: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m as u64) as usize
+        };
+        let mut checked = 0;
+        for case in 0..120 {
+            let groups = [1, 2][next(2)];
+            let (cig, cog) = (1 + next(5), 1 + next(5));
+            let input = Dims {
+                n: 1 + next(2),
+                c: cig * groups,
+                h: 1 + next(11),
+                w: 1 + next(13),
+            };
+            let (kh, kw) = (1 + next(4), 1 + next(4));
+            let attrs = WindowAttrs {
+                strides: [1 + next(3), 2 + next(3)],
+                dilations: [1 + next(2), 1 + next(3)],
+                padding: match next(3) {
+                    0 => Padding::Same,
+                    1 => Padding::Valid,
+                    _ => Padding::Explicit([[next(3), next(3)], [next(3), next(3)]]),
+                },
+                dim_rounding: None,
+            };
+            let Ok(g) = ConvGeometry::new("t", input, [kh, kw, cig, cog * groups], &attrs) else {
+                continue;
+            };
+            let (hi, wi, ho, wo) = (g.h.input, g.w.input, g.h.output, g.w.output);
+            let x: Vec<f64> = (0..input.n * g.ci * hi * wi)
+                .map(|i| ((i * 7 + case) % 13) as f64 - 6.0)
+                .collect();
+            let w: Vec<f64> = (0..kh * kw * cig * g.co)
+                .map(|i| ((i * 5 + 3 * case) % 11) as f64 - 5.0)
+                .collect();
+            let mut want = vec![0.0; input.n * g.co * ho * wo];
+            for n in 0..input.n {
+                for co in 0..g.co {
+                    let grp = co / cog;
+                    for oy in 0..ho {
+                        for ox in 0..wo {
+                            let mut acc = 0.0;
+                            for ky in 0..kh {
+                                for kx in 0..kw {
+                                    let (Some(y), Some(xx)) =
+                                        (g.h.input_index(oy, ky), g.w.input_index(ox, kx))
+                                    else {
+                                        continue;
+                                    };
+                                    for c in 0..cig {
+                                        acc += x[((n * g.ci + grp * cig + c) * hi + y) * wi + xx]
+                                            * w[((ky * kw + kx) * cig + c) * g.co + co];
+                                    }
+                                }
+                            }
+                            want[((n * g.co + co) * ho + oy) * wo + ox] = acc;
+                        }
+                    }
+                }
+            }
+            let mut got = vec![f64::NAN; want.len()];
+            forward_col(&g, Layout::Nchw, &x, &w, &mut got);
+            assert_eq!(got, want, "case {case}: {g:?}");
+            checked += 1;
+        }
+        assert!(checked > 40, "only {checked} valid cases");
     }
 
     /// Forward Winograd against the forward im2col path (f64).
