@@ -830,3 +830,65 @@ fn winograd_conv_accuracy_and_thread_independence() {
         }
     }
 }
+
+/// The F(4x4, 3x3) paths in f16 and bf16 (accumulated in f32, rounded once): within 1e-3
+/// and 1e-2 relative L2 of the f64 result on the same rounded inputs, both ops.
+#[test]
+fn winograd_conv_half_types() {
+    fn check<T: Element>(tol: f64, rng: &mut Rng) {
+        let (n, ci, co, h, w) = (2usize, 32usize, 24usize, 19usize, 13usize);
+        let xd = Dims { n, c: ci, h, w };
+        let dyd = Dims { c: co, ..xd };
+        let round = |v: Vec<f64>| v.into_iter().map(T::from_f64).collect::<Vec<T>>();
+        let (x, wt, dy) = (
+            round(rng.vec(n * ci * h * w)),
+            round(rng.vec(9 * ci * co)),
+            round(rng.vec(n * co * h * w)),
+        );
+        let wide = |v: &[T]| v.iter().map(|a| a.to_f64()).collect::<Vec<f64>>();
+        let (x64, w64, dy64) = (wide(&x), wide(&wt), wide(&dy));
+        let attrs = Conv2dAttrs::default().padding(Padding::Same);
+        let fshape = [3, 3, ci, co];
+        let (xs, dys) = (shape(Layout::Nchw, xd), shape(Layout::Nchw, dyd));
+        let rel = |a: &[T], b: &[f64]| {
+            let num: f64 = a.iter().zip(b).map(|(p, q)| (p.to_f64() - q).powi(2)).sum();
+            let den: f64 = b.iter().map(|q| q * q).sum();
+            (num / den).sqrt()
+        };
+        let back = gradops::conv2d_backprop_input(
+            TensorRef::new(&dy, dys, Layout::Nchw),
+            FilterRef::new(&wt, fshape),
+            xs,
+            &attrs,
+        )
+        .unwrap();
+        let back64 = gradops::conv2d_backprop_input(
+            TensorRef::new(&dy64, dys, Layout::Nchw),
+            FilterRef::new(&w64, fshape),
+            xs,
+            &attrs,
+        )
+        .unwrap();
+        let fwd = gradops::conv2d(
+            TensorRef::new(&x, xs, Layout::Nchw),
+            FilterRef::new(&wt, fshape),
+            &attrs,
+        )
+        .unwrap();
+        let fwd64 = gradops::conv2d(
+            TensorRef::new(&x64, xs, Layout::Nchw),
+            FilterRef::new(&w64, fshape),
+            &attrs,
+        )
+        .unwrap();
+        let (eb, ef) = (rel(&back.data, &back64.data), rel(&fwd.data, &fwd64.data));
+        assert!(
+            eb <= tol && ef <= tol,
+            "{:?}: back {eb:e} fwd {ef:e}",
+            T::DTYPE
+        );
+    }
+    let mut rng = Rng::new(5);
+    check::<f16>(1e-3, &mut rng);
+    check::<bf16>(1e-2, &mut rng);
+}
