@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Time PyTorch's and TensorFlow's CPU backward ops on the SPEC's CPU workloads W1-W8.
+"""Time PyTorch's and TensorFlow's CPU backward ops on the SPEC's CPU workloads W1-W8 (and
+the forward conv2d rows W4f, W5f).
 
 f32 (or --dtype bf16), 2 threads by default, random inputs. Each peer runs in its own subprocess (so the two
 frameworks' thread pools and OpenMP runtimes never share a process). Per op: warm-up calls,
@@ -55,15 +56,24 @@ WORKLOADS = {
                k=3, stride=1),
     "W8": dict(op="conv2d_backprop_filter 3x3 s2 SAME", x=(8, 64, 56, 56), dy=(8, 128, 28, 28),
                k=3, stride=2),
+    # The forward conv2d of W4 and W5 (dy is y's shape).
+    "W4f": dict(op="conv2d 3x3 s1 SAME", x=(8, 64, 56, 56), dy=(8, 64, 56, 56), k=3, stride=1),
+    "W5f": dict(op="conv2d 3x3 s2 SAME", x=(8, 64, 56, 56), dy=(8, 128, 28, 28), k=3, stride=2),
 }
-CONV_INPUT, CONV_FILTER = ("W4", "W5"), ("W7", "W8")
+CONV_INPUT, CONV_FILTER, CONV_FWD = ("W4", "W5"), ("W7", "W8"), ("W4f", "W5f")
 
 # The SPEC's own "best peer" column, printed for context in the comparison.
 SPEC_BEST = {
     "W1": "17.3 ms (TF)", "W2": "10.0 ms (TF)", "W3": "8.8 ms (TF)", "W4": "8.5 ms (TF)",
     "W5": "4.6 ms (TF)", "W6": "27.2 ms recompute / 1.9 ms stored (PyTorch)",
-    "W7": "(none given)", "W8": "(none given)",
+    "W7": "(none given)", "W8": "(none given)", "W4f": "(none given)", "W5f": "(none given)",
 }
+
+
+def canon_workload(name):
+    """`w4f` -> `W4f`: the id's case as in WORKLOADS (upper-case W, lower-case suffix)."""
+    n = name.strip()
+    return n[:1].upper() + n[1:].lower()
 
 
 def same_pads(n, k, s):
@@ -207,6 +217,26 @@ def torch_cases(args):
             m = "[T,F,F]" if which == 0 else "[F,T,F]"
             cases.append((wid, f"aten.convolution_backward(mask={m}, {note})", layout,
                           None, fn))
+        elif wid in CONV_FWD:
+            k, s = w["k"], w["stride"]
+            n, ci, h, wd = x_shape
+            co = dy_shape[1]
+            _, top, bot = same_pads(h, k, s)
+            weight = fmt(tensor(rand(rng, (co, ci, k, k))))
+            if top == bot:
+                pad, xin, note = [top, top], x_shape, f"padding={top}"
+            elif exact:
+                pad, xin = [top, top], (n, ci, h + bot - top, wd + bot - top)
+                note = f"padding={top}, input {xin[2]}x{xin[3]} (exact SAME)"
+            else:
+                pad, xin = [bot, bot], x_shape
+                note = f"padding={bot} (symmetric; TF SAME is {top} top, {bot} bottom)"
+            x = fmt(tensor(rand(rng, xin)))
+
+            def fn(x=x, weight=weight, s=s, pad=pad):
+                return aten.convolution(x, weight, None, [s, s], pad, [1, 1], False, [0, 0], 1)
+
+            cases.append((wid, f"aten.convolution({note})", layout, None, fn))
         elif wid == "W6":
             k, s = w["k"], w["stride"]
             n, c, h, wd = x_shape
@@ -342,6 +372,17 @@ def tf_cases(args):
                                                 data_format="NHWC")
 
             cases.append((wid, "Conv2DBackpropFilter(padding=SAME)", "NHWC", None, fn))
+        elif wid in CONV_FWD:
+            k, s = w["k"], w["stride"]
+            ci, co = x_shape[1], dy_shape[1]
+            x = nhwc(rand(rng, x_shape))
+            filt = tf.cast(tf.constant(rand(rng, (k, k, ci, co))), dt)  # HWIO
+
+            def fn(x=x, filt=filt, s=s):
+                return raw.Conv2D(input=x, filter=filt, strides=[1, s, s, 1], padding="SAME",
+                                  data_format="NHWC")
+
+            cases.append((wid, "Conv2D(padding=SAME)", "NHWC", None, fn))
         elif wid == "W6":
             k, s = w["k"], w["stride"]
             x = nhwc(rand(rng, x_shape))
@@ -446,7 +487,7 @@ def gpu_shapes(wid, batch, scale_down):
     n = max(1, batch // s)
     c = max(1, w["x"][1] // s)
     x = (n, c) + tuple(w["x"][2:])
-    if "k" in w and wid in CONV_INPUT + CONV_FILTER:
+    if "k" in w and wid in CONV_INPUT + CONV_FILTER + CONV_FWD:
         co = max(1, w["dy"][1] // s)
         return x, (n, co) + tuple(w["dy"][2:]), (co, c, w["k"], w["k"])
     return x, (n, c) + tuple(w["dy"][2:]), None
@@ -633,6 +674,37 @@ def gpu_cases(torch, args, device, dtype_name, layout):
             maths = ("tf32", "fp32") if dtype_name == "f32" else (None,)
             for m in maths:
                 yield wid, "backward", op, m, x_shape, dy_shape, wshape, make
+        elif wid in CONV_FWD:
+            k, s = w["k"], w["stride"]
+            n, ci, h, wd = x_shape
+            _, top, bot = same_pads(h, k, s)
+            if top == bot:
+                pad, xin, note = [top, top], x_shape, f"padding={top}"
+            elif exact:
+                pad = [top, top]
+                xin = (n, ci, h + bot - top, wd + bot - top)
+                note = f"padding={top}, input {xin[2]}x{xin[3]} (exact SAME)"
+            else:
+                pad, xin = [bot, bot], x_shape
+                note = f"padding={bot} (symmetric; TF SAME is {top} top, {bot} bottom)"
+
+            def make(xin=xin, wshape=wshape, s=s, pad=pad):
+                x, weight = rnd(xin, 3), rnd(wshape, 2)  # both in layout
+
+                def fn():
+                    return aten.convolution(x, weight, None, [s, s], pad, [1, 1], False,
+                                            [0, 0], 1)
+                try:  # which backend PyTorch picks (cuDNN expected on the GPU), for the record
+                    fn.info = {"conv_backend": str(torch._C._select_conv_backend(
+                        x, weight, None, [s, s], pad, [1, 1], False, [0, 0], 1, None))}
+                except Exception as e:
+                    fn.info = {"conv_backend": f"unknown ({type(e).__name__})"}
+                return fn
+
+            maths = ("tf32", "fp32") if dtype_name == "f32" else (None,)
+            for m in maths:
+                yield wid, "backward", f"aten.convolution({note})", m, x_shape, dy_shape, \
+                    wshape, make
         elif wid == "W6":
             k, s = w["k"], w["stride"]
             n, c, h, wd = x_shape
@@ -1268,7 +1340,7 @@ def parse_args(argv):
                         "--device cpu --dtype bf16`)")
     p.add_argument("--peers", default="pytorch,tensorflow",
                    help="comma list of peers (pytorch, tensorflow); default both")
-    p.add_argument("--workloads", default="W1,W2,W3,W4,W5,W6,W7,W8",
+    p.add_argument("--workloads", default="W1,W2,W3,W4,W5,W6,W7,W8,W4f,W5f",
                    help="comma list of workload ids; default all CPU workloads")
     p.add_argument("--threads", type=int, default=2, help="intra/inter-op threads (default 2)")
     p.add_argument("--quick", action="store_true",
@@ -1334,7 +1406,7 @@ def parse_args(argv):
     a.target_s = a.target_s if a.target_s is not None else (0.2 if q else 1.5)
     a.min_reps = a.min_reps if a.min_reps is not None else (3 if q else 20)
     a.max_reps = a.max_reps if a.max_reps is not None else 2000
-    a.workloads = [w.strip().upper() for w in a.workloads.split(",") if w.strip()]
+    a.workloads = [canon_workload(w) for w in a.workloads.split(",") if w.strip()]
     bad = [w for w in a.workloads if w not in WORKLOADS]
     if bad:
         p.error(f"unknown workload(s) {bad}; known: {sorted(WORKLOADS)}")
@@ -1365,8 +1437,8 @@ def gpu_args(p, a):
     bad = [x for x in a.layouts if x not in ("NCHW", "NHWC")]
     if bad or not a.layouts:
         p.error(f"unknown layout(s) {bad}; known: nchw, nhwc")
-    a.workloads = [w.strip().upper() for w in a.workloads.split(",") if w.strip()]
-    a.nhwc_workloads = [w.upper() for w in split(a.nhwc_workloads)]
+    a.workloads = [canon_workload(w) for w in a.workloads.split(",") if w.strip()]
+    a.nhwc_workloads = [canon_workload(w) for w in split(a.nhwc_workloads)]
     bad = [w for w in a.workloads + a.nhwc_workloads if w not in WORKLOADS]
     if bad:
         p.error(f"unknown workload(s) {bad}; known: {sorted(WORKLOADS)}")

@@ -741,3 +741,34 @@ fn zero_sized_dimensions_are_valid() {
     .unwrap();
     assert!(dx.data.is_empty());
 }
+
+/// `conv2d_into`: a `y` of the wrong length names the op, the argument and both lengths,
+/// and writes nothing; the right length is fully written (poisoned first).
+#[test]
+fn conv2d_into_buffer_errors() {
+    let xs = vec![0.5f32; 50];
+    let w = vec![0.25f32; 72];
+    let attrs = Conv2dAttrs::default().padding(Padding::Same);
+    let mut y = vec![f32::NAN; 99];
+    let e = gradops::conv2d_into(
+        TensorRef::new(&xs, [1, 5, 5, 2], Layout::Nhwc),
+        FilterRef::new(&w, [3, 3, 2, 4]),
+        &attrs,
+        &mut y,
+    )
+    .unwrap_err()
+    .to_string();
+    has(&e, &["conv2d", "`y`", "99", "100"]);
+    assert!(y.iter().all(|v| v.is_nan()), "y written on an error");
+    let mut y = vec![f32::NAN; 100];
+    gradops::conv2d_into(
+        TensorRef::new(&xs, [1, 5, 5, 2], Layout::Nhwc),
+        FilterRef::new(&w, [3, 3, 2, 4]),
+        &attrs,
+        &mut y,
+    )
+    .unwrap();
+    // The centre pixel sees 9 taps x 2 channels of 0.5 * 0.25.
+    assert_eq!(y[(2 * 5 + 2) * 4], 2.25);
+    assert!(y.iter().all(|v| v.is_finite()));
+}

@@ -746,3 +746,149 @@ fn max_pool_grad_wide_planes<T: Element>(seed: u64) {
         }
     }
 }
+
+/// The NCHW 3x3 stride-1 Winograd paths (F(4x4, 3x3) on planes from 8x8, both the input
+/// gradient and the forward) on W4-sized channels with odd planes (clipped border tiles): f32
+/// within 1e-5 relative L2 of the f64 result of the same op (F(4x4) errs ~1e-6), and the same
+/// bits with 1, 2 and 3 threads (batch 1 splits channels across threads, batch 3 images).
+#[test]
+fn winograd_conv_accuracy_and_thread_independence() {
+    let mut rng = Rng::new(77);
+    for (n, h, w) in [(1usize, 57usize, 43usize), (3, 20, 16)] {
+        let (ci, co) = (64usize, 48usize);
+        let xd = Dims { n, c: ci, h, w };
+        let x64 = rng.vec(n * ci * h * w);
+        let w64 = rng.vec(9 * ci * co);
+        let dy64 = rng.vec(n * co * h * w);
+        let attrs = Conv2dAttrs::default().padding(Padding::Same);
+        let fshape = [3, 3, ci, co];
+        let dyd = Dims { c: co, ..xd };
+        let f32s = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<f32>>();
+        let (x32, w32, dy32) = (f32s(&x64), f32s(&w64), f32s(&dy64));
+        let back = |dy: &[f32]| {
+            gradops::conv2d_backprop_input(
+                TensorRef::new(dy, shape(Layout::Nchw, dyd), Layout::Nchw),
+                FilterRef::new(&w32, fshape),
+                shape(Layout::Nchw, xd),
+                &attrs,
+            )
+            .unwrap()
+            .data
+        };
+        let fwd = |x: &[f32]| {
+            gradops::conv2d(
+                TensorRef::new(x, shape(Layout::Nchw, xd), Layout::Nchw),
+                FilterRef::new(&w32, fshape),
+                &attrs,
+            )
+            .unwrap()
+            .data
+        };
+        // f64 on the f32-rounded inputs: the reference the f32 result is held to.
+        let (x64r, w64r, dy64r): (Vec<f64>, Vec<f64>, Vec<f64>) = (
+            x32.iter().map(|&v| v as f64).collect(),
+            w32.iter().map(|&v| v as f64).collect(),
+            dy32.iter().map(|&v| v as f64).collect(),
+        );
+        let back64 = gradops::conv2d_backprop_input(
+            TensorRef::new(&dy64r, shape(Layout::Nchw, dyd), Layout::Nchw),
+            FilterRef::new(&w64r, fshape),
+            shape(Layout::Nchw, xd),
+            &attrs,
+        )
+        .unwrap()
+        .data;
+        let fwd64 = gradops::conv2d(
+            TensorRef::new(&x64r, shape(Layout::Nchw, xd), Layout::Nchw),
+            FilterRef::new(&w64r, fshape),
+            &attrs,
+        )
+        .unwrap()
+        .data;
+        let rel = |a: &[f32], b: &[f64]| {
+            let num: f64 = a.iter().zip(b).map(|(&p, &q)| (p as f64 - q).powi(2)).sum();
+            let den: f64 = b.iter().map(|q| q * q).sum();
+            (num / den).sqrt()
+        };
+        let pool = |t: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(t)
+                .build()
+                .unwrap()
+        };
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let (b1, f1) = pool(1).install(|| (back(&dy32), fwd(&x32)));
+        let (eb, ef) = (rel(&b1, &back64), rel(&f1, &fwd64));
+        assert!(
+            eb <= 1e-5 && ef <= 1e-5,
+            "n {n}: rel L2 back {eb:e} fwd {ef:e}"
+        );
+        for t in [2, 3] {
+            let (bt, ft) = pool(t).install(|| (back(&dy32), fwd(&x32)));
+            assert_eq!(bits(&b1), bits(&bt), "backprop_input, {t} threads, n {n}");
+            assert_eq!(bits(&f1), bits(&ft), "conv2d, {t} threads, n {n}");
+        }
+    }
+}
+
+/// The F(4x4, 3x3) paths in f16 and bf16 (accumulated in f32, rounded once): within 1e-3
+/// and 1e-2 relative L2 of the f64 result on the same rounded inputs, both ops.
+#[test]
+fn winograd_conv_half_types() {
+    fn check<T: Element>(tol: f64, rng: &mut Rng) {
+        let (n, ci, co, h, w) = (2usize, 32usize, 24usize, 19usize, 13usize);
+        let xd = Dims { n, c: ci, h, w };
+        let dyd = Dims { c: co, ..xd };
+        let round = |v: Vec<f64>| v.into_iter().map(T::from_f64).collect::<Vec<T>>();
+        let (x, wt, dy) = (
+            round(rng.vec(n * ci * h * w)),
+            round(rng.vec(9 * ci * co)),
+            round(rng.vec(n * co * h * w)),
+        );
+        let wide = |v: &[T]| v.iter().map(|a| a.to_f64()).collect::<Vec<f64>>();
+        let (x64, w64, dy64) = (wide(&x), wide(&wt), wide(&dy));
+        let attrs = Conv2dAttrs::default().padding(Padding::Same);
+        let fshape = [3, 3, ci, co];
+        let (xs, dys) = (shape(Layout::Nchw, xd), shape(Layout::Nchw, dyd));
+        let rel = |a: &[T], b: &[f64]| {
+            let num: f64 = a.iter().zip(b).map(|(p, q)| (p.to_f64() - q).powi(2)).sum();
+            let den: f64 = b.iter().map(|q| q * q).sum();
+            (num / den).sqrt()
+        };
+        let back = gradops::conv2d_backprop_input(
+            TensorRef::new(&dy, dys, Layout::Nchw),
+            FilterRef::new(&wt, fshape),
+            xs,
+            &attrs,
+        )
+        .unwrap();
+        let back64 = gradops::conv2d_backprop_input(
+            TensorRef::new(&dy64, dys, Layout::Nchw),
+            FilterRef::new(&w64, fshape),
+            xs,
+            &attrs,
+        )
+        .unwrap();
+        let fwd = gradops::conv2d(
+            TensorRef::new(&x, xs, Layout::Nchw),
+            FilterRef::new(&wt, fshape),
+            &attrs,
+        )
+        .unwrap();
+        let fwd64 = gradops::conv2d(
+            TensorRef::new(&x64, xs, Layout::Nchw),
+            FilterRef::new(&w64, fshape),
+            &attrs,
+        )
+        .unwrap();
+        let (eb, ef) = (rel(&back.data, &back64.data), rel(&fwd.data, &fwd64.data));
+        assert!(
+            eb <= tol && ef <= tol,
+            "{:?}: back {eb:e} fwd {ef:e}",
+            T::DTYPE
+        );
+    }
+    let mut rng = Rng::new(5);
+    check::<f16>(1e-3, &mut rng);
+    check::<bf16>(1e-2, &mut rng);
+}

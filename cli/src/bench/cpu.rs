@@ -9,7 +9,9 @@ use super::workloads::{
 use super::{BenchOptions, Progress};
 use gradops::dtype::{DType, Element};
 use gradops::error::Result;
-use gradops::ops::conv2d::{conv2d_backprop_filter_into, conv2d_backprop_input_into, FilterRef};
+use gradops::ops::conv2d::{
+    conv2d_backprop_filter_into, conv2d_backprop_input_into, conv2d_into, FilterRef,
+};
 use gradops::ops::max_pool::{
     max_pool, max_pool_grad_into, max_pool_grad_with_argmax_into, plan_max_pool,
 };
@@ -126,6 +128,27 @@ pub fn cpu_kernels<T: Element>(
                         &mut dw,
                     )?;
                     black_box(&mut dw);
+                    Ok(())
+                }),
+            );
+        }
+        WorkloadOp::Conv2d { .. } => {
+            let fshape = s.filter.unwrap_or_default();
+            let x: Vec<T> = random_vec(len(s.x), seed_for(w.id, 3));
+            let filter: Vec<T> = random_vec(len(fshape), seed_for(w.id, 2));
+            let attrs = w.conv_attrs();
+            let mut y = vec![T::default(); len(s.dy)];
+            push(
+                Variant::Main,
+                true,
+                Box::new(move || {
+                    conv2d_into(
+                        TensorRef::new(&x, s.x, layout),
+                        FilterRef::new(&filter, fshape),
+                        &attrs,
+                        &mut y,
+                    )?;
+                    black_box(&mut y);
                     Ok(())
                 }),
             );

@@ -209,6 +209,26 @@ pub fn cuda_kernels<T: Element>(
                 }),
             });
         }
+        WorkloadOp::Conv2d { .. } => {
+            let fshape = s.filter.unwrap_or_default();
+            let x = upload_random(s.x, 3)?;
+            let filter = upload_random(fshape, 2)?;
+            let attrs = w.conv_attrs();
+            let mut y = DeviceTensor::<T>::zeros(stream, s.dy, layout)?;
+            let kernel = format!("conv2d_forward_{}", T::SUFFIX);
+            out.push(CudaKernel {
+                info: info(Variant::Main, kernel),
+                launch: Box::new(move || {
+                    gradops::cuda::conv2d_into(
+                        &st,
+                        x.view(),
+                        filter.as_filter(),
+                        &attrs,
+                        y.view_mut(),
+                    )
+                }),
+            });
+        }
         WorkloadOp::MaxPoolGrad { .. } => {
             let attrs = w.pool_attrs();
             let x = Arc::new(upload_random(s.x, 3)?);

@@ -103,7 +103,8 @@ pub struct BenchReport {
 
 pub(super) const MINIMAL_TRAFFIC_NOTE: &str = "minimal traffic: read dy + write dx; + read x \
      (max_pool_grad); + read the filter (conv); + read the i64 argmax (with_argmax); forward \
-     max_pool: read x + write y + write the i64 argmax";
+     max_pool: read x + write y + write the i64 argmax; forward conv2d: read x + the filter + \
+     write y";
 
 /// A report row from a kernel's description and its per-call times (`limit` in GB/s), for
 /// every device. A `&CpuKernel` coerces to `&KernelInfo`.

@@ -51,6 +51,17 @@ pub enum WorkloadOp {
         /// Padding.
         padding: Padding,
     },
+    /// The forward `conv2d` of the same conv (`y` has `dy`'s shape), filter HWIO, groups 1.
+    Conv2d {
+        /// `[kh, kw]`.
+        ksize: [usize; 2],
+        /// Output channels (channels of `y`).
+        out_channels: usize,
+        /// `[sh, sw]`.
+        strides: [usize; 2],
+        /// Padding.
+        padding: Padding,
+    },
     /// `max_pool_grad` (recomputed argmax), `max_pool_grad_with_argmax` (stored indices) and
     /// the forward `max_pool` with argmax (the training-loop pair's first half).
     MaxPoolGrad {
@@ -67,7 +78,7 @@ pub enum WorkloadOp {
 /// device ([`CPU_BATCH`], [`CUDA_BATCH`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Workload {
-    /// `W1` ... `W8`.
+    /// `W1` ... `W8`, `W4f`, `W5f`.
     pub id: &'static str,
     /// Memory layout of every tensor.
     pub layout: Layout,
@@ -79,8 +90,8 @@ pub struct Workload {
     pub op: WorkloadOp,
 }
 
-/// The SPEC's workloads W1–W8 ("Benchmark workloads"), in order: W7 and W8 are the weight
-/// gradients of W4 and W5.
+/// The SPEC's workloads W1–W8 ("Benchmark workloads"), in order, then W4f and W5f: W7 and
+/// W8 are the weight gradients of W4 and W5, W4f and W5f their forward `conv2d`.
 pub fn workloads() -> Vec<Workload> {
     let linear = ResizeAttrs::new(ResizeMode::Linear)
         .coordinate_transformation_mode(CoordinateTransform::HalfPixel);
@@ -94,6 +105,12 @@ pub fn workloads() -> Vec<Workload> {
         padding: Padding::Same,
     };
     let conv_filter = |out_channels, stride| WorkloadOp::Conv2dBackpropFilter {
+        ksize: [3, 3],
+        out_channels,
+        strides: [stride, stride],
+        padding: Padding::Same,
+    };
+    let conv_fwd = |out_channels, stride| WorkloadOp::Conv2d {
         ksize: [3, 3],
         out_channels,
         strides: [stride, stride],
@@ -148,6 +165,8 @@ pub fn workloads() -> Vec<Workload> {
         ),
         w("W7", 64, [56, 56], conv_filter(64, 1)),
         w("W8", 64, [56, 56], conv_filter(128, 2)),
+        w("W4f", 64, [56, 56], conv_fwd(64, 1)),
+        w("W5f", 64, [56, 56], conv_fwd(128, 2)),
     ]
 }
 
@@ -233,6 +252,11 @@ impl Workload {
                 ksize,
                 out_channels,
                 ..
+            }
+            | WorkloadOp::Conv2d {
+                ksize,
+                out_channels,
+                ..
             } => {
                 let co = div_at_least_one(out_channels, scale_down);
                 let filter = [ksize[0], ksize[1], c, co];
@@ -261,6 +285,9 @@ impl Workload {
                 strides, padding, ..
             }
             | WorkloadOp::Conv2dBackpropFilter {
+                strides, padding, ..
+            }
+            | WorkloadOp::Conv2d {
                 strides, padding, ..
             } => Conv2dAttrs::default().strides(strides).padding(padding),
             _ => Conv2dAttrs::default(),
@@ -307,6 +334,7 @@ impl Workload {
             (WorkloadOp::ResizeGrad { .. }, _) => "resize_grad",
             (WorkloadOp::Conv2dBackpropInput { .. }, _) => "conv2d_backprop_input",
             (WorkloadOp::Conv2dBackpropFilter { .. }, _) => "conv2d_backprop_filter",
+            (WorkloadOp::Conv2d { .. }, _) => "conv2d",
             (WorkloadOp::MaxPoolGrad { .. }, Variant::Main) => "max_pool_grad",
             (WorkloadOp::MaxPoolGrad { .. }, Variant::StoredArgmax) => "max_pool_grad_with_argmax",
             (WorkloadOp::MaxPoolGrad { .. }, Variant::Forward) => "max_pool",
@@ -333,6 +361,12 @@ impl Workload {
                 ..
             }
             | WorkloadOp::Conv2dBackpropFilter {
+                ksize,
+                strides,
+                padding,
+                ..
+            }
+            | WorkloadOp::Conv2d {
                 ksize,
                 strides,
                 padding,
@@ -383,6 +417,15 @@ impl Workload {
                 ],
             };
         }
+        if let WorkloadOp::Conv2d { .. } = self.op {
+            // The forward: read x and the filter, write y (dy's shape).
+            let mut items = vec![("x", Dir::Read, bytes(s.x))];
+            if let Some(f) = s.filter {
+                items.push(("filter", Dir::Read, bytes(f)));
+            }
+            items.push(("y", Dir::Write, bytes(s.dy)));
+            return Traffic { items };
+        }
         if let WorkloadOp::Conv2dBackpropFilter { .. } = self.op {
             let mut items = vec![("x", Dir::Read, bytes(s.x)), ("dy", Dir::Read, bytes(s.dy))];
             if let Some(f) = s.filter {
@@ -413,11 +456,13 @@ impl Workload {
         t
     }
 
-    /// Floating-point operations of one call (conv only, either gradient): `2 * N * Ho * Wo *
-    /// Co * kh * kw * Ci / groups`.
+    /// Floating-point operations of one call (conv only: either gradient or the forward):
+    /// `2 * N * Ho * Wo * Co * kh * kw * Ci / groups`.
     pub fn flops(&self, s: &Shapes) -> Option<u64> {
         match self.op {
-            WorkloadOp::Conv2dBackpropInput { .. } | WorkloadOp::Conv2dBackpropFilter { .. } => {
+            WorkloadOp::Conv2dBackpropInput { .. }
+            | WorkloadOp::Conv2dBackpropFilter { .. }
+            | WorkloadOp::Conv2d { .. } => {
                 let f = s.filter?;
                 let dy = self.layout.dims(s.dy);
                 Some(2 * (dy.n * dy.h * dy.w * dy.c) as u64 * (f[0] * f[1] * f[2]) as u64)
@@ -623,6 +668,15 @@ impl KernelInfo {
                 self.workload.layout
             );
         }
+        if let (WorkloadOp::Conv2d { .. }, Some(f)) = (self.workload.op, self.shapes.filter) {
+            return format!(
+                "x {} w {} HWIO -> y {} {}",
+                shape_text(self.shapes.x),
+                shape_text(f),
+                shape_text(self.shapes.dy),
+                self.workload.layout
+            );
+        }
         if self.variant == Variant::Forward {
             return format!(
                 "x {} -> y {} + argmax {}",
@@ -713,6 +767,26 @@ mod tests {
         );
     }
 
+    /// The forward rows: W5's shapes and flops; read x and the filter, write y.
+    #[test]
+    fn forward_conv_rows() {
+        let (w, b) = (by_id("W5f"), by_id("W5"));
+        let (s, sb) = (w.shapes(8, 1).unwrap(), b.shapes(8, 1).unwrap());
+        assert_eq!((s.x, s.dy, s.filter), (sb.x, sb.dy, sb.filter));
+        assert_eq!(w.flops(&s), b.flops(&sb));
+        assert_eq!(w.op_name(Variant::Main), "conv2d");
+        let t = w.traffic(&s, Variant::Main, 4);
+        let names: Vec<_> = t.items.iter().map(|i| (i.0, i.1)).collect();
+        assert_eq!(
+            names,
+            [("x", Dir::Read), ("filter", Dir::Read), ("y", Dir::Write)]
+        );
+        assert_eq!(
+            t.total(),
+            4 * (8 * 64 * 56 * 56 + 9 * 64 * 128 + 8 * 128 * 28 * 28)
+        );
+    }
+
     #[test]
     fn selection() {
         let ids = |l| {
@@ -722,8 +796,9 @@ mod tests {
                 .map(|w| w.id)
                 .collect::<Vec<_>>()
         };
-        assert_eq!(ids(None).len(), 8);
+        assert_eq!(ids(None).len(), 10);
         assert_eq!(ids(Some("w4, W1,W4")), ["W4", "W1"]);
+        assert_eq!(ids(Some("w5F,W4f")), ["W5f", "W4f"]);
         assert_eq!(ids(Some("W8,w7")), ["W8", "W7"]);
         assert!(select_workloads(Some("W9")).is_err());
         assert!(select_workloads(Some(",")).is_err());

@@ -3,6 +3,7 @@
 
 pub(crate) mod cpu_kernel;
 pub(crate) mod filter_kernel;
+mod winograd4;
 
 use crate::dtype::Element;
 use crate::error::{Error, Result};
@@ -343,6 +344,28 @@ pub fn conv2d_backprop_filter<T: Element>(
     Ok(dw)
 }
 
+/// `conv2d` into a caller buffer `y` (the output shape, x's layout), fully written.
+pub fn conv2d_into<T: Element>(
+    x: TensorRef<'_, T>,
+    filter: FilterRef<'_, T>,
+    attrs: &Conv2dAttrs,
+    y: &mut [T],
+) -> Result<()> {
+    const OP: &str = "conv2d";
+    x.check_len(OP, "x")?;
+    check_buffer(OP, "filter", filter.shape, filter.data.len())?;
+    let g = plan_conv2d(x.shape, filter.shape, x.layout, attrs)?;
+    check_buffer(OP, "y", x.layout.shape(g.output_dims()), y.len())?;
+    if x.data.is_empty() || filter.data.is_empty() {
+        // Every output is an empty sum.
+        y.fill(T::default());
+        return Ok(());
+    }
+    let w = filter_as_hwio(filter, attrs.filter_layout);
+    cpu_kernel::forward(&g, x.layout, x.data, &w, y);
+    Ok(())
+}
+
 /// 2-D convolution (cross-correlation, as TF): `y = conv2d(x, filter)`.
 pub fn conv2d<T: Element>(
     x: TensorRef<'_, T>,
@@ -354,11 +377,6 @@ pub fn conv2d<T: Element>(
     check_buffer(OP, "filter", filter.shape, filter.data.len())?;
     let g = plan_conv2d(x.shape, filter.shape, x.layout, attrs)?;
     let mut y = Tensor::zeros_checked(OP, "y", x.layout.shape(g.output_dims()), x.layout)?;
-    if x.data.is_empty() || filter.data.is_empty() {
-        // Every output is an empty sum (y is already zero).
-        return Ok(y);
-    }
-    let w = filter_as_hwio(filter, attrs.filter_layout);
-    cpu_kernel::forward(&g, x.layout, x.data, &w, &mut y.data);
+    conv2d_into(x, filter, attrs, &mut y.data)?;
     Ok(y)
 }
