@@ -2,6 +2,13 @@
 //! `N * OH * OW` output pixels, as GEMMs on tiles of output rows (`gemm` crate); 3x3
 //! stride-1 convolutions with enough channels by Winograd F(3x3, 2x2) instead.
 //!
+//! Stride 2 keeps the GEMM path: a polyphase Winograd for 3x3 stride 2 (5x5 `x` patches per
+//! 2x2 output tile, 25 products instead of 36, ±1 transforms; branch `w8-s2-experiment`)
+//! was exact but slower on W8 (6.2-6.7 vs 5.0-5.3 ms CPU per call, one thread, with 25
+//! GEMMs per block or with the `V` slabs sharing a `U` slab stacked into 9): the GEMMs run
+//! at the FMA peak either way, and the 4x4 polyphase split of `x`, the transforms, `gemm`'s
+//! packing and the 2.7x larger partials cost more than the 28% of products saved.
+//!
 //! Determinism: the reduction is split into a fixed number of contiguous ranges of
 //! (image, row tile) units, chosen from the geometry alone. Each range accumulates its own
 //! partial filter (units and tiles in order, one GEMM per tile); the partials are then summed
