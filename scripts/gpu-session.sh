@@ -11,7 +11,7 @@
 # the JSON results (gradops-json.tar, peers.json) and the ncu reports (ncu.txt) go to
 # OUTDIR. STEPS (default all) picks steps:
 # tests, bench, peers, ncu, sass, sanitizer. DTYPES / LAYOUTS pick the bench rows (default
-# f32,f16,f64 / nchw,nhwc); NCU_SPECS (workload:kernel pairs) the ncu launches. Exit status: non-zero if any step failed.
+# f32,f16,f64 / nchw,nhwc); NCU_SPECS (WORKLOAD:KERNEL[:DTYPE] triples) the ncu launches. Exit status: non-zero if any step failed.
 set -uo pipefail
 BUNDLE="${1:-target/gpu-bundle}"
 OUT="${2:-gpu-out}"
@@ -78,16 +78,22 @@ fi
 
 NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
 if has ncu && [[ -n "$NCU" ]]; then
-  # One launch of each memory-bound kernel at the SPEC's GPU size (f32, NCHW).
+  # One launch of each kernel at the SPEC's GPU size (NCHW): the memory-bound ones in f32,
+  # the conv kernels (tensor-core f16 on compute_80+, the FFMA f32 ones, the filter
+  # gradient's split-K pair) in their dtype. Spec: WORKLOAD:KERNEL[:DTYPE] (default f32).
   for spec in ${NCU_SPECS:-W1:resize_tile_f32 W2:resize_tile_f32 W3:resize_box_f32 \
-    W6:max_pool_tile_k3_grad_f32 W6:max_pool_tile_k3_grad_argmax_f32 W6:max_pool_direct_k3_forward_f32}; do
-    wl="${spec%%:*}" k="${spec#*:}"
-    echo "##### $wl $k" >>"$OUT/ncu.txt"
+    W6:max_pool_tile_k3_grad_f32 W6:max_pool_tile_k3_grad_argmax_f32 W6:max_pool_direct_k3_forward_f32 \
+    W4:conv2d_backprop_input_tc_f16:f16 W5:conv2d_backprop_input_tc_f16:f16 \
+    W4f:conv2d_forward_tc_f16:f16 W4:conv2d_backprop_input_f32 \
+    W7:conv2d_backprop_filter_partial_f16:f16 W7:conv2d_backprop_filter_reduce_f16:f16}; do
+    wl="${spec%%:*}" rest="${spec#*:}" k="${rest%%:*}" dt=f32
+    [[ "$rest" == *:* ]] && dt="${rest#*:}"
+    echo "##### $wl $k $dt" >>"$OUT/ncu.txt"
     step "ncu_${wl}_$k" 60 bash -c '"$0" --clock-control none -k "$1" -s 2 -c 1 \
       --section SpeedOfLight --section Occupancy --section LaunchStats \
       --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
-      "$2/gradops" bench --device cuda --dtype f32 --workload "$3" --reps 3 >>"$4" 2>&1' \
-      "$NCU" "$k" "$BUNDLE" "$wl" "$OUT/ncu.txt"
+      "$2/gradops" bench --device cuda --dtype "$5" --workload "$3" --reps 3 >>"$4" 2>&1' \
+      "$NCU" "$k" "$BUNDLE" "$wl" "$OUT/ncu.txt" "$dt"
   done
 fi
 
