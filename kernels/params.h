@@ -119,6 +119,12 @@ typedef struct GoResizeParams {
 #define GO_FILTER_HWIO 0 /* [kh, kw, ci/groups, co] (TensorFlow's) */
 #define GO_FILTER_OIHW 1 /* [co, ci/groups, kh, kw] (PyTorch's) */
 
+/* GoConvParams.f32_precision: how the f32 tensor-core kernels multiply (ignored by every
+ * other kernel and type). EXACT: 3xTF32 (SPEC's f32 tolerance); TF32: one TF32 product
+ * (big*big), the opt-in of Conv2dAttrs::f32_precision. */
+#define GO_F32_PRECISION_EXACT 0
+#define GO_F32_PRECISION_TF32 1
+
 /* conv2d_forward_<dtype> and conv2d_backprop_input_<dtype>.
  * x: [n, ci, hi, wi], filter HWIO [kh, kw, ci/groups, co] or OIHW [co, ci/groups, kh, kw]
  * (filter_layout), y: [n, co, ho, wo] (layout).
@@ -150,6 +156,8 @@ typedef struct GoConvParams {
     int64_t groups;
     int32_t layout;
     int32_t filter_layout; /* GO_FILTER_HWIO or GO_FILTER_OIHW */
+    int32_t f32_precision; /* GO_F32_PRECISION_*: conv2d_*_tc_f32 only */
+    int32_t reserved;
 } GoConvParams;
 
 /* conv2d_backprop_filter_partial_<dtype> and conv2d_backprop_filter_reduce_<dtype>
