@@ -174,7 +174,19 @@ pub fn cuda_kernels<T: Element>(
             let filter = upload_random(fshape, 2)?;
             let attrs = w.conv_attrs().f32_precision(f32_precision);
             let mut dx = DeviceTensor::<T>::zeros(stream, s.x, layout)?;
-            let kernel = format!("conv2d_backprop_input_{}", T::SUFFIX);
+            // The kernel the dispatch picks on this device (tensor cores or FFMA).
+            let arch = gradops::cuda::arch_for(gradops::cuda::probe()?.compute_capability)?;
+            let (tc, _) = gradops::cuda::conv_tensor_core_choice(
+                T::SUFFIX,
+                arch,
+                gradops::cuda::conv_tensor_cores_for_all_dtypes(),
+                f32_precision,
+            );
+            let kernel = format!(
+                "conv2d_backprop_input{}_{}",
+                if tc { "_tc" } else { "" },
+                T::SUFFIX
+            );
             out.push(CudaKernel {
                 info: info(Variant::Main, kernel),
                 launch: Box::new(move || {
