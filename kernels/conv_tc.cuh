@@ -131,22 +131,6 @@ GO_DEV void go_tc_strides(go_i64 c, go_i64 h, go_i64 w, go_i64* sn, go_i64* sr, 
     else { *sr = w * c; *sc = c; *sj = 1; }
 }
 
-// The taps of one axis that reach stride phase r: k*d = r (mod s), k in [0, kn). They form
-// k0 + i*pk; returns their count (0: none), with k0 and pk.
-GO_DEV go_i64 go_tc_phase_taps(go_i64 r, go_i64 s, go_i64 d, go_i64 kn, go_i64* k0, go_i64* pk) {
-    go_i64 period = 1;  // s / gcd(s, d): the smallest step that keeps k*d mod s
-    while (go_mod(period * d, s) != 0) ++period;
-    *pk = period;
-    *k0 = 0;
-    for (go_i64 k = 0; k < period && k < kn; ++k) {
-        if (go_mod(k * d - r, s) == 0) {
-            *k0 = k;
-            return (kn - k + period - 1) / period;
-        }
-    }
-    return 0;
-}
-
 // backprop_input's GEMM for phase ph and group g.
 template <int L>
 GO_DEV GoTcProblem go_tc_backprop_problem(const GoConvParams& p, go_i64 ph, go_i64 g) {
@@ -162,8 +146,8 @@ GO_DEV GoTcProblem go_tc_backprop_problem(const GoConvParams& p, go_i64 ph, go_i
     P.a_off = g * cog * P.a_j;
     P.a_h = p.ho; P.a_w = p.wo; P.a_sy = 1; P.a_sx = 1;
     P.jlen = cog;
-    const go_i64 nty = go_tc_phase_taps(ry, p.sh, p.dh, p.kh, &P.ky0, &P.pky);
-    P.ntx = go_tc_phase_taps(rx, p.sw, p.dw, p.kw, &P.kx0, &P.pkx);
+    const go_i64 nty = go_conv_phase_taps(ry, p.sh, p.dh, p.kh, &P.ky0, &P.pky);
+    P.ntx = go_conv_phase_taps(rx, p.sw, p.dw, p.kw, &P.kx0, &P.pkx);
     P.ntaps = nty * P.ntx;
     // Tap ky reaches dy row t + (y0 + top - ky*dh)/sh from the phase's row t (exact).
     P.ty0 = (y0 + p.pad_top - P.ky0 * p.dh) / p.sh; P.tdy = -(P.pky * p.dh) / p.sh;
