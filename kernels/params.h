@@ -21,8 +21,9 @@
  * launched with. The conv backprop tile geometry depends on it. */
 #define GO_BLOCK_THREADS 256
 
-/* conv2d_backprop_input tile: GO_CONV_TILE_P pixels x GO_CONV_TILE_C channels per block,
- * reduction chunk GO_CONV_TILE_K. */
+/* conv2d_backprop_input (FFMA) tile: GO_CONV_TILE_P pixels x GO_CONV_TILE_C channels per
+ * block (16 x 16 threads, 4 x 4 results each), reduction chunk GO_CONV_TILE_K; two blocks
+ * per SM for f16/bf16/f32 (launch bounds (256, 2)), one for f64. */
 #define GO_CONV_TILE_P 64
 #define GO_CONV_TILE_C 64
 #define GO_CONV_TILE_K 16
