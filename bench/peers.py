@@ -865,7 +865,10 @@ def gradops_variant(row):
 
 def compare_gpu(gradops_rows, peer_results):
     """Per gradops row, every PyTorch row with the same workload, variant, dtype and layout
-    (two for f32 conv: TF32 and FP32): ratio = PyTorch / gradops median."""
+    (two for f32 conv: TF32 and FP32): ratio = PyTorch / gradops median. A gradops row that
+    says its `math` (f32 conv rows of `gradops bench --f32-precision exact|tf32`) pairs only
+    with the PyTorch row of the same math (exact with TF32 off, tf32 with TF32 allowed);
+    older rows without it pair with both."""
     rows = []
     for g in gradops_rows:
         wid = g.get("workload")
@@ -874,7 +877,8 @@ def compare_gpu(gradops_rows, peer_results):
         key = (wid, gradops_variant(g), str(g.get("dtype")).lower(),
                str(g.get("layout", "NCHW")).upper())
         peers = [p for p in peer_results
-                 if (p["workload"], p["variant"], p["dtype"], p["layout"]) == key]
+                 if (p["workload"], p["variant"], p["dtype"], p["layout"]) == key
+                 and (not g.get("math") or p.get("math") in (None, g["math"]))]
         gm = float(g["median_ms"])
         limit = g.get("limit_gbps") or g.get("_report_limit_gbps")
         share = g.get("share_of_limit")

@@ -116,6 +116,19 @@ class Pure(unittest.TestCase):
         p[2]["x_shape"] = [4, 4, 112, 112]
         self.assertFalse(peers.compare_gpu(g, p)[2]["same_shapes"])
 
+    def test_compare_gpu_pairs_by_math(self):
+        # `gradops bench --f32-precision tf32|exact` rows carry math: each pairs only with
+        # the PyTorch row at the same TF32 setting.
+        g = [{"workload": "W4", "variant": "backward", "dtype": "f32", "layout": "NCHW",
+              "median_ms": 2.0, "x_shape": [1], "dy_shape": [1], "math": m}
+             for m in ("tf32", "fp32")]
+        p = [{"peer": "pytorch", "op": "t", "workload": "W4", "variant": "backward",
+              "dtype": "f32", "layout": "NCHW", "math": m, "median_ms": ms,
+              "x_shape": [1], "dy_shape": [1]} for m, ms in (("tf32", 1.0), ("fp32", 4.0))]
+        rows = peers.compare_gpu(g, p)
+        self.assertEqual([(r["math"], r["ratio_pytorch_over_gradops"]) for r in rows],
+                         [("tf32", 0.5), ("fp32", 2.0)])
+
 
 @unittest.skipUnless(importlib.util.find_spec("torch"), "torch not installed")
 @unittest.skipUnless(os.path.exists(GRADOPS), "no target/release/gradops")

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use cudarc::driver::CudaStream;
-use gradops::{bf16, f16, Element};
+use gradops::{bf16, f16, Element, F32Precision};
 use gradops_cli::bench::{
     cuda_kernels, cuda_status, workloads, CudaTimer, CUDA_BATCH, CUDA_PAD_BYTES,
 };
@@ -44,7 +44,7 @@ fn dtype<T: Element>(c: &mut Criterion, stream: &Arc<CudaStream>) {
             .measurement_time(Duration::from_secs(2));
         // Built per workload and dropped after its group, so only one workload's buffers
         // are on the device at a time.
-        let kernels = cuda_kernels::<T>(stream, &w, CUDA_BATCH, 1)
+        let kernels = cuda_kernels::<T>(stream, &w, CUDA_BATCH, 1, F32Precision::Exact)
             .unwrap_or_else(|e| panic!("{}: cannot build its inputs: {e}", w.id));
         for mut k in kernels {
             g.throughput(Throughput::Bytes(k.info.traffic.total()));

@@ -19,10 +19,15 @@
 // Memory-bound kernels: at least this many blocks resident per SM (caps registers at 64
 // for 256 threads), so enough loads are in flight to cover the memory latency.
 #define GO_LAUNCH_BOUNDS_STREAMING __launch_bounds__(GO_BLOCK_THREADS, 4)
+// Compute-bound tiled kernels (the FFMA conv2d_backprop_input): two blocks resident per SM
+// (at most 128 registers a thread), so one block's loads and barriers overlap the other's
+// FMAs; tests/ptx_check.rs asserts it without spills on every image.
+#define GO_LAUNCH_BOUNDS_TWO_BLOCKS __launch_bounds__(GO_BLOCK_THREADS, 2)
 #else
 #define GO_DEV inline
 #define GO_LAUNCH_BOUNDS
 #define GO_LAUNCH_BOUNDS_STREAMING
+#define GO_LAUNCH_BOUNDS_TWO_BLOCKS
 #endif
 
 typedef long long go_i64;

@@ -61,20 +61,61 @@ GO_DEV void conv2d_forward_body(const GoConvParams& p) {
 }
 
 // ---------------------------------------------------------------------------------
-// conv2d_backprop_input: dx[n, c, y, x] = sum_{ky, kx, o in c's group}
+// The taps of one axis that reach stride phase r: k*d = r (mod s), k in [0, kn). They form
+// k0 + i*pk; returns their count (0: none), with k0 and pk. Shared with conv_tc.cuh.
+GO_DEV go_i64 go_conv_phase_taps(go_i64 r, go_i64 s, go_i64 d, go_i64 kn, go_i64* k0,
+                                 go_i64* pk) {
+    go_i64 period = 1;  // s / gcd(s, d): the smallest step that keeps k*d mod s
+    while (go_mod(period * d, s) != 0) ++period;
+    *pk = period;
+    *k0 = 0;
+    for (go_i64 k = 0; k < period && k < kn; ++k) {
+        if (go_mod(k * d - r, s) == 0) {
+            *k0 = k;
+            return (kn - k + period - 1) / period;
+        }
+    }
+    return 0;
+}
+
+// ---------------------------------------------------------------------------------
+// conv2d_backprop_input (FFMA): dx[n, c, y, x] = sum_{ky, kx, o in c's group}
 //     dy[n, o, oy, ox] * W[ky, kx, c - g*cig, o],  y = oy*sh - top + ky*dh (same for x).
 //
 // Stride phases: a dx row y has phase ry = (y + top) mod sh; tap ky reaches it iff
-// ky*dh = ry (mod sh), and then oy = t + (y0 + top - ky*dh)/sh for the phase's t-th row
-// y = y0 + t*sh. A block works on one phase, so its taps are uniform and no work is
-// spent on taps that cannot reach its pixels. Tile: TP pixels of the phase x TC
-// channels of one group, reduced over (tap, o) in chunks of TK through shared memory.
-// Thread (tx, ty) = (t % 16, t / 16) owns a 4x4 micro-tile: pixels tx + 16*i and
-// channels ty + 16*j for NCHW, pixels ty + 16*i and channels tx + 16*j for NHWC, so the
-// stores of a warp are contiguous along the layout's innermost dimension.
+// ky*dh = ry (mod sh) (the taps ky0 + i*pky, go_conv_phase_taps, found once per phase),
+// and then oy = t + (y0 + top - ky*dh)/sh for the phase's t-th row y = y0 + t*sh. A block
+// works on one phase, so its taps are uniform and no work is spent on taps that cannot
+// reach its pixels. Tile: TP pixels of the phase x TC channels of one group, reduced over
+// (tap, o) in chunks of TK through shared memory, in a fixed order (taps ascending, o
+// ascending). Thread (tx, ty) = (t % CT, t / CT) owns an MR x MR micro-tile: pixels
+// tx + CT*i and channels ty + CT*j for NCHW, pixels ty + CT*i and channels tx + CT*j for
+// NHWC, so the stores of a warp are contiguous along the layout's innermost dimension.
+// Registers: the per-pixel coordinates of the tile live in shared memory (one table per
+// tile, not 4 x 64-bit offsets per thread) and so do the phase's taps and strides
+// (GoConvPhase), so two blocks fit an SM for f16/bf16/f32 (launch bounds (256, 2), at most
+// 128 registers, no spills: tests/ptx_check.rs); f64 keeps one.
 #define TP GO_CONV_TILE_P
 #define TC GO_CONV_TILE_C
 #define TK GO_CONV_TILE_K
+#define CT 16  // threads along each side of the block's 16 x 16 grid
+#define MR 4   // results per thread along each side of its micro-tile
+static_assert(CT * CT == GO_BLOCK_THREADS, "a CT x CT thread grid");
+static_assert(CT * MR == TP && CT * MR == TC, "the micro-tiles cover the tile");
+static_assert(TK * TP == 4 * GO_BLOCK_THREADS && TK * TC == 4 * GO_BLOCK_THREADS,
+              "each thread loads 4 elements of each operand per chunk");
+static_assert(GO_BLOCK_THREADS % TK == 0 && GO_BLOCK_THREADS % TP == 0, "load mapping");
+
+// One stride phase of conv2d_backprop_input, kept in shared memory (its 64-bit values
+// would otherwise hold registers across the whole reduction).
+struct GoConvPhase {
+    go_i64 y0, x0, cnt_y, cnt_x, npix;  // the phase's first dx row/column and its pixels
+    go_i64 ky0, pky, kx0, pkx;           // taps: ky = ky0 + iy*pky (same for x)
+    go_i64 qy0, dqy, qx0, dqx;           // tap iy reads dy row t + qy0 + iy*dqy
+    int nty, ntx;                        // tap counts
+    GoFilterStrides fs;                  // filter strides of ky, kx, c, o
+    go_i64 o_stride, row_stride, col_stride;  // dy strides of o, row and column
+};
 
 template <typename T, int L>
 GO_DEV void conv2d_backprop_input_layout(const GoConvParams& p) {
@@ -84,21 +125,47 @@ GO_DEV void conv2d_backprop_input_layout(const GoConvParams& p) {
     T* __restrict__ dx = reinterpret_cast<T*>(p.x);
     __shared__ A As[TK][TP];  // dy tile: [o in chunk][pixel]
     __shared__ A Bs[TK][TC];  // W tile:  [o in chunk][channel]
+    // The tile's pixels: phase row and column, dy offset of (n, g*cog, row, col) (-1: past
+    // the last pixel) and dx offset of (n, g*cig, y, x).
+    __shared__ int s_ty[TP], s_tx[TP];
+    __shared__ go_i64 s_dy[TP], s_dx[TP];
+    __shared__ GoConvPhase P;
 
     const int t = threadIdx.x;
-    const int tx = t % 16, ty = t / 16;
+    const int tx = t % CT, ty = t / CT;
     const go_i64 cig = p.ci / p.groups, cog = p.co / p.groups;
     const go_i64 ctiles = (cig + TC - 1) / TC;
     const go_i64 phases = p.sh * p.sw;
-    const GoFilterStrides fs = go_filter_strides(p);
+    const go_i64 c_stride = L == GO_LAYOUT_NCHW ? p.hi * p.wi : 1;  // dx stride of c
+    // This thread's load slots: As[lk + 4r][lp] (NCHW) or As[lk][lp + 16r] (NHWC), and
+    // Bs[bk][bc + 16r].
+    const int lk = L == GO_LAYOUT_NCHW ? t / TP : t % TK;
+    const int lp = L == GO_LAYOUT_NCHW ? t % TP : t / TK;
+    const int bk = t % TK, bc = t / TK;
 
     for (go_i64 ph = blockIdx.z; ph < phases; ph += gridDim.z) {
-        const go_i64 ry = ph / p.sw, rx = ph % p.sw;
-        const go_i64 y0 = go_mod(ry - p.pad_top, p.sh), x0 = go_mod(rx - p.pad_left, p.sw);
-        const go_i64 cnt_y = y0 < p.hi ? (p.hi - y0 + p.sh - 1) / p.sh : 0;
-        const go_i64 cnt_x = x0 < p.wi ? (p.wi - x0 + p.sw - 1) / p.sw : 0;
-        const go_i64 npix = p.n * cnt_y * cnt_x;
-        const go_i64 ptiles = (npix + TP - 1) / TP;
+        __syncthreads();  // every thread is done with the previous phase
+        if (t == 0) {
+            const go_i64 ry = ph / p.sw, rx = ph % p.sw;
+            P.y0 = go_mod(ry - p.pad_top, p.sh);
+            P.x0 = go_mod(rx - p.pad_left, p.sw);
+            P.cnt_y = P.y0 < p.hi ? (p.hi - P.y0 + p.sh - 1) / p.sh : 0;
+            P.cnt_x = P.x0 < p.wi ? (p.wi - P.x0 + p.sw - 1) / p.sw : 0;
+            P.npix = p.n * P.cnt_y * P.cnt_x;
+            P.nty = (int)go_conv_phase_taps(ry, p.sh, p.dh, p.kh, &P.ky0, &P.pky);
+            P.ntx = (int)go_conv_phase_taps(rx, p.sw, p.dw, p.kw, &P.kx0, &P.pkx);
+            // Tap (iy, ix) reads dy row t + qy0 + iy*dqy of the phase's row t (exact).
+            P.qy0 = (P.y0 + p.pad_top - P.ky0 * p.dh) / p.sh;
+            P.dqy = -(P.pky * p.dh) / p.sh;
+            P.qx0 = (P.x0 + p.pad_left - P.kx0 * p.dw) / p.sw;
+            P.dqx = -(P.pkx * p.dw) / p.sw;
+            P.fs = go_filter_strides(p);
+            P.o_stride = L == GO_LAYOUT_NCHW ? p.ho * p.wo : 1;
+            P.row_stride = L == GO_LAYOUT_NCHW ? p.wo : p.wo * p.co;
+            P.col_stride = L == GO_LAYOUT_NCHW ? 1 : p.co;
+        }
+        __syncthreads();
+        const go_i64 ptiles = (P.npix + TP - 1) / TP;
 
         for (go_i64 gc = blockIdx.y; gc < p.groups * ctiles; gc += gridDim.y) {
             const go_i64 g = gc / ctiles;
@@ -106,85 +173,78 @@ GO_DEV void conv2d_backprop_input_layout(const GoConvParams& p) {
 
             for (go_i64 pt = blockIdx.x; pt < ptiles; pt += gridDim.x) {
                 const go_i64 p_base = pt * TP;
-
-                // The 4 pixels this thread loads into As: the phase coordinates (t_y, t_x)
-                // and the dy offset of (n, o = g*cog, oy = t_y, ox = t_x); -1: no pixel.
-                int ld_ty[4], ld_tx[4];
-                go_i64 ld_base[4];
-#pragma unroll
-                for (int r = 0; r < 4; ++r) {
-                    const int lp = L == GO_LAYOUT_NCHW ? t % TP : t / TK + 16 * r;
-                    go_i64 q = p_base + lp;
-                    ld_ty[r] = 0; ld_tx[r] = 0; ld_base[r] = -1;
-                    if (q < npix) {
-                        ld_tx[r] = (int)(q % cnt_x); q /= cnt_x;
-                        ld_ty[r] = (int)(q % cnt_y);
-                        const go_i64 n = q / cnt_y;
-                        ld_base[r] = L == GO_LAYOUT_NCHW
-                            ? ((n * p.co + g * cog) * p.ho + ld_ty[r]) * p.wo + ld_tx[r]
-                            : ((n * p.ho + ld_ty[r]) * p.wo + ld_tx[r]) * p.co + g * cog;
+                __syncthreads();  // the previous tile is done with the pixel table
+                for (int m = t; m < TP; m += GO_BLOCK_THREADS) {
+                    go_i64 q = p_base + m;
+                    int py = 0, px = 0;
+                    go_i64 od = -1, ox = -1;
+                    if (q < P.npix) {
+                        px = (int)(q % P.cnt_x); q /= P.cnt_x;
+                        py = (int)(q % P.cnt_y);
+                        const go_i64 n = q / P.cnt_y;
+                        od = L == GO_LAYOUT_NCHW
+                            ? ((n * p.co + g * cog) * p.ho + py) * p.wo + px
+                            : ((n * p.ho + py) * p.wo + px) * p.co + g * cog;
+                        ox = go_index(L, n, g * cig, P.y0 + py * p.sh, P.x0 + px * p.sw, p.ci,
+                                      p.hi, p.wi);
                     }
+                    s_ty[m] = py; s_tx[m] = px; s_dy[m] = od; s_dx[m] = ox;
                 }
-                const go_i64 o_stride = L == GO_LAYOUT_NCHW ? p.ho * p.wo : 1;
-                const go_i64 row_stride = L == GO_LAYOUT_NCHW ? p.wo : p.wo * p.co;
-                const go_i64 col_stride = L == GO_LAYOUT_NCHW ? 1 : p.co;
+                __syncthreads();
 
-                A acc[4][4];
+                A acc[MR][MR];
 #pragma unroll
-                for (int i = 0; i < 4; ++i)
+                for (int i = 0; i < MR; ++i)
 #pragma unroll
-                    for (int j = 0; j < 4; ++j) acc[i][j] = A(0);
+                    for (int j = 0; j < MR; ++j) acc[i][j] = A(0);
 
-                for (go_i64 ky = 0; ky < p.kh; ++ky) {
-                    if (go_mod(ky * p.dh - ry, p.sh) != 0) continue;  // block-uniform
-                    const go_i64 qy = (y0 + p.pad_top - ky * p.dh) / p.sh;  // exact
-                    for (go_i64 kx = 0; kx < p.kw; ++kx) {
-                        if (go_mod(kx * p.dw - rx, p.sw) != 0) continue;  // block-uniform
-                        const go_i64 qx = (x0 + p.pad_left - kx * p.dw) / p.sw;
-                        const go_i64 tap_off = qy * row_stride + qx * col_stride;
+                for (int iy = 0; iy < P.nty; ++iy) {
+                    for (int ix = 0; ix < P.ntx; ++ix) {
+                        // Read from shared memory per tap, not held in registers.
+                        const go_i64 qy = P.qy0 + iy * P.dqy, ky = P.ky0 + iy * P.pky;
+                        const go_i64 qx = P.qx0 + ix * P.dqx, kx = P.kx0 + ix * P.pkx;
+                        const go_i64 tap_off = qy * P.row_stride + qx * P.col_stride;
                         // W[ky, kx, c_base + cl, g*cog + o]
-                        const T* wtap = w + ky * fs.ky + kx * fs.kx + c_base * fs.c + g * cog * fs.o;
-                        bool ok[4];
-#pragma unroll
-                        for (int r = 0; r < 4; ++r) {
-                            const go_i64 oy = ld_ty[r] + qy, ox = ld_tx[r] + qx;
-                            ok[r] = ld_base[r] >= 0 && oy >= 0 && oy < p.ho && ox >= 0 && ox < p.wo;
-                        }
-
+                        const T* wtap =
+                            w + ky * P.fs.ky + kx * P.fs.kx + c_base * P.fs.c + g * cog * P.fs.o;
                         for (go_i64 o0 = 0; o0 < cog; o0 += TK) {
                             // dy tile
 #pragma unroll
                             for (int r = 0; r < 4; ++r) {
-                                const int lk = L == GO_LAYOUT_NCHW ? t / TP + 4 * r : t % TK;
-                                const int lp = L == GO_LAYOUT_NCHW ? t % TP : t / TK + 16 * r;
-                                const go_i64 o = o0 + lk;
+                                const int k = L == GO_LAYOUT_NCHW ? lk + 4 * r : lk;
+                                const int m = L == GO_LAYOUT_NCHW ? lp : lp + 16 * r;
+                                const go_i64 o = o0 + k, base = s_dy[m];
+                                const go_i64 oy = s_ty[m] + qy, ox = s_tx[m] + qx;
                                 A v = A(0);
-                                if (ok[r] && o < cog) v = go_to_acc(go_ldg(dy + ld_base[r] + tap_off + o * o_stride));
-                                As[lk][lp] = v;
+                                if (base >= 0 && o < cog && oy >= 0 && oy < p.ho && ox >= 0 &&
+                                    ox < p.wo)
+                                    v = go_to_acc(go_ldg(dy + base + tap_off + o * P.o_stride));
+                                As[k][m] = v;
                             }
                             // W tile
 #pragma unroll
                             for (int r = 0; r < 4; ++r) {
-                                const int k = t % TK, cl = t / TK + 16 * r;
-                                const go_i64 o = o0 + k;
+                                const int cl = bc + 16 * r;
+                                const go_i64 o = o0 + bk;
                                 A v = A(0);
-                                if (o < cog && c_base + cl < cig) v = go_to_acc(go_ldg(wtap + cl * fs.c + o * fs.o));
-                                Bs[k][cl] = v;
+                                if (o < cog && c_base + cl < cig)
+                                    v = go_to_acc(go_ldg(wtap + cl * P.fs.c + o * P.fs.o));
+                                Bs[bk][cl] = v;
                             }
                             __syncthreads();
 #pragma unroll 4
                             for (int k = 0; k < TK; ++k) {
-                                A a[4], b[4];
+                                A a[MR], b[MR];
 #pragma unroll
-                                for (int i = 0; i < 4; ++i)
-                                    a[i] = As[k][L == GO_LAYOUT_NCHW ? tx + 16 * i : ty + 16 * i];
+                                for (int i = 0; i < MR; ++i)
+                                    a[i] = As[k][L == GO_LAYOUT_NCHW ? tx + CT * i : ty + CT * i];
 #pragma unroll
-                                for (int j = 0; j < 4; ++j)
-                                    b[j] = Bs[k][L == GO_LAYOUT_NCHW ? ty + 16 * j : tx + 16 * j];
+                                for (int j = 0; j < MR; ++j)
+                                    b[j] = Bs[k][L == GO_LAYOUT_NCHW ? ty + CT * j : tx + CT * j];
 #pragma unroll
-                                for (int i = 0; i < 4; ++i)
+                                for (int i = 0; i < MR; ++i)
 #pragma unroll
-                                    for (int j = 0; j < 4; ++j) acc[i][j] += a[i] * b[j];
+                                    for (int j = 0; j < MR; ++j) acc[i][j] += a[i] * b[j];
                             }
                             __syncthreads();
                         }
@@ -192,19 +252,15 @@ GO_DEV void conv2d_backprop_input_layout(const GoConvParams& p) {
                 }
 
                 // Store the micro-tile.
-                for (int i = 0; i < 4; ++i) {
-                    const go_i64 pl = L == GO_LAYOUT_NCHW ? tx + 16 * i : ty + 16 * i;
-                    go_i64 q = p_base + pl;
-                    if (q >= npix) continue;
-                    const go_i64 px = q % cnt_x; q /= cnt_x;
-                    const go_i64 py = q % cnt_y;
-                    const go_i64 n = q / cnt_y;
-                    const go_i64 yy = y0 + py * p.sh, xx = x0 + px * p.sw;
-                    for (int j = 0; j < 4; ++j) {
-                        const go_i64 c = c_base + (L == GO_LAYOUT_NCHW ? ty + 16 * j : tx + 16 * j);
+#pragma unroll
+                for (int i = 0; i < MR; ++i) {
+                    const go_i64 ob = s_dx[L == GO_LAYOUT_NCHW ? tx + CT * i : ty + CT * i];
+                    if (ob < 0) continue;
+#pragma unroll
+                    for (int j = 0; j < MR; ++j) {
+                        const go_i64 c = c_base + (L == GO_LAYOUT_NCHW ? ty + CT * j : tx + CT * j);
                         if (c >= cig) continue;
-                        dx[go_index(L, n, g * cig + c, yy, xx, p.ci, p.hi, p.wi)] =
-                            go_from_acc<T>(acc[i][j]);
+                        dx[ob + c * c_stride] = go_from_acc<T>(acc[i][j]);
                     }
                 }
             }
@@ -221,6 +277,8 @@ GO_DEV void conv2d_backprop_input_body(const GoConvParams& p) {
 #undef TP
 #undef TC
 #undef TK
+#undef CT
+#undef MR
 
 // ---------------------------------------------------------------------------------
 // conv2d_backprop_filter: per group g, dW[m = (ky, kx, c), o] = sum over the output
@@ -432,7 +490,16 @@ GO_DEV void conv2d_backprop_filter_reduce_body(const GoConvFilterParams& p) {
 #undef FK
 
 GO_INSTANTIATE(conv2d_forward, GoConvParams, conv2d_forward_body)
-GO_INSTANTIATE(conv2d_backprop_input, GoConvParams, conv2d_backprop_input_body)
+// Two blocks per SM for the 16-bit types and f32; f64 (twice the accumulator registers)
+// spilled at the 128-register cap on sm_120 and keeps one block (GO_LAUNCH_BOUNDS).
+GO_INSTANTIATE_ONE(conv2d_backprop_input, GoConvParams, conv2d_backprop_input_body,
+                   GO_LAUNCH_BOUNDS_TWO_BLOCKS, f16, __half)
+GO_INSTANTIATE_ONE(conv2d_backprop_input, GoConvParams, conv2d_backprop_input_body,
+                   GO_LAUNCH_BOUNDS_TWO_BLOCKS, bf16, __nv_bfloat16)
+GO_INSTANTIATE_ONE(conv2d_backprop_input, GoConvParams, conv2d_backprop_input_body,
+                   GO_LAUNCH_BOUNDS_TWO_BLOCKS, f32, float)
+GO_INSTANTIATE_ONE(conv2d_backprop_input, GoConvParams, conv2d_backprop_input_body,
+                   GO_LAUNCH_BOUNDS, f64, double)
 GO_INSTANTIATE(conv2d_backprop_filter_partial, GoConvFilterParams, conv2d_backprop_filter_partial_body)
 GO_INSTANTIATE(conv2d_backprop_filter_reduce, GoConvFilterParams, conv2d_backprop_filter_reduce_body)
 

@@ -4,7 +4,8 @@
 //   f16, bf16: mma.sync m16n8k16, f32 accumulation, each output rounded once;
 //   f32:       3xTF32 on mma.sync m16n8k8: a = big + small (big = tf32(a), small =
 //              tf32(a - big)); small*big + big*small + big*big into f32 accumulators
-//              (small*small, ~2^-22 relative, is dropped);
+//              (small*small, ~2^-22 relative, is dropped); with p.f32_precision ==
+//              GO_F32_PRECISION_TF32 (the TF32 opt-in) only big*big (plain TF32);
 //   f64:       mma.sync m8n8k4 on the FP64 tensor cores.
 // Shared memory has the same byte geometry for every type: rows of 16-byte chunks, 64
 // bytes of data (GO_TC_TILE_K 16-bit elements, 16 f32 or 8 f64) padded to 80.
@@ -130,22 +131,6 @@ GO_DEV void go_tc_strides(go_i64 c, go_i64 h, go_i64 w, go_i64* sn, go_i64* sr, 
     else { *sr = w * c; *sc = c; *sj = 1; }
 }
 
-// The taps of one axis that reach stride phase r: k*d = r (mod s), k in [0, kn). They form
-// k0 + i*pk; returns their count (0: none), with k0 and pk.
-GO_DEV go_i64 go_tc_phase_taps(go_i64 r, go_i64 s, go_i64 d, go_i64 kn, go_i64* k0, go_i64* pk) {
-    go_i64 period = 1;  // s / gcd(s, d): the smallest step that keeps k*d mod s
-    while (go_mod(period * d, s) != 0) ++period;
-    *pk = period;
-    *k0 = 0;
-    for (go_i64 k = 0; k < period && k < kn; ++k) {
-        if (go_mod(k * d - r, s) == 0) {
-            *k0 = k;
-            return (kn - k + period - 1) / period;
-        }
-    }
-    return 0;
-}
-
 // backprop_input's GEMM for phase ph and group g.
 template <int L>
 GO_DEV GoTcProblem go_tc_backprop_problem(const GoConvParams& p, go_i64 ph, go_i64 g) {
@@ -161,8 +146,8 @@ GO_DEV GoTcProblem go_tc_backprop_problem(const GoConvParams& p, go_i64 ph, go_i
     P.a_off = g * cog * P.a_j;
     P.a_h = p.ho; P.a_w = p.wo; P.a_sy = 1; P.a_sx = 1;
     P.jlen = cog;
-    const go_i64 nty = go_tc_phase_taps(ry, p.sh, p.dh, p.kh, &P.ky0, &P.pky);
-    P.ntx = go_tc_phase_taps(rx, p.sw, p.dw, p.kw, &P.kx0, &P.pkx);
+    const go_i64 nty = go_conv_phase_taps(ry, p.sh, p.dh, p.kh, &P.ky0, &P.pky);
+    P.ntx = go_conv_phase_taps(rx, p.sw, p.dw, p.kw, &P.kx0, &P.pkx);
     P.ntaps = nty * P.ntx;
     // Tap ky reaches dy row t + (y0 + top - ky*dh)/sh from the phase's row t (exact).
     P.ty0 = (y0 + p.pad_top - P.ky0 * p.dh) / p.sh; P.tdy = -(P.pky * p.dh) / p.sh;
@@ -290,8 +275,9 @@ GO_DEV void go_tc_load_stage(const GoTcProblem& P, const T* __restrict__ src,
 }
 
 // The warp's share of one stage: acc[i][j] (m-fragment i of GoTcTraits<T>::FM rows, n8
-// fragment j) += A[warp rows][0, BK) * B[0, BK)[warp channels].
-template <typename T, bool BKN>
+// fragment j) += A[warp rows][0, BK) * B[0, BK)[warp channels]. TF32 (f32 only): one
+// TF32 product per term (big*big) instead of 3xTF32.
+template <typename T, bool BKN, bool TF32>
 GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
                             const typename GoTcTraits<T>::S* bs, int wm, int wn, int lane,
                             typename GoTcTraits<T>::Acc (&acc)[GoTcGeom<T>::MF][TC_NFRAG]
@@ -327,8 +313,8 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
                     go_mma_m16n8k16(Kind(), acc[i][j], af[i], bf[j], acc[i][j]);
         }
     } else if constexpr (sizeof(typename GoTcTraits<T>::S) == 4) {
-        // 3xTF32. Fragments are plain loads: lanes g*4 + tq read row g, column tq (the
-        // 80-byte rows put the 8 rows x 4 columns in 32 distinct banks).
+        // 3xTF32 (or plain TF32). Fragments are plain loads: lanes g*4 + tq read row g,
+        // column tq (the 80-byte rows put the 8 rows x 4 columns in 32 distinct banks).
 #pragma unroll
         for (int ks = 0; ks < BK; ks += 8) {
             uint32_t ab[MF][4], asm_[MF][4], bb[TC_NFRAG][2], bsm[TC_NFRAG][2];
@@ -339,7 +325,7 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
                     const float v = as[(wm * TC_WM + i * 16 + g + (e % 2) * 8) * LD + ks + tq +
                                        (e / 2) * 4];
                     ab[i][e] = go_cvt_tf32(v);
-                    asm_[i][e] = go_cvt_tf32(v - go_u32_as_f32(ab[i][e]));
+                    if constexpr (!TF32) asm_[i][e] = go_cvt_tf32(v - go_u32_as_f32(ab[i][e]));
                 }
 #pragma unroll
             for (int j = 0; j < TC_NFRAG; ++j)
@@ -348,15 +334,17 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
                     const int n = wn * TC_WN + j * 8 + g, k = ks + tq + e * 4;
                     const float v = BKN ? bs[k * LDKN + n] : bs[n * LD + k];
                     bb[j][e] = go_cvt_tf32(v);
-                    bsm[j][e] = go_cvt_tf32(v - go_u32_as_f32(bb[j][e]));
+                    if constexpr (!TF32) bsm[j][e] = go_cvt_tf32(v - go_u32_as_f32(bb[j][e]));
                 }
 #pragma unroll
             for (int i = 0; i < MF; ++i)
 #pragma unroll
                 for (int j = 0; j < TC_NFRAG; ++j) {
-                    // The small cross terms first, then the big product (CUTLASS's order).
-                    go_mma_m16n8k8_tf32(acc[i][j], asm_[i], bb[j], acc[i][j]);
-                    go_mma_m16n8k8_tf32(acc[i][j], ab[i], bsm[j], acc[i][j]);
+                    if constexpr (!TF32) {
+                        // The small cross terms first, then the big product (CUTLASS's order).
+                        go_mma_m16n8k8_tf32(acc[i][j], asm_[i], bb[j], acc[i][j]);
+                        go_mma_m16n8k8_tf32(acc[i][j], ab[i], bsm[j], acc[i][j]);
+                    }
                     go_mma_m16n8k8_tf32(acc[i][j], ab[i], bb[j], acc[i][j]);
                 }
         }
@@ -382,8 +370,9 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
 }
 
 // One block tile: pixels [m_base, m_base + TC_BM) x channels [n_base, n_base + TC_BN).
-// BKN: B is staged [k][nn] (the forward's HWIO filter), else [nn][k].
-template <typename T, int L, bool BKN>
+// BKN: B is staged [k][nn] (the forward's HWIO filter), else [nn][k]. TF32: see
+// go_tc_stage_mma.
+template <typename T, int L, bool BKN, bool TF32>
 GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T* __restrict__ w,
                        T* __restrict__ out, go_i64 m_base, go_i64 n_base, unsigned char* smem,
                        go_i64* out_base) {
@@ -470,7 +459,7 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
         }
         go_cp_async_commit();
         const int s = (int)(it % TC_STAGES);
-        go_tc_stage_mma<T, BKN>(As + s * TC_BM * LD, Bs + s * TC_BN * LD, wm, wn, lane, acc);
+        go_tc_stage_mma<T, BKN, TF32>(As + s * TC_BM * LD, Bs + s * TC_BN * LD, wm, wn, lane, acc);
     }
     go_cp_async_wait<0>();  // only empty groups can remain; nothing may outlive the tile
     __syncthreads();
@@ -504,7 +493,7 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
 // (backprop_input; forward has one). Block: TC_THREADS. The (phase, group) problem lives
 // in shared memory: its ~30 offsets and strides would otherwise occupy registers the
 // accumulators need.
-template <typename T, int L, bool FWD, bool BKN>
+template <typename T, int L, bool FWD, bool BKN, bool TF32>
 GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64* out_base,
                              GoTcProblem* Ps) {
     const T* __restrict__ src = reinterpret_cast<const T*>(FWD ? p.x : p.y);
@@ -522,7 +511,7 @@ GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64*
             __syncthreads();
             const go_i64 mtiles = (Ps->npix + TC_BM - 1) / TC_BM;
             for (go_i64 mt = blockIdx.x; mt < mtiles; mt += gridDim.x)
-                go_tc_tile<T, L, BKN>(*Ps, src, w, out, mt * TC_BM, n_base, smem, out_base);
+                go_tc_tile<T, L, BKN, TF32>(*Ps, src, w, out, mt * TC_BM, n_base, smem, out_base);
         }
     }
 }
@@ -535,25 +524,43 @@ GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64*
     __shared__ go_i64 out_base[TC_BM];                                          \
     __shared__ GoTcProblem problem;
 
+// The layout/filter-order dispatch of one precision.
+template <typename T, bool FWD, bool TF32>
+GO_DEV void conv2d_tc_dispatch(const GoConvParams& p, unsigned char* smem, go_i64* out_base,
+                               GoTcProblem* Ps) {
+    // The forward's HWIO filter is contiguous along the output channel (the GEMM's nn):
+    // staged [k][nn].
+    const bool kn = FWD && p.filter_layout == GO_FILTER_HWIO;
+    if (p.layout == GO_LAYOUT_NCHW) {
+        if (kn) conv2d_tc_layout<T, GO_LAYOUT_NCHW, FWD, FWD, TF32>(p, smem, out_base, Ps);
+        else conv2d_tc_layout<T, GO_LAYOUT_NCHW, FWD, false, TF32>(p, smem, out_base, Ps);
+    } else {
+        if (kn) conv2d_tc_layout<T, GO_LAYOUT_NHWC, FWD, FWD, TF32>(p, smem, out_base, Ps);
+        else conv2d_tc_layout<T, GO_LAYOUT_NHWC, FWD, false, TF32>(p, smem, out_base, Ps);
+    }
+}
+// f32 reads p.f32_precision (plain TF32 is its own instantiation, so the exact path keeps
+// its registers); the other types have one arithmetic.
+template <typename T, bool FWD>
+GO_DEV void conv2d_tc_entry(const GoConvParams& p, unsigned char* smem, go_i64* out_base,
+                            GoTcProblem* Ps) {
+    if constexpr (sizeof(T) == 4) {
+        if (p.f32_precision == GO_F32_PRECISION_TF32) {
+            conv2d_tc_dispatch<T, FWD, true>(p, smem, out_base, Ps);
+            return;
+        }
+    }
+    conv2d_tc_dispatch<T, FWD, false>(p, smem, out_base, Ps);
+}
 template <typename T>
 GO_DEV void conv2d_backprop_input_tc_body(const GoConvParams& p) {
     GO_TC_SMEM
-    if (p.layout == GO_LAYOUT_NCHW)
-        conv2d_tc_layout<T, GO_LAYOUT_NCHW, false, false>(p, smem, out_base, &problem);
-    else conv2d_tc_layout<T, GO_LAYOUT_NHWC, false, false>(p, smem, out_base, &problem);
+    conv2d_tc_entry<T, false>(p, smem, out_base, &problem);
 }
 template <typename T>
 GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
     GO_TC_SMEM
-    // The HWIO filter is contiguous along the output channel (the GEMM's nn): staged [k][nn].
-    const bool kn = p.filter_layout == GO_FILTER_HWIO;
-    if (p.layout == GO_LAYOUT_NCHW) {
-        if (kn) conv2d_tc_layout<T, GO_LAYOUT_NCHW, true, true>(p, smem, out_base, &problem);
-        else conv2d_tc_layout<T, GO_LAYOUT_NCHW, true, false>(p, smem, out_base, &problem);
-    } else {
-        if (kn) conv2d_tc_layout<T, GO_LAYOUT_NHWC, true, true>(p, smem, out_base, &problem);
-        else conv2d_tc_layout<T, GO_LAYOUT_NHWC, true, false>(p, smem, out_base, &problem);
-    }
+    conv2d_tc_entry<T, true>(p, smem, out_base, &problem);
 }
 #undef GO_TC_SMEM
 

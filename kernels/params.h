@@ -21,8 +21,9 @@
  * launched with. The conv backprop tile geometry depends on it. */
 #define GO_BLOCK_THREADS 256
 
-/* conv2d_backprop_input tile: GO_CONV_TILE_P pixels x GO_CONV_TILE_C channels per block,
- * reduction chunk GO_CONV_TILE_K. */
+/* conv2d_backprop_input (FFMA) tile: GO_CONV_TILE_P pixels x GO_CONV_TILE_C channels per
+ * block (16 x 16 threads, 4 x 4 results each), reduction chunk GO_CONV_TILE_K; two blocks
+ * per SM for f16/bf16/f32 (launch bounds (256, 2)), one for f64. */
 #define GO_CONV_TILE_P 64
 #define GO_CONV_TILE_C 64
 #define GO_CONV_TILE_K 16
@@ -119,6 +120,12 @@ typedef struct GoResizeParams {
 #define GO_FILTER_HWIO 0 /* [kh, kw, ci/groups, co] (TensorFlow's) */
 #define GO_FILTER_OIHW 1 /* [co, ci/groups, kh, kw] (PyTorch's) */
 
+/* GoConvParams.f32_precision: how the f32 tensor-core kernels multiply (ignored by every
+ * other kernel and type). EXACT: 3xTF32 (SPEC's f32 tolerance); TF32: one TF32 product
+ * (big*big), the opt-in of Conv2dAttrs::f32_precision. */
+#define GO_F32_PRECISION_EXACT 0
+#define GO_F32_PRECISION_TF32 1
+
 /* conv2d_forward_<dtype> and conv2d_backprop_input_<dtype>.
  * x: [n, ci, hi, wi], filter HWIO [kh, kw, ci/groups, co] or OIHW [co, ci/groups, kh, kw]
  * (filter_layout), y: [n, co, ho, wo] (layout).
@@ -150,6 +157,8 @@ typedef struct GoConvParams {
     int64_t groups;
     int32_t layout;
     int32_t filter_layout; /* GO_FILTER_HWIO or GO_FILTER_OIHW */
+    int32_t f32_precision; /* GO_F32_PRECISION_*: conv2d_*_tc_f32 only */
+    int32_t reserved;
 } GoConvParams;
 
 /* conv2d_backprop_filter_partial_<dtype> and conv2d_backprop_filter_reduce_<dtype>

@@ -65,13 +65,23 @@ if has bench; then
         GRADOPS_CUDA_CONV_TC=all step "bench_${d}_${l}_tc" 120 "$BUNDLE/gradops" bench \
           --device cuda --dtype "$d" --layout "$l" --reps "$REPS" --json "$OUT/tc-gradops-$d-$l.json"
       fi
+      # The TF32 opt-in (plain TF32 tensor cores): its rows carry math "tf32" and pair with
+      # cuDNN with TF32 allowed (bench/peers.py); the backward-data workloads (W7/W8, the
+      # filter gradient, have no TF32 path).
+      if [[ "$d" == f32 ]]; then
+        step "bench_f32_${l}_tf32" 120 "$BUNDLE/gradops" bench --device cuda --dtype f32 \
+          --f32-precision tf32 --workload W4,W5 --layout "$l" --reps "$REPS" \
+          --json "$OUT/tf32-gradops-f32-$l.json"
+      fi
     done
   done
 fi
 
 if has peers; then
   args=()
-  for f in "$OUT"/gradops-*.json; do [[ -e "$f" ]] && args+=(--gradops-json "$f"); done
+  for f in "$OUT"/gradops-*.json "$OUT"/tf32-gradops-*.json; do
+    [[ -e "$f" ]] && args+=(--gradops-json "$f")
+  done
   PYTHONUNBUFFERED=1 step peers 300 python3 bench/peers.py --device cuda --reps "$REPS" \
     --dtypes "$DTYPES" --layouts "$LAYOUTS" --json "$OUT/peers.json" "${args[@]}"
 fi

@@ -49,7 +49,7 @@ pub use geometry::{
 pub use half::{bf16, f16};
 pub use ops::conv2d::{
     conv2d, conv2d_backprop_filter, conv2d_backprop_filter_into, conv2d_backprop_input,
-    conv2d_backprop_input_into, conv2d_into, Conv2dAttrs, FilterLayout, FilterRef,
+    conv2d_backprop_input_into, conv2d_into, Conv2dAttrs, F32Precision, FilterLayout, FilterRef,
 };
 pub use ops::max_pool::{
     max_pool, max_pool_grad, max_pool_grad_into, max_pool_grad_with_argmax,

@@ -391,6 +391,138 @@ mod gpu {
         );
     }
 
+    /// The TF32 allowance (`Conv2dAttrs::f32_precision = Tf32`): f32 conv2d and
+    /// conv2d_backprop_input within the TF32 tolerance (relative L2 2e-3) of the exact CPU
+    /// path and bitwise deterministic; on compute_80+ (plain TF32 on the tensor cores) they
+    /// miss f32's 1e-5, so the allowance demonstrably took effect; on compute_75 they equal
+    /// the exact call bit for bit (no TF32 there). conv2d_backprop_filter and f64 ignore it
+    /// (bitwise equal to the exact call).
+    #[test]
+    fn gpu_conv2d_tf32_or_skipped() {
+        if !gpu_or_skip("gpu_conv2d_tf32_or_skipped") {
+            return;
+        }
+        use gradops::F32Precision;
+        const TF32_TOL: f64 = 2e-3;
+        let info = cuda::probe().unwrap();
+        let arch = cuda::arch_for(info.compute_capability).unwrap();
+        let tc = arch >= cuda::CONV_TENSOR_CORE_ARCH;
+        eprintln!(
+            "f32 TF32 conv on compute_{arch}: {}",
+            if tc {
+                "plain TF32 tensor cores"
+            } else {
+                "exact FFMA"
+            }
+        );
+        let mut rng = Rng(0x7f32);
+        for (i, &((n, cig, cog, groups), (h, w), (kh, kw), stride, padding)) in [
+            ((2, 64, 64, 1), (16, 16), (3, 3), [1, 1], Padding::Same),
+            ((2, 64, 128, 1), (15, 17), (3, 3), [2, 2], Padding::Same),
+            ((1, 24, 40, 2), (13, 11), (3, 2), [3, 1], Padding::Valid),
+            ((1, 5, 70, 1), (9, 10), (1, 1), [1, 1], Padding::Valid),
+        ]
+        .iter()
+        .enumerate()
+        {
+            for layout in [Layout::Nchw, Layout::Nhwc] {
+                let fl = if i % 2 == 0 {
+                    FilterLayout::Hwio
+                } else {
+                    FilterLayout::Oihw
+                };
+                let (ci, co) = (cig * groups, cog * groups);
+                let xs = match layout {
+                    Layout::Nchw => [n, ci, h, w],
+                    Layout::Nhwc => [n, h, w, ci],
+                };
+                let fshape = match fl {
+                    FilterLayout::Hwio => [kh, kw, cig, co],
+                    FilterLayout::Oihw => [co, cig, kh, kw],
+                };
+                let exact = Conv2dAttrs::default()
+                    .strides(stride)
+                    .padding(padding)
+                    .filter_layout(fl);
+                let tf32 = exact.f32_precision(F32Precision::Tf32);
+                let what = format!(
+                    "{layout:?} {fl:?} n{n} ci{ci} co{co} g{groups} {h}x{w} k{kh}x{kw} s{stride:?}"
+                );
+                let wv: Vec<f32> = rng.vec(kh * kw * cig * co);
+                let x: Vec<f32> = rng.vec(n * ci * h * w);
+                let f = FilterRef::new(&wv, fshape);
+                let xt = TensorRef::new(&x, xs, layout);
+                let y_cpu = gradops::conv2d(xt, f, &exact).unwrap();
+                let dy: Vec<f32> = rng.vec(y_cpu.data.len());
+                let dyt = TensorRef::new(&dy, y_cpu.shape, layout);
+                let dx_cpu = gradops::conv2d_backprop_input(dyt, f, xs, &exact).unwrap();
+                // The CPU path ignores the allowance.
+                assert_eq!(
+                    bits(&gradops::conv2d(xt, f, &tf32).unwrap().data),
+                    bits(&y_cpu.data),
+                    "cpu conv2d {what}"
+                );
+                let runs = |attrs: &Conv2dAttrs| {
+                    (
+                        cuda::host::conv2d(xt, f, attrs).unwrap().data,
+                        cuda::host::conv2d_backprop_input(dyt, f, xs, attrs)
+                            .unwrap()
+                            .data,
+                    )
+                };
+                let (y1, d1) = runs(&tf32);
+                let (y2, d2) = runs(&tf32);
+                let (ye, de) = runs(&exact);
+                for (op, got, again, ex, want) in [
+                    ("conv2d", &y1, &y2, &ye, &y_cpu.data),
+                    ("conv2d_backprop_input", &d1, &d2, &de, &dx_cpu.data),
+                ] {
+                    let e = rel(got, want);
+                    eprintln!("tf32 {op} {what}: relative L2 {e:e}");
+                    assert!(e <= TF32_TOL, "tf32 {op} {what}: {e:e} > {TF32_TOL:e}");
+                    assert_eq!(
+                        bits(got),
+                        bits(again),
+                        "tf32 {op} {what}: not deterministic"
+                    );
+                    if tc {
+                        assert!(
+                            e > 1e-5,
+                            "tf32 {op} {what}: {e:e} within 1e-5: TF32 did not run"
+                        );
+                    } else {
+                        assert_eq!(
+                            bits(got),
+                            bits(ex),
+                            "tf32 {op} {what}: compute_{arch} must stay exact"
+                        );
+                    }
+                }
+                // conv2d_backprop_filter has no TF32 path: the allowance changes nothing.
+                let dw = |attrs: &Conv2dAttrs| {
+                    cuda::host::conv2d_backprop_filter(xt, dyt, fshape, attrs)
+                        .unwrap()
+                        .data
+                };
+                assert_eq!(
+                    bits(&dw(&tf32)),
+                    bits(&dw(&exact)),
+                    "conv2d_backprop_filter {what}"
+                );
+                // f64 ignores it.
+                let x64: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+                let w64: Vec<f64> = wv.iter().map(|&v| f64::from(v)).collect();
+                let x64t = TensorRef::new(&x64, xs, layout);
+                let f64r = FilterRef::new(&w64, fshape);
+                assert_eq!(
+                    bits(&cuda::host::conv2d(x64t, f64r, &tf32).unwrap().data),
+                    bits(&cuda::host::conv2d(x64t, f64r, &exact).unwrap().data),
+                    "f64 conv2d {what}"
+                );
+            }
+        }
+    }
+
     /// (n, cig, cog, groups), (h, w), (kh, kw), strides, dilations, padding.
     type ConvGeometry = (
         (usize, usize, usize, usize),

@@ -972,6 +972,7 @@ fn emulated_conv2d_forward_and_backprop_input() {
             } else {
                 params::GO_FILTER_HWIO as i32
             },
+            ..Default::default()
         };
         // Forward.
         let x = rng.vec((n * ci * hi * wi) as usize, dt);
@@ -1099,6 +1100,7 @@ fn emulated_conv2d_backprop_input_degenerate_geometry() {
                 groups: 1,
                 layout,
                 filter_layout: params::GO_FILTER_HWIO as i32,
+                ..Default::default()
             };
             let dx_len = (n * ci * hi * wi) as usize;
             let w = vec![1.0; (kh * kw * ci * co) as usize];
@@ -2165,7 +2167,14 @@ struct TcCase {
     /// Small integers: every product and sum exact in f32, so the kernel's output must equal
     /// the f64 reference rounded to the dtype bit for bit.
     exact: bool,
+    /// f32 only: plain TF32 (`GO_F32_PRECISION_TF32`, the `F32Precision::Tf32` opt-in),
+    /// held to [`TF32_TOL`] and required to miss SPEC's f32 1e-5 on random data.
+    tf32: bool,
 }
+
+/// The TF32 opt-in's tolerance (relative L2; docs/spec-additions.md derives it: f16's, as
+/// TF32 operands carry f16's 10-bit mantissa and accumulate in f32).
+const TF32_TOL: f64 = 2e-3;
 
 /// conv2d_forward_tc_* and conv2d_backprop_input_tc_* (the tensor-core implicit GEMM,
 /// kernels/conv_tc.cuh, over the host model of mma/ldmatrix/cp.async) against an f64
@@ -2212,6 +2221,7 @@ fn emulated_conv2d_tensor_core() {
                 d,
                 pad: (1, 0, i as i64 % 2, 1),
                 exact: i % 2 == 0,
+                tf32: false,
             });
         }
     }
@@ -2238,6 +2248,7 @@ fn emulated_conv2d_tensor_core() {
                 rng.range(0, 2),
             ),
             exact: case % 3 == 0,
+            tf32: false,
         });
     }
     let mut ran = 0;
@@ -2257,6 +2268,61 @@ fn emulated_conv2d_tensor_core() {
     }
     assert!(ran >= 12, "only {ran} tensor-core cases ran");
     println!("emulated_conv2d_tensor_core: {ran} cases x 2 ops x 3 runs");
+}
+
+/// The TF32 opt-in (`GoConvParams::f32_precision = GO_F32_PRECISION_TF32`) on
+/// conv2d_forward_tc_f32 and conv2d_backprop_input_tc_f32: on random data each geometry runs
+/// twice, exact (3xTF32, within SPEC's 1e-5) and plain TF32 (within [`TF32_TOL`], and above
+/// 1e-5, so the flag demonstrably changes the arithmetic); on small-integer data (exact in
+/// TF32) plain TF32 is bitwise equal to the rounded reference. Both layouts, both filter
+/// layouts (the forward's [k][nn] and [nn][k] B stages), strides, a dilation, groups, a
+/// channel count past one tile and one off the 16-byte path; deterministic across grids.
+#[test]
+fn emulated_conv2d_tf32() {
+    let Some(_) = runner_or_skip("emulated_conv2d_tf32") else {
+        return;
+    };
+    const SEED: u64 = 0x5eed_7f32;
+    let mut ran = 0;
+    for (i, &(cig, cog, groups, k, s, d)) in [
+        (16, 16, 1, (3, 3), (1, 1), (1, 1)),
+        (8, 24, 2, (3, 3), (2, 2), (1, 1)),
+        (5, 72, 1, (2, 3), (1, 2), (2, 1)),
+    ]
+    .iter()
+    .enumerate()
+    {
+        for layout in [NCHW, NHWC] {
+            for exact in [false, true] {
+                // Random data: exact then TF32 on the same draw (one seed per geometry).
+                for tf32 in if exact { vec![true] } else { vec![false, true] } {
+                    let c = TcCase {
+                        dt: Dt::F32,
+                        layout,
+                        oihw: (i + layout as usize) % 2 == 1,
+                        n: 2,
+                        cig,
+                        cog,
+                        groups,
+                        hi: 6 + i as i64,
+                        wi: 7,
+                        k,
+                        s,
+                        d,
+                        pad: (1, 1, 0, 1),
+                        exact,
+                        tf32,
+                    };
+                    let mut draw = Rng(SEED ^ (i as u64 * 131 + layout as u64));
+                    if tc_case(c, &mut draw) {
+                        ran += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(ran, 18, "every TF32 geometry has an output");
+    println!("emulated_conv2d_tf32: {ran} cases x 2 ops x 3 runs");
 }
 
 fn cases_count_tc() -> usize {
@@ -2359,6 +2425,12 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
         } else {
             params::GO_FILTER_HWIO as i32
         },
+        f32_precision: if c.tf32 {
+            params::GO_F32_PRECISION_TF32
+        } else {
+            params::GO_F32_PRECISION_EXACT
+        } as i32,
+        reserved: 0,
     };
     for forward in [true, false] {
         let Some(natural) = launch::conv_tc(&p, forward) else {
@@ -2407,6 +2479,22 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                     got[i], want[i]
                 );
             }
+        } else if c.tf32 {
+            if let Some(i) = got.iter().position(|v| !v.is_finite()) {
+                panic!("{what}: element {i} not written: {}", got[i]);
+            }
+            let e = rel_l2(&got, reference);
+            println!("{what}: TF32 relative L2 {e:e}");
+            assert!(
+                e <= TF32_TOL,
+                "{what}: TF32 relative L2 {e:e} > {TF32_TOL:e}"
+            );
+            // Plain TF32 really is reduced precision: it misses the exact path's 1e-5.
+            assert!(
+                e > Dt::F32.tol(),
+                "{what}: TF32 relative L2 {e:e} within f32's {:e}: did the kernel run 3xTF32?",
+                Dt::F32.tol()
+            );
         } else {
             check(&what, dt, &got, reference);
         }

@@ -49,6 +49,8 @@ const TC_OPS: &[&str] = &["conv2d_backprop_input_tc", "conv2d_forward_tc"];
 const TC_MIN_ARCH: u32 = 80;
 /// Threads per block of the tensor-core kernels (GO_TC_BLOCK_THREADS).
 const TC_THREADS: u32 = 128;
+/// Threads per block of the CUDA-core kernels (GO_BLOCK_THREADS).
+const FFMA_THREADS: u32 = 256;
 
 /// Blocks of `threads` threads that fit an SM's 64K registers (allocated per warp in units
 /// of 256, i.e. per thread in units of 8).
@@ -333,6 +335,28 @@ fn ptxas_every_image_no_spills() {
             report.push_str(&format!(
                 "{row} {smem:>6} {stack:>6} {spills:>6}  ({TC_THREADS} threads, {blocks} blocks/SM by registers)\n"
             ));
+        }
+    }
+    // The FFMA conv2d_backprop_input (every image, compute_75's only conv backward-data):
+    // at least two 256-thread blocks per SM by registers for f16/bf16/f32 (f64 keeps one:
+    // its accumulators spilled under the 128-register cap on sm_120).
+    for d in ["f16", "bf16", "f32"] {
+        let name = format!("conv2d_backprop_input_{d}");
+        let regs = runs
+            .iter()
+            .filter_map(|r| r.usage.get(&name).map(|u| (r.target, u.registers)))
+            .collect::<Vec<_>>();
+        if regs.len() != runs.len() {
+            problems.push(format!("{name}: missing from some image"));
+        }
+        for (target, r) in regs {
+            let blocks = blocks_per_sm_by_registers(r, FFMA_THREADS);
+            if blocks < 2 {
+                problems.push(format!(
+                    "sm_{target} {name}: {r} registers fit only {blocks} block(s) of \
+                     {FFMA_THREADS} per SM"
+                ));
+            }
         }
     }
     println!("{report}");

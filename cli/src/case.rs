@@ -5,7 +5,7 @@ use crate::array::{ArrayElement, HostArray};
 use gradops::dtype::{DType, Element};
 use gradops::error::{Error, Result};
 use gradops::geometry::{DimRounding, Padding, ResizeAttrs, ResizeMode, ResizePlan, WindowAttrs};
-use gradops::ops::conv2d::{Conv2dAttrs, FilterLayout, FilterRef};
+use gradops::ops::conv2d::{Conv2dAttrs, F32Precision, FilterLayout, FilterRef};
 use gradops::ops::max_pool::MaxPoolAttrs;
 use gradops::tensor::{rank4, Layout, Tensor, TensorRef};
 use serde_json::Value;
@@ -298,9 +298,20 @@ impl OpCall {
                         ))
                     }
                 };
+                let f32_precision = match a.string("f32_precision")? {
+                    None | Some("exact") => F32Precision::Exact,
+                    Some("tf32") => F32Precision::Tf32,
+                    Some(o) => {
+                        return Err(a.err(
+                            "f32_precision",
+                            format!("must be \"exact\" or \"tf32\", got {o:?}"),
+                        ))
+                    }
+                };
                 let attrs = Conv2dAttrs {
                     window: a.window()?,
                     filter_layout,
+                    f32_precision,
                 };
                 if op == "conv2d" {
                     OpCall::Conv2d { attrs }
@@ -787,6 +798,45 @@ mod tests {
                 gradops::cuda::OP_KERNELS.iter().any(|k| k.0 == op),
                 "{op} missing from OP_KERNELS"
             );
+        }
+    }
+
+    /// `"f32_precision"`: absent and `"exact"` are exact, `"tf32"` the TF32 allowance, on
+    /// every conv op; anything else names the op, the attribute and the value.
+    #[test]
+    fn conv_f32_precision_attribute() {
+        use super::OpCall;
+        use gradops::F32Precision;
+        use serde_json::json;
+        let prec = |c: OpCall| match c {
+            OpCall::Conv2d { attrs }
+            | OpCall::Conv2dBackpropInput { attrs, .. }
+            | OpCall::Conv2dBackpropFilter { attrs, .. } => attrs.f32_precision,
+            _ => panic!("not a conv call"),
+        };
+        let base = json!({"input_shape": [1, 1, 3, 3], "filter_shape": [1, 1, 1, 1]});
+        for op in ["conv2d", "conv2d_backprop_input", "conv2d_backprop_filter"] {
+            for (v, want) in [
+                (None, F32Precision::Exact),
+                (Some("exact"), F32Precision::Exact),
+                (Some("tf32"), F32Precision::Tf32),
+            ] {
+                let mut a = base.clone();
+                if let Some(v) = v {
+                    a["f32_precision"] = json!(v);
+                }
+                assert_eq!(
+                    prec(OpCall::parse(op, Some(&a)).unwrap()),
+                    want,
+                    "{op} {v:?}"
+                );
+            }
+            let mut a = base.clone();
+            a["f32_precision"] = json!("fp16");
+            let e = OpCall::parse(op, Some(&a)).unwrap_err().to_string();
+            for w in [op, "f32_precision", "fp16", "tf32"] {
+                assert!(e.contains(w), "{e:?} lacks {w:?}");
+            }
         }
     }
 }

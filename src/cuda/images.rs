@@ -8,7 +8,7 @@
 //! older with the default set) is `CudaUnavailable`.
 
 use super::ptx::{build_info, image, PtxImage};
-use crate::{Error, Result};
+use crate::{Error, F32Precision, Result};
 
 /// Every op of the CUDA API (the ops of `gradops run` and `max_pool_grad_with_argmax`) with
 /// its module (kernel file) and kernel family (the kernel name without its
@@ -104,7 +104,9 @@ pub const CONV_TENSOR_CORE_NOTE: &str = "tensor core f16/bf16 + simt: on compute
 conv2d and conv2d_backprop_input in f16 and bf16 run conv2d_forward_tc_* and \
 conv2d_backprop_input_tc_* (implicit GEMM on mma.sync m16n8k16 with f32 accumulation, \
 ldmatrix, a 3-stage cp.async pipeline); f32 and f64 run the simt (FFMA) kernels unless \
-GRADOPS_CUDA_CONV_TC=all (then \"tensor core\": f32 as 3xTF32 on m16n8k8, f64 on m8n8k4)";
+GRADOPS_CUDA_CONV_TC=all (then \"tensor core\": f32 as 3xTF32 on m16n8k8, f64 on m8n8k4); \
+f32 calls with Conv2dAttrs::f32_precision = Tf32 run the tensor-core kernels with plain TF32 \
+(one m16n8k8 product per term)";
 
 /// Why a call of a tiled family may run another kernel (for `gradops info`).
 pub const TILED_FALLBACK_NOTE: &str = "tiled: resize plans whose tables are both boxes (nearest \
@@ -147,6 +149,27 @@ pub fn conv_tensor_core_policy(dtype: &str, arch: u32, all_dtypes: bool) -> bool
 /// [`conv_tensor_core_policy`] with this process's opt-in.
 pub fn conv_uses_tensor_cores(dtype: &str, arch: u32) -> bool {
     conv_tensor_core_policy(dtype, arch, conv_tensor_cores_for_all_dtypes())
+}
+
+/// Whether a call in `dtype` with the f32 allowance `precision` ([`Conv2dAttrs::f32_precision`])
+/// runs the tensor-core kernels from the image of architecture `arch`, and whether those run
+/// plain TF32 (`(tensor cores, plain tf32)`): as [`conv_tensor_core_policy`] (with
+/// `all_dtypes`), and f32 with [`F32Precision::Tf32`] on compute_80+ images always, as plain
+/// TF32 (the opt-in asks for the tensor cores' speed; compute_75 has no TF32 and stays on
+/// the exact FFMA kernel).
+///
+/// [`Conv2dAttrs::f32_precision`]: crate::Conv2dAttrs::f32_precision
+pub fn conv_tensor_core_choice(
+    dtype: &str,
+    arch: u32,
+    all_dtypes: bool,
+    precision: F32Precision,
+) -> (bool, bool) {
+    let tf32 = dtype == "f32" && arch >= CONV_TENSOR_CORE_ARCH && precision == F32Precision::Tf32;
+    (
+        tf32 || conv_tensor_core_policy(dtype, arch, all_dtypes),
+        tf32,
+    )
 }
 
 /// The kernel variant that `kernel` (a family of [`OP_KERNELS`], e.g. `conv2d_backprop_input`)
@@ -301,6 +324,31 @@ mod tests {
             assert!(kernel_variant(k, 90).starts_with("tensor core"));
         }
         assert_eq!(kernel_variant("conv2d_backprop_filter_partial", 90), "simt");
+    }
+
+    /// The TF32 allowance moves f32 (only) to the tensor cores, as plain TF32, on
+    /// compute_80+ images; exact f32 follows the opt-in; compute_75 stays FFMA.
+    #[test]
+    fn tf32_allowance_picks_plain_tf32_tensor_cores_for_f32_only() {
+        use F32Precision::{Exact, Tf32};
+        for (dtype, arch, all, prec, want) in [
+            ("f32", 80, false, Tf32, (true, true)),
+            ("f32", 90, true, Tf32, (true, true)),
+            ("f32", 75, false, Tf32, (false, false)),
+            ("f32", 75, true, Tf32, (false, false)),
+            ("f32", 80, false, Exact, (false, false)),
+            ("f32", 80, true, Exact, (true, false)),
+            ("f64", 90, false, Tf32, (false, false)),
+            ("f64", 90, true, Tf32, (true, false)),
+            ("f16", 80, false, Tf32, (true, false)),
+            ("bf16", 75, false, Tf32, (false, false)),
+        ] {
+            assert_eq!(
+                conv_tensor_core_choice(dtype, arch, all, prec),
+                want,
+                "{dtype} compute_{arch} all={all} {prec:?}"
+            );
+        }
     }
 
     /// The tensor-core kernels are in exactly the images the runtime picks them from.

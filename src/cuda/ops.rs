@@ -8,11 +8,11 @@ use cudarc::driver::{
     CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg,
 };
 
-use super::images::conv_uses_tensor_cores;
+use super::images::{conv_tensor_core_choice, conv_tensor_cores_for_all_dtypes};
 use super::launch::{self, Launch};
 use super::params::{
-    GoConvFilterParams, GoConvParams, GoPoolParams, GoResizeParams, GO_FILTER_HWIO, GO_FILTER_OIHW,
-    GO_LAYOUT_NCHW, GO_LAYOUT_NHWC,
+    GoConvFilterParams, GoConvParams, GoPoolParams, GoResizeParams, GO_F32_PRECISION_EXACT,
+    GO_F32_PRECISION_TF32, GO_FILTER_HWIO, GO_FILTER_OIHW, GO_LAYOUT_NCHW, GO_LAYOUT_NHWC,
 };
 use super::runtime::{cuda_err, function, stream_arch};
 use super::tensor::{
@@ -28,7 +28,7 @@ use crate::ops::max_pool::{
 };
 use crate::ops::resize::{plan_resize, plan_resize_grad, TfResizeAttrs};
 use crate::tensor::{check_buffer, check_dims, Dims, Layout};
-use crate::{Element, Error, Result};
+use crate::{Element, Error, F32Precision, Result};
 
 // SAFETY: the params structs are #[repr(C)] (bindgen from kernels/params.h), hold
 // only u64/i64/i32 fields with explicit padding, and each kernel takes exactly one such
@@ -612,7 +612,27 @@ fn conv_params(
             FilterLayout::Hwio => GO_FILTER_HWIO as i32,
             FilterLayout::Oihw => GO_FILTER_OIHW as i32,
         },
+        // The raw launchers set TF32 where the call runs it.
+        f32_precision: GO_F32_PRECISION_EXACT as i32,
+        reserved: 0,
     })
+}
+
+/// Whether a conv call runs the tensor-core kernel, with `p.f32_precision` set to what it
+/// runs (plain TF32 only for f32 allowed TF32 on compute_80+ images).
+fn conv_pick_tc<T: Element>(
+    stream: &Arc<CudaStream>,
+    op: &'static str,
+    prec: F32Precision,
+    p: &mut GoConvParams,
+) -> Result<bool> {
+    let arch = stream_arch(stream, op)?;
+    let (tc, tf32) =
+        conv_tensor_core_choice(T::SUFFIX, arch, conv_tensor_cores_for_all_dtypes(), prec);
+    if tf32 {
+        p.f32_precision = GO_F32_PRECISION_TF32 as i32;
+    }
+    Ok(tc)
 }
 
 /// Queues `conv2d_backprop_input_<T>` (sizes checked by the caller).
@@ -620,13 +640,14 @@ fn conv_backprop_input_raw<T: Element>(
     stream: &Arc<CudaStream>,
     g: &ConvGeometry,
     layout: Layout,
-    fl: FilterLayout,
+    (fl, prec): (FilterLayout, F32Precision),
     [dy, w, dx]: [u64; 3],
 ) -> Result<()> {
     const OP: &str = "conv2d_backprop_input";
-    let p = conv_params(OP, g, layout, fl, [dx, w, dy])?;
-    // f16/bf16 on compute_80+ images: the tensor-core implicit GEMM; else the FFMA kernel.
-    let tc = conv_uses_tensor_cores(T::SUFFIX, stream_arch(stream, OP)?);
+    let mut p = conv_params(OP, g, layout, fl, [dx, w, dy])?;
+    // f16/bf16 (and f32 allowed TF32) on compute_80+ images: the tensor-core implicit GEMM;
+    // else the FFMA kernel.
+    let tc = conv_pick_tc::<T>(stream, OP, prec, &mut p)?;
     let (l, name) = if tc {
         (launch::conv_tc(&p, false), "conv2d_backprop_input_tc")
     } else {
@@ -767,13 +788,14 @@ fn conv_forward_raw<T: Element>(
     stream: &Arc<CudaStream>,
     g: &ConvGeometry,
     layout: Layout,
-    fl: FilterLayout,
+    (fl, prec): (FilterLayout, F32Precision),
     [x, w, y]: [u64; 3],
 ) -> Result<()> {
     const OP: &str = "conv2d";
-    let p = conv_params(OP, g, layout, fl, [x, w, y])?;
-    // f16/bf16 on compute_80+ images: the tensor-core implicit GEMM; else the FFMA kernel.
-    let tc = conv_uses_tensor_cores(T::SUFFIX, stream_arch(stream, OP)?);
+    let mut p = conv_params(OP, g, layout, fl, [x, w, y])?;
+    // f16/bf16 (and f32 allowed TF32) on compute_80+ images: the tensor-core implicit GEMM;
+    // else the FFMA kernel.
+    let tc = conv_pick_tc::<T>(stream, OP, prec, &mut p)?;
     let (l, name) = if tc {
         (launch::conv_tc(&p, true), "conv2d_forward_tc")
     } else {
@@ -864,7 +886,8 @@ pub fn conv2d_backprop_input_into<T: Element>(
     let (a, _ga) = dy.data().device_ptr(stream);
     let (b, _gb) = filter.data().device_ptr(stream);
     let (c, _gc) = dx.data_mut().device_ptr_mut(stream);
-    conv_backprop_input_raw::<T>(stream, &g, dy.layout(), attrs.filter_layout, [a, b, c])
+    let how = (attrs.filter_layout, attrs.f32_precision);
+    conv_backprop_input_raw::<T>(stream, &g, dy.layout(), how, [a, b, c])
 }
 
 /// TensorFlow `Conv2DBackpropInput` on the device: the gradient of [`conv2d`] with
@@ -909,7 +932,8 @@ pub fn conv2d_into<T: Element>(
     let (a, _ga) = x.data().device_ptr(stream);
     let (b, _gb) = filter.data().device_ptr(stream);
     let (c, _gc) = y.data_mut().device_ptr_mut(stream);
-    conv_forward_raw::<T>(stream, &g, x.layout(), attrs.filter_layout, [a, b, c])
+    let how = (attrs.filter_layout, attrs.f32_precision);
+    conv_forward_raw::<T>(stream, &g, x.layout(), how, [a, b, c])
 }
 
 /// 2-D convolution on the device: `y = conv2d(x, filter)`, the filter in

@@ -23,6 +23,8 @@ pub const GO_RESIZE_TILE_SMEM: u32 = 24576;
 pub const GO_RESIZE_REG_TAPS: u32 = 4;
 pub const GO_FILTER_HWIO: u32 = 0;
 pub const GO_FILTER_OIHW: u32 = 1;
+pub const GO_F32_PRECISION_EXACT: u32 = 0;
+pub const GO_F32_PRECISION_TF32: u32 = 1;
 pub const GO_POOL_TILE_SMEM: u32 = 45056;
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]
@@ -128,10 +130,12 @@ pub struct GoConvParams {
     pub groups: i64,
     pub layout: i32,
     pub filter_layout: i32,
+    pub f32_precision: i32,
+    pub reserved: i32,
 }
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
-    ["Size of GoConvParams"][::std::mem::size_of::<GoConvParams>() - 160usize];
+    ["Size of GoConvParams"][::std::mem::size_of::<GoConvParams>() - 168usize];
     ["Alignment of GoConvParams"][::std::mem::align_of::<GoConvParams>() - 8usize];
     ["Offset of field: GoConvParams::x"][::std::mem::offset_of!(GoConvParams, x) - 0usize];
     ["Offset of field: GoConvParams::w"][::std::mem::offset_of!(GoConvParams, w) - 8usize];
@@ -159,6 +163,10 @@ const _: () = {
         [::std::mem::offset_of!(GoConvParams, layout) - 152usize];
     ["Offset of field: GoConvParams::filter_layout"]
         [::std::mem::offset_of!(GoConvParams, filter_layout) - 156usize];
+    ["Offset of field: GoConvParams::f32_precision"]
+        [::std::mem::offset_of!(GoConvParams, f32_precision) - 160usize];
+    ["Offset of field: GoConvParams::reserved"]
+        [::std::mem::offset_of!(GoConvParams, reserved) - 164usize];
 };
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone, Hash, PartialEq, Eq)]

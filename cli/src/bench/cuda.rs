@@ -11,7 +11,7 @@ use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, DriverError};
 use gradops::cuda::DeviceTensor;
 use gradops::dtype::{DType, Element};
 use gradops::error::{Error, Result};
-use gradops::TensorRef;
+use gradops::{F32Precision, TensorRef};
 use half::{bf16, f16};
 use std::sync::Arc;
 
@@ -142,6 +142,7 @@ pub fn cuda_kernels<T: Element>(
     w: &Workload,
     batch: usize,
     scale_down: usize,
+    f32_precision: F32Precision,
 ) -> Result<Vec<CudaKernel>> {
     let s = w.shapes(batch, scale_down)?;
     let len = |shape: [usize; 4]| shape.iter().product::<usize>();
@@ -171,9 +172,21 @@ pub fn cuda_kernels<T: Element>(
         WorkloadOp::Conv2dBackpropInput { .. } => {
             let fshape = s.filter.unwrap_or_default();
             let filter = upload_random(fshape, 2)?;
-            let attrs = w.conv_attrs();
+            let attrs = w.conv_attrs().f32_precision(f32_precision);
             let mut dx = DeviceTensor::<T>::zeros(stream, s.x, layout)?;
-            let kernel = format!("conv2d_backprop_input_{}", T::SUFFIX);
+            // The kernel the dispatch picks on this device (tensor cores or FFMA).
+            let arch = gradops::cuda::arch_for(gradops::cuda::probe()?.compute_capability)?;
+            let (tc, _) = gradops::cuda::conv_tensor_core_choice(
+                T::SUFFIX,
+                arch,
+                gradops::cuda::conv_tensor_cores_for_all_dtypes(),
+                f32_precision,
+            );
+            let kernel = format!(
+                "conv2d_backprop_input{}_{}",
+                if tc { "_tc" } else { "" },
+                T::SUFFIX
+            );
             out.push(CudaKernel {
                 info: info(Variant::Main, kernel),
                 launch: Box::new(move || {
@@ -299,6 +312,19 @@ pub fn cuda_kernels<T: Element>(
     Ok(out)
 }
 
+/// The f32 conv arithmetic a CUDA row ran with, as `bench/peers.py` names PyTorch's
+/// (`"tf32"`: TF32 allowed, `"fp32"`: exact), so each row pairs with cuDNN at the same
+/// setting; `None` for other types and ops. conv2d_backprop_filter ignores the allowance.
+pub fn conv_math(dtype: DType, w: &Workload, p: F32Precision) -> Option<String> {
+    let name = match (dtype, &w.op, p) {
+        (DType::F32, WorkloadOp::Conv2dBackpropInput { .. }, F32Precision::Tf32) => "tf32",
+        (DType::F32, WorkloadOp::Conv2dBackpropInput { .. }, F32Precision::Exact)
+        | (DType::F32, WorkloadOp::Conv2dBackpropFilter { .. }, _) => "fp32",
+        _ => return None,
+    };
+    Some(name.into())
+}
+
 /// The device's copy bandwidth in GB/s (1e9 bytes/s): `memcpy_dtod` of `bytes` into another
 /// buffer on `stream`, timed with CUDA events, counting bytes read plus bytes written, best
 /// of `tries` after one warm-up copy.
@@ -377,7 +403,8 @@ fn bench_cuda_typed<T: Element>(
             w.id,
             w.describe()
         ));
-        let kernels = cuda_kernels::<T>(&stream, w, CUDA_BATCH, opts.scale_down)?;
+        let kernels =
+            cuda_kernels::<T>(&stream, w, CUDA_BATCH, opts.scale_down, opts.f32_precision)?;
         for mut k in kernels {
             done += 1;
             progress.say(&format!(
@@ -389,7 +416,9 @@ fn bench_cuda_typed<T: Element>(
                 k.launch()?;
             }
             let t = time_samples(|| timer.time(|| k.launch()), opts.reps, opts.target)?;
-            rows.push(make_row(&k.info, &t, limit));
+            let mut row = make_row(&k.info, &t, limit);
+            row.math = conv_math(T::DTYPE, w, opts.f32_precision);
+            rows.push(row);
         }
         // The workload's buffers were freed (stream-ordered) as its kernels dropped; wait
         // for that and surface any error the driver recorded meanwhile.
@@ -463,6 +492,7 @@ mod tests {
             reps: Some(1),
             json: None,
             scale_down: 16,
+            f32_precision: BenchF32Precision::Exact,
         })
         .unwrap();
         if let Err(e) = gradops::cuda::probe() {

@@ -40,6 +40,7 @@ pub use workloads::*;
 use gradops::dtype::DType;
 use gradops::error::{Error, Result};
 use gradops::tensor::Layout;
+use gradops::F32Precision;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -84,6 +85,31 @@ pub struct BenchArgs {
     /// Divide batch and channels by N (quick smoke runs and tests).
     #[arg(long, hide = true, default_value_t = 1, value_name = "N")]
     pub scale_down: usize,
+    /// f32 conv arithmetic (`--dtype f32` only): exact, or tf32 (Conv2dAttrs::f32_precision
+    /// = Tf32: plain TF32 tensor cores on compute_80+ GPUs for conv2d_backprop_input; the
+    /// CPU, compute_75 and conv2d_backprop_filter stay exact). Rows carry `math` so
+    /// `bench/peers.py` pairs them with cuDNN at the same setting.
+    #[arg(long, value_enum, default_value = "exact")]
+    pub f32_precision: BenchF32Precision,
+}
+
+/// `--f32-precision`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum BenchF32Precision {
+    /// Full f32 products (the default).
+    #[default]
+    Exact,
+    /// TF32 products allowed.
+    Tf32,
+}
+
+impl From<BenchF32Precision> for F32Precision {
+    fn from(p: BenchF32Precision) -> Self {
+        match p {
+            BenchF32Precision::Exact => F32Precision::Exact,
+            BenchF32Precision::Tf32 => F32Precision::Tf32,
+        }
+    }
 }
 
 /// What a bench run needs besides the device.
@@ -101,6 +127,8 @@ pub struct BenchOptions {
     pub target: Duration,
     /// Divide batch and channels by this (1: the SPEC's shapes).
     pub scale_down: usize,
+    /// f32 conv arithmetic allowance (`Tf32` only with `dtype` f32).
+    pub f32_precision: F32Precision,
 }
 
 impl BenchOptions {
@@ -116,6 +144,17 @@ impl BenchOptions {
         if a.reps == Some(0) {
             return Err(Error::attr("bench", "reps", "must be at least 1, got 0"));
         }
+        let f32_precision = F32Precision::from(a.f32_precision);
+        if f32_precision == F32Precision::Tf32 && a.dtype != DType::F32 {
+            return Err(Error::attr(
+                "bench",
+                "f32-precision",
+                format!(
+                    "tf32 applies to --dtype f32 only, got --dtype {}",
+                    a.dtype.name()
+                ),
+            ));
+        }
         Ok(BenchOptions {
             workloads: select_workloads(a.workload.as_deref())?
                 .into_iter()
@@ -126,6 +165,7 @@ impl BenchOptions {
             reps: a.reps,
             target: TARGET_PER_ROW,
             scale_down: a.scale_down,
+            f32_precision,
         })
     }
 }
@@ -214,6 +254,7 @@ mod tests {
             reps: Some(2),
             json: None,
             scale_down: 16,
+            f32_precision: BenchF32Precision::Exact,
         })
         .unwrap();
         assert!(opts.workloads.iter().all(|w| w.layout == Layout::Nhwc));
@@ -271,12 +312,37 @@ mod tests {
             reps: Some(1),
             json: None,
             scale_down: 64,
+            f32_precision: BenchF32Precision::Exact,
         })
         .unwrap();
         match run(BenchDevice::Cuda, &opts) {
             Err(Error::CudaUnavailable { reason }) => assert!(!reason.is_empty()),
             Err(e) => panic!("unexpected error {e}"),
             Ok(r) => assert_eq!(r.device, "cuda"),
+        }
+    }
+
+    #[test]
+    fn f32_precision_flag_is_for_f32_only() {
+        let args = |dtype, f32_precision| BenchArgs {
+            device: BenchDevice::Cpu,
+            dtype,
+            layout: Layout::Nchw,
+            workload: Some("W4".into()),
+            reps: Some(1),
+            json: None,
+            scale_down: 16,
+            f32_precision,
+        };
+        let o = BenchOptions::from_args(&args(DType::F32, BenchF32Precision::Tf32)).unwrap();
+        assert_eq!(o.f32_precision, F32Precision::Tf32);
+        let o = BenchOptions::from_args(&args(DType::F64, BenchF32Precision::Exact)).unwrap();
+        assert_eq!(o.f32_precision, F32Precision::Exact);
+        let e = BenchOptions::from_args(&args(DType::F16, BenchF32Precision::Tf32))
+            .unwrap_err()
+            .to_string();
+        for w in ["bench", "f32-precision", "tf32", "f16"] {
+            assert!(e.contains(w), "{e:?} lacks {w:?}");
         }
     }
 }

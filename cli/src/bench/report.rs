@@ -64,6 +64,9 @@ pub struct BenchRow {
     pub gflops: Option<f64>,
     /// Output preallocated (`_into` API) rather than allocated by each call.
     pub preallocated_output: bool,
+    /// f32 conv on CUDA: `"tf32"` (TF32 allowed) or `"fp32"` (exact), PyTorch's names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub math: Option<String>,
     /// `read dy 134.2 MB + write dx 33.6 MB`.
     #[serde(skip)]
     pub traffic_text: String,
@@ -138,6 +141,7 @@ pub fn make_row(k: &KernelInfo, t: &Timing, limit: f64) -> BenchRow {
         flops: k.flops,
         gflops: k.flops.map(|f| f as f64 / med / 1e9),
         preallocated_output: k.preallocated,
+        math: None,
         traffic_text: k.traffic.describe(),
         shape_text: k.shape_text(),
     }

@@ -21,6 +21,31 @@ pub enum FilterLayout {
     Oihw,
 }
 
+/// How `f32` convolutions may multiply (like PyTorch's `allow_tf32`). An allowance, not a
+/// requirement: a path without the reduced-precision arithmetic stays exact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum F32Precision {
+    /// Full f32 products (SPEC's f32 tolerance, relative L2 1e-5). The default.
+    #[default]
+    Exact,
+    /// TF32 products allowed: on CUDA compute_80+ images, `f32` `conv2d` and
+    /// `conv2d_backprop_input` run the tensor-core kernels with one TF32 product per term
+    /// (operands rounded to 10 mantissa bits, f32 accumulation; tolerance relative L2 2e-3).
+    /// The CPU path, compute_75 images, `conv2d_backprop_filter` and every other element
+    /// type ignore it (exact).
+    Tf32,
+}
+
+impl F32Precision {
+    /// The case-format / command-line name (`"exact"`, `"tf32"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            F32Precision::Exact => "exact",
+            F32Precision::Tf32 => "tf32",
+        }
+    }
+}
+
 /// Attributes of `conv2d` and `conv2d_backprop_input`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Conv2dAttrs {
@@ -28,6 +53,8 @@ pub struct Conv2dAttrs {
     pub window: WindowAttrs,
     /// Filter storage order.
     pub filter_layout: FilterLayout,
+    /// Whether f32 may use TF32 products (default exact; see [`F32Precision`]).
+    pub f32_precision: F32Precision,
 }
 
 impl Conv2dAttrs {
@@ -54,6 +81,11 @@ impl Conv2dAttrs {
     /// Filter storage order (default HWIO).
     pub fn filter_layout(mut self, f: FilterLayout) -> Self {
         self.filter_layout = f;
+        self
+    }
+    /// f32 arithmetic allowance (default [`F32Precision::Exact`]).
+    pub fn f32_precision(mut self, p: F32Precision) -> Self {
+        self.f32_precision = p;
         self
     }
 }
