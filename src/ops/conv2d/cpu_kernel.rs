@@ -577,7 +577,7 @@ fn deinterleave2<A: Accum>(row: &[A], e: &mut [A], o: &mut [A]) {
 #[inline(always)]
 fn split_padded<A: Accum>(seg: &[A], lo: usize, e: &mut [A], o: &mut [A]) {
     fn put<A>(e: &mut [A], o: &mut [A], x: usize, val: A) {
-        if x % 2 == 0 {
+        if x.is_multiple_of(2) {
             e[x / 2] = val;
         } else {
             o[x / 2] = val;
@@ -1381,6 +1381,38 @@ mod tests {
     use super::*;
     use crate::geometry::window::{Padding, WindowAttrs};
     use crate::tensor::Dims;
+
+    /// The F(2x2) row split against the padded row it stands for, for every start parity and
+    /// clipping (including an empty segment and padding on both sides).
+    #[test]
+    fn split_padded_matches_padded_row() {
+        for h in 1..8usize {
+            for lo in 0..=2 * h {
+                for len in 0..=2 * h - lo {
+                    let seg: Vec<f32> = (0..len).map(|i| i as f32 + 1.0).collect();
+                    let (mut e, mut o) = (vec![f32::NAN; h], vec![f32::NAN; h]);
+                    split_padded(&seg, lo, &mut e, &mut o);
+                    for x in 0..2 * h {
+                        let want = if (lo..lo + len).contains(&x) {
+                            seg[x - lo]
+                        } else {
+                            0.0
+                        };
+                        let got = if x.is_multiple_of(2) {
+                            e[x / 2]
+                        } else {
+                            o[x / 2]
+                        };
+                        assert_eq!(
+                            got.to_bits(),
+                            want.to_bits(),
+                            "h {h} lo {lo} len {len} x {x}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     /// The stride-phase NCHW path against the im2col/col2im path, on shapes wider than the
     /// reference tests (channel blocks, strides above the kernel, dilations, batch 1 split).
