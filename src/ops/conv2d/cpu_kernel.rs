@@ -306,20 +306,6 @@ pub(super) const WINO_MIN_CHANNELS: usize = 16;
 /// (`16 x cog x tiles`) and the GEMM results stay in L2.
 const WINO_TILES: usize = 112;
 
-#[inline(always)]
-pub(super) fn zip2<A: Accum>(out: &mut [A], a: &[A], b: &[A], f: impl Fn(A, A) -> A) {
-    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-        *o = f(x, y);
-    }
-}
-
-#[inline(always)]
-fn zip3<A: Accum>(out: &mut [A], a: &[A], b: &[A], c: &[A], f: impl Fn(A, A, A) -> A) {
-    for (((o, &x), &y), &z) in out.iter_mut().zip(a).zip(b).zip(c) {
-        *o = f(x, y, z);
-    }
-}
-
 /// NCHW `dx` for 3x3 stride 1 by Winograd F(2x2, 3x3) (Lavin & Gray): `dx` is the
 /// correlation of `dy` with the spatially flipped filter (channels transposed), computed per
 /// 2x2 output tile as `A^T [U (.) V] A` with `U = G g G^T` (the filter, transformed once,
@@ -479,7 +465,7 @@ fn winograd_nchw<T: Element>(
                 let nt = tr * ntx;
                 v.resize(16 * cog * nt, zero);
                 mb.resize(16 * m * nt, zero);
-                sb.resize(32 * nt + pw, zero);
+                sb.resize((4 * nt + wi).max(9 * pw), zero);
                 // Input transform: V[xi][co][t], vectorised over the block's tiles t.
                 // (`dispatch` runs the loops compiled for the widest SIMD the CPU has: AVX-512,
                 // AVX2 or scalar, picked at run time.)
@@ -520,17 +506,12 @@ fn winograd_nchw<T: Element>(
                     );
                 }
                 // Output transform: Y = A^T M A, A^T = [[1, 1, 1, 0], [0, 1, -1, -1]].
-                let (st, rest) = sb.split_at_mut(8 * nt);
-                let (yv, rest) = rest.split_at_mut(4 * nt);
-                let rowbuf = &mut rest[..2 * ntx];
                 arch.dispatch(WinoOut::<T> {
                     mb: &mb[..],
                     m,
                     rows: (ty0, tr, ntx),
                     dims: (hi, wi),
-                    st,
-                    yv,
-                    rowbuf,
+                    sb: &mut sb[..],
                     d: &mut d[..],
                 });
             }
@@ -538,9 +519,161 @@ fn winograd_nchw<T: Element>(
     );
 }
 
+/// `u = B^T d` on four whole patch rows, `B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0],
+/// [0, 1, 0, -1]]`, on separate `noalias` slices so the loop vectorises without alias checks.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn bt4_rows<A: Accum>(
+    d0: &[A],
+    d1: &[A],
+    d2: &[A],
+    d3: &[A],
+    u0: &mut [A],
+    u1: &mut [A],
+    u2: &mut [A],
+    u3: &mut [A],
+) {
+    let n = d0.len();
+    let (d1, d2, d3) = (&d1[..n], &d2[..n], &d3[..n]);
+    let (u0, u1, u2, u3) = (&mut u0[..n], &mut u1[..n], &mut u2[..n], &mut u3[..n]);
+    for t in 0..n {
+        let (x0, x1, x2, x3) = (d0[t], d1[t], d2[t], d3[t]);
+        u0[t] = x0 - x2;
+        u1[t] = x1 + x2;
+        u2[t] = x2 - x1;
+        u3[t] = x1 - x3;
+    }
+}
+
+/// `v_j[t] = (u[2 t .. 2 t + 4] B)[j]`: the column half of the input transform for the tiles
+/// of one row, from the row's even (`ue[k] = u[2 k]`) and odd (`uo[k] = u[2 k + 1]`) columns
+/// (each at least `n + 1` long), straight into the GEMM operand slabs: unit-stride loops.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn bt4_cols<A: Accum>(ue: &[A], uo: &[A], v0: &mut [A], v1: &mut [A], v2: &mut [A], v3: &mut [A]) {
+    let n = v0.len();
+    let (v1, v2, v3) = (&mut v1[..n], &mut v2[..n], &mut v3[..n]);
+    let (e0, e1, o0, o1) = (&ue[..n], &ue[1..n + 1], &uo[..n], &uo[1..n + 1]);
+    for t in 0..n {
+        v0[t] = e0[t] - e1[t];
+        v1[t] = o0[t] + e1[t];
+        v2[t] = e1[t] - o0[t];
+        v3[t] = o0[t] - o1[t];
+    }
+}
+
+/// `e[k] = row[2 k]`, `o[k] = row[2 k + 1]`.
+#[inline(always)]
+fn deinterleave2<A: Accum>(row: &[A], e: &mut [A], o: &mut [A]) {
+    // Zipped iterators: indexing `e[t]` kept a bounds check that blocked vectorisation.
+    for ((q, e), o) in row.chunks_exact(2).zip(e.iter_mut()).zip(o.iter_mut()) {
+        *e = q[0];
+        *o = q[1];
+    }
+}
+
+/// The zero-padded row `x -> seg[x - lo]` (zero outside `lo..lo + seg.len()`, `2 e.len()`
+/// long) split into its even (`e`) and odd (`o`) columns.
+#[inline(always)]
+fn split_padded<A: Accum>(seg: &[A], lo: usize, e: &mut [A], o: &mut [A]) {
+    fn put<A>(e: &mut [A], o: &mut [A], x: usize, val: A) {
+        if x.is_multiple_of(2) {
+            e[x / 2] = val;
+        } else {
+            o[x / 2] = val;
+        }
+    }
+    let hi = lo + seg.len();
+    for x in (0..lo).chain(hi..2 * e.len()) {
+        put(e, o, x, A::zero());
+    }
+    let (mut x, mut s) = (lo, seg);
+    if x % 2 == 1 && !s.is_empty() {
+        put(e, o, x, s[0]);
+        (x, s) = (x + 1, &s[1..]);
+    }
+    let (k, pairs) = (x / 2, s.len() / 2);
+    deinterleave2(&s[..2 * pairs], &mut e[k..k + pairs], &mut o[k..k + pairs]);
+    if s.len() % 2 == 1 {
+        e[k + pairs] = s[2 * pairs];
+    }
+}
+
+/// `Y = A^T M A` for one channel over a block's tiles, `A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]`:
+/// the 16 GEMM results `m_ij` in, the 2x2 outputs `y_ij` out, each tile's whole transform in
+/// registers (same operation order as applying `A^T` then `A`).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn at4<A: Accum>(m: [&[A]; 16], y00: &mut [A], y01: &mut [A], y10: &mut [A], y11: &mut [A]) {
+    let [m00, m01, m02, m03, m10, m11, m12, m13, m20, m21, m22, m23, m30, m31, m32, m33] = m;
+    at4_slices(
+        m00, m01, m02, m03, m10, m11, m12, m13, m20, m21, m22, m23, m30, m31, m32, m33, y00, y01,
+        y10, y11,
+    );
+}
+
+/// [`at4`] on separate slice arguments: LLVM keeps their `noalias` through inlining and
+/// vectorises the loop (it does not for arrays of slices).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn at4_slices<A: Accum>(
+    m00: &[A],
+    m01: &[A],
+    m02: &[A],
+    m03: &[A],
+    m10: &[A],
+    m11: &[A],
+    m12: &[A],
+    m13: &[A],
+    m20: &[A],
+    m21: &[A],
+    m22: &[A],
+    m23: &[A],
+    m30: &[A],
+    m31: &[A],
+    m32: &[A],
+    m33: &[A],
+    y00: &mut [A],
+    y01: &mut [A],
+    y10: &mut [A],
+    y11: &mut [A],
+) {
+    let n = y00.len();
+    let (m00, m01, m02, m03) = (&m00[..n], &m01[..n], &m02[..n], &m03[..n]);
+    let (m10, m11, m12, m13) = (&m10[..n], &m11[..n], &m12[..n], &m13[..n]);
+    let (m20, m21, m22, m23) = (&m20[..n], &m21[..n], &m22[..n], &m23[..n]);
+    let (m30, m31, m32, m33) = (&m30[..n], &m31[..n], &m32[..n], &m33[..n]);
+    let (y01, y10, y11) = (&mut y01[..n], &mut y10[..n], &mut y11[..n]);
+    for t in 0..n {
+        // Rows: s = m0 + m1 + m2, r = m1 - m2 - m3 per column j.
+        let s0 = m00[t] + m10[t] + m20[t];
+        let s1 = m01[t] + m11[t] + m21[t];
+        let s2 = m02[t] + m12[t] + m22[t];
+        let s3 = m03[t] + m13[t] + m23[t];
+        let r0 = m10[t] - m20[t] - m30[t];
+        let r1 = m11[t] - m21[t] - m31[t];
+        let r2 = m12[t] - m22[t] - m32[t];
+        let r3 = m13[t] - m23[t] - m33[t];
+        // Columns, the same combination.
+        y00[t] = s0 + s1 + s2;
+        y01[t] = s1 - s2 - s3;
+        y10[t] = r0 + r1 + r2;
+        y11[t] = r1 - r2 - r3;
+    }
+}
+
+/// `out[2 t] = a[t]`, `out[2 t + 1] = b[t]`.
+#[inline(always)]
+fn interleave2<A: Accum>(a: &[A], b: &[A], out: &mut [A]) {
+    for ((o, &a), &b) in out.chunks_exact_mut(2).zip(a).zip(b) {
+        o[0] = a;
+        o[1] = b;
+    }
+}
+
 /// The Winograd input transform of one tile block: `V[xi][co][t] = (B^T d B)[xi]` for the
-/// 4x4 `dy` patches `d` of the block's tiles, vectorised over tiles. `B^T = [[1, 0, -1, 0],
-/// [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]`.
+/// 4x4 `dy` patches `d` of the block's tiles: per tile row, `B^T` on the four whole patch
+/// rows, then `B` on each result's overlapping column quadruples, vectorised over tiles.
 struct WinoIn<'a, T: Element> {
     /// The image's `dy`.
     dyi: &'a [T],
@@ -552,6 +685,7 @@ struct WinoIn<'a, T: Element> {
     rows: (usize, usize, usize),
     /// `dy` row and column of tile 0's patch origin.
     off: (isize, isize),
+    /// At least `9 (2 ntx + 2)` elements.
     sb: &'a mut [T::Acc],
     v: &'a mut [T::Acc],
 }
@@ -572,73 +706,66 @@ impl<T: Element> pulp::WithSimd for WinoIn<'_, T> {
         let zero = T::Acc::zero();
         let nt = tr * ntx;
         let pw = 2 * ntx + 2;
-        let (dd, rest) = sb.split_at_mut(16 * nt);
-        let (ub, rest) = rest.split_at_mut(16 * nt);
+        let h = ntx + 1;
+        // Patch rows split into even and odd columns: slot `y % 4` holds `dy` row `y`'s
+        // (`2 h` long: even half, odd half), so a tile row loads only its two new rows.
+        let (dr, rest) = sb.split_at_mut(8 * h);
+        let (us, rest) = rest.split_at_mut(8 * h);
         let row = &mut rest[..pw];
+        // Columns `lo..hi` of a padded row lie inside `dy`.
+        let lo = (-ox).clamp(0, pw as isize) as usize;
+        let hi = (wo as isize - ox).clamp(lo as isize, pw as isize) as usize;
         for co in 0..cog {
             let plane = &dyi[(co0 + co) * ho * wo..][..ho * wo];
-            // dd[a][b][t] = dy[2 ty + a + oy][2 tx + b + ox] (zero outside).
             for r in 0..tr {
-                for a in 0..4 {
-                    let y = (2 * (ty0 + r) + a) as isize + oy;
-                    if y >= 0 && y < ho as isize {
-                        let src = &plane[y as usize * wo..][..wo];
-                        let lo = (-ox).clamp(0, pw as isize) as usize;
-                        let hi = (wo as isize - ox).clamp(lo as isize, pw as isize) as usize;
-                        row[..lo].fill(zero);
-                        row[hi..].fill(zero);
-                        if hi > lo {
-                            let s0 = (lo as isize + ox) as usize;
-                            T::slice_to_acc(&src[s0..s0 + (hi - lo)], &mut row[lo..hi]);
-                        }
+                // Patch row a: dy[2 ty + a + oy][x + ox] (zero outside).
+                let first = if r == 0 { 0 } else { 2 };
+                for a in first..4 {
+                    let gy = 2 * (ty0 + r) + a;
+                    let y = gy as isize + oy;
+                    let (e, o) = dr[gy % 4 * 2 * h..][..2 * h].split_at_mut(h);
+                    if y >= 0 && y < ho as isize && hi > lo {
+                        let s0 = (lo as isize + ox) as usize;
+                        let src = &plane[y as usize * wo + s0..][..hi - lo];
+                        // Split straight from `dy` where it is the accumulation type: a
+                        // freshly copied row read back at another alignment stalled on
+                        // store forwarding.
+                        let seg = match T::as_acc_slice(src) {
+                            Some(acc) => acc,
+                            None => {
+                                T::slice_to_acc(src, &mut row[..hi - lo]);
+                                &row[..hi - lo]
+                            }
+                        };
+                        split_padded(seg, lo, e, o);
                     } else {
-                        row.fill(zero);
-                    }
-                    let dst = &mut dd[a * 4 * nt..][..4 * nt];
-                    let (d0, rest) = dst.split_at_mut(nt);
-                    let (d1, rest) = rest.split_at_mut(nt);
-                    let (d2, d3) = rest.split_at_mut(nt);
-                    let rr = r * ntx..(r + 1) * ntx;
-                    for ((((q, x0), x1), x2), x3) in row
-                        .windows(4)
-                        .step_by(2)
-                        .zip(&mut d0[rr.clone()])
-                        .zip(&mut d1[rr.clone()])
-                        .zip(&mut d2[rr.clone()])
-                        .zip(&mut d3[rr])
-                    {
-                        *x0 = q[0];
-                        *x1 = q[1];
-                        *x2 = q[2];
-                        *x3 = q[3];
+                        e.fill(zero);
+                        o.fill(zero);
                     }
                 }
-            }
-            let dc = |a: usize, b: usize| &dd[(a * 4 + b) * nt..][..nt];
-            // u = B^T d: u0 = d0 - d2, u1 = d1 + d2, u2 = d2 - d1, u3 = d1 - d3 (rows).
-            for b in 0..4 {
-                let (d0, d1, d2, d3) = (dc(0, b), dc(1, b), dc(2, b), dc(3, b));
-                zip2(&mut ub[b * nt..][..nt], d0, d2, |x, y| x - y);
-                zip2(&mut ub[(4 + b) * nt..][..nt], d1, d2, |x, y| x + y);
-                zip2(&mut ub[(8 + b) * nt..][..nt], d2, d1, |x, y| x - y);
-                zip2(&mut ub[(12 + b) * nt..][..nt], d1, d3, |x, y| x - y);
-            }
-            // v = u B: the same on columns, into the GEMM operands.
-            for i4 in 0..4 {
-                let uc = |b: usize| &ub[(i4 * 4 + b) * nt..][..nt];
-                let slab = |j: usize| ((i4 * 4 + j) * cog + co) * nt;
-                zip2(&mut v[slab(0)..][..nt], uc(0), uc(2), |x, y| x - y);
-                zip2(&mut v[slab(1)..][..nt], uc(1), uc(2), |x, y| x + y);
-                zip2(&mut v[slab(2)..][..nt], uc(2), uc(1), |x, y| x - y);
-                zip2(&mut v[slab(3)..][..nt], uc(1), uc(3), |x, y| x - y);
+                let slot = |a: usize| &dr[(2 * (ty0 + r) + a) % 4 * 2 * h..][..2 * h];
+                let (d0, d1, d2, d3) = (slot(0), slot(1), slot(2), slot(3));
+                {
+                    let (u0, rest) = us.split_at_mut(2 * h);
+                    let (u1, rest) = rest.split_at_mut(2 * h);
+                    let (u2, u3) = rest.split_at_mut(2 * h);
+                    bt4_rows(d0, d1, d2, d3, u0, u1, u2, u3);
+                }
+                for (i, ui) in us.chunks_exact(2 * h).enumerate() {
+                    let (ue, uo) = ui.split_at(h);
+                    let base = (i * 4 * cog + co) * nt + r * ntx;
+                    let (v0, rest) = v[base..].split_at_mut(cog * nt);
+                    let (v1, rest) = rest.split_at_mut(cog * nt);
+                    let (v2, rest) = rest.split_at_mut(cog * nt);
+                    bt4_cols(ue, uo, &mut v0[..ntx], &mut v1[..ntx], &mut v2[..ntx], rest);
+                }
             }
         }
     }
 }
 
-/// The Winograd output transform of one tile block: `Y = A^T M A` per tile and channel,
-/// `A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]`, vectorised over tiles, stored (rounded once, clipped
-/// to the image) into the item's `dx` channels.
+/// The Winograd output transform of one tile block: `Y = A^T M A` per tile and channel
+/// ([`at4`]), stored (rounded once, clipped to the image) into the item's `dx` channels.
 struct WinoOut<'a, T: Element> {
     mb: &'a [T::Acc],
     m: usize,
@@ -646,9 +773,8 @@ struct WinoOut<'a, T: Element> {
     rows: (usize, usize, usize),
     /// `dx` (height, width).
     dims: (usize, usize),
-    st: &'a mut [T::Acc],
-    yv: &'a mut [T::Acc],
-    rowbuf: &'a mut [T::Acc],
+    /// At least `4 nt + wi` elements.
+    sb: &'a mut [T::Acc],
     d: &'a mut [T],
 }
 
@@ -661,27 +787,20 @@ impl<T: Element> pulp::WithSimd for WinoOut<'_, T> {
             m,
             rows: (ty0, tr, ntx),
             dims: (hi, wi),
-            st,
-            yv,
-            rowbuf,
+            sb,
             d,
         } = self;
         let nt = tr * ntx;
         let hw = hi * wi;
+        let (yv, rest) = sb.split_at_mut(4 * nt);
+        let rowbuf = &mut rest[..wi];
         for c in 0..m {
             let mx = |xi: usize| &mb[(xi * m + c) * nt..][..nt];
-            for j in 0..4 {
-                let (m0, m1, m2, m3) = (mx(j), mx(4 + j), mx(8 + j), mx(12 + j));
-                zip3(&mut st[j * nt..][..nt], m0, m1, m2, |a, b, c| a + b + c);
-                zip3(&mut st[(4 + j) * nt..][..nt], m1, m2, m3, |a, b, c| {
-                    a - b - c
-                });
-            }
-            for i2 in 0..2 {
-                let sc = |j: usize| &st[(i2 * 4 + j) * nt..][..nt];
-                let (y0, y1) = yv[i2 * 2 * nt..][..2 * nt].split_at_mut(nt);
-                zip3(y0, sc(0), sc(1), sc(2), |a, b, c| a + b + c);
-                zip3(y1, sc(1), sc(2), sc(3), |a, b, c| a - b - c);
+            {
+                let (y00, rest) = yv.split_at_mut(nt);
+                let (y01, rest) = rest.split_at_mut(nt);
+                let (y10, y11) = rest.split_at_mut(nt);
+                at4(std::array::from_fn(mx), y00, y01, y10, y11);
             }
             for r in 0..tr {
                 for i2 in 0..2 {
@@ -689,33 +808,30 @@ impl<T: Element> pulp::WithSimd for WinoOut<'_, T> {
                     if y >= hi {
                         break;
                     }
-                    let (y0, y1) = yv[i2 * 2 * nt..][..2 * nt].split_at(nt);
                     let rr = r * ntx..(r + 1) * ntx;
+                    let ya = &yv[2 * i2 * nt..][rr.clone()];
+                    let yb = &yv[(2 * i2 + 1) * nt..][rr];
                     let drow = &mut d[c * hw + y * wi..][..wi];
                     // Interleave the tiles' columns straight into `dx` when it is the
                     // accumulation type, else through `rowbuf` and one rounding.
                     let (out, direct) = match T::as_acc_slice_mut(drow) {
                         Some(acc) => (acc, true),
-                        None => (&mut rowbuf[..wi], false),
+                        None => (&mut rowbuf[..], false),
                     };
-                    let (y0, y1) = (&y0[rr.clone()], &y1[rr]);
-                    let mut pairs = out.chunks_exact_mut(2);
-                    for ((pair, &a), &b) in (&mut pairs).zip(y0).zip(y1) {
-                        pair[0] = a;
-                        pair[1] = b;
-                    }
-                    if let [last] = pairs.into_remainder() {
-                        *last = y0[ntx - 1];
+                    let whole = wi / 2;
+                    let (body, tail) = out.split_at_mut(2 * whole);
+                    interleave2(&ya[..whole], &yb[..whole], body);
+                    if let [last] = tail {
+                        *last = ya[ntx - 1];
                     }
                     if !direct {
-                        T::slice_from_acc(&rowbuf[..wi], &mut d[c * hw + y * wi..][..wi]);
+                        T::slice_from_acc(rowbuf, &mut d[c * hw + y * wi..][..wi]);
                     }
                 }
             }
         }
     }
 }
-
 /// Group output channels from which a phase skips the im2col: one GEMM per tap (depth `cog`)
 /// reads a zero-bordered band of `dy` rows in place.
 const BAND_MIN_COG: usize = 32;
@@ -1265,6 +1381,38 @@ mod tests {
     use super::*;
     use crate::geometry::window::{Padding, WindowAttrs};
     use crate::tensor::Dims;
+
+    /// The F(2x2) row split against the padded row it stands for, for every start parity and
+    /// clipping (including an empty segment and padding on both sides).
+    #[test]
+    fn split_padded_matches_padded_row() {
+        for h in 1..8usize {
+            for lo in 0..=2 * h {
+                for len in 0..=2 * h - lo {
+                    let seg: Vec<f32> = (0..len).map(|i| i as f32 + 1.0).collect();
+                    let (mut e, mut o) = (vec![f32::NAN; h], vec![f32::NAN; h]);
+                    split_padded(&seg, lo, &mut e, &mut o);
+                    for x in 0..2 * h {
+                        let want = if (lo..lo + len).contains(&x) {
+                            seg[x - lo]
+                        } else {
+                            0.0
+                        };
+                        let got = if x.is_multiple_of(2) {
+                            e[x / 2]
+                        } else {
+                            o[x / 2]
+                        };
+                        assert_eq!(
+                            got.to_bits(),
+                            want.to_bits(),
+                            "h {h} lo {lo} len {len} x {x}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     /// The stride-phase NCHW path against the im2col/col2im path, on shapes wider than the
     /// reference tests (channel blocks, strides above the kernel, dilations, batch 1 split).
