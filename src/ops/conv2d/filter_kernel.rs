@@ -8,6 +8,12 @@
 //! GEMMs per block or with the `V` slabs sharing a `U` slab stacked into 9): the GEMMs run
 //! at the FMA peak either way, and the 4x4 polyphase split of `x`, the transforms, `gemm`'s
 //! packing and the 2.7x larger partials cost more than the 28% of products saved.
+//! Nor does dropping the im2col copy (branch `w8b-direct-experiment`): `x` as 2-D polyphase
+//! planes of one row pitch `P = wo + 1`, `dy` with zero columns `wo..P`, one GEMM per tap over
+//! `(ho - 1) P + wo` columns. On W8 (one thread) that ran 5.4-6.0 ms CPU per call vs 5.0-5.3,
+//! and 5.0-5.2 vs 5.0 even with its `dy` transpose skipped: the copy saved is offset by nine
+//! smaller GEMMs that each repack the operand shared by all taps, edge tiles and 3.5% more
+//! products.
 //!
 //! Determinism: the reduction is split into a fixed number of contiguous ranges of
 //! (image, row tile) units, chosen from the geometry alone. Each range accumulates its own
