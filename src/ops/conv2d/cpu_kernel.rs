@@ -388,6 +388,49 @@ fn winograd<T: Element>(
     }
 }
 
+/// The Winograd core's batched product, one GEMM per transform point `xi < points`:
+/// `M[xi][c][t] = U[xi][c0 + c][k] * V[xi][k][t]` for the `m` destination channels from `c0`
+/// (of `cig` per group in `U`), depth `cog`, over `nt` tiles. Shared by F(2x2) (16 points) and
+/// F(4x4) (36).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn winograd_gemms<A: Accum>(
+    points: usize,
+    (c0, m): (usize, usize),
+    cig: usize,
+    cog: usize,
+    nt: usize,
+    ug: &[A],
+    v: &[A],
+    mb: &mut [A],
+) {
+    for xi in 0..points {
+        matmul(
+            MatMut {
+                data: &mut mb[xi * m * nt..][..m * nt],
+                rows: m,
+                cols: nt,
+                rs: nt,
+                cs: 1,
+            },
+            MatRef {
+                data: &ug[(xi * cig + c0) * cog..][..m * cog],
+                rows: m,
+                cols: cog,
+                rs: cog,
+                cs: 1,
+            },
+            MatRef {
+                data: &v[xi * cog * nt..][..cog * nt],
+                rows: cog,
+                cols: nt,
+                rs: nt,
+                cs: 1,
+            },
+            false,
+        );
+    }
+}
+
 /// F(2x2, 3x3). `filt(grp, c_dst, c_src, a, b)`: the correlation kernel's tap `(a, b)`.
 fn winograd_nchw<T: Element>(
     p: &WinoProblem,
@@ -479,32 +522,7 @@ fn winograd_nchw<T: Element>(
                     v: &mut v[..],
                 });
                 // 16 GEMMs: M[xi][c][t] = U[xi][c0 + c][co] * V[xi][co][t].
-                for xi in 0..16 {
-                    matmul(
-                        MatMut {
-                            data: &mut mb[xi * m * nt..][..m * nt],
-                            rows: m,
-                            cols: nt,
-                            rs: nt,
-                            cs: 1,
-                        },
-                        MatRef {
-                            data: &ug[(xi * cig + c0) * cog..][..m * cog],
-                            rows: m,
-                            cols: cog,
-                            rs: cog,
-                            cs: 1,
-                        },
-                        MatRef {
-                            data: &v[xi * cog * nt..][..cog * nt],
-                            rows: cog,
-                            cols: nt,
-                            rs: nt,
-                            cs: 1,
-                        },
-                        false,
-                    );
-                }
+                winograd_gemms(16, (c0, m), cig, cog, nt, ug, &v[..], &mut mb[..]);
                 // Output transform: Y = A^T M A, A^T = [[1, 1, 1, 0], [0, 1, -1, -1]].
                 arch.dispatch(WinoOut::<T> {
                     mb: &mb[..],

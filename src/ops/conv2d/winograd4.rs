@@ -5,8 +5,7 @@
 //! AVX2 or scalar, picked at run time); every `dst` element is a fixed sequence of
 //! operations, so results do not depend on the thread count.
 
-use super::cpu_kernel::WinoProblem;
-use crate::cpu::gemm::{matmul, MatMut, MatRef};
+use super::cpu_kernel::{winograd_gemms, WinoProblem};
 use crate::dtype::{Accum, Element};
 use num_traits::Zero;
 use rayon::prelude::*;
@@ -105,32 +104,7 @@ pub(super) fn winograd4_nchw<T: Element>(
                     v: &mut v[..],
                 });
                 // 36 GEMMs: M[xi][c][t] = U[xi][c0 + c][k] * V[xi][k][t].
-                for xi in 0..36 {
-                    matmul(
-                        MatMut {
-                            data: &mut mb[xi * m * nt..][..m * nt],
-                            rows: m,
-                            cols: nt,
-                            rs: nt,
-                            cs: 1,
-                        },
-                        MatRef {
-                            data: &ug[(xi * cig + c0) * cog..][..m * cog],
-                            rows: m,
-                            cols: cog,
-                            rs: cog,
-                            cs: 1,
-                        },
-                        MatRef {
-                            data: &v[xi * cog * nt..][..cog * nt],
-                            rows: cog,
-                            cols: nt,
-                            rs: nt,
-                            cs: 1,
-                        },
-                        false,
-                    );
-                }
+                winograd_gemms(36, (c0, m), cig, cog, nt, ug, &v[..], &mut mb[..]);
                 arch.dispatch(Out4::<T> {
                     mb: &mb[..],
                     m,
