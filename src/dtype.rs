@@ -86,6 +86,10 @@ pub trait Accum:
     fn to_f64_exact(self) -> f64;
     /// An integer index or size as this type.
     fn from_index(v: usize) -> Self;
+    /// The slice as `f32` when this type is `f32` (kernels written for f32 registers only).
+    fn as_f32(s: &[Self]) -> Option<&[f32]>;
+    /// [`Accum::as_f32`], mutable.
+    fn as_f32_mut(s: &mut [Self]) -> Option<&mut [f32]>;
 }
 
 impl Accum for f32 {
@@ -98,6 +102,12 @@ impl Accum for f32 {
     fn from_index(v: usize) -> Self {
         v as f32
     }
+    fn as_f32(s: &[Self]) -> Option<&[f32]> {
+        Some(s)
+    }
+    fn as_f32_mut(s: &mut [Self]) -> Option<&mut [f32]> {
+        Some(s)
+    }
 }
 
 impl Accum for f64 {
@@ -109,6 +119,12 @@ impl Accum for f64 {
     }
     fn from_index(v: usize) -> Self {
         v as f64
+    }
+    fn as_f32(_: &[Self]) -> Option<&[f32]> {
+        None
+    }
+    fn as_f32_mut(_: &mut [Self]) -> Option<&mut [f32]> {
+        None
     }
 }
 

@@ -76,6 +76,19 @@ impl WindowAxis {
         (p < self.input).then_some(p)
     }
 
+    /// The outputs whose tap `k` lies inside the input (not in the padding): `lo..hi`, those
+    /// `o` with `0 <= o*s - pad + k*d < input`.
+    #[inline]
+    pub fn windows_reaching(&self, k: usize) -> std::ops::Range<usize> {
+        let kd = k * self.dilation;
+        let lo = self.pad_before.saturating_sub(kd).div_ceil(self.stride);
+        let hi = (self.input + self.pad_before)
+            .saturating_sub(kd)
+            .div_ceil(self.stride)
+            .min(self.output);
+        lo.min(hi)..hi
+    }
+
     /// The outputs whose window (dilation 1) contains input `i`: `lo..hi`.
     #[inline]
     pub fn windows_containing(&self, i: usize) -> std::ops::Range<usize> {
@@ -512,6 +525,35 @@ mod tests {
         for r in [DimRounding::Floor, DimRounding::Ceil, DimRounding::Round] {
             let p = Padding::Explicit([[0, 0], [0, 0]]);
             assert!(WindowAxis::new("t", "h", 1, m, 1, m / 2, p, 0, Some(r)).is_err());
+        }
+    }
+
+    #[test]
+    fn windows_reaching_matches_brute_force() {
+        for (input, kernel, stride, dilation, pad_before) in (0..7).flat_map(|i| {
+            (1..4).flat_map(move |k| {
+                (1..4).flat_map(move |s| {
+                    (1..3).flat_map(move |d| (0..4).map(move |p| (i, k, s, d, p)))
+                })
+            })
+        }) {
+            let ax = WindowAxis {
+                input,
+                output: (input + 2 * pad_before).saturating_sub((kernel - 1) * dilation) / stride
+                    + 1,
+                kernel,
+                stride,
+                dilation,
+                pad_before,
+                pad_after: pad_before,
+            };
+            for k in 0..kernel {
+                let want: Vec<usize> = (0..ax.output)
+                    .filter(|&o| ax.input_index(o, k).is_some())
+                    .collect();
+                let got: Vec<usize> = ax.windows_reaching(k).collect();
+                assert_eq!(got, want, "{ax:?} tap {k}");
+            }
         }
     }
 

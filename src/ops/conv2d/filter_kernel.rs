@@ -1,19 +1,18 @@
 //! CPU `conv2d_backprop_filter`: per group, `dW[(ky, kx, ci), co] = im2col(x)^T * dy` over the
 //! `N * OH * OW` output pixels, as GEMMs on tiles of output rows (`gemm` crate); 3x3
-//! stride-1 convolutions with enough channels by Winograd F(3x3, 2x2) instead.
+//! stride-1 convolutions with enough channels by Winograd F(3x3, 2x2) instead; and NCHW in
+//! f32 accumulation on x86 (AVX2 or AVX-512), column stride 1 or 2, by the register-tile kernel
+//! of [`super::filter_direct`] (no im2col, no GEMM packing: W8 4.1 vs 5.0 ms per call on one
+//! Zen 5 thread).
 //!
-//! Stride 2 keeps the GEMM path: a polyphase Winograd for 3x3 stride 2 (5x5 `x` patches per
-//! 2x2 output tile, 25 products instead of 36, ±1 transforms; branch `w8-s2-experiment`)
-//! was exact but slower on W8 (6.2-6.7 vs 5.0-5.3 ms CPU per call, one thread, with 25
-//! GEMMs per block or with the `V` slabs sharing a `U` slab stacked into 9): the GEMMs run
-//! at the FMA peak either way, and the 4x4 polyphase split of `x`, the transforms, `gemm`'s
-//! packing and the 2.7x larger partials cost more than the 28% of products saved.
-//! Nor does dropping the im2col copy (branch `w8b-direct-experiment`): `x` as 2-D polyphase
-//! planes of one row pitch `P = wo + 1`, `dy` with zero columns `wo..P`, one GEMM per tap over
-//! `(ho - 1) P + wo` columns. On W8 (one thread) that ran 5.4-6.0 ms CPU per call vs 5.0-5.3,
-//! and 5.0-5.2 vs 5.0 even with its `dy` transpose skipped: the copy saved is offset by nine
-//! smaller GEMMs that each repack the operand shared by all taps, edge tiles and 3.5% more
-//! products.
+//! For stride 2 the GEMM path stays the fallback. Tried and slower there: a polyphase
+//! Winograd for 3x3 stride 2 (5x5 `x` patches per 2x2 output tile, 25 products instead of 36,
+//! ±1 transforms; branch `w8-s2-experiment`) was exact but slower on W8 (6.2-6.7 vs 5.0-5.3 ms
+//! CPU per call, one thread): the 4x4 polyphase split of `x`, the transforms, `gemm`'s packing
+//! and the 2.7x larger partials cost more than the 28% of products saved. And per-tap GEMMs on
+//! polyphase planes of one row pitch (branch `w8b-direct-experiment`): 5.4-6.0 ms, each of
+//! the nine smaller GEMMs repacking the operand shared by all taps; the direct kernel avoids
+//! that by keeping one `dy` block in L1 for every tap.
 //!
 //! Determinism: the reduction is split into a fixed number of contiguous ranges of
 //! (image, row tile) units, chosen from the geometry alone. Each range accumulates its own
@@ -61,6 +60,13 @@ impl FilterSplit {
         let k = g.h.kernel * g.w.kernel * (g.ci / g.groups);
         // Column tiles of about COL_ELEMS: the im2col block stays in L2 for the GEMM's packing.
         let rows = (COL_ELEMS / (k * g.w.output).max(1)).clamp(1, g.h.output.max(1));
+        Self::with_rows(g, rows)
+    }
+
+    /// The split into tiles of `rows` output rows (at least one).
+    pub(crate) fn with_rows(g: &ConvGeometry, rows: usize) -> Self {
+        let k = g.h.kernel * g.w.kernel * (g.ci / g.groups);
+        let rows = rows.max(1);
         let tiles = g.h.output.div_ceil(rows);
         let flen = (k * g.co).max(1);
         let splits = (g.n * tiles)
@@ -75,7 +81,7 @@ impl FilterSplit {
     }
 
     /// Units `lo..hi` of range `s`.
-    fn range(&self, n: usize, s: usize) -> std::ops::Range<usize> {
+    pub(super) fn range(&self, n: usize, s: usize) -> std::ops::Range<usize> {
         let u = n * self.tiles;
         (s * u / self.splits)..((s + 1) * u / self.splits)
     }
@@ -92,6 +98,19 @@ pub(crate) fn backprop_filter<T: Element>(
 ) {
     if winograd_applies(g) {
         return backprop_filter_winograd(g, layout, x, dy, filter_layout, dw, MAX_SPLITS);
+    }
+    if layout == Layout::Nchw
+        && super::filter_direct::backprop_filter_direct(
+            g,
+            x,
+            dy,
+            filter_layout,
+            dw,
+            super::filter_direct::split(g),
+            super::filter_direct::Level::Best,
+        )
+    {
+        return;
     }
     let split = FilterSplit::new(g);
     backprop_filter_split(g, layout, x, dy, filter_layout, dw, split);
@@ -214,7 +233,7 @@ pub(crate) fn backprop_filter_split<T: Element>(
 /// `0..wo` are then the contiguous run `j0..j0 + wo` of phase `b` with `kx d = s j0 + b`:
 /// [`im2col_phased`] copies runs instead of gathering at the stride (and the padding columns
 /// are already zeros).
-fn phase_rows<T: Element>(g: &ConvGeometry, xi: &[T], xp: &mut Vec<T::Acc>) {
+pub(super) fn phase_rows<T: Element>(g: &ConvGeometry, xi: &[T], xp: &mut Vec<T::Acc>) {
     let (hi, wi, s, left) = (g.h.input, g.w.input, g.w.stride, g.w.pad_before);
     let len = phase_len(g);
     xp.resize(g.ci * hi * s * len, T::Acc::zero());
@@ -244,7 +263,7 @@ fn phase_rows<T: Element>(g: &ConvGeometry, xi: &[T], xp: &mut Vec<T::Acc>) {
 
 /// Whether [`phase_rows`] stay near the size of `x`: not with padding or a stride far
 /// beyond the row (each phase row spans the padded width), where the gather im2col is used.
-fn phase_rows_fit(g: &ConvGeometry) -> bool {
+pub(super) fn phase_rows_fit(g: &ConvGeometry) -> bool {
     g.w.stride * phase_len(g) <= 2 * g.w.input + 4 * g.w.kernel * g.w.dilation
 }
 
@@ -262,7 +281,7 @@ fn every_other<T: Element>(src: &[T], dst: &mut [T::Acc]) {
 }
 
 /// Length of one phase row of [`phase_rows`].
-fn phase_len(g: &ConvGeometry) -> usize {
+pub(super) fn phase_len(g: &ConvGeometry) -> usize {
     g.w.output + (g.w.kernel - 1) * g.w.dilation / g.w.stride
 }
 
@@ -297,7 +316,7 @@ fn im2col_phased<A: Accum>(
 }
 
 /// Sums `partials` (`splits` consecutive blocks of `len`) in split order into the first block.
-fn sum_partials<A: Accum>(partials: &mut [A], len: usize) {
+pub(super) fn sum_partials<A: Accum>(partials: &mut [A], len: usize) {
     let (first, rest) = partials.split_at_mut(len);
     const BLOCK: usize = 4096;
     first
@@ -313,7 +332,7 @@ fn sum_partials<A: Accum>(partials: &mut [A], len: usize) {
 }
 
 /// Rounds an HWIO filter in the accumulation type into `dw` (`filter_layout` order).
-fn store_filter<T: Element>(
+pub(super) fn store_filter<T: Element>(
     g: &ConvGeometry,
     hwio: &[T::Acc],
     filter_layout: FilterLayout,
@@ -906,6 +925,112 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 50, "only {checked} valid cases");
+    }
+
+    /// The direct NCHW kernel (AVX-512 where present, and AVX2) against naive loops on
+    /// integer data (every f32 sum exact: equal bits): channel counts that leave every
+    /// register-tile remainder (rows 6/4/2/1, 1-4 vectors), column strides 1 and 2 with any
+    /// row stride, dilations, left/right padding (skipped edge pixels), groups, several
+    /// splits; bf16 within its tolerance.
+    #[test]
+    fn direct_matches_naive() {
+        use super::super::filter_direct::{backprop_filter_direct, split as direct_split, Level};
+        let mut seed = 0x5eed_d1ec_7000_0001u64;
+        let mut next = |m: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m as u64) as usize
+        };
+        let mut ran = 0;
+        for case in 0..60 {
+            let groups = [1, 1, 2][next(3)];
+            let cig = 1 + next(14);
+            let cog = [16, 32, 48, 64, 80, 8, 24][next(7)];
+            let n = 1 + next(3);
+            let input = Dims {
+                n,
+                c: cig * groups,
+                h: 1 + next(12),
+                w: 1 + next(40),
+            };
+            let attrs = WindowAttrs {
+                strides: [1 + next(3), 1 + next(2)],
+                dilations: [1 + next(2), 1 + next(2)],
+                padding: match next(3) {
+                    0 => Padding::Same,
+                    1 => Padding::Valid,
+                    _ => Padding::Explicit([[next(3), next(3)], [next(4), next(4)]]),
+                },
+                dim_rounding: None,
+            };
+            let (kh, kw) = (1 + next(3), 1 + next(5));
+            let Ok(g) = ConvGeometry::new("t", input, [kh, kw, cig, cog * groups], &attrs) else {
+                continue;
+            };
+            let x: Vec<f64> = (0..n * g.ci * g.h.input * g.w.input)
+                .map(|i| ((i * 7 + case) % 13) as f64 - 6.0)
+                .collect();
+            let dy: Vec<f64> = (0..n * g.co * g.h.output * g.w.output)
+                .map(|i| ((i * 5 + 3 * case) % 11) as f64 - 5.0)
+                .collect();
+            let want = naive(&g, Layout::Nchw, &x, &dy);
+            let (x32, dy32): (Vec<f32>, Vec<f32>) = (
+                x.iter().map(|&v| v as f32).collect(),
+                dy.iter().map(|&v| v as f32).collect(),
+            );
+            let base = direct_split(&g);
+            for level in [Level::Best, Level::Avx2] {
+                if !super::super::filter_direct::applies::<f32>(&g, level) {
+                    continue;
+                }
+                for (rows, splits) in [(base.rows, base.splits), (1, 1), (2, 3)] {
+                    let split = FilterSplit::with_rows(&g, rows);
+                    let split = FilterSplit {
+                        splits: splits.min(n * split.tiles).max(1),
+                        ..split
+                    };
+                    let mut got = vec![f32::NAN; want.len()];
+                    assert!(backprop_filter_direct(
+                        &g,
+                        &x32,
+                        &dy32,
+                        FilterLayout::Hwio,
+                        &mut got,
+                        split,
+                        level
+                    ));
+                    let got: Vec<f64> = got.iter().map(|&v| v as f64).collect();
+                    assert_eq!(got, want, "case {case} {level:?} {split:?}: {g:?}");
+                }
+                // bf16: inputs rounded (integers up to 6: exact), sums rounded once.
+                let (xb, dyb): (Vec<half::bf16>, Vec<half::bf16>) = (
+                    x.iter().map(|&v| half::bf16::from_f64(v)).collect(),
+                    dy.iter().map(|&v| half::bf16::from_f64(v)).collect(),
+                );
+                let mut got = vec![half::bf16::NAN; want.len()];
+                assert!(backprop_filter_direct(
+                    &g,
+                    &xb,
+                    &dyb,
+                    FilterLayout::Hwio,
+                    &mut got,
+                    base,
+                    level
+                ));
+                for (k, (&gv, &w)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!(gv, half::bf16::from_f64(w), "case {case} bf16 element {k}");
+                }
+                ran += 1;
+            }
+        }
+        if cfg!(target_arch = "x86_64") && pulp::x86::V3::try_new().is_some() {
+            assert!(ran > 40, "only {ran} direct runs");
+        } else {
+            println!(
+                "direct_matches_naive: SKIPPED (no AVX2+FMA: the direct kernel never runs here)"
+            );
+        }
     }
 
     /// Winograd F(3x3, 2x2) against naive loops: f64 on inputs that are multiples of 1/4

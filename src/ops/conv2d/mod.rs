@@ -2,6 +2,7 @@
 //! ([`conv2d_backprop_filter`]) and the forward [`conv2d`].
 
 pub(crate) mod cpu_kernel;
+mod filter_direct;
 pub(crate) mod filter_kernel;
 mod winograd4;
 

@@ -1,0 +1,378 @@
+//! CPU `conv2d_backprop_filter` for NCHW in f32 registers without im2col: `dW[(ky, kx, c), co]
+//! += x[c][y(oy, ky)][s ox + kx d - left] * dy[co][oy][ox]` as register tiles of `R` filter rows
+//! (one tap, `R` channels) by up to four vectors of output channels, accumulated over output
+//! pixels.
+//!
+//! Why not the GEMM path: in NCHW both operands of `im2col(x)^T * dy` have the pixels (the
+//! reduction) contiguous, so the GEMM needs `x` copied into nine column blocks and then packed
+//! again, and `dy` packed per tile. Here the `x` operand is read in place, one element
+//! broadcast per filter row and pixel (at the column stride; a tap's pixels whose input column
+//! lies in the padding are skipped, their products being zero), and `dy` is transposed once
+//! per image into pixel-major blocks of a tile's output channels, loaded as vectors. On W8
+//! (one thread) the register tile runs near the FMA peak and the copies shrink to the
+//! transpose.
+//!
+//! Determinism: the same fixed (image, row tile) ranges and range-ordered sum of partial
+//! filters as the GEMM path; within a range, pixels are added in order.
+
+use super::filter_kernel::FilterSplit;
+use super::filter_kernel::{store_filter, sum_partials};
+use crate::dtype::{Accum, Element};
+use crate::geometry::window::ConvGeometry;
+use crate::ops::conv2d::FilterLayout;
+use multiversion::multiversion;
+use num_traits::Zero;
+use pulp::Simd;
+use rayon::prelude::*;
+
+/// Filter rows per register tile (with 4 vectors of 16 output channels: 24 accumulators of
+/// AVX-512's 32 registers; with 2 vectors of 8 for AVX2: 12 of 16).
+const R: usize = 6;
+
+/// Output rows per unit: a unit's `dy` columns for one vector block (`rows * wo` pixels of
+/// `4 x 16` floats) stay within about 32 KiB of L1.
+const UNIT_PIXELS: usize = 128;
+
+/// Whether the direct kernel serves this call (NCHW is the caller's check): f32 accumulation,
+/// column stride 1 or 2, an x86 CPU with AVX2+FMA or AVX-512, and output channels per group a
+/// multiple of the vector width.
+pub(super) fn applies<T: Element>(g: &ConvGeometry, level: Level) -> bool {
+    // Empty sums and empty filters go to the general path.
+    let nonempty = [
+        g.n, g.ci, g.co, g.h.output, g.w.output, g.h.kernel, g.w.kernel,
+    ];
+    T::Acc::as_f32(&[]).is_some()
+        && nonempty.iter().all(|&d| d > 0)
+        && g.h.input * g.w.input > 0
+        && matches!(g.w.stride, 1 | 2)
+        && lanes(level).is_some_and(|l| (g.co / g.groups).is_multiple_of(l))
+}
+
+/// Which instruction set the kernel may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Level {
+    /// The best the CPU has (AVX-512, else AVX2+FMA).
+    Best,
+    /// AVX2+FMA even where AVX-512 is present (tests cover that path on any x86 machine).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Avx2,
+}
+
+/// The f32 vector width the kernel would run at, if the CPU has a level it is built for.
+fn lanes(level: Level) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if level == Level::Best && pulp::x86::V4::try_new().is_some() {
+            return Some(16);
+        }
+        if pulp::x86::V3::try_new().is_some() {
+            return Some(8);
+        }
+    }
+    let _ = level;
+    None
+}
+
+/// The split for the direct kernel: units of whole output rows, about [`UNIT_PIXELS`] each.
+pub(super) fn split(g: &ConvGeometry) -> FilterSplit {
+    let rows = (UNIT_PIXELS / g.w.output.max(1)).clamp(1, g.h.output.max(1));
+    FilterSplit::with_rows(g, rows)
+}
+
+/// `dw` (`filter_layout` order) from NCHW `x` and `dy`; [`applies`] must hold (else `dw` is
+/// left alone and `false` returned).
+pub(super) fn backprop_filter_direct<T: Element>(
+    g: &ConvGeometry,
+    x: &[T],
+    dy: &[T],
+    filter_layout: FilterLayout,
+    dw: &mut [T],
+    split: FilterSplit,
+    level: Level,
+) -> bool {
+    if !applies::<T>(g, level) {
+        return false;
+    }
+    let flen = g.h.kernel * g.w.kernel * (g.ci / g.groups) * g.co;
+    let Some(lanes) = lanes(level) else {
+        return false;
+    };
+    let nb = vectors(lanes) * lanes;
+    let (hi, wi, ho, wo) = (g.h.input, g.w.input, g.h.output, g.w.output);
+    let (ximg, np) = (g.ci * hi * wi, ho * wo);
+    let dyimg = g.co * np;
+    let mut partials = vec![0f32; split.splits * flen];
+    partials
+        .par_chunks_mut(flen)
+        .enumerate()
+        .for_each(|(s, part)| {
+            let (mut xa, mut dya, mut runs) = (Vec::new(), Vec::new(), Vec::new());
+            let mut cur = usize::MAX;
+            for unit in split.range(g.n, s) {
+                let (i, t) = (unit / split.tiles, unit % split.tiles);
+                let xi = &x[i * ximg..][..ximg];
+                if cur != i {
+                    // f32 `x` is read in place; f16/bf16 converted once per image.
+                    if T::as_acc_slice(xi).is_none() {
+                        xa.resize(ximg, T::Acc::zero());
+                        T::slice_to_acc(xi, &mut xa);
+                    }
+                    let dyi = &dy[i * dyimg..][..dyimg];
+                    block_transpose::<T>(dyi, (g.co, g.co / g.groups, np, nb), &mut dya);
+                    cur = i;
+                }
+                let (Some(xf), Some(dyt)) = (
+                    T::Acc::as_f32(T::as_acc_slice(xi).unwrap_or(&xa)),
+                    T::Acc::as_f32(&dya),
+                ) else {
+                    return;
+                };
+                let oy0 = t * split.rows;
+                let unit = Unit {
+                    g,
+                    x: xf,
+                    dyt,
+                    oy: (oy0, split.rows.min(ho - oy0)),
+                    part: &mut *part,
+                    runs: &mut runs,
+                };
+                unit.run(level);
+            }
+        });
+    sum_partials(&mut partials, flen);
+    let mut hwio = vec![T::Acc::zero(); flen];
+    // Only f32 reaches here ([`applies`]).
+    if let Some(h) = T::Acc::as_f32_mut(&mut hwio) {
+        h.copy_from_slice(&partials[..flen]);
+    }
+    store_filter(g, &hwio, filter_layout, dw);
+    true
+}
+
+/// Output-channel vectors per register tile at `lanes` f32 lanes (see [`R`]).
+const fn vectors(lanes: usize) -> usize {
+    if lanes >= 16 {
+        4
+    } else {
+        2
+    }
+}
+
+/// `dy` of one image (`ch x np`, channel-major) in blocks of `nb` channels per group (`cg`
+/// per group): block `(grp, cb)` at `(grp cg + cb) np`, pixel-major (`dst[..][p][j] =
+/// src[grp cg + cb + j][p]`), so a register tile's output channels of consecutive pixels are
+/// consecutive vectors.
+fn block_transpose<T: Element>(
+    src: &[T],
+    (ch, cg, np, nb): (usize, usize, usize, usize),
+    dst: &mut Vec<T::Acc>,
+) {
+    dst.resize(ch * np, T::Acc::zero());
+    let p8 = np / 8 * 8;
+    for c0 in (0..ch).step_by(cg) {
+        for cb in (0..cg).step_by(nb) {
+            let w = nb.min(cg - cb);
+            let (sb, db) = (&src[(c0 + cb) * np..], &mut dst[(c0 + cb) * np..][..w * np]);
+            // `w` is a multiple of the vector width, so of 8.
+            for j0 in (0..w).step_by(8) {
+                for p0 in (0..p8).step_by(8) {
+                    transpose8::<T>(&sb[j0 * np + p0..], np, &mut db[p0 * w + j0..], w);
+                }
+                for p in p8..np {
+                    for j in j0..j0 + 8 {
+                        db[p * w + j] = sb[j * np + p].to_acc();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One 8x8 block: `d[j * ld + i] = s[i * ls + j]` (whole rows in registers: the compiler turns
+/// the permutation into shuffles).
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+fn transpose8<T: Element>(s: &[T], ls: usize, d: &mut [T::Acc], ld: usize) {
+    let rows: [[T::Acc; 8]; 8] =
+        std::array::from_fn(|i| std::array::from_fn(|j| s[i * ls + j].to_acc()));
+    for (j, out) in d.chunks_mut(ld).take(8).enumerate() {
+        for (i, o) in out[..8].iter_mut().enumerate() {
+            *o = rows[i][j];
+        }
+    }
+}
+
+/// One (image, row tile) unit, added to its range's partial filter. Not generic over the
+/// element type, so the register tiles are compiled once, here, whoever calls the op.
+struct Unit<'a> {
+    g: &'a ConvGeometry,
+    /// The image's `x` (NCHW).
+    x: &'a [f32],
+    /// The image's `dy` in [`block_transpose`] order.
+    dyt: &'a [f32],
+    /// (first output row, rows).
+    oy: (usize, usize),
+    /// HWIO partial filter (`k x co`).
+    part: &'a mut [f32],
+    /// Scratch: (`x` offset of the input row, `dy` block offset of the output row) per row.
+    runs: &'a mut Vec<(usize, usize)>,
+}
+
+impl Unit<'_> {
+    #[inline(never)]
+    fn run(self, level: Level) {
+        match level {
+            Level::Best => pulp::Arch::new().dispatch(self),
+            #[cfg(target_arch = "x86_64")]
+            Level::Avx2 => {
+                if let Some(simd) = pulp::x86::V3::try_new() {
+                    <pulp::x86::V3 as Simd>::vectorize(simd, self)
+                }
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            Level::Avx2 => {}
+        }
+    }
+}
+
+impl pulp::WithSimd for Unit<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, simd: S) {
+        let Unit {
+            g,
+            x: xf,
+            dyt,
+            oy: (oy0, tr),
+            part,
+            runs,
+        } = self;
+        let lanes = S::F32_LANES;
+        let nb = vectors(lanes) * lanes;
+        let (hi, wi, ho, wo) = (g.h.input, g.w.input, g.h.output, g.w.output);
+        let (cig, cog, kw) = (g.ci / g.groups, g.co / g.groups, g.w.kernel);
+        let np = ho * wo;
+        let plane = hi * wi;
+        for grp in 0..g.groups {
+            // Output-channel blocks outermost: the block's `dy` pixels (at most 32 KiB)
+            // stay in L1 for every tap and channel tile.
+            for cb in (0..cog).step_by(nb) {
+                let nv = (cog - cb).min(nb) / lanes;
+                let col = grp * cog + cb;
+                let w = nv * lanes;
+                let b = &dyt[col * np + oy0 * wo * w..][..tr * wo * w];
+                for ky in 0..g.h.kernel {
+                    runs.clear();
+                    for oy in oy0..oy0 + tr {
+                        if let Some(y) = g.h.input_index(oy, ky) {
+                            runs.push((y * wi, (oy - oy0) * wo * w));
+                        }
+                    }
+                    for kx in 0..kw {
+                        // Output columns whose input column for this tap lies in `x`.
+                        let q = g.w.windows_reaching(kx);
+                        if q.is_empty() || runs.is_empty() {
+                            continue;
+                        }
+                        let first = g.w.input_index(q.start, kx).unwrap_or(0);
+                        let mut c0 = 0;
+                        while c0 < cig {
+                            let nr = match cig - c0 {
+                                n if n >= R => R,
+                                n if n >= 4 => 4,
+                                n if n >= 2 => 2,
+                                _ => 1,
+                            };
+                            let t = TileArgs {
+                                x: &xf[(grp * cig + c0) * plane + first..],
+                                plane,
+                                runs,
+                                q: (q.start, q.len()),
+                                b,
+                                c: &mut part[((ky * kw + kx) * cig + c0) * g.co + col..],
+                                ldc: g.co,
+                            };
+                            tile_dispatch(simd, g.w.stride, nr, nv, t);
+                            c0 += nr;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A register tile's operands: `nr` filter rows of `x` (channel planes `plane` apart), each
+/// run's input row at its first offset; the output columns `q.0..q.0 + q.1` of every run;
+/// `b` the output-channel block's pixels (`nv` vectors each, consecutive), each run's row at
+/// its second offset; `c` rows `ldc` apart.
+struct TileArgs<'a> {
+    x: &'a [f32],
+    plane: usize,
+    runs: &'a [(usize, usize)],
+    q: (usize, usize),
+    b: &'a [f32],
+    c: &'a mut [f32],
+    ldc: usize,
+}
+
+#[inline(always)]
+fn tile_dispatch<S: Simd>(simd: S, stride: usize, nr: usize, nv: usize, t: TileArgs) {
+    macro_rules! go {
+        ($($r:literal, $v:literal);*) => {
+            match (stride, nr, nv) {
+                $(
+                    (1, $r, $v) => tile::<S, 1, $r, $v>(simd, t),
+                    (2, $r, $v) => tile::<S, 2, $r, $v>(simd, t),
+                )*
+                _ => unreachable!("tile stride {stride}, shape {nr}x{nv}"),
+            }
+        };
+    }
+    go!(6, 4; 6, 3; 6, 2; 6, 1; 4, 4; 4, 3; 4, 2; 4, 1; 2, 4; 2, 3; 2, 2; 2, 1; 1, 4; 1, 3; 1, 2; 1, 1)
+}
+
+/// `c[r][v] += sum over runs and output columns q of x[r plane + run.0 + ST (q - q0)] *
+/// b[run.1 + q NV lanes][v]`.
+#[inline(always)]
+fn tile<S: Simd, const ST: usize, const NR: usize, const NV: usize>(simd: S, t: TileArgs) {
+    let TileArgs {
+        x,
+        plane,
+        runs,
+        q: (q0, nq),
+        b,
+        c,
+        ldc,
+    } = t;
+    let lanes = S::F32_LANES;
+    let load = |s: &[f32]| S::as_simd_f32s(s).0[0];
+    // Arrays filled by plain loops: `array::from_fn` may build them on the stack and copy
+    // them (a `memcpy` per tile where it is not inlined).
+    let mut acc = [[simd.splat_f32s(0.0); NV]; NR];
+    for (r, row) in acc.iter_mut().enumerate() {
+        for (v, a) in row.iter_mut().enumerate() {
+            *a = load(&c[r * ldc + v * lanes..][..lanes]);
+        }
+    }
+    for &(ao, bo) in runs {
+        // Pixel q's element is a[r][ST q]: exactly the slice's reach, so no bounds checks.
+        let mut a: [&[f32]; NR] = [&[]; NR];
+        for (r, ar) in a.iter_mut().enumerate() {
+            *ar = &x[r * plane + ao..][..ST * (nq - 1) + 1];
+        }
+        let (bv, _) = S::as_simd_f32s(&b[bo + q0 * NV * lanes..][..nq * NV * lanes]);
+        for (q, bq) in bv.chunks_exact(NV).enumerate() {
+            for r in 0..NR {
+                let av = simd.splat_f32s(a[r][ST * q]);
+                for v in 0..NV {
+                    acc[r][v] = simd.mul_add_f32s(av, bq[v], acc[r][v]);
+                }
+            }
+        }
+    }
+    for (r, row) in acc.iter().enumerate() {
+        for (v, &val) in row.iter().enumerate() {
+            S::as_mut_simd_f32s(&mut c[r * ldc + v * lanes..][..lanes]).0[0] = val;
+        }
+    }
+}
