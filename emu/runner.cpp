@@ -97,6 +97,7 @@ int main() {
     if (name == "emu_mma_test_f64") { run<GoEmuMmaTestParams>(emu_mma_test_f64, 4, blob, bufs, grid, block); } else
     if (name == "emu_cp_async_test") { run<GoEmuCpAsyncTestParams>(emu_cp_async_test, 2, blob, bufs, grid, block); } else
     GO_EMU_KERNEL(conv2d_backprop_filter_partial, GoConvFilterParams, 4)
+    GO_EMU_KERNEL(conv2d_backprop_filter_partial_tc, GoConvFilterParams, 4)
     GO_EMU_KERNEL(conv2d_backprop_filter_reduce, GoConvFilterParams, 4)
     GO_EMU_KERNEL(max_pool_forward, GoPoolParams, 5)
     GO_EMU_KERNEL(max_pool_grad, GoPoolParams, 5)

@@ -583,6 +583,162 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 GO_TC_INSTANTIATE(conv2d_backprop_input_tc, conv2d_backprop_input_tc_body)
 GO_TC_INSTANTIATE(conv2d_forward_tc, conv2d_forward_tc_body)
 
+// ---------------------------------------------------------------------------------------
+// conv2d_backprop_filter_partial_tc: the filter gradient's split-K partial sums (same
+// splits, workspace and conv2d_backprop_filter_reduce as the FFMA kernel in conv.cu) on the
+// tensor cores, NCHW (there both GEMM operands have the reduction, the pixels, contiguous:
+// threads walk pixels, loads coalesce, and the tiles land [m][k] / [nn][k] as
+// go_tc_stage_mma reads them). Per group g, block (tile, s) computes
+//   ws[s][m = (ky, kx, c), g*cog + o] = sum over pixels r = (n, oy, ox) of split s of
+//   x[n, g*cig + c, oy*sh - top + ky*dh, ox*sw - left + kx*dw] * dy[n, g*cog + o, oy, ox]
+// for a TC_BM-row x TC_BN-channel tile, in chunks of BK pixels: each thread gathers its
+// chunk elements into registers while the warps run the previous chunk's mma (register
+// double buffering; one shared stage). Deterministic: every ws element of split s written
+// once, chunks ascending, the mma order fixed.
+
+// A filter row's gather: x offset of its channel plane, tap offsets; ok = false past the
+// last row.
+struct GoTcFilterRow {
+    go_i64 choff;
+    go_i64 ybias, xbias;
+    int ok;
+};
+
+template <typename T, bool TF32>
+GO_DEV void conv2d_backprop_filter_partial_tc_nchw(const GoConvFilterParams& p,
+                                                     unsigned char* smem, GoTcFilterRow* rowtab) {
+    typedef GoTcTraits<T> Tr;
+    typedef typename Tr::S S;
+    typedef typename Tr::Acc Acc;
+    constexpr int BK = Tr::BK, LD = GoTcGeom<T>::LD, MF = GoTcGeom<T>::MF;
+    // Threads walk the chunk's BK pixels; each covers rows t / BK + RSTEP * r.
+    constexpr int RSTEP = TC_THREADS / BK;
+    constexpr int EA = TC_BM / RSTEP, EB = TC_BN / RSTEP;
+    static_assert(TC_THREADS % BK == 0 && TC_BM % RSTEP == 0 && TC_BN % RSTEP == 0,
+                  "whole rows per thread");
+    const T* __restrict__ x = reinterpret_cast<const T*>(p.x);
+    const T* __restrict__ dy = reinterpret_cast<const T*>(p.dy);
+    Acc* __restrict__ ws = reinterpret_cast<Acc*>(p.ws);
+    S* As = reinterpret_cast<S*>(smem);
+    S* Bs = reinterpret_cast<S*>(smem + TC_BM * TC_ROW_BYTES);
+
+    const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+    const int wm = warp % (TC_BM / TC_WM), wn = warp / (TC_BM / TC_WM);
+    const int kt = t % BK, r0t = t / BK;
+    const go_i64 cig = p.ci / p.groups, cog = p.co / p.groups;
+    const go_i64 rows = p.kh * p.kw * cig;
+    const go_i64 mtiles = (rows + TC_BM - 1) / TC_BM, ntiles = (cog + TC_BN - 1) / TC_BN;
+    const go_i64 tiles = p.groups * mtiles * ntiles;
+    const go_i64 npix = p.n * p.ho * p.wo;
+    const go_i64 flen = rows * p.co;
+    const go_i64 himg = p.hi * p.wi, hw = p.ho * p.wo;
+
+    for (go_i64 s = blockIdx.y; s < p.splits; s += gridDim.y) {
+        const go_i64 r_begin = s * p.split_len;
+        const go_i64 r_end = r_begin + p.split_len < npix ? r_begin + p.split_len : npix;
+        const go_i64 nchunks = r_end > r_begin ? (r_end - r_begin + BK - 1) / BK : 0;
+        for (go_i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            const go_i64 g = tile / (mtiles * ntiles);
+            const go_i64 rem = tile % (mtiles * ntiles);
+            const go_i64 m_base = (rem / ntiles) * TC_BM, n_base = (rem % ntiles) * TC_BN;
+            __syncthreads();  // every thread is done with the previous tile's table and stage
+            for (int m = t; m < TC_BM; m += TC_THREADS) {
+                const go_i64 row = m_base + m;
+                GoTcFilterRow R;
+                R.ok = row < rows;
+                const go_i64 c = R.ok ? row % cig : 0, tap = R.ok ? row / cig : 0;
+                R.ybias = (tap / p.kw) * p.dh - p.pad_top;
+                R.xbias = (tap % p.kw) * p.dw - p.pad_left;
+                R.choff = (g * cig + c) * himg;
+                rowtab[m] = R;
+            }
+            __syncthreads();
+
+            Acc acc[MF][TC_NFRAG][Tr::CE];
+#pragma unroll
+            for (int i = 0; i < MF; ++i)
+#pragma unroll
+                for (int j = 0; j < TC_NFRAG; ++j)
+#pragma unroll
+                    for (int e = 0; e < Tr::CE; ++e) acc[i][j][e] = Acc(0);
+
+            // This thread's pixel of the chunk, advanced by BK per chunk.
+            GoPix q = go_pix(r_begin + kt < npix ? r_begin + kt : 0, p.ho, p.wo);
+            S ra[EA], rb[EB];
+            // Gathers chunk `c` (pixel r_begin + c*BK + kt) into ra / rb.
+            auto gather = [&](go_i64 c) {
+                const bool valid = r_begin + c * BK + kt < r_end;
+                const go_i64 xn = q.n * p.ci * himg;
+                const go_i64 iy0 = q.oy * p.sh, ix0 = q.ox * p.sw;
+#pragma unroll
+                for (int r = 0; r < EA; ++r) {
+                    const GoTcFilterRow& R = rowtab[r0t + RSTEP * r];
+                    const go_i64 iy = iy0 + R.ybias, ix = ix0 + R.xbias;
+                    S v = S(0);
+                    if (valid && R.ok && iy >= 0 && iy < p.hi && ix >= 0 && ix < p.wi)
+                        v = go_bits(go_ldg(x + xn + R.choff + iy * p.wi + ix));
+                    ra[r] = v;
+                }
+                const go_i64 dyp = (q.n * p.co + g * cog + n_base) * hw + q.oy * p.wo + q.ox;
+#pragma unroll
+                for (int r = 0; r < EB; ++r) {
+                    const go_i64 o = r0t + RSTEP * r;
+                    S v = S(0);
+                    if (valid && n_base + o < cog) v = go_bits(go_ldg(dy + dyp + o * hw));
+                    rb[r] = v;
+                }
+            };
+            if (nchunks > 0) gather(0);
+            for (go_i64 c = 0; c < nchunks; ++c) {
+#pragma unroll
+                for (int r = 0; r < EA; ++r) As[(r0t + RSTEP * r) * LD + kt] = ra[r];
+#pragma unroll
+                for (int r = 0; r < EB; ++r) Bs[(r0t + RSTEP * r) * LD + kt] = rb[r];
+                __syncthreads();
+                if (c + 1 < nchunks) {
+                    go_pix_advance(q, BK, p.ho, p.wo);
+                    gather(c + 1);  // in flight while the warps run this chunk
+                }
+                go_tc_stage_mma<T, false, TF32>(As, Bs, wm, wn, lane, acc);
+                __syncthreads();
+            }
+
+            // Split s's partial filter (HWIO rows m, all groups' channels), each element once.
+            Acc* __restrict__ part = ws + s * flen;
+            const int gq = lane / 4, tq = lane % 4;
+#pragma unroll
+            for (int i = 0; i < MF; ++i)
+#pragma unroll
+                for (int j = 0; j < TC_NFRAG; ++j)
+#pragma unroll
+                    for (int e = 0; e < Tr::CE; ++e) {
+                        const go_i64 m =
+                            m_base + wm * TC_WM + i * Tr::FM + gq + (e >= 2 ? 8 : 0);
+                        const go_i64 o = n_base + wn * TC_WN + j * 8 + 2 * tq + (e % 2);
+                        if (m < rows && o < cog) part[m * p.co + g * cog + o] = acc[i][j][e];
+                    }
+        }
+    }
+}
+
+template <typename T>
+GO_DEV void conv2d_backprop_filter_partial_tc_body(const GoConvFilterParams& p) {
+    __shared__ __align__(16) unsigned char smem[(TC_BM + TC_BN) * TC_ROW_BYTES];
+    __shared__ GoTcFilterRow rowtab[TC_BM];
+    // NCHW only: the host runs NHWC on the FFMA kernel. The filter gradient stays exact in
+    // f32 (3xTF32; the TF32 allowance covers the forward and backprop_input only).
+    if (p.layout == GO_LAYOUT_NCHW)
+        conv2d_backprop_filter_partial_tc_nchw<T, false>(p, smem, rowtab);
+}
+
+#define GO_TC_FILTER_INSTANTIATE(NAME, BODY)                                                  \
+    GO_INSTANTIATE_ONE(NAME, GoConvFilterParams, BODY, GO_TC_BOUNDS_16, f16, __half)          \
+    GO_INSTANTIATE_ONE(NAME, GoConvFilterParams, BODY, GO_TC_BOUNDS_16, bf16, __nv_bfloat16)  \
+    GO_INSTANTIATE_ONE(NAME, GoConvFilterParams, BODY, GO_TC_BOUNDS_WIDE, f32, float)         \
+    GO_INSTANTIATE_ONE(NAME, GoConvFilterParams, BODY, GO_TC_BOUNDS_WIDE, f64, double)
+GO_TC_FILTER_INSTANTIATE(conv2d_backprop_filter_partial_tc, conv2d_backprop_filter_partial_tc_body)
+#undef GO_TC_FILTER_INSTANTIATE
+
 #undef TC_BM
 #undef TC_BN
 #undef TC_WM

@@ -95,7 +95,8 @@ if has ncu && [[ -n "$NCU" ]]; then
     W6:max_pool_tile_k3_grad_f32 W6:max_pool_tile_k3_grad_argmax_f32 W6:max_pool_direct_k3_forward_f32 \
     W4:conv2d_backprop_input_tc_f16:f16 W5:conv2d_backprop_input_tc_f16:f16 \
     W4f:conv2d_forward_tc_f16:f16 W4:conv2d_backprop_input_f32 \
-    W7:conv2d_backprop_filter_partial_f16:f16 W7:conv2d_backprop_filter_reduce_f16:f16}; do
+    W7:conv2d_backprop_filter_partial_tc_f16:f16 W8:conv2d_backprop_filter_partial_tc_f16:f16 \
+    W7:conv2d_backprop_filter_partial_f32 W7:conv2d_backprop_filter_reduce_f16:f16}; do
     wl="${spec%%:*}" rest="${spec#*:}" k="${rest%%:*}" dt=f32
     [[ "$rest" == *:* ]] && dt="${rest#*:}"
     echo "##### $wl $k $dt" >>"$OUT/ncu.txt"

@@ -1,6 +1,6 @@
 //! GPU test (skips without one): with `GRADOPS_CUDA_CONV_TC=all`, f32 (3xTF32 on mma.sync
-//! m16n8k8) and f64 (mma.sync m8n8k4) conv2d and conv2d_backprop_input run the tensor-core
-//! kernels on compute_80+ devices; each is checked against the CPU path at SPEC's
+//! m16n8k8) and f64 (mma.sync m8n8k4) conv2d, conv2d_backprop_input and (NCHW)
+//! conv2d_backprop_filter run the tensor-core kernels on compute_80+ devices; each is checked against the CPU path at SPEC's
 //! tolerance (f32 1e-5, f64 1e-10) and bitwise across two runs. A separate test binary, so
 //! the opt-in (read once per process) is set before any CUDA call.
 
@@ -91,6 +91,17 @@ mod gpu {
             bits(&d1.data),
             bits(&d2.data),
             "conv2d_backprop_input {what}"
+        );
+        // The filter gradient (NCHW: conv2d_backprop_filter_partial_tc_*; NHWC: FFMA).
+        let want = gradops::conv2d_backprop_filter(xt, dyt, fshape, &attrs).unwrap();
+        let w1 = cuda::host::conv2d_backprop_filter(xt, dyt, fshape, &attrs).unwrap();
+        let w2 = cuda::host::conv2d_backprop_filter(xt, dyt, fshape, &attrs).unwrap();
+        let e = rel(&w1.data, &want.data);
+        assert!(e <= tol, "conv2d_backprop_filter {what}: {e:e}");
+        assert_eq!(
+            bits(&w1.data),
+            bits(&w2.data),
+            "conv2d_backprop_filter {what}"
         );
     }
 

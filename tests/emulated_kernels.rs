@@ -1151,13 +1151,25 @@ fn run_filter(
     x: &[u8],
     dy: &[u8],
 ) -> Vec<u8> {
+    run_filter_with("conv2d_backprop_filter_partial", dt, p, lp, x, dy)
+}
+
+/// [`run_filter`] with the partial kernel family `partial` (the FFMA one or `_tc`).
+fn run_filter_with(
+    partial: &str,
+    dt: Dt,
+    p: &GoConvFilterParams,
+    lp: Option<launch::Launch>,
+    x: &[u8],
+    dy: &[u8],
+) -> Vec<u8> {
     let flen = (p.kh * p.kw * (p.ci / p.groups) * p.co) as usize;
     let acc = if dt == Dt::F64 { 8 } else { 4 };
     let ws_len = p.splits as usize * flen * acc;
     let ws = match lp {
         Some(l) => {
             let r = run_kernel(
-                &format!("conv2d_backprop_filter_partial_{}", dt.suffix()),
+                &format!("{partial}_{}", dt.suffix()),
                 l,
                 &as_bytes(p),
                 &[
@@ -1372,6 +1384,186 @@ fn emulated_conv2d_backprop_filter() {
         "no exact cross-split comparison ran"
     );
     println!("emulated_conv2d_backprop_filter: {ran} cases, {exact_checks} exact cross-split comparisons");
+}
+
+/// conv2d_backprop_filter_partial_tc (the split-K partial sums on mma.sync; NCHW) then the
+/// reduce kernel, against a float64 reference: every dtype (f16/bf16 on m16n8k16, f32 as
+/// 3xTF32, f64 on DMMA), groups, strides, dilations, padding, rows and channels that cross
+/// the 64 x 64 tiles and chunks that end inside a split; the runtime's split and forced
+/// ones, each on the natural grid and a tiny one (same bits). With inputs that are
+/// multiples of 1/4 in f32/f64 (exact products, even in TF32, and exact sums) every split
+/// gives the exact answer.
+#[test]
+fn emulated_conv2d_backprop_filter_tensor_core() {
+    let Some(_) = runner_or_skip("emulated_conv2d_backprop_filter_tensor_core") else {
+        return;
+    };
+    let mut rng = Rng(0x5eed_0f7c);
+    let (mut ran, mut exact_runs, mut deep) = (0, 0, 0);
+    // The emulated mma is slow (a warp barrier per collective): a few cases.
+    for case in 0..cases_count_tc().max(4) {
+        let dt = DTS[case % DTS.len()];
+        let exact = matches!(dt, Dt::F32 | Dt::F64) && case % 2 == 1;
+        let groups = rng.range(1, 2);
+        let big = case % 3 == 2;
+        let cig = if big {
+            rng.range(6, 9)
+        } else {
+            rng.range(1, 5)
+        };
+        let cog = if big {
+            rng.range(60, 70)
+        } else {
+            rng.range(1, 9)
+        };
+        let (ci, co) = (cig * groups, cog * groups);
+        let n = rng.range(1, 2);
+        let (kh, kw) = (rng.range(1, 3), rng.range(1, 3));
+        let (sh, sw) = (rng.range(1, 2), rng.range(1, 2));
+        let (dh, dw) = (rng.range(1, 2), rng.range(1, 2));
+        let (hi, wi) = (rng.range(6, 12), rng.range(6, 12));
+        let (pt, pb, pl, pr) = (
+            rng.range(0, 1),
+            rng.range(0, 1),
+            rng.range(0, 1),
+            rng.range(0, 1),
+        );
+        let (keh, kew) = ((kh - 1) * dh + 1, (kw - 1) * dw + 1);
+        if hi + pt + pb < keh || wi + pl + pr < kew {
+            continue;
+        }
+        let ho = (hi + pt + pb - keh) / sh + 1;
+        let wo = (wi + pl + pr - kew) / sw + 1;
+        let what = format!(
+            "filter tc {dt:?} n={n} ci={ci} co={co} g={groups} in={hi}x{wi} k={kh}x{kw} s={sh}x{sw} d={dh}x{dw} pad=({pt},{pb},{pl},{pr}) out={ho}x{wo}"
+        );
+        let (xl, dyl) = ((n * ci * hi * wi) as usize, (n * co * ho * wo) as usize);
+        let quarter = |rng: &mut Rng, len: usize| -> Vec<f64> {
+            (0..len).map(|_| rng.range(-4, 4) as f64 / 4.0).collect()
+        };
+        let (x, dy) = if exact {
+            (quarter(&mut rng, xl), quarter(&mut rng, dyl))
+        } else {
+            (rng.vec(xl, dt), rng.vec(dyl, dt))
+        };
+        let mut want = vec![0.0; (kh * kw * cig * co) as usize];
+        for b in 0..n {
+            for o in 0..co {
+                let g = o / cog;
+                for oy in 0..ho {
+                    for ox in 0..wo {
+                        let d = dy[idx(NCHW, b, o, oy, ox, co, ho, wo)];
+                        for ky in 0..kh {
+                            let iy = oy * sh - pt + ky * dh;
+                            if iy < 0 || iy >= hi {
+                                continue;
+                            }
+                            for kx in 0..kw {
+                                let ix = ox * sw - pl + kx * dw;
+                                if ix < 0 || ix >= wi {
+                                    continue;
+                                }
+                                for c in 0..cig {
+                                    let xv = x[idx(NCHW, b, g * cig + c, iy, ix, ci, hi, wi)];
+                                    want[(((ky * kw + kx) * cig + c) * co + o) as usize] += xv * d;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut p = GoConvFilterParams {
+            x: 1,
+            dy: 2,
+            ws: 3,
+            out: 0,
+            n,
+            ci,
+            hi,
+            wi,
+            co,
+            ho,
+            wo,
+            kh,
+            kw,
+            sh,
+            sw,
+            dh,
+            dw,
+            pad_top: pt,
+            pad_left: pl,
+            groups,
+            splits: 0,
+            split_len: 0,
+            layout: NCHW,
+            filter_layout: params::GO_FILTER_HWIO as i32,
+        };
+        let natural = launch::conv_filter_split(&p);
+        let npix = n * ho * wo;
+        let k = params::GO_CONV_FILTER_TILE_K as i64;
+        let chunks = (npix + k - 1) / k;
+        let mut splits = vec![natural];
+        for s in [1, 3] {
+            let len = (chunks + s - 1) / s * k;
+            let cfg = ((npix + len - 1) / len, len);
+            if !splits.contains(&cfg) {
+                splits.push(cfg);
+            }
+        }
+        let (xb, dyb) = (dt.encode(&x), dt.encode(&dy));
+        for (sp, len) in splits {
+            p.splits = sp;
+            p.split_len = len;
+            let Some(natural_launch) = launch::conv_filter_partial_tc(&p) else {
+                continue;
+            };
+            // Chunks of 64 bytes of pixels per split: three or more exercise the gather of
+            // the next chunk during the current one's mma beyond the first step.
+            let bk = 64 / dt.size() as i64;
+            if (len.min(npix) + bk - 1) / bk >= 3 {
+                deep += 1;
+            }
+            let mut bits: Option<Vec<u8>> = None;
+            for l in [
+                natural_launch,
+                launch::Launch {
+                    grid: (1, 1, 1),
+                    ..natural_launch
+                },
+            ] {
+                let out = run_filter_with(
+                    "conv2d_backprop_filter_partial_tc",
+                    dt,
+                    &p,
+                    Some(l),
+                    &xb,
+                    &dyb,
+                );
+                check(
+                    &format!("{what} splits={sp}x{len} grid {:?}", l.grid),
+                    dt,
+                    &dt.decode(&out),
+                    &want,
+                );
+                if exact {
+                    assert_eq!(dt.decode(&out), want, "{what} splits={sp}x{len}: not exact");
+                    exact_runs += 1;
+                }
+                match &bits {
+                    None => bits = Some(out),
+                    Some(b) => assert_eq!(b, &out, "{what} splits={sp}: grid changed the bits"),
+                }
+            }
+        }
+        ran += 1;
+    }
+    assert!(ran >= 3, "only {ran} cases ran");
+    assert!(exact_runs > 0, "no exact run");
+    assert!(deep > 0, "no split of three or more chunks");
+    println!(
+        "emulated_conv2d_backprop_filter_tensor_core: {ran} cases, {exact_runs} exact runs, {deep} splits of 3+ chunks"
+    );
 }
 
 /// conv2d_backprop_filter with nothing to reduce (an empty dy) writes an all-zero dw, and a

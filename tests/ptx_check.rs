@@ -45,7 +45,11 @@ const DTYPES: [&str; 4] = [
     gradops::DType::ALL[3].name(),
 ];
 /// The tensor-core kernels (every element type), in the compute_80+ images only.
-const TC_OPS: &[&str] = &["conv2d_backprop_input_tc", "conv2d_forward_tc"];
+const TC_OPS: &[&str] = &[
+    "conv2d_backprop_input_tc",
+    "conv2d_forward_tc",
+    "conv2d_backprop_filter_partial_tc",
+];
 const TC_MIN_ARCH: u32 = 80;
 /// Threads per block of the tensor-core kernels (GO_TC_BLOCK_THREADS).
 const TC_THREADS: u32 = 128;

@@ -103,7 +103,9 @@ pub fn selected_image(module: &str) -> Result<PtxImage> {
 pub const CONV_TENSOR_CORE_NOTE: &str = "tensor core f16/bf16 + simt: on compute_80+ images, \
 conv2d and conv2d_backprop_input in f16 and bf16 run conv2d_forward_tc_* and \
 conv2d_backprop_input_tc_* (implicit GEMM on mma.sync m16n8k16 with f32 accumulation, \
-ldmatrix, a 3-stage cp.async pipeline); f32 and f64 run the simt (FFMA) kernels unless \
+ldmatrix, a 3-stage cp.async pipeline), and conv2d_backprop_filter in NCHW runs \
+conv2d_backprop_filter_partial_tc_* (the split-K partial sums on mma.sync; NHWC stays on \
+the simt kernel); f32 and f64 run the simt (FFMA) kernels unless \
 GRADOPS_CUDA_CONV_TC=all (then \"tensor core\": f32 as 3xTF32 on m16n8k8, f64 on m8n8k4); \
 f32 calls with Conv2dAttrs::f32_precision = Tf32 run the tensor-core kernels with plain TF32 \
 (one m16n8k8 product per term)";
@@ -181,6 +183,13 @@ pub fn conv_tensor_core_choice(
 /// one a given call runs: [`super::resize_grad_kernel`], [`super::max_pool_kernel`]).
 pub fn kernel_variant(kernel: &str, arch: u32) -> &'static str {
     match kernel {
+        "conv2d_backprop_filter_partial" if arch >= CONV_TENSOR_CORE_ARCH => {
+            if conv_tensor_cores_for_all_dtypes() {
+                "tensor core NCHW + simt NHWC"
+            } else {
+                "tensor core f16/bf16 NCHW + simt"
+            }
+        }
         "conv2d_backprop_input" | "conv2d_forward" if arch >= CONV_TENSOR_CORE_ARCH => {
             if conv_tensor_cores_for_all_dtypes() {
                 "tensor core"
@@ -323,7 +332,9 @@ mod tests {
             assert!(kernel_variant(k, 80).starts_with("tensor core"));
             assert!(kernel_variant(k, 90).starts_with("tensor core"));
         }
-        assert_eq!(kernel_variant("conv2d_backprop_filter_partial", 90), "simt");
+        assert_eq!(kernel_variant("conv2d_backprop_filter_partial", 75), "simt");
+        assert!(kernel_variant("conv2d_backprop_filter_partial", 90).starts_with("tensor core"));
+        assert_eq!(kernel_variant("conv2d_backprop_filter_reduce", 90), "simt");
     }
 
     /// The TF32 allowance moves f32 (only) to the tensor cores, as plain TF32, on
@@ -360,7 +371,11 @@ mod tests {
         }
         for &arch in b.archs {
             let img = image("conv", arch).unwrap();
-            for k in ["conv2d_backprop_input_tc", "conv2d_forward_tc"] {
+            for k in [
+                "conv2d_backprop_input_tc",
+                "conv2d_forward_tc",
+                "conv2d_backprop_filter_partial_tc",
+            ] {
                 for d in crate::DType::ALL {
                     let entry = format!(".entry {k}_{}(", d.name());
                     assert_eq!(

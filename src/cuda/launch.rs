@@ -509,6 +509,16 @@ pub fn conv_filter_partial(p: &GoConvFilterParams) -> Option<Launch> {
     })
 }
 
+/// `conv2d_backprop_filter_partial_tc_*` (compute_80+ images, NCHW): the same grid and
+/// split as [`conv_filter_partial`] (its 64 x 64 tiles are `GO_TC_TILE_M x GO_TC_TILE_N`),
+/// `GO_TC_BLOCK_THREADS` threads.
+pub fn conv_filter_partial_tc(p: &GoConvFilterParams) -> Option<Launch> {
+    conv_filter_partial(p).map(|l| Launch {
+        block: (GO_TC_BLOCK_THREADS, 1, 1),
+        ..l
+    })
+}
+
 /// `conv2d_backprop_filter_reduce_*`: one thread per filter element.
 pub fn conv_filter_reduce(p: &GoConvFilterParams) -> Option<Launch> {
     let groups = nonneg(p.groups).max(1);

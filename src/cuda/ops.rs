@@ -751,19 +751,38 @@ fn conv_backprop_filter_raw<T: Element>(
         .map_err(|e| cuda_err(OP, "workspace allocation", e))?;
     let (w, _gw) = ws.device_ptr_mut(stream);
     p.ws = w;
-    if let Some(l) = launch::conv_filter_partial(&p) {
-        let f = function(
-            stream,
-            OP,
-            "conv",
-            &format!("conv2d_backprop_filter_partial_{}", T::SUFFIX),
-        )?;
+    // NCHW in f16/bf16 (every type with GRADOPS_CUDA_CONV_TC=all) on compute_80+ images: the
+    // tensor-core partial sums (exact f32: the TF32 allowance does not cover this op);
+    // else the FFMA kernel. Same split, workspace and reduce kernel either way.
+    let arch = stream_arch(stream, OP)?;
+    let tc = layout == Layout::Nchw
+        && conv_tensor_core_choice(
+            T::SUFFIX,
+            arch,
+            conv_tensor_cores_for_all_dtypes(),
+            F32Precision::Exact,
+        )
+        .0;
+    let (partial, name) = if tc {
+        (
+            launch::conv_filter_partial_tc(&p),
+            "conv2d_backprop_filter_partial_tc",
+        )
+    } else {
+        (
+            launch::conv_filter_partial(&p),
+            "conv2d_backprop_filter_partial",
+        )
+    };
+    if let Some(l) = partial {
+        let f = function(stream, OP, "conv", &format!("{name}_{}", T::SUFFIX))?;
         let mut b = stream.launch_builder(&f);
         b.arg(&p);
-        // SAFETY: conv2d_backprop_filter_partial_<T> takes one GoConvFilterParams; x and dy
-        // point to buffers of exactly the geometry's input and output sizes (checked by
-        // every caller), ws to splits x filter elements of T's accumulation type (allocated
-        // above); x and dy are read only at in-range indices, each ws element written once.
+        // SAFETY: conv2d_backprop_filter_partial_<T> and conv2d_backprop_filter_partial_tc_<T>
+        // take one GoConvFilterParams; x and dy point to buffers of exactly the geometry's
+        // input and output sizes (checked by every caller), ws to splits x filter elements of
+        // T's accumulation type (allocated above); x and dy are read only at in-range
+        // indices, each ws element written once; l is the launch geometry of the kernel chosen.
         unsafe { b.launch(config(l)) }
             .map_err(|e| cuda_err(OP, "launching conv2d_backprop_filter_partial", e))?;
     }
