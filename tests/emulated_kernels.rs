@@ -1142,6 +1142,47 @@ fn emulated_conv2d_backprop_input_degenerate_geometry() {
     println!("emulated_conv2d_backprop_input_degenerate_geometry: {ran} launches");
 }
 
+/// dW of conv2d_backprop_filter in float64 (in `p.filter_layout`'s order) from `x` and `dy`
+/// in `p.layout`: the naive seven loops.
+fn filter_reference(p: &GoConvFilterParams, x: &[f64], dy: &[f64]) -> Vec<f64> {
+    let (cig, cog) = (p.ci / p.groups, p.co / p.groups);
+    let (kh, kw, co) = (p.kh, p.kw, p.co);
+    let oihw = p.filter_layout == params::GO_FILTER_OIHW as i32;
+    let mut want = vec![0.0; (kh * kw * cig * co) as usize];
+    for b in 0..p.n {
+        for o in 0..co {
+            let g = o / cog;
+            for oy in 0..p.ho {
+                for ox in 0..p.wo {
+                    let d = dy[idx(p.layout, b, o, oy, ox, co, p.ho, p.wo)];
+                    for ky in 0..kh {
+                        let iy = oy * p.sh - p.pad_top + ky * p.dh;
+                        if iy < 0 || iy >= p.hi {
+                            continue;
+                        }
+                        for kx in 0..kw {
+                            let ix = ox * p.sw - p.pad_left + kx * p.dw;
+                            if ix < 0 || ix >= p.wi {
+                                continue;
+                            }
+                            for c in 0..cig {
+                                let xv = x[idx(p.layout, b, g * cig + c, iy, ix, p.ci, p.hi, p.wi)];
+                                let at = if oihw {
+                                    ((o * cig + c) * kh + ky) * kw + kx
+                                } else {
+                                    ((ky * kw + kx) * cig + c) * co + o
+                                };
+                                want[at as usize] += xv * d;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    want
+}
+
 /// Runs conv2d_backprop_filter's two kernels (partial, then reduce on its workspace) with
 /// launch `lp` for the partial kernel; returns dw's bytes.
 fn run_filter(
@@ -1263,38 +1304,6 @@ fn emulated_conv2d_backprop_filter() {
         } else {
             (rng.vec(xl, dt), rng.vec(dyl, dt))
         };
-        let mut want = vec![0.0; (kh * kw * cig * co) as usize];
-        for b in 0..n {
-            for o in 0..co {
-                let g = o / cog;
-                for oy in 0..ho {
-                    for ox in 0..wo {
-                        let d = dy[idx(layout, b, o, oy, ox, co, ho, wo)];
-                        for ky in 0..kh {
-                            let iy = oy * sh - pt + ky * dh;
-                            if iy < 0 || iy >= hi {
-                                continue;
-                            }
-                            for kx in 0..kw {
-                                let ix = ox * sw - pl + kx * dw;
-                                if ix < 0 || ix >= wi {
-                                    continue;
-                                }
-                                for c in 0..cig {
-                                    let xv = x[idx(layout, b, g * cig + c, iy, ix, ci, hi, wi)];
-                                    let at = if oihw {
-                                        ((o * cig + c) * kh + ky) * kw + kx
-                                    } else {
-                                        ((ky * kw + kx) * cig + c) * co + o
-                                    };
-                                    want[at as usize] += xv * d;
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
         let mut p = GoConvFilterParams {
             x: 1,
             dy: 2,
@@ -1325,6 +1334,7 @@ fn emulated_conv2d_backprop_filter() {
                 params::GO_FILTER_HWIO as i32
             },
         };
+        let want = filter_reference(&p, &x, &dy);
         let natural = launch::conv_filter_split(&p);
         let npix = n * ho * wo;
         let k = params::GO_CONV_FILTER_TILE_K as i64;
@@ -1446,33 +1456,6 @@ fn emulated_conv2d_backprop_filter_tensor_core() {
         } else {
             (rng.vec(xl, dt), rng.vec(dyl, dt))
         };
-        let mut want = vec![0.0; (kh * kw * cig * co) as usize];
-        for b in 0..n {
-            for o in 0..co {
-                let g = o / cog;
-                for oy in 0..ho {
-                    for ox in 0..wo {
-                        let d = dy[idx(NCHW, b, o, oy, ox, co, ho, wo)];
-                        for ky in 0..kh {
-                            let iy = oy * sh - pt + ky * dh;
-                            if iy < 0 || iy >= hi {
-                                continue;
-                            }
-                            for kx in 0..kw {
-                                let ix = ox * sw - pl + kx * dw;
-                                if ix < 0 || ix >= wi {
-                                    continue;
-                                }
-                                for c in 0..cig {
-                                    let xv = x[idx(NCHW, b, g * cig + c, iy, ix, ci, hi, wi)];
-                                    want[(((ky * kw + kx) * cig + c) * co + o) as usize] += xv * d;
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
         let mut p = GoConvFilterParams {
             x: 1,
             dy: 2,
@@ -1499,6 +1482,7 @@ fn emulated_conv2d_backprop_filter_tensor_core() {
             layout: NCHW,
             filter_layout: params::GO_FILTER_HWIO as i32,
         };
+        let want = filter_reference(&p, &x, &dy);
         let natural = launch::conv_filter_split(&p);
         let npix = n * ho * wo;
         let k = params::GO_CONV_FILTER_TILE_K as i64;
