@@ -79,7 +79,17 @@ pub(crate) fn backprop_input<T: Element>(
 ) {
     match layout {
         Layout::Nchw if winograd_applies(g) => backprop_input_winograd(g, dy, w, dx),
-        Layout::Nchw => backprop_input_nchw(g, dy, w, dx),
+        Layout::Nchw => {
+            if !super::input_direct::backprop_input_direct(
+                g,
+                dy,
+                w,
+                dx,
+                super::filter_direct::Level::Best,
+            ) {
+                backprop_input_nchw(g, dy, w, dx)
+            }
+        }
         Layout::Nhwc => backprop_input_col2im(g, layout, dy, w, dx),
     }
 }
@@ -90,14 +100,14 @@ const PHASE_COL_ELEMS: usize = 1 << 18;
 /// One residue class of an axis of the transposed convolution: the inputs `x = q*s + ph`
 /// (`q < n`) receive exactly the taps `t` with `(ph + pad - t*d) % s == 0`, each from output
 /// `o = q + off` (when `0 <= o < output`).
-struct AxisPhase {
-    ph: usize,
-    n: usize,
+pub(super) struct AxisPhase {
+    pub(super) ph: usize,
+    pub(super) n: usize,
     /// `(tap, off)`.
-    taps: Vec<(usize, isize)>,
+    pub(super) taps: Vec<(usize, isize)>,
 }
 
-fn axis_phases(a: &WindowAxis) -> Vec<AxisPhase> {
+pub(super) fn axis_phases(a: &WindowAxis) -> Vec<AxisPhase> {
     let s = a.stride.max(1);
     (0..s.min(a.input))
         .map(|ph| {
@@ -1489,6 +1499,85 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 50, "only {checked} valid cases");
+    }
+
+    /// The direct register-tile kernel (AVX-512 where present, and AVX2) against the col2im
+    /// path on integer data (every f32 sum exact: equal values): channel counts that leave
+    /// every tile remainder (pixels 6/4/2/1 per phase row, 1-4 vectors), strides 1-3,
+    /// dilations, every padding, groups; bf16 within one rounding.
+    #[test]
+    fn direct_matches_col2im() {
+        use super::super::filter_direct::Level;
+        use super::super::input_direct::{applies, backprop_input_direct};
+        let mut seed = 0x0dd_ba11_5eed_1234u64;
+        let mut next = |m: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m as u64) as usize
+        };
+        let mut ran = 0;
+        for case in 0..60 {
+            let groups = [1, 1, 2][next(3)];
+            let cig = [16, 32, 48, 64, 80, 8, 24][next(7)];
+            let cog = 1 + next(20);
+            let n = 1 + next(2);
+            let input = Dims {
+                n,
+                c: cig * groups,
+                h: 1 + next(12),
+                w: 1 + next(30),
+            };
+            let (kh, kw) = (1 + next(4), 1 + next(4));
+            let attrs = WindowAttrs {
+                strides: [1 + next(3), 1 + next(3)],
+                dilations: [1 + next(2), 1 + next(2)],
+                padding: match next(3) {
+                    0 => Padding::Same,
+                    1 => Padding::Valid,
+                    _ => Padding::Explicit([[next(3), next(3)], [next(3), next(3)]]),
+                },
+                dim_rounding: None,
+            };
+            let Ok(g) = ConvGeometry::new("t", input, [kh, kw, cig, cog * groups], &attrs) else {
+                continue;
+            };
+            let dy: Vec<f64> = (0..n * g.co * g.h.output * g.w.output)
+                .map(|i| ((i * 7 + case) % 13) as f64 - 6.0)
+                .collect();
+            let w: Vec<f64> = (0..kh * kw * cig * g.co)
+                .map(|i| ((i * 5 + 3 * case) % 11) as f64 - 5.0)
+                .collect();
+            let len = n * g.ci * g.h.input * g.w.input;
+            let mut want = vec![f64::NAN; len];
+            backprop_input_col2im(&g, Layout::Nchw, &dy, &w, &mut want);
+            let dy32: Vec<f32> = dy.iter().map(|&v| v as f32).collect();
+            let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+            for level in [Level::Best, Level::Avx2] {
+                if !applies::<f32>(&g, level) {
+                    continue;
+                }
+                let mut got = vec![f32::NAN; len];
+                assert!(backprop_input_direct(&g, &dy32, &w32, &mut got, level));
+                let got: Vec<f64> = got.iter().map(|&v| v as f64).collect();
+                assert_eq!(got, want, "case {case} {level:?}: {g:?}");
+                let dyb: Vec<half::bf16> = dy.iter().map(|&v| half::bf16::from_f64(v)).collect();
+                let wb: Vec<half::bf16> = w.iter().map(|&v| half::bf16::from_f64(v)).collect();
+                let mut gb = vec![half::bf16::NAN; len];
+                assert!(backprop_input_direct(&g, &dyb, &wb, &mut gb, level));
+                for (k, (&v, &e)) in gb.iter().zip(&want).enumerate() {
+                    assert_eq!(v, half::bf16::from_f64(e), "case {case} bf16 element {k}");
+                }
+                ran += 1;
+            }
+        }
+        if cfg!(target_arch = "x86_64") && pulp::x86::V3::try_new().is_some() {
+            assert!(ran > 40, "only {ran} direct runs");
+        } else {
+            println!(
+                "direct_matches_col2im: SKIPPED (no AVX2+FMA: the direct kernel never runs here)"
+            );
+        }
     }
 
     /// Winograd F(2x2, 3x3) against the phase path (f64: agreement to rounding), on every

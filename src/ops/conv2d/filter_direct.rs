@@ -63,7 +63,7 @@ pub(super) enum Level {
 }
 
 /// The f32 vector width the kernel would run at, if the CPU has a level it is built for.
-fn lanes(level: Level) -> Option<usize> {
+pub(super) fn lanes(level: Level) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     {
         if level == Level::Best && pulp::x86::V4::try_new().is_some() {
@@ -196,8 +196,69 @@ fn block_transpose<T: Element>(
 /// the permutation into shuffles).
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
 fn transpose8<T: Element>(s: &[T], ls: usize, d: &mut [T::Acc], ld: usize) {
-    let rows: [[T::Acc; 8]; 8] =
-        std::array::from_fn(|i| std::array::from_fn(|j| s[i * ls + j].to_acc()));
+    transpose8_with(s, ls, d, ld, |v: T| v.to_acc());
+}
+
+/// `d[j * ld + i] = s[i * ls + j]` for one 8x8 f32 block in AVX registers (unpack, shuffle,
+/// 128-bit permute: the compiler does not find this from [`transpose8_with`]'s arrays).
+/// Inlined into callers compiled with AVX (a `multiversion` clone or a pulp `vectorize`).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) fn transpose8_avx(simd: pulp::x86::V3, s: &[f32], ls: usize, d: &mut [f32], ld: usize) {
+    use core::arch::x86_64::__m256;
+    use pulp::bytemuck::cast;
+    let avx = simd.avx;
+    let r: [__m256; 8] = std::array::from_fn(|i| {
+        let mut a = [0f32; 8];
+        a.copy_from_slice(&s[i * ls..][..8]);
+        cast::<[f32; 8], __m256>(a)
+    });
+    let t = [
+        avx._mm256_unpacklo_ps(r[0], r[1]),
+        avx._mm256_unpackhi_ps(r[0], r[1]),
+        avx._mm256_unpacklo_ps(r[2], r[3]),
+        avx._mm256_unpackhi_ps(r[2], r[3]),
+        avx._mm256_unpacklo_ps(r[4], r[5]),
+        avx._mm256_unpackhi_ps(r[4], r[5]),
+        avx._mm256_unpacklo_ps(r[6], r[7]),
+        avx._mm256_unpackhi_ps(r[6], r[7]),
+    ];
+    let u = [
+        avx._mm256_shuffle_ps::<0x44>(t[0], t[2]),
+        avx._mm256_shuffle_ps::<0xEE>(t[0], t[2]),
+        avx._mm256_shuffle_ps::<0x44>(t[1], t[3]),
+        avx._mm256_shuffle_ps::<0xEE>(t[1], t[3]),
+        avx._mm256_shuffle_ps::<0x44>(t[4], t[6]),
+        avx._mm256_shuffle_ps::<0xEE>(t[4], t[6]),
+        avx._mm256_shuffle_ps::<0x44>(t[5], t[7]),
+        avx._mm256_shuffle_ps::<0xEE>(t[5], t[7]),
+    ];
+    let o = [
+        avx._mm256_permute2f128_ps::<0x20>(u[0], u[4]),
+        avx._mm256_permute2f128_ps::<0x20>(u[1], u[5]),
+        avx._mm256_permute2f128_ps::<0x20>(u[2], u[6]),
+        avx._mm256_permute2f128_ps::<0x20>(u[3], u[7]),
+        avx._mm256_permute2f128_ps::<0x31>(u[0], u[4]),
+        avx._mm256_permute2f128_ps::<0x31>(u[1], u[5]),
+        avx._mm256_permute2f128_ps::<0x31>(u[2], u[6]),
+        avx._mm256_permute2f128_ps::<0x31>(u[3], u[7]),
+    ];
+    for (j, v) in o.iter().enumerate() {
+        d[j * ld..][..8].copy_from_slice(&cast::<__m256, [f32; 8]>(*v));
+    }
+}
+
+/// [`transpose8`]'s body with the element conversion `f`, for callers that bring their own
+/// target features (inlined).
+#[inline(always)]
+pub(super) fn transpose8_with<S: Copy, D: Copy>(
+    s: &[S],
+    ls: usize,
+    d: &mut [D],
+    ld: usize,
+    f: impl Fn(S) -> D,
+) {
+    let rows: [[D; 8]; 8] = std::array::from_fn(|i| std::array::from_fn(|j| f(s[i * ls + j])));
     for (j, out) in d.chunks_mut(ld).take(8).enumerate() {
         for (i, o) in out[..8].iter_mut().enumerate() {
             *o = rows[i][j];

@@ -4,6 +4,7 @@
 pub(crate) mod cpu_kernel;
 mod filter_direct;
 pub(crate) mod filter_kernel;
+mod input_direct;
 mod winograd4;
 
 use crate::dtype::Element;
