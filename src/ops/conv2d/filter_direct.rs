@@ -172,6 +172,17 @@ fn block_transpose<T: Element>(
     dst: &mut Vec<T::Acc>,
 ) {
     dst.resize(ch * np, T::Acc::zero());
+    block_transpose_into::<T>(src, (ch, cg, np, nb), dst);
+}
+
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+fn block_transpose_into<T: Element>(
+    src: &[T],
+    (ch, cg, np, nb): (usize, usize, usize, usize),
+    dst: &mut [T::Acc],
+) {
+    #[cfg(target_arch = "x86_64")]
+    let avx = pulp::x86::V3::try_new();
     let p8 = np / 8 * 8;
     for c0 in (0..ch).step_by(cg) {
         for cb in (0..cg).step_by(nb) {
@@ -180,7 +191,17 @@ fn block_transpose<T: Element>(
             // `w` is a multiple of the vector width, so of 8.
             for j0 in (0..w).step_by(8) {
                 for p0 in (0..p8).step_by(8) {
-                    transpose8::<T>(&sb[j0 * np + p0..], np, &mut db[p0 * w + j0..], w);
+                    let (s, d) = (&sb[j0 * np + p0..], &mut db[p0 * w + j0..]);
+                    #[cfg(target_arch = "x86_64")]
+                    if let (Some(simd), Some(sf), Some(df)) = (
+                        avx,
+                        T::as_acc_slice(s).and_then(T::Acc::as_f32),
+                        T::Acc::as_f32_mut(d),
+                    ) {
+                        transpose8_avx(simd, sf, np, df, w);
+                        continue;
+                    }
+                    transpose8_with(s, np, d, w, |v: T| v.to_acc());
                 }
                 for p in p8..np {
                     for j in j0..j0 + 8 {
@@ -192,15 +213,9 @@ fn block_transpose<T: Element>(
     }
 }
 
-/// One 8x8 block: `d[j * ld + i] = s[i * ls + j]` (whole rows in registers: the compiler turns
-/// the permutation into shuffles).
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-fn transpose8<T: Element>(s: &[T], ls: usize, d: &mut [T::Acc], ld: usize) {
-    transpose8_with(s, ls, d, ld, |v: T| v.to_acc());
-}
-
 /// `d[j * ld + i] = s[i * ls + j]` for one 8x8 f32 block in AVX registers (unpack, shuffle,
-/// 128-bit permute: the compiler does not find this from [`transpose8_with`]'s arrays).
+/// 128-bit permute: the compiler does not find this from [`transpose8_with`]'s arrays, which
+/// it scalarises).
 /// Inlined into callers compiled with AVX (a `multiversion` clone or a pulp `vectorize`).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
@@ -248,8 +263,8 @@ pub(super) fn transpose8_avx(simd: pulp::x86::V3, s: &[f32], ls: usize, d: &mut 
     }
 }
 
-/// [`transpose8`]'s body with the element conversion `f`, for callers that bring their own
-/// target features (inlined).
+/// One 8x8 block: `d[j * ld + i] = f(s[i * ls + j])` (the portable path; inlined into callers
+/// that bring their own target features).
 #[inline(always)]
 pub(super) fn transpose8_with<S: Copy, D: Copy>(
     s: &[S],
