@@ -80,7 +80,7 @@ pub(crate) fn backprop_input<T: Element>(
     match layout {
         Layout::Nchw if winograd_applies(g) => backprop_input_winograd(g, dy, w, dx),
         Layout::Nchw => {
-            if !super::input_direct::backprop_input_direct(
+            if !super::conv_direct::backprop_input_direct(
                 g,
                 dy,
                 w,
@@ -1165,6 +1165,11 @@ pub(crate) fn forward<T: Element>(g: &ConvGeometry, layout: Layout, x: &[T], w: 
     if layout == Layout::Nchw && winograd_applies(g) {
         return forward_winograd(g, x, w, y);
     }
+    if layout == Layout::Nchw
+        && super::conv_direct::forward_direct(g, x, w, y, super::filter_direct::Level::Best)
+    {
+        return;
+    }
     forward_col(g, layout, x, w, y);
 }
 
@@ -1507,8 +1512,8 @@ mod tests {
     /// dilations, every padding, groups; bf16 within one rounding.
     #[test]
     fn direct_matches_col2im() {
+        use super::super::conv_direct::{backprop_input_direct, input_applies};
         use super::super::filter_direct::Level;
-        use super::super::input_direct::{applies, backprop_input_direct};
         let mut seed = 0x0dd_ba11_5eed_1234u64;
         let mut next = |m: usize| {
             seed ^= seed << 13;
@@ -1554,7 +1559,7 @@ mod tests {
             let dy32: Vec<f32> = dy.iter().map(|&v| v as f32).collect();
             let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
             for level in [Level::Best, Level::Avx2] {
-                if !applies::<f32>(&g, level) {
+                if !input_applies::<f32>(&g, level) {
                     continue;
                 }
                 let mut got = vec![f32::NAN; len];
@@ -1748,6 +1753,83 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 40, "only {checked} valid cases");
+    }
+
+    /// The direct register-tile forward (AVX-512 where present, and AVX2) against the im2col
+    /// path on integer data (every f32 sum exact: equal values): output channel counts that
+    /// leave every vector remainder, widths that leave every pixel remainder, strides 1-3,
+    /// dilations, every padding, groups; bf16 within one rounding.
+    #[test]
+    fn forward_direct_matches_im2col() {
+        use super::super::conv_direct::{forward_applies, forward_direct};
+        use super::super::filter_direct::Level;
+        let mut seed = 0xf0_4a4d_d1ec_7777u64;
+        let mut next = |m: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m as u64) as usize
+        };
+        let mut ran = 0;
+        for case in 0..60 {
+            let groups = [1, 1, 2][next(3)];
+            let cog = [16, 32, 48, 64, 80, 8, 24][next(7)];
+            let cig = 1 + next(20);
+            let n = 1 + next(2);
+            let input = Dims {
+                n,
+                c: cig * groups,
+                h: 1 + next(12),
+                w: 1 + next(30),
+            };
+            let (kh, kw) = (1 + next(4), 1 + next(4));
+            let attrs = WindowAttrs {
+                strides: [1 + next(3), 1 + next(3)],
+                dilations: [1 + next(2), 1 + next(2)],
+                padding: match next(3) {
+                    0 => Padding::Same,
+                    1 => Padding::Valid,
+                    _ => Padding::Explicit([[next(3), next(3)], [next(3), next(3)]]),
+                },
+                dim_rounding: None,
+            };
+            let Ok(g) = ConvGeometry::new("t", input, [kh, kw, cig, cog * groups], &attrs) else {
+                continue;
+            };
+            let x: Vec<f64> = (0..n * g.ci * g.h.input * g.w.input)
+                .map(|i| ((i * 7 + case) % 13) as f64 - 6.0)
+                .collect();
+            let w: Vec<f64> = (0..kh * kw * cig * g.co)
+                .map(|i| ((i * 5 + 3 * case) % 11) as f64 - 5.0)
+                .collect();
+            let len = n * g.co * g.h.output * g.w.output;
+            let mut want = vec![f64::NAN; len];
+            forward_col(&g, Layout::Nchw, &x, &w, &mut want);
+            let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+            for level in [Level::Best, Level::Avx2] {
+                if !forward_applies::<f32>(&g, level) {
+                    continue;
+                }
+                let mut got = vec![f32::NAN; len];
+                assert!(forward_direct(&g, &x32, &w32, &mut got, level));
+                let got: Vec<f64> = got.iter().map(|&v| v as f64).collect();
+                assert_eq!(got, want, "case {case} {level:?}: {g:?}");
+                let xb: Vec<half::bf16> = x.iter().map(|&v| half::bf16::from_f64(v)).collect();
+                let wb: Vec<half::bf16> = w.iter().map(|&v| half::bf16::from_f64(v)).collect();
+                let mut gb = vec![half::bf16::NAN; len];
+                assert!(forward_direct(&g, &xb, &wb, &mut gb, level));
+                for (k, (&v, &e)) in gb.iter().zip(&want).enumerate() {
+                    assert_eq!(v, half::bf16::from_f64(e), "case {case} bf16 element {k}");
+                }
+                ran += 1;
+            }
+        }
+        if cfg!(target_arch = "x86_64") && pulp::x86::V3::try_new().is_some() {
+            assert!(ran > 40, "only {ran} direct runs");
+        } else {
+            println!("forward_direct_matches_im2col: SKIPPED (no AVX2+FMA: the direct kernel never runs here)");
+        }
     }
 
     /// Forward Winograd against the forward im2col path (f64).

@@ -1,10 +1,10 @@
 //! TensorFlow `Conv2DBackpropInput` ([`conv2d_backprop_input`]), `Conv2DBackpropFilter`
 //! ([`conv2d_backprop_filter`]) and the forward [`conv2d`].
 
+mod conv_direct;
 pub(crate) mod cpu_kernel;
 mod filter_direct;
 pub(crate) mod filter_kernel;
-mod input_direct;
 mod winograd4;
 
 use crate::dtype::Element;

@@ -1,0 +1,504 @@
+//! CPU `conv2d_backprop_input` and `conv2d` for NCHW in f32 registers without im2col: each
+//! output row is produced by register tiles of up to 6 output pixels by up to four vectors of
+//! output channels, accumulated over the taps that reach the row and the reduction channels,
+//! one operand element broadcast per pixel and channel, the filter's channels loaded as
+//! vectors.
+//!
+//! - `conv2d_backprop_input`: per stride phase of `dx`; `dx[c][y][x] += dy[o][oy][ox] *
+//!   W[ky][kx][c][o]`, the phase's pixels reading consecutive `dy` columns.
+//! - `conv2d`: `y[o][oy][ox] += x[c][iy][ix] * W[ky][kx][c][o]`, consecutive pixels reading
+//!   `x` columns a stride apart.
+//!
+//! Why: the GEMM paths copy the operand into columns, pack both operands and (backprop_input)
+//! scatter phase tiles back. Here the operand image is transposed once to pixel-major rows
+//! padded with zero columns (a pixel's channels contiguous; no tile tests for the edge), `W`
+//! once per call to `[tap][reduction channel][output channel]` per block of output channels,
+//! and each output row is produced once, pixel-major, then transposed into the channel
+//! planes (AVX 8x8 transposes).
+//!
+//! Deterministic: each output element is one register lane's sum in a fixed order (taps
+//! ascending, then reduction channels ascending), written once; work items are whole images.
+
+use super::cpu_kernel::axis_phases;
+use super::filter_direct::{lanes, transpose8_with, Level};
+use crate::dtype::{Accum, Element};
+use crate::geometry::window::ConvGeometry;
+use multiversion::multiversion;
+use num_traits::Zero;
+use pulp::Simd;
+use rayon::prelude::*;
+
+/// Output pixels per register tile (with four vectors of 16 channels: 24 accumulators of
+/// AVX-512's 32 registers; two vectors of 8 on AVX2: 12 of 16).
+const R: usize = 6;
+
+/// Whether the direct kernels serve a call with `out_ch` output channels (of the kernel's
+/// rows: `ci` for backprop_input, `co` for the forward; NCHW is the caller's check): f32
+/// accumulation, an x86 CPU with AVX2+FMA or AVX-512, those channels per group a multiple of
+/// the vector width, nothing empty.
+fn applies<T: Element>(g: &ConvGeometry, out_ch: usize, level: Level) -> bool {
+    let nonempty = [
+        g.n, g.ci, g.co, g.h.output, g.w.output, g.h.kernel, g.w.kernel,
+    ];
+    T::Acc::as_f32(&[]).is_some()
+        && nonempty.iter().all(|&d| d > 0)
+        && g.h.input * g.w.input > 0
+        && lanes(level).is_some_and(|l| (out_ch / g.groups).is_multiple_of(l))
+}
+
+/// Whether [`backprop_input_direct`] serves this call.
+pub(super) fn input_applies<T: Element>(g: &ConvGeometry, level: Level) -> bool {
+    applies::<T>(g, g.ci, level)
+}
+
+/// Whether [`forward_direct`] serves this call.
+pub(super) fn forward_applies<T: Element>(g: &ConvGeometry, level: Level) -> bool {
+    applies::<T>(g, g.co, level)
+}
+
+/// Channel vectors per register tile at `lanes` f32 lanes (see [`R`]).
+const fn vectors(lanes: usize) -> usize {
+    if lanes >= 16 {
+        4
+    } else {
+        2
+    }
+}
+
+/// The filter per (group, block of `nb` output channels `j`) as `[tap][k][j]` in f32, from
+/// the HWIO `w` (`kh*kw` taps, `cig` x `co`); `k` runs over the reduction channels:
+/// `by_out = false` (backprop_input: `k` = o, `j` = c), `true` (forward: `k` = c, `j` = o).
+fn blocked_filter<T: Element>(g: &ConvGeometry, w: &[T], nb: usize, by_out: bool) -> Vec<f32> {
+    let (cig, cog, ntaps) = (g.ci / g.groups, g.co / g.groups, g.h.kernel * g.w.kernel);
+    let (outg, kg) = if by_out { (cog, cig) } else { (cig, cog) };
+    let mut wt = vec![0f32; g.groups * outg * ntaps * kg];
+    for grp in 0..g.groups {
+        for jb in (0..outg).step_by(nb) {
+            let bw = nb.min(outg - jb);
+            let blk = &mut wt[(grp * outg + jb) * ntaps * kg..][..bw * ntaps * kg];
+            for t in 0..ntaps {
+                for k in 0..kg {
+                    let dst = &mut blk[(t * kg + k) * bw..][..bw];
+                    for (j, d) in dst.iter_mut().enumerate() {
+                        let (c, o) = if by_out { (k, jb + j) } else { (jb + j, k) };
+                        let v = w[(t * cig + c) * g.co + grp * cog + o];
+                        *d = v.to_acc().to_f64_exact() as f32;
+                    }
+                }
+            }
+        }
+    }
+    wt
+}
+
+/// `dx` (NCHW) from NCHW `dy` and an HWIO filter `w`; `false` (and `dx` untouched) where
+/// [`input_applies`] does not hold.
+pub(super) fn backprop_input_direct<T: Element>(
+    g: &ConvGeometry,
+    dy: &[T],
+    w: &[T],
+    dx: &mut [T],
+    level: Level,
+) -> bool {
+    let Some(lanes) = lanes(level).filter(|_| input_applies::<T>(g, level)) else {
+        return false;
+    };
+    let nb = vectors(lanes) * lanes;
+    let (hi, wi, ho, wo) = (g.h.input, g.w.input, g.h.output, g.w.output);
+    let (cig, cog, kw) = (g.ci / g.groups, g.co / g.groups, g.w.kernel);
+    let ntaps = g.h.kernel * kw;
+    let (hph, wph) = (axis_phases(&g.h), axis_phases(&g.w));
+    // dy columns padded so that every tap of every phase pixel reads inside the row.
+    let offs = || {
+        wph.iter()
+            .flat_map(|p| p.taps.iter().map(move |&(_, o)| (p.n, o)))
+    };
+    let lo = offs().map(|(_, o)| o).min().unwrap_or(0);
+    let hi_col = offs().map(|(n, o)| n as isize - 1 + o).max().unwrap_or(0);
+    let padl = (-lo).max(0) as usize;
+    let len = padl + wo.max((hi_col + 1).max(0) as usize);
+    let wt = blocked_filter(g, w, nb, false);
+    let (dyimg, dximg) = (g.co * ho * wo, g.ci * hi * wi);
+    dx.par_chunks_mut(dximg)
+        .zip(dy.par_chunks(dyimg))
+        .for_each_init(
+            || (Vec::new(), Vec::new(), Vec::new(), Vec::new()),
+            |(dyt, rowbuf, taps, segs), (dxi, dyi)| {
+                // Pad columns are never written: zero from the first use of the buffer on.
+                dyt.resize(ho * len * g.co, T::Acc::zero());
+                pixel_major::<T>(dyi, (g.co, ho, wo), (len, padl), dyt);
+                rowbuf.resize(wi * nb, T::Acc::zero());
+                let Some(dyt) = T::Acc::as_f32(dyt) else {
+                    return;
+                };
+                for grp in 0..g.groups {
+                    for cb in (0..cig).step_by(nb) {
+                        let bw = nb.min(cig - cb);
+                        let wtb = &wt[(grp * cig + cb) * ntaps * cog..][..bw * ntaps * cog];
+                        for yp in &hph {
+                            for qy in 0..yp.n {
+                                // One segment per column phase: its taps that reach a dy row.
+                                taps.clear();
+                                segs.clear();
+                                for xp in &wph {
+                                    let first = taps.len();
+                                    for &(ky, offy) in &yp.taps {
+                                        let oy = qy as isize + offy;
+                                        if oy < 0 || oy >= ho as isize {
+                                            continue;
+                                        }
+                                        for &(kx, offx) in &xp.taps {
+                                            let col = (padl as isize + offx) as usize;
+                                            taps.push((
+                                                (ky * kw + kx) * cog * bw,
+                                                (oy as usize * len + col) * g.co + grp * cog,
+                                            ));
+                                        }
+                                    }
+                                    segs.push(Segment {
+                                        x0: xp.ph,
+                                        sx: g.w.stride,
+                                        n: xp.n,
+                                        lda: g.co,
+                                        taps: first..taps.len(),
+                                    });
+                                }
+                                let y = qy * g.h.stride + yp.ph;
+                                let at = ((grp * cig + cb) * hi + y) * wi;
+                                run_row::<T>(
+                                    RowOperands {
+                                        a: dyt,
+                                        wt: wtb,
+                                        k: cog,
+                                        segs,
+                                        taps,
+                                    },
+                                    (rowbuf, wi, bw),
+                                    (hi * wi, &mut dxi[at..]),
+                                    level,
+                                );
+                            }
+                        }
+                    }
+                }
+            },
+        );
+    true
+}
+
+/// `y` (NCHW) from NCHW `x` and an HWIO filter `w`; `false` (and `y` untouched) where
+/// [`forward_applies`] does not hold.
+pub(super) fn forward_direct<T: Element>(
+    g: &ConvGeometry,
+    x: &[T],
+    w: &[T],
+    y: &mut [T],
+    level: Level,
+) -> bool {
+    let Some(lanes) = lanes(level).filter(|_| forward_applies::<T>(g, level)) else {
+        return false;
+    };
+    let nb = vectors(lanes) * lanes;
+    let (hi, wi, ho, wo) = (g.h.input, g.w.input, g.h.output, g.w.output);
+    let (cig, cog, kw) = (g.ci / g.groups, g.co / g.groups, g.w.kernel);
+    let ntaps = g.h.kernel * kw;
+    // x columns padded: column `pad_left + ix`, wide enough for the last output's last tap.
+    let padl = g.w.pad_before;
+    let reach = (wo - 1) * g.w.stride + (kw - 1) * g.w.dilation + 1;
+    let len = reach.max(padl + wi);
+    let wt = blocked_filter(g, w, nb, true);
+    let (ximg, yimg) = (g.ci * hi * wi, g.co * ho * wo);
+    y.par_chunks_mut(yimg)
+        .zip(x.par_chunks(ximg))
+        .for_each_init(
+            || (Vec::new(), Vec::new(), Vec::new(), Vec::new()),
+            |(xt, rowbuf, taps, segs), (yi, xi)| {
+                xt.resize(hi * len * g.ci, T::Acc::zero());
+                pixel_major::<T>(xi, (g.ci, hi, wi), (len, padl), xt);
+                rowbuf.resize(wo * nb, T::Acc::zero());
+                let Some(xt) = T::Acc::as_f32(xt) else {
+                    return;
+                };
+                for grp in 0..g.groups {
+                    for ob in (0..cog).step_by(nb) {
+                        let bw = nb.min(cog - ob);
+                        let wtb = &wt[(grp * cog + ob) * ntaps * cig..][..bw * ntaps * cig];
+                        for oy in 0..ho {
+                            taps.clear();
+                            segs.clear();
+                            for ky in 0..g.h.kernel {
+                                let Some(iy) = g.h.input_index(oy, ky) else {
+                                    continue;
+                                };
+                                for kx in 0..kw {
+                                    taps.push((
+                                        (ky * kw + kx) * cig * bw,
+                                        (iy * len + kx * g.w.dilation) * g.ci + grp * cig,
+                                    ));
+                                }
+                            }
+                            segs.push(Segment {
+                                x0: 0,
+                                sx: 1,
+                                n: wo,
+                                lda: g.w.stride * g.ci,
+                                taps: 0..taps.len(),
+                            });
+                            let at = ((grp * cog + ob) * ho + oy) * wo;
+                            run_row::<T>(
+                                RowOperands {
+                                    a: xt,
+                                    wt: wtb,
+                                    k: cig,
+                                    segs,
+                                    taps,
+                                },
+                                (rowbuf, wo, bw),
+                                (ho * wo, &mut yi[at..]),
+                                level,
+                            );
+                        }
+                    }
+                }
+            },
+        );
+    true
+}
+
+/// What one output row reads: the operand image `a` (pixel-major, padded), the channel
+/// block's filter `wt` (`[tap][k][bw]`), `k` reduction channels per tap, the row's segments
+/// and their taps.
+struct RowOperands<'a> {
+    a: &'a [f32],
+    wt: &'a [f32],
+    k: usize,
+    segs: &'a [Segment],
+    taps: &'a [(usize, usize)],
+}
+
+/// Computes one output row of `bw` channels into `rowbuf` (`[x][c]`, `width` pixels) and
+/// stores it into the channel planes of `out` (`plane` apart), rounding once.
+fn run_row<T: Element>(
+    ops: RowOperands,
+    (rowbuf, width, bw): (&mut [T::Acc], usize, usize),
+    (plane, out): (usize, &mut [T]),
+    level: Level,
+) {
+    if let Some(row) = T::Acc::as_f32_mut(&mut rowbuf[..width * bw]) {
+        Row { ops, row, bw }.run(level);
+    }
+    store_row::<T>(&rowbuf[..width * bw], (width, bw), plane, out);
+}
+
+/// A run of output pixels of a row: columns `x0 + sx * q` for `q < n`, the operand of pixel
+/// `q` at each tap's offset plus `q * lda`; `taps` indexes the row's tap list.
+struct Segment {
+    x0: usize,
+    sx: usize,
+    n: usize,
+    lda: usize,
+    taps: std::ops::Range<usize>,
+}
+
+/// `dst[(oy * len + padl + ox) * co + o] = dy[o][oy][ox]` (one image; 8x8 blocks).
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+fn pixel_major<T: Element>(
+    dy: &[T],
+    (co, ho, wo): (usize, usize, usize),
+    (len, padl): (usize, usize),
+    dst: &mut [T::Acc],
+) {
+    let (c8, x8) = (co / 8 * 8, wo / 8 * 8);
+    #[cfg(target_arch = "x86_64")]
+    let avx = pulp::x86::V3::try_new();
+    for oy in 0..ho {
+        let base = (oy * len + padl) * co;
+        for c0 in (0..c8).step_by(8) {
+            for x0 in (0..x8).step_by(8) {
+                let s = &dy[(c0 * ho + oy) * wo + x0..];
+                let d = &mut dst[base + x0 * co + c0..];
+                #[cfg(target_arch = "x86_64")]
+                if let (Some(simd), Some(sf), Some(df)) = (
+                    avx,
+                    T::as_acc_slice(s).and_then(T::Acc::as_f32),
+                    T::Acc::as_f32_mut(d),
+                ) {
+                    super::filter_direct::transpose8_avx(simd, sf, ho * wo, df, co);
+                    continue;
+                }
+                transpose8_with(s, ho * wo, d, co, |v: T| v.to_acc());
+            }
+        }
+        for x in 0..wo {
+            let cs = if x < x8 { c8 } else { 0 };
+            for c in cs..co {
+                dst[base + x * co + c] = dy[(c * ho + oy) * wo + x].to_acc();
+            }
+        }
+    }
+}
+
+/// `dx[c * plane + x] = row[x * bw + c]` for the `bw` channels of a row (`wi` pixels), rounded
+/// once.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+fn store_row<T: Element>(row: &[T::Acc], (wi, bw): (usize, usize), plane: usize, dx: &mut [T]) {
+    let x8 = wi / 8 * 8;
+    #[cfg(target_arch = "x86_64")]
+    let avx = pulp::x86::V3::try_new();
+    for c0 in (0..bw).step_by(8) {
+        for x0 in (0..x8).step_by(8) {
+            let d = &mut dx[c0 * plane + x0..];
+            let s = &row[x0 * bw + c0..];
+            #[cfg(target_arch = "x86_64")]
+            if let (Some(simd), Some(sf), Some(df)) = (
+                avx,
+                T::Acc::as_f32(s),
+                T::as_acc_slice_mut(d).and_then(T::Acc::as_f32_mut),
+            ) {
+                super::filter_direct::transpose8_avx(simd, sf, bw, df, plane);
+                continue;
+            }
+            transpose8_with(s, bw, d, plane, |v: T::Acc| T::from_acc(v));
+        }
+        for x in x8..wi {
+            for j in 0..8 {
+                dx[(c0 + j) * plane + x] = T::from_acc(row[x * bw + c0 + j]);
+            }
+        }
+    }
+}
+
+/// One output row of one channel block into a pixel-major buffer. Not generic over the
+/// element type: the register tiles are compiled once, here.
+struct Row<'a> {
+    ops: RowOperands<'a>,
+    /// `[x][c]`, `bw` channels per pixel.
+    row: &'a mut [f32],
+    bw: usize,
+}
+
+impl Row<'_> {
+    #[inline(never)]
+    fn run(self, level: Level) {
+        match level {
+            Level::Best => pulp::Arch::new().dispatch(self),
+            #[cfg(target_arch = "x86_64")]
+            Level::Avx2 => {
+                if let Some(simd) = pulp::x86::V3::try_new() {
+                    <pulp::x86::V3 as Simd>::vectorize(simd, self)
+                }
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            Level::Avx2 => {}
+        }
+    }
+}
+
+impl pulp::WithSimd for Row<'_> {
+    type Output = ();
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, simd: S) {
+        let Row {
+            ops:
+                RowOperands {
+                    a,
+                    wt,
+                    k,
+                    segs,
+                    taps,
+                },
+            row,
+            bw,
+        } = self;
+        let nv = bw / S::F32_LANES;
+        for seg in segs {
+            let mut q0 = 0;
+            while q0 < seg.n {
+                let nr = match seg.n - q0 {
+                    n if n >= R => R,
+                    n if n >= 4 => 4,
+                    n if n >= 2 => 2,
+                    _ => 1,
+                };
+                let t = TileArgs {
+                    a,
+                    lda: seg.lda,
+                    wt,
+                    taps: &taps[seg.taps.clone()],
+                    k,
+                    q0,
+                    out: (&mut *row, bw, seg.x0, seg.sx),
+                };
+                tile_dispatch(simd, nr, nv, t);
+                q0 += nr;
+            }
+        }
+    }
+}
+
+/// A register tile's operands: pixels `q0..q0 + nr` of a segment; per tap, (offset of the
+/// tap's `[k][bw]` block in `wt`, offset in `a` of pixel `q = 0`; pixels `lda` apart, `k`
+/// reduction channels each); `out` = (pixel-major row buffer, its channels per pixel, the
+/// segment's first column, its column stride).
+struct TileArgs<'a> {
+    a: &'a [f32],
+    lda: usize,
+    wt: &'a [f32],
+    taps: &'a [(usize, usize)],
+    k: usize,
+    q0: usize,
+    out: (&'a mut [f32], usize, usize, usize),
+}
+
+#[inline(always)]
+fn tile_dispatch<S: Simd>(simd: S, nr: usize, nv: usize, t: TileArgs) {
+    macro_rules! go {
+        ($($r:literal, $v:literal);*) => {
+            match (nr, nv) {
+                $(($r, $v) => tile::<S, $r, $v>(simd, t),)*
+                _ => unreachable!("tile shape {nr}x{nv}"),
+            }
+        };
+    }
+    go!(6, 4; 6, 3; 6, 2; 6, 1; 4, 4; 4, 3; 4, 2; 4, 1; 2, 4; 2, 3; 2, 2; 2, 1; 1, 4; 1, 3; 1, 2; 1, 1)
+}
+
+/// `out[(q0 + r) s + x0][v] = sum over taps and j < k of a[tap.1 + (q0 + r) lda + j] *
+/// wt[tap.0 + j NV lanes][v]`.
+#[inline(always)]
+fn tile<S: Simd, const NR: usize, const NV: usize>(simd: S, t: TileArgs) {
+    let TileArgs {
+        a: src,
+        lda,
+        wt,
+        taps,
+        k,
+        q0,
+        out: (row, bw, x0, sx),
+    } = t;
+    let lanes = S::F32_LANES;
+    // Arrays filled by plain loops: `array::from_fn` may build them on the stack and copy
+    // them.
+    let mut acc = [[simd.splat_f32s(0.0); NV]; NR];
+    for &(wofs, ao) in taps {
+        let mut a: [&[f32]; NR] = [&[]; NR];
+        for (r, ar) in a.iter_mut().enumerate() {
+            *ar = &src[ao + (q0 + r) * lda..][..k];
+        }
+        let (bv, _) = S::as_simd_f32s(&wt[wofs..][..k * NV * lanes]);
+        for (o, bo) in bv.chunks_exact(NV).enumerate() {
+            for r in 0..NR {
+                let av = simd.splat_f32s(a[r][o]);
+                for v in 0..NV {
+                    acc[r][v] = simd.mul_add_f32s(av, bo[v], acc[r][v]);
+                }
+            }
+        }
+    }
+    for (r, accr) in acc.iter().enumerate() {
+        let x = (q0 + r) * sx + x0;
+        for (v, &val) in accr.iter().enumerate() {
+            S::as_mut_simd_f32s(&mut row[x * bw + v * lanes..][..lanes]).0[0] = val;
+        }
+    }
+}
