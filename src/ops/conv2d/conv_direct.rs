@@ -380,17 +380,7 @@ struct Row<'a> {
 impl Row<'_> {
     #[inline(never)]
     fn run(self, level: Level) {
-        match level {
-            Level::Best => pulp::Arch::new().dispatch(self),
-            #[cfg(target_arch = "x86_64")]
-            Level::Avx2 => {
-                if let Some(simd) = pulp::x86::V3::try_new() {
-                    <pulp::x86::V3 as Simd>::vectorize(simd, self)
-                }
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            Level::Avx2 => {}
-        }
+        level.dispatch(self)
     }
 }
 

@@ -1506,85 +1506,6 @@ mod tests {
         assert!(checked > 50, "only {checked} valid cases");
     }
 
-    /// The direct register-tile kernel (AVX-512 where present, and AVX2) against the col2im
-    /// path on integer data (every f32 sum exact: equal values): channel counts that leave
-    /// every tile remainder (pixels 6/4/2/1 per phase row, 1-4 vectors), strides 1-3,
-    /// dilations, every padding, groups; bf16 within one rounding.
-    #[test]
-    fn direct_matches_col2im() {
-        use super::super::conv_direct::{backprop_input_direct, input_applies};
-        use super::super::filter_direct::Level;
-        let mut seed = 0x0dd_ba11_5eed_1234u64;
-        let mut next = |m: usize| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed % m as u64) as usize
-        };
-        let mut ran = 0;
-        for case in 0..60 {
-            let groups = [1, 1, 2][next(3)];
-            let cig = [16, 32, 48, 64, 80, 8, 24][next(7)];
-            let cog = 1 + next(20);
-            let n = 1 + next(2);
-            let input = Dims {
-                n,
-                c: cig * groups,
-                h: 1 + next(12),
-                w: 1 + next(30),
-            };
-            let (kh, kw) = (1 + next(4), 1 + next(4));
-            let attrs = WindowAttrs {
-                strides: [1 + next(3), 1 + next(3)],
-                dilations: [1 + next(2), 1 + next(2)],
-                padding: match next(3) {
-                    0 => Padding::Same,
-                    1 => Padding::Valid,
-                    _ => Padding::Explicit([[next(3), next(3)], [next(3), next(3)]]),
-                },
-                dim_rounding: None,
-            };
-            let Ok(g) = ConvGeometry::new("t", input, [kh, kw, cig, cog * groups], &attrs) else {
-                continue;
-            };
-            let dy: Vec<f64> = (0..n * g.co * g.h.output * g.w.output)
-                .map(|i| ((i * 7 + case) % 13) as f64 - 6.0)
-                .collect();
-            let w: Vec<f64> = (0..kh * kw * cig * g.co)
-                .map(|i| ((i * 5 + 3 * case) % 11) as f64 - 5.0)
-                .collect();
-            let len = n * g.ci * g.h.input * g.w.input;
-            let mut want = vec![f64::NAN; len];
-            backprop_input_col2im(&g, Layout::Nchw, &dy, &w, &mut want);
-            let dy32: Vec<f32> = dy.iter().map(|&v| v as f32).collect();
-            let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
-            for level in [Level::Best, Level::Avx2] {
-                if !input_applies::<f32>(&g, level) {
-                    continue;
-                }
-                let mut got = vec![f32::NAN; len];
-                assert!(backprop_input_direct(&g, &dy32, &w32, &mut got, level));
-                let got: Vec<f64> = got.iter().map(|&v| v as f64).collect();
-                assert_eq!(got, want, "case {case} {level:?}: {g:?}");
-                let dyb: Vec<half::bf16> = dy.iter().map(|&v| half::bf16::from_f64(v)).collect();
-                let wb: Vec<half::bf16> = w.iter().map(|&v| half::bf16::from_f64(v)).collect();
-                let mut gb = vec![half::bf16::NAN; len];
-                assert!(backprop_input_direct(&g, &dyb, &wb, &mut gb, level));
-                for (k, (&v, &e)) in gb.iter().zip(&want).enumerate() {
-                    assert_eq!(v, half::bf16::from_f64(e), "case {case} bf16 element {k}");
-                }
-                ran += 1;
-            }
-        }
-        if cfg!(target_arch = "x86_64") && pulp::x86::V3::try_new().is_some() {
-            assert!(ran > 40, "only {ran} direct runs");
-        } else {
-            println!(
-                "direct_matches_col2im: SKIPPED (no AVX2+FMA: the direct kernel never runs here)"
-            );
-        }
-    }
-
     /// Winograd F(2x2, 3x3) against the phase path (f64: agreement to rounding), on every
     /// padding, odd sizes, groups, channel blocks.
     #[test]
@@ -1755,15 +1676,18 @@ mod tests {
         assert!(checked > 40, "only {checked} valid cases");
     }
 
-    /// The direct register-tile forward (AVX-512 where present, and AVX2) against the im2col
-    /// path on integer data (every f32 sum exact: equal values): output channel counts that
-    /// leave every vector remainder, widths that leave every pixel remainder, strides 1-3,
-    /// dilations, every padding, groups; bf16 within one rounding.
+    /// The direct register-tile kernels (`conv_direct.rs`; AVX-512 where present, and AVX2)
+    /// against the col2im path (backprop_input) and the im2col path (forward) on integer data
+    /// (every f32 sum exact: equal values): output channel counts that leave every vector
+    /// remainder, widths that leave every pixel remainder (6/4/2/1 per row or phase row),
+    /// strides 1-3, dilations, every padding, groups; bf16 within one rounding.
     #[test]
-    fn forward_direct_matches_im2col() {
-        use super::super::conv_direct::{forward_applies, forward_direct};
+    fn direct_matches_gemm_paths() {
+        use super::super::conv_direct::{
+            backprop_input_direct, forward_applies, forward_direct, input_applies,
+        };
         use super::super::filter_direct::Level;
-        let mut seed = 0xf0_4a4d_d1ec_7777u64;
+        let mut seed = 0x0dd_ba11_5eed_1234u64;
         let mut next = |m: usize| {
             seed ^= seed << 13;
             seed ^= seed >> 7;
@@ -1771,10 +1695,17 @@ mod tests {
             (seed % m as u64) as usize
         };
         let mut ran = 0;
-        for case in 0..60 {
+        for case in 0..120 {
+            let forward = case % 2 == 1;
             let groups = [1, 1, 2][next(3)];
-            let cog = [16, 32, 48, 64, 80, 8, 24][next(7)];
-            let cig = 1 + next(20);
+            // The kernel's output channels (ci for backprop_input, co for the forward).
+            let out_ch = [16, 32, 48, 64, 80, 8, 24][next(7)];
+            let red_ch = 1 + next(20);
+            let (cig, cog) = if forward {
+                (red_ch, out_ch)
+            } else {
+                (out_ch, red_ch)
+            };
             let n = 1 + next(2);
             let input = Dims {
                 n,
@@ -1796,29 +1727,61 @@ mod tests {
             let Ok(g) = ConvGeometry::new("t", input, [kh, kw, cig, cog * groups], &attrs) else {
                 continue;
             };
-            let x: Vec<f64> = (0..n * g.ci * g.h.input * g.w.input)
+            let (src_len, out_len) = {
+                let (xl, yl) = (
+                    n * g.ci * g.h.input * g.w.input,
+                    n * g.co * g.h.output * g.w.output,
+                );
+                if forward {
+                    (xl, yl)
+                } else {
+                    (yl, xl)
+                }
+            };
+            let src: Vec<f64> = (0..src_len)
                 .map(|i| ((i * 7 + case) % 13) as f64 - 6.0)
                 .collect();
             let w: Vec<f64> = (0..kh * kw * cig * g.co)
                 .map(|i| ((i * 5 + 3 * case) % 11) as f64 - 5.0)
                 .collect();
-            let len = n * g.co * g.h.output * g.w.output;
-            let mut want = vec![f64::NAN; len];
-            forward_col(&g, Layout::Nchw, &x, &w, &mut want);
-            let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
-            let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+            let mut want = vec![f64::NAN; out_len];
+            if forward {
+                forward_col(&g, Layout::Nchw, &src, &w, &mut want);
+            } else {
+                backprop_input_col2im(&g, Layout::Nchw, &src, &w, &mut want);
+            }
+            fn run<T: Element>(
+                forward: bool,
+                g: &ConvGeometry,
+                (src, w): (&[T], &[T]),
+                out: &mut [T],
+                level: Level,
+            ) -> bool {
+                if forward {
+                    forward_direct(g, src, w, out, level)
+                } else {
+                    backprop_input_direct(g, src, w, out, level)
+                }
+            }
             for level in [Level::Best, Level::Avx2] {
-                if !forward_applies::<f32>(&g, level) {
+                let applies = if forward {
+                    forward_applies::<f32>(&g, level)
+                } else {
+                    input_applies::<f32>(&g, level)
+                };
+                if !applies {
                     continue;
                 }
-                let mut got = vec![f32::NAN; len];
-                assert!(forward_direct(&g, &x32, &w32, &mut got, level));
+                let s32: Vec<f32> = src.iter().map(|&v| v as f32).collect();
+                let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+                let mut got = vec![f32::NAN; out_len];
+                assert!(run(forward, &g, (&s32, &w32), &mut got, level));
                 let got: Vec<f64> = got.iter().map(|&v| v as f64).collect();
-                assert_eq!(got, want, "case {case} {level:?}: {g:?}");
-                let xb: Vec<half::bf16> = x.iter().map(|&v| half::bf16::from_f64(v)).collect();
+                assert_eq!(got, want, "case {case} forward={forward} {level:?}: {g:?}");
+                let sb: Vec<half::bf16> = src.iter().map(|&v| half::bf16::from_f64(v)).collect();
                 let wb: Vec<half::bf16> = w.iter().map(|&v| half::bf16::from_f64(v)).collect();
-                let mut gb = vec![half::bf16::NAN; len];
-                assert!(forward_direct(&g, &xb, &wb, &mut gb, level));
+                let mut gb = vec![half::bf16::NAN; out_len];
+                assert!(run(forward, &g, (&sb, &wb), &mut gb, level));
                 for (k, (&v, &e)) in gb.iter().zip(&want).enumerate() {
                     assert_eq!(v, half::bf16::from_f64(e), "case {case} bf16 element {k}");
                 }
@@ -1826,9 +1789,9 @@ mod tests {
             }
         }
         if cfg!(target_arch = "x86_64") && pulp::x86::V3::try_new().is_some() {
-            assert!(ran > 40, "only {ran} direct runs");
+            assert!(ran > 80, "only {ran} direct runs");
         } else {
-            println!("forward_direct_matches_im2col: SKIPPED (no AVX2+FMA: the direct kernel never runs here)");
+            println!("direct_matches_gemm_paths: SKIPPED (no AVX2+FMA: the direct kernels never run here)");
         }
     }
 

@@ -62,6 +62,24 @@ pub(super) enum Level {
     Avx2,
 }
 
+impl Level {
+    /// Runs `op` at this level (nothing where the CPU lacks it: [`lanes`] is `None` there and
+    /// the callers check it first).
+    pub(super) fn dispatch<Op: pulp::WithSimd<Output = ()>>(self, op: Op) {
+        match self {
+            Level::Best => pulp::Arch::new().dispatch(op),
+            #[cfg(target_arch = "x86_64")]
+            Level::Avx2 => {
+                if let Some(simd) = pulp::x86::V3::try_new() {
+                    <pulp::x86::V3 as Simd>::vectorize(simd, op)
+                }
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            Level::Avx2 => {}
+        }
+    }
+}
+
 /// The f32 vector width the kernel would run at, if the CPU has a level it is built for.
 pub(super) fn lanes(level: Level) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
@@ -300,17 +318,7 @@ struct Unit<'a> {
 impl Unit<'_> {
     #[inline(never)]
     fn run(self, level: Level) {
-        match level {
-            Level::Best => pulp::Arch::new().dispatch(self),
-            #[cfg(target_arch = "x86_64")]
-            Level::Avx2 => {
-                if let Some(simd) = pulp::x86::V3::try_new() {
-                    <pulp::x86::V3 as Simd>::vectorize(simd, self)
-                }
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            Level::Avx2 => {}
-        }
+        level.dispatch(self)
     }
 }
 
