@@ -36,7 +36,7 @@ const R: usize = 6;
 /// rows: `ci` for backprop_input, `co` for the forward; NCHW is the caller's check): f32
 /// accumulation, an x86 CPU with AVX2+FMA or AVX-512, those channels per group a multiple of
 /// the vector width, nothing empty.
-fn applies<T: Element>(g: &ConvGeometry, out_ch: usize, level: Level) -> bool {
+pub(super) fn applies<T: Element>(g: &ConvGeometry, out_ch: usize, level: Level) -> bool {
     let nonempty = [
         g.n, g.ci, g.co, g.h.output, g.w.output, g.h.kernel, g.w.kernel,
     ];
@@ -57,7 +57,7 @@ pub(super) fn forward_applies<T: Element>(g: &ConvGeometry, level: Level) -> boo
 }
 
 /// Channel vectors per register tile at `lanes` f32 lanes (see [`R`]).
-const fn vectors(lanes: usize) -> usize {
+pub(super) const fn vectors(lanes: usize) -> usize {
     if lanes >= 16 {
         4
     } else {
@@ -68,26 +68,39 @@ const fn vectors(lanes: usize) -> usize {
 /// The filter per (group, block of `nb` output channels `j`) as `[tap][k][j]` in f32, from
 /// the HWIO `w` (`kh*kw` taps, `cig` x `co`); `k` runs over the reduction channels:
 /// `by_out = false` (backprop_input: `k` = o, `j` = c), `true` (forward: `k` = c, `j` = o).
-fn blocked_filter<T: Element>(g: &ConvGeometry, w: &[T], nb: usize, by_out: bool) -> Vec<f32> {
+pub(super) fn blocked_filter<T: Element>(
+    g: &ConvGeometry,
+    w: &[T],
+    nb: usize,
+    by_out: bool,
+) -> Vec<f32> {
     let (cig, cog, ntaps) = (g.ci / g.groups, g.co / g.groups, g.h.kernel * g.w.kernel);
     let (outg, kg) = if by_out { (cog, cig) } else { (cig, cog) };
     let mut wt = vec![0f32; g.groups * outg * ntaps * kg];
+    // One task per (group, channel block, tap): the filter is re-laid out on every call, and
+    // serially it would be a sizeable share of a two-thread call.
+    let mut tasks = Vec::new();
+    let mut rest = &mut wt[..];
     for grp in 0..g.groups {
         for jb in (0..outg).step_by(nb) {
             let bw = nb.min(outg - jb);
-            let blk = &mut wt[(grp * outg + jb) * ntaps * kg..][..bw * ntaps * kg];
             for t in 0..ntaps {
-                for k in 0..kg {
-                    let dst = &mut blk[(t * kg + k) * bw..][..bw];
-                    for (j, d) in dst.iter_mut().enumerate() {
-                        let (c, o) = if by_out { (k, jb + j) } else { (jb + j, k) };
-                        let v = w[(t * cig + c) * g.co + grp * cog + o];
-                        *d = v.to_acc().to_f64_exact() as f32;
-                    }
-                }
+                let (chunk, tail) = rest.split_at_mut(kg * bw);
+                tasks.push((grp, jb, bw, t, chunk));
+                rest = tail;
             }
         }
     }
+    tasks.into_par_iter().for_each(|(grp, jb, bw, t, dst)| {
+        for (k, row) in dst.chunks_exact_mut(bw).enumerate() {
+            for (j, d) in row.iter_mut().enumerate() {
+                let (c, o) = if by_out { (k, jb + j) } else { (jb + j, k) };
+                *d = w[(t * cig + c) * g.co + grp * cog + o]
+                    .to_acc()
+                    .to_f64_exact() as f32;
+            }
+        }
+    });
     wt
 }
 
@@ -268,12 +281,12 @@ pub(super) fn forward_direct<T: Element>(
 /// What one output row reads: the operand image `a` (pixel-major, padded), the channel
 /// block's filter `wt` (`[tap][k][bw]`), `k` reduction channels per tap, the row's segments
 /// and their taps.
-struct RowOperands<'a> {
-    a: &'a [f32],
-    wt: &'a [f32],
-    k: usize,
-    segs: &'a [Segment],
-    taps: &'a [(usize, usize)],
+pub(super) struct RowOperands<'a> {
+    pub(super) a: &'a [f32],
+    pub(super) wt: &'a [f32],
+    pub(super) k: usize,
+    pub(super) segs: &'a [Segment],
+    pub(super) taps: &'a [(usize, usize)],
 }
 
 /// Computes one output row of `bw` channels into `rowbuf` (`[x][c]`, `width` pixels) and
@@ -292,17 +305,17 @@ fn run_row<T: Element>(
 
 /// A run of output pixels of a row: columns `x0 + sx * q` for `q < n`, the operand of pixel
 /// `q` at each tap's offset plus `q * lda`; `taps` indexes the row's tap list.
-struct Segment {
-    x0: usize,
-    sx: usize,
-    n: usize,
-    lda: usize,
-    taps: std::ops::Range<usize>,
+pub(super) struct Segment {
+    pub(super) x0: usize,
+    pub(super) sx: usize,
+    pub(super) n: usize,
+    pub(super) lda: usize,
+    pub(super) taps: std::ops::Range<usize>,
 }
 
 /// `dst[(oy * len + padl + ox) * co + o] = dy[o][oy][ox]` (one image; 8x8 blocks).
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-fn pixel_major<T: Element>(
+pub(super) fn pixel_major<T: Element>(
     dy: &[T],
     (co, ho, wo): (usize, usize, usize),
     (len, padl): (usize, usize),
@@ -341,7 +354,12 @@ fn pixel_major<T: Element>(
 /// `dx[c * plane + x] = row[x * bw + c]` for the `bw` channels of a row (`wi` pixels), rounded
 /// once.
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-fn store_row<T: Element>(row: &[T::Acc], (wi, bw): (usize, usize), plane: usize, dx: &mut [T]) {
+pub(super) fn store_row<T: Element>(
+    row: &[T::Acc],
+    (wi, bw): (usize, usize),
+    plane: usize,
+    dx: &mut [T],
+) {
     let x8 = wi / 8 * 8;
     #[cfg(target_arch = "x86_64")]
     let avx = pulp::x86::V3::try_new();
@@ -370,16 +388,16 @@ fn store_row<T: Element>(row: &[T::Acc], (wi, bw): (usize, usize), plane: usize,
 
 /// One output row of one channel block into a pixel-major buffer. Not generic over the
 /// element type: the register tiles are compiled once, here.
-struct Row<'a> {
-    ops: RowOperands<'a>,
+pub(super) struct Row<'a> {
+    pub(super) ops: RowOperands<'a>,
     /// `[x][c]`, `bw` channels per pixel.
-    row: &'a mut [f32],
-    bw: usize,
+    pub(super) row: &'a mut [f32],
+    pub(super) bw: usize,
 }
 
 impl Row<'_> {
     #[inline(never)]
-    fn run(self, level: Level) {
+    pub(super) fn run(self, level: Level) {
         level.dispatch(self)
     }
 }
@@ -404,12 +422,7 @@ impl pulp::WithSimd for Row<'_> {
         for seg in segs {
             let mut q0 = 0;
             while q0 < seg.n {
-                let nr = match seg.n - q0 {
-                    n if n >= R => R,
-                    n if n >= 4 => 4,
-                    n if n >= 2 => 2,
-                    _ => 1,
-                };
+                let nr = tile_pixels(seg.n - q0);
                 let t = TileArgs {
                     a,
                     lda: seg.lda,
@@ -423,6 +436,18 @@ impl pulp::WithSimd for Row<'_> {
                 q0 += nr;
             }
         }
+    }
+}
+
+/// Pixels of the next register tile with `n` left: full tiles of [`R`], except that a
+/// remainder of 1 or 2 after one is avoided by taking 4 (`14 = 6 + 4 + 4`, not `6 + 6 + 2`:
+/// the narrow tiles run far below the FMA rate).
+fn tile_pixels(n: usize) -> usize {
+    match n {
+        n if n == R || n >= R + 4 => R,
+        n if n >= 4 => 4,
+        n if n >= 2 => 2,
+        _ => 1,
     }
 }
 

@@ -80,13 +80,10 @@ pub(crate) fn backprop_input<T: Element>(
     match layout {
         Layout::Nchw if winograd_applies(g) => backprop_input_winograd(g, dy, w, dx),
         Layout::Nchw => {
-            if !super::conv_direct::backprop_input_direct(
-                g,
-                dy,
-                w,
-                dx,
-                super::filter_direct::Level::Best,
-            ) {
+            let level = super::filter_direct::Level::Best;
+            if !super::phase_winograd::backprop_input_phase_winograd(g, dy, w, dx, level)
+                && !super::conv_direct::backprop_input_direct(g, dy, w, dx, level)
+            {
                 backprop_input_nchw(g, dy, w, dx)
             }
         }
@@ -1792,6 +1789,109 @@ mod tests {
             assert!(ran > 80, "only {ran} direct runs");
         } else {
             println!("direct_matches_gemm_paths: SKIPPED (no AVX2+FMA: the direct kernels never run here)");
+        }
+    }
+
+    /// The stride-2 phase Winograd input gradient (`phase_winograd.rs`) against the col2im
+    /// path, exactly (integer data: every transform coefficient is +-1): every padding parity,
+    /// odd and even phase lengths, groups, channel blocks with remainders; both SIMD levels;
+    /// bf16.
+    #[test]
+    fn phase_winograd_matches_col2im() {
+        use super::super::filter_direct::Level;
+        use super::super::phase_winograd::{applies, backprop_input_phase_winograd};
+        let mut seed = 0x5eed_0f2b_10c5_u64;
+        let mut next = |m: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m as u64) as usize
+        };
+        let mut ran = 0;
+        for case in 0..60 {
+            let groups = [1, 1, 2][next(3)];
+            let cig = [16, 32, 48, 64, 80, 8, 24][next(7)];
+            let cog = 1 + next(20);
+            let n = 1 + next(2);
+            let input = Dims {
+                n,
+                c: cig * groups,
+                h: 2 + next(14),
+                w: 2 + next(30),
+            };
+            let attrs = WindowAttrs {
+                strides: [2, 2],
+                dilations: [1, 1],
+                padding: match next(3) {
+                    0 => Padding::Same,
+                    1 => Padding::Valid,
+                    _ => Padding::Explicit([[next(3), next(3)], [next(3), next(3)]]),
+                },
+                dim_rounding: None,
+            };
+            let Ok(g) = ConvGeometry::new("t", input, [3, 3, cig, cog * groups], &attrs) else {
+                continue;
+            };
+            let dy: Vec<f64> = (0..n * g.co * g.h.output * g.w.output)
+                .map(|i| ((i * 7 + case) % 13) as f64 - 6.0)
+                .collect();
+            let w: Vec<f64> = (0..9 * cig * g.co)
+                .map(|i| ((i * 5 + 3 * case) % 11) as f64 - 5.0)
+                .collect();
+            let dx_len = n * g.ci * g.h.input * g.w.input;
+            let mut want = vec![f64::NAN; dx_len];
+            backprop_input_col2im(&g, Layout::Nchw, &dy, &w, &mut want);
+            for level in [Level::Best, Level::Avx2] {
+                if !applies::<f32>(&g, level) {
+                    continue;
+                }
+                let d32: Vec<f32> = dy.iter().map(|&v| v as f32).collect();
+                let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+                let mut got = vec![f32::NAN; dx_len];
+                assert!(backprop_input_phase_winograd(
+                    &g, &d32, &w32, &mut got, level
+                ));
+                let got: Vec<f64> = got.iter().map(|&v| v as f64).collect();
+                assert_eq!(got, want, "case {case} {level:?}: {g:?}");
+                let db: Vec<half::bf16> = dy.iter().map(|&v| half::bf16::from_f64(v)).collect();
+                let wb: Vec<half::bf16> = w.iter().map(|&v| half::bf16::from_f64(v)).collect();
+                let mut gb = vec![half::bf16::NAN; dx_len];
+                assert!(backprop_input_phase_winograd(&g, &db, &wb, &mut gb, level));
+                for (k, (&v, &e)) in gb.iter().zip(&want).enumerate() {
+                    assert_eq!(v, half::bf16::from_f64(e), "case {case} bf16 element {k}");
+                }
+                // Real-valued data: the transforms' rounding stays far inside the SPEC's f32
+                // tolerance (relative L2 1e-5).
+                let dr: Vec<f64> = (0..dy.len())
+                    .map(|_| next(2001) as f64 / 1000.0 - 1.0)
+                    .collect();
+                let wr: Vec<f64> = (0..w.len())
+                    .map(|_| next(2001) as f64 / 1000.0 - 1.0)
+                    .collect();
+                let mut exact = vec![f64::NAN; dx_len];
+                backprop_input_col2im(&g, Layout::Nchw, &dr, &wr, &mut exact);
+                let d32: Vec<f32> = dr.iter().map(|&v| v as f32).collect();
+                let w32: Vec<f32> = wr.iter().map(|&v| v as f32).collect();
+                let mut got = vec![f32::NAN; dx_len];
+                assert!(backprop_input_phase_winograd(
+                    &g, &d32, &w32, &mut got, level
+                ));
+                let (mut err, mut norm) = (0f64, 0f64);
+                for (&v, &e) in got.iter().zip(&exact) {
+                    err += (v as f64 - e).powi(2);
+                    norm += e * e;
+                }
+                let rel = (err / norm.max(1e-300)).sqrt();
+                assert!(rel < 1e-6, "case {case}: relative L2 {rel:e}");
+                ran += 1;
+            }
+        }
+        if cfg!(target_arch = "x86_64") && pulp::x86::V3::try_new().is_some() {
+            assert!(ran > 60, "only {ran} phase Winograd runs");
+        } else {
+            println!(
+                "phase_winograd_matches_col2im: SKIPPED (no AVX2+FMA: the kernel never runs here)"
+            );
         }
     }
 

@@ -5,6 +5,7 @@ mod conv_direct;
 pub(crate) mod cpu_kernel;
 mod filter_direct;
 pub(crate) mod filter_kernel;
+mod phase_winograd;
 mod winograd4;
 
 use crate::dtype::Element;

@@ -1,0 +1,469 @@
+//! CPU `conv2d_backprop_input` for NCHW 3x3 convolutions of stride 2 (dilation 1): Winograd
+//! F(2,2) over the stride phases, on the register tiles of `conv_direct.rs`.
+//!
+//! Per axis, a stride phase of `dx` (the inputs `2q + ph`) is reached by one tap, or by two
+//! taps whose `dy` indices are consecutive: `dx[q] = dy[q+off] g0 + dy[q+off+1] g1`. Two
+//! outputs of a two-tap phase take three products instead of four: with `e_r =
+//! dy[2b+off+r]`, `U = (e0-e1, e1, e2-e1)`, `V = (g0, g0+g1, g1)` and `m_p = U_p V_p` summed
+//! over the `dy` channels, `dx[2b] = m0+m1`, `dx[2b+1] = m1+m2`. Across the four phases of a
+//! 3x3 kernel that is 25 products per 16 `dx` pixels instead of 36 (1.44x fewer). Every
+//! coefficient is +-1: the transforms add and subtract only (exact on integer data, like the
+//! direct kernel, which the tests rely on).
+//!
+//! Per block row of a phase: `dy` rows combined along y (`Y`), then along x (`U`, pixel-major:
+//! a block's channels contiguous), one GEMM per transform point on the register tiles (`M`),
+//! the points summed into the `dx` rows, which are stored through the same 8x8 transposes.
+//! Deterministic: fixed sums everywhere, each `dx` element written once, whole images per
+//! work item.
+
+use super::conv_direct::{
+    blocked_filter, input_applies, pixel_major, store_row, vectors, Row, RowOperands, Segment,
+};
+use super::cpu_kernel::{axis_phases, AxisPhase};
+use super::filter_direct::{lanes, Level};
+use crate::dtype::{Accum, Element};
+use crate::geometry::window::{ConvGeometry, WindowAxis};
+use multiversion::multiversion;
+use num_traits::Zero;
+use rayon::prelude::*;
+
+/// One stride phase of one axis: outputs `2q + ph` for `q < n`; output `q`'s first tap reads
+/// operand `q + off`; `taps`: the kernel indices in operand order (one or two).
+struct PhaseAxis {
+    ph: usize,
+    n: usize,
+    off: isize,
+    taps: Vec<usize>,
+}
+
+impl PhaseAxis {
+    fn new(p: &AxisPhase) -> Option<Self> {
+        let mut t = p.taps.clone();
+        t.sort_by_key(|&(_, o)| o);
+        let taps = match t.as_slice() {
+            [_] => vec![t[0].0],
+            [(k0, o0), (k1, o1)] if *o1 == o0 + 1 => vec![*k0, *k1],
+            _ => return None,
+        };
+        Some(PhaseAxis {
+            ph: p.ph,
+            n: p.n,
+            off: t[0].1,
+            taps,
+        })
+    }
+
+    fn two(&self) -> bool {
+        self.taps.len() == 2
+    }
+
+    /// Outputs per block.
+    fn block(&self) -> usize {
+        self.taps.len()
+    }
+
+    /// Transform points per block (also the operand window's length).
+    fn points(&self) -> usize {
+        2 * self.taps.len() - 1
+    }
+
+    fn blocks(&self) -> usize {
+        self.n.div_ceil(self.block())
+    }
+
+    /// Operand index of window element 0 of block `b`.
+    fn window(&self, b: usize) -> isize {
+        (b * self.block()) as isize + self.off
+    }
+
+    /// Input transform: the window elements `(r, sign)` summed into point `p`.
+    fn input_terms(&self, p: usize) -> &'static [(usize, f32)] {
+        match (self.two(), p) {
+            (false, _) => &[(0, 1.0)],
+            (true, 0) => &[(0, 1.0), (1, -1.0)],
+            (true, 1) => &[(1, 1.0)],
+            _ => &[(2, 1.0), (1, -1.0)],
+        }
+    }
+
+    /// Filter transform: the taps (indices into `taps`) summed into point `p`.
+    fn filter_terms(&self, p: usize) -> &'static [usize] {
+        match (self.two(), p) {
+            (true, 1) => &[0, 1],
+            (true, 2) => &[1],
+            _ => &[0],
+        }
+    }
+}
+
+fn phase_axes(a: &WindowAxis) -> Option<Vec<PhaseAxis>> {
+    axis_phases(a).iter().map(PhaseAxis::new).collect()
+}
+
+fn axis_fits(a: &WindowAxis) -> bool {
+    a.kernel == 3 && a.stride == 2 && a.dilation == 1 && a.input >= 2
+}
+
+/// Whether [`backprop_input_phase_winograd`] serves this call: the direct kernel's conditions
+/// plus a 3x3 kernel of stride 2, dilation 1.
+pub(super) fn applies<T: Element>(g: &ConvGeometry, level: Level) -> bool {
+    input_applies::<T>(g, level)
+        && axis_fits(&g.h)
+        && axis_fits(&g.w)
+        && phase_axes(&g.h).is_some()
+        && phase_axes(&g.w).is_some()
+}
+
+/// Up to four signed terms of a transform (no allocation in the inner loops).
+#[derive(Clone, Copy)]
+struct Terms<'a> {
+    t: [(&'a [f32], f32); 4],
+    n: usize,
+}
+
+impl<'a> Terms<'a> {
+    fn new() -> Self {
+        Terms {
+            t: [(&[], 0.0); 4],
+            n: 0,
+        }
+    }
+
+    fn push(&mut self, src: &'a [f32], sign: f32) {
+        self.t[self.n] = (src, sign);
+        self.n += 1;
+    }
+
+    /// `dst = sum of sign * src`, in order.
+    fn into(self, dst: &mut [f32]) {
+        combine(dst, &self.t[..self.n]);
+    }
+}
+
+/// `dst = sum of sign * src` over `terms`, in order (`dst` zero for no terms).
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+fn combine(dst: &mut [f32], terms: &[(&[f32], f32)]) {
+    let Some(((first, s0), rest)) = terms.split_first() else {
+        dst.fill(0.0);
+        return;
+    };
+    let n = dst.len();
+    for (d, &v) in dst.iter_mut().zip(&first[..n]) {
+        *d = v * s0;
+    }
+    for (src, s) in rest {
+        for (d, &v) in dst.iter_mut().zip(&src[..n]) {
+            *d += v * s;
+        }
+    }
+}
+
+/// The x-transform of a block row for a two-tap x phase: points 0 and 2 of each `Y[a]`
+/// (`y`: `[a][column][k]`, `len` columns) into `u[((a * 2 + b / 2) * nbx + j) * k..][..k]`
+/// (block `j`'s window starts at column `c0 + 2 j`); point 1 is column `c0 + 2 j + 1` itself.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+fn x_transform(y: &[f32], (len, nbx, c0, k): (usize, usize, usize, usize), u: &mut [f32]) {
+    for (a, ya) in y.chunks_exact(len * k).enumerate() {
+        let (u0, u2) = u[a * 2 * nbx * k..][..2 * nbx * k].split_at_mut(nbx * k);
+        for (j, (d0, d2)) in u0
+            .chunks_exact_mut(k)
+            .zip(u2.chunks_exact_mut(k))
+            .enumerate()
+        {
+            let e = &ya[(c0 + 2 * j) * k..][..3 * k];
+            let (e0, e12) = e.split_at(k);
+            let (e1, e2) = e12.split_at(k);
+            for (((d0, d2), &v0), (&v1, &v2)) in d0
+                .iter_mut()
+                .zip(d2.iter_mut())
+                .zip(e0)
+                .zip(e1.iter().zip(e2))
+            {
+                *d0 = v0 - v1;
+                *d2 = v2 - v1;
+            }
+        }
+    }
+}
+
+/// The output transform of a block row: each `dx` pixel of the row's blocks (`rows`:
+/// `[u][x][c]`, `wi` pixels, `bw` channels) as the sum of its points' GEMM results `m`
+/// (`[(a, b)][j][c]`), in point order; `nx` phase outputs along x, at `ph + stride * q`.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+fn output_transform(
+    m: &[f32],
+    (two_y, two_x): (bool, bool),
+    (nbx, nx, bw): (usize, usize, usize),
+    (ph, stride, wi): (usize, usize, usize),
+    rows: &mut [f32],
+) {
+    let terms = |two: bool, u: usize| -> &'static [usize] {
+        match (two, u) {
+            (false, _) => &[0],
+            (true, 0) => &[0, 1],
+            _ => &[1, 2],
+        }
+    };
+    let (px, bx, by) = (
+        1 + 2 * two_x as usize,
+        1 + two_x as usize,
+        1 + two_y as usize,
+    );
+    let mv = |a: usize, b: usize, j: usize| &m[((a * px + b) * nbx + j) * bw..][..bw];
+    for u in 0..by {
+        let ay = terms(two_y, u);
+        for v in 0..bx {
+            let bs = terms(two_x, v);
+            for j in 0..nbx {
+                let qx = j * bx + v;
+                if qx >= nx {
+                    continue;
+                }
+                let d = &mut rows[(u * wi + ph + stride * qx) * bw..][..bw];
+                match (ay, bs) {
+                    ([a], [b]) => d.copy_from_slice(mv(*a, *b, j)),
+                    ([a], [b0, b1]) => {
+                        for ((d, &s0), &s1) in d.iter_mut().zip(mv(*a, *b0, j)).zip(mv(*a, *b1, j))
+                        {
+                            *d = s0 + s1;
+                        }
+                    }
+                    ([a0, a1], [b]) => {
+                        for ((d, &s0), &s1) in d.iter_mut().zip(mv(*a0, *b, j)).zip(mv(*a1, *b, j))
+                        {
+                            *d = s0 + s1;
+                        }
+                    }
+                    _ => {
+                        let (a0, a1, b0, b1) = (ay[0], ay[1], bs[0], bs[1]);
+                        for ((d, (&s00, &s01)), (&s10, &s11)) in d
+                            .iter_mut()
+                            .zip(mv(a0, b0, j).iter().zip(mv(a0, b1, j)))
+                            .zip(mv(a1, b0, j).iter().zip(mv(a1, b1, j)))
+                        {
+                            *d = ((s00 + s01) + s10) + s11;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `dx` (NCHW) from NCHW `dy` and an HWIO filter `w`; `false` (and `dx` untouched) where
+/// [`applies`] does not hold.
+pub(super) fn backprop_input_phase_winograd<T: Element>(
+    g: &ConvGeometry,
+    dy: &[T],
+    w: &[T],
+    dx: &mut [T],
+    level: Level,
+) -> bool {
+    let (Some(lanes), true, Some(ya), Some(xa)) = (
+        lanes(level),
+        applies::<T>(g, level),
+        phase_axes(&g.h),
+        phase_axes(&g.w),
+    ) else {
+        return false;
+    };
+    let nb = vectors(lanes) * lanes;
+    let (hi, wi, ho, wo) = (g.h.input, g.w.input, g.h.output, g.w.output);
+    let (cig, cog, kw) = (g.ci / g.groups, g.co / g.groups, g.w.kernel);
+    let ntaps = g.h.kernel * kw;
+    // Transform points of each phase pair (y phase, x phase), numbered in that order.
+    let mut first_point = vec![0; ya.len() * xa.len()];
+    let mut npts = 0;
+    for (iy, yp) in ya.iter().enumerate() {
+        for (ix, xp) in xa.iter().enumerate() {
+            first_point[iy * xa.len() + ix] = npts;
+            npts += yp.points() * xp.points();
+        }
+    }
+    // The transformed filter per (group, block of `nb` channels): `[point][o][c]`.
+    let wt = blocked_filter(g, w, nb, false);
+    // Point `pt` of phase pair `pair`, per (group, block): one task each, like the blocking.
+    let mut points = Vec::new();
+    for yp in &ya {
+        for xp in &xa {
+            for a in 0..yp.points() {
+                for b in 0..xp.points() {
+                    points.push((yp, xp, a, b));
+                }
+            }
+        }
+    }
+    let mut vt = vec![0f32; g.groups * cig * npts * cog];
+    let mut tasks = Vec::new();
+    let mut rest = &mut vt[..];
+    for grp in 0..g.groups {
+        for cb in (0..cig).step_by(nb) {
+            let bw = nb.min(cig - cb);
+            for &pt in &points {
+                let (chunk, tail) = rest.split_at_mut(cog * bw);
+                tasks.push(((grp * cig + cb) * ntaps * cog, bw, pt, chunk));
+                rest = tail;
+            }
+        }
+    }
+    tasks
+        .into_par_iter()
+        .for_each(|(src_at, bw, (yp, xp, a, b), dst)| {
+            let src = &wt[src_at..][..bw * ntaps * cog];
+            let mut terms = Terms::new();
+            for &ty in yp.filter_terms(a) {
+                for &tx in xp.filter_terms(b) {
+                    let t = yp.taps[ty] * kw + xp.taps[tx];
+                    terms.push(&src[t * cog * bw..][..cog * bw], 1.0);
+                }
+            }
+            terms.into(dst);
+        });
+    // dy columns padded so that every window of every block reads inside the row.
+    let lo = xa.iter().map(|p| p.window(0)).min().unwrap_or(0);
+    let hi_col = xa
+        .iter()
+        .map(|p| p.window(p.blocks() - 1) + p.points() as isize - 1)
+        .max()
+        .unwrap_or(0);
+    let padl = (-lo).max(0) as usize;
+    let len = padl + wo.max((hi_col + 1).max(0) as usize);
+    let (dyimg, dximg) = (g.co * ho * wo, g.ci * hi * wi);
+    dx.par_chunks_mut(dximg)
+        .zip(dy.par_chunks(dyimg))
+        .for_each_init(
+            || {
+                (
+                    Vec::new(),
+                    Vec::new(),
+                    Vec::new(),
+                    (Vec::new(), Vec::new(), Vec::new()),
+                )
+            },
+            |(dyt, rows, work, (mbuf, taps, segs)), (dxi, dyi)| {
+                dyt.resize(ho * len * g.co, T::Acc::zero());
+                pixel_major::<T>(dyi, (g.co, ho, wo), (len, padl), dyt);
+                let Some(dyt) = T::Acc::as_f32(dyt) else {
+                    return;
+                };
+                let mut rowsel: [Vec<f32>; 3] = Default::default();
+                for grp in 0..g.groups {
+                    for cb in (0..cig).step_by(nb) {
+                        let bw = nb.min(cig - cb);
+                        let vtb = &vt[(grp * cig + cb) * npts * cog..][..bw * npts * cog];
+                        for (iy, yp) in ya.iter().enumerate() {
+                            for i in 0..yp.blocks() {
+                                // The block row's dy rows (the group's channels, zeros outside
+                                // dy), then Y = their y-transform.
+                                let mut have = [None; 3];
+                                for (r, h) in have.iter_mut().enumerate().take(yp.points()) {
+                                    let row = yp.window(i) + r as isize;
+                                    if row < 0 || row >= ho as isize {
+                                        continue;
+                                    }
+                                    let full = &dyt[row as usize * len * g.co..][..len * g.co];
+                                    if g.groups > 1 {
+                                        rowsel[r].clear();
+                                        for px in full.chunks_exact(g.co) {
+                                            rowsel[r].extend_from_slice(&px[grp * cog..][..cog]);
+                                        }
+                                    }
+                                    *h = Some(full);
+                                }
+                                // work = [Y: points x columns x channels | U: x-transformed points]
+                                let ylen = yp.points() * len * cog;
+                                let most_blocks = xa.iter().map(|p| p.blocks()).max().unwrap_or(0);
+                                work.resize(ylen + 2 * yp.points() * most_blocks * cog, 0.0);
+                                for (a, ya_buf) in
+                                    work[..ylen].chunks_exact_mut(len * cog).enumerate()
+                                {
+                                    let mut terms = Terms::new();
+                                    for &(r, s) in yp.input_terms(a) {
+                                        match have[r] {
+                                            Some(_) if g.groups > 1 => terms.push(&rowsel[r], s),
+                                            Some(full) => terms.push(full, s),
+                                            None => {}
+                                        }
+                                    }
+                                    terms.into(ya_buf);
+                                }
+                                let ub = yp.block();
+                                rows.resize(ub * wi * bw, T::Acc::zero());
+                                let Some(rows_f) = T::Acc::as_f32_mut(&mut rows[..]) else {
+                                    return;
+                                };
+                                for (ix, xp) in xa.iter().enumerate() {
+                                    let (px_, nbx) = (xp.points(), xp.blocks());
+                                    let npt = yp.points() * px_;
+                                    // U: the x-transform of Y, for the points that are not
+                                    // plain columns of Y.
+                                    let c0 = (padl as isize + xp.window(0)) as usize;
+                                    if xp.two() {
+                                        let (ybuf, ubuf) = work.split_at_mut(ylen);
+                                        x_transform(ybuf, (len, nbx, c0, cog), ubuf);
+                                    }
+                                    // M[(a, b)][j][c]: one GEMM per point on the register tiles,
+                                    // reading Y's columns in place where the point is one.
+                                    taps.clear();
+                                    segs.clear();
+                                    let p0 = first_point[iy * xa.len() + ix];
+                                    for p in 0..npt {
+                                        let (a, b) = (p / px_, p % px_);
+                                        let (at, lda) = match (xp.two(), b) {
+                                            (false, _) => ((a * len + c0) * cog, cog),
+                                            (true, 1) => ((a * len + c0 + 1) * cog, 2 * cog),
+                                            _ => (ylen + (a * 2 + b / 2) * nbx * cog, cog),
+                                        };
+                                        taps.push(((p0 + p) * cog * bw, at));
+                                        segs.push(Segment {
+                                            x0: p * nbx,
+                                            sx: 1,
+                                            n: nbx,
+                                            lda,
+                                            taps: p..p + 1,
+                                        });
+                                    }
+                                    mbuf.resize(npt * nbx * bw, 0.0);
+                                    Row {
+                                        ops: RowOperands {
+                                            a: work,
+                                            wt: vtb,
+                                            k: cog,
+                                            segs,
+                                            taps,
+                                        },
+                                        row: &mut mbuf[..],
+                                        bw,
+                                    }
+                                    .run(level);
+                                    // The output transform into the dx rows (pixel-major).
+                                    output_transform(
+                                        mbuf,
+                                        (yp.two(), xp.two()),
+                                        (nbx, xp.n, bw),
+                                        (xp.ph, g.w.stride, wi),
+                                        rows_f,
+                                    );
+                                }
+                                for u in 0..ub {
+                                    let qy = i * ub + u;
+                                    if qy >= yp.n {
+                                        continue;
+                                    }
+                                    let y = yp.ph + g.h.stride * qy;
+                                    let at = ((grp * cig + cb) * hi + y) * wi;
+                                    store_row::<T>(
+                                        &rows[u * wi * bw..][..wi * bw],
+                                        (wi, bw),
+                                        hi * wi,
+                                        &mut dxi[at..],
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            },
+        );
+    true
+}
