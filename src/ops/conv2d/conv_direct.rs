@@ -28,9 +28,17 @@ use num_traits::Zero;
 use pulp::Simd;
 use rayon::prelude::*;
 
-/// Output pixels per register tile (with four vectors of 16 channels: 24 accumulators of
-/// AVX-512's 32 registers; two vectors of 8 on AVX2: 12 of 16).
-const R: usize = 6;
+/// Output pixels per register tile at `lanes` f32 lanes: with four vectors of 16 channels, 24
+/// accumulators of AVX-512's 32 registers; on AVX2, 5 x 2 vectors of 8 = 10 of 16 (with 6 x 2,
+/// LLVM keeps a hoisted constant in the 16th register and one accumulator on the stack: a
+/// store-to-load chain through every iteration, measured 2.4x slower).
+const fn tile_rows(lanes: usize) -> usize {
+    if lanes >= 16 {
+        6
+    } else {
+        5
+    }
+}
 
 /// Whether the direct kernels serve a call with `out_ch` output channels (of the kernel's
 /// rows: `ci` for backprop_input, `co` for the forward; NCHW is the caller's check): f32
@@ -422,7 +430,7 @@ impl pulp::WithSimd for Row<'_> {
         for seg in segs {
             let mut q0 = 0;
             while q0 < seg.n {
-                let nr = tile_pixels(seg.n - q0);
+                let nr = tile_pixels(seg.n - q0, tile_rows(S::F32_LANES));
                 let t = TileArgs {
                     a,
                     lda: seg.lda,
@@ -439,12 +447,12 @@ impl pulp::WithSimd for Row<'_> {
     }
 }
 
-/// Pixels of the next register tile with `n` left: full tiles of [`R`], except that a
+/// Pixels of the next register tile with `n` left: full tiles of `rows`, except that a
 /// remainder of 1 or 2 after one is avoided by taking 4 (`14 = 6 + 4 + 4`, not `6 + 6 + 2`:
 /// the narrow tiles run far below the FMA rate).
-fn tile_pixels(n: usize) -> usize {
+fn tile_pixels(n: usize, rows: usize) -> usize {
     match n {
-        n if n == R || n >= R + 4 => R,
+        n if n == rows || n >= rows + 4 => rows,
         n if n >= 4 => 4,
         n if n >= 2 => 2,
         _ => 1,
@@ -475,7 +483,7 @@ fn tile_dispatch<S: Simd>(simd: S, nr: usize, nv: usize, t: TileArgs) {
             }
         };
     }
-    go!(6, 4; 6, 3; 6, 2; 6, 1; 4, 4; 4, 3; 4, 2; 4, 1; 2, 4; 2, 3; 2, 2; 2, 1; 1, 4; 1, 3; 1, 2; 1, 1)
+    go!(6, 4; 6, 3; 6, 2; 6, 1; 5, 2; 5, 1; 4, 4; 4, 3; 4, 2; 4, 1; 2, 4; 2, 3; 2, 2; 2, 1; 1, 4; 1, 3; 1, 2; 1, 1)
 }
 
 /// `out[(q0 + r) s + x0][v] = sum over taps and j < k of a[tap.1 + (q0 + r) lda + j] *
