@@ -90,6 +90,8 @@ pub trait Accum:
     fn as_f32(s: &[Self]) -> Option<&[f32]>;
     /// [`Accum::as_f32`], mutable.
     fn as_f32_mut(s: &mut [Self]) -> Option<&mut [f32]>;
+    /// An `f32` slice as this type when it is `f32` (scratch kept as `f32`).
+    fn from_f32_mut(s: &mut [f32]) -> Option<&mut [Self]>;
 }
 
 impl Accum for f32 {
@@ -108,6 +110,9 @@ impl Accum for f32 {
     fn as_f32_mut(s: &mut [Self]) -> Option<&mut [f32]> {
         Some(s)
     }
+    fn from_f32_mut(s: &mut [f32]) -> Option<&mut [Self]> {
+        Some(s)
+    }
 }
 
 impl Accum for f64 {
@@ -124,6 +129,9 @@ impl Accum for f64 {
         None
     }
     fn as_f32_mut(_: &mut [Self]) -> Option<&mut [f32]> {
+        None
+    }
+    fn from_f32_mut(_: &mut [f32]) -> Option<&mut [Self]> {
         None
     }
 }

@@ -17,14 +17,14 @@
 //! work item.
 
 use super::conv_direct::{
-    blocked_filter, input_applies, pixel_major, store_row, vectors, Row, RowOperands, Segment,
+    blocked_filter, input_applies, pixel_major, scratch_as, store_row, vectors, with_scratch, Row,
+    RowOperands, Segment,
 };
 use super::cpu_kernel::{axis_phases, AxisPhase};
 use super::filter_direct::{lanes, Level};
 use crate::dtype::{Accum, Element};
 use crate::geometry::window::{ConvGeometry, WindowAxis};
 use multiversion::multiversion;
-use num_traits::Zero;
 use rayon::prelude::*;
 
 /// One stride phase of one axis: outputs `2q + ph` for `q < n`; output `q`'s first tap reads
@@ -281,189 +281,204 @@ pub(super) fn backprop_input_phase_winograd<T: Element>(
         }
     }
     // The transformed filter per (group, block of `nb` channels): `[point][o][c]`.
-    let wt = blocked_filter(g, w, nb, false);
-    // Point `pt` of phase pair `pair`, per (group, block): one task each, like the blocking.
-    let mut points = Vec::new();
-    for yp in &ya {
-        for xp in &xa {
-            for a in 0..yp.points() {
-                for b in 0..xp.points() {
-                    points.push((yp, xp, a, b));
+    with_scratch(|[wtv, vtv]| {
+        let wt = blocked_filter(g, w, (nb, false), wtv);
+        // Point `pt` of phase pair `pair`, per (group, block): one task each, like the blocking.
+        let mut points = Vec::new();
+        for yp in &ya {
+            for xp in &xa {
+                for a in 0..yp.points() {
+                    for b in 0..xp.points() {
+                        points.push((yp, xp, a, b));
+                    }
                 }
             }
         }
-    }
-    let mut vt = vec![0f32; g.groups * cig * npts * cog];
-    let mut tasks = Vec::new();
-    let mut rest = &mut vt[..];
-    for grp in 0..g.groups {
-        for cb in (0..cig).step_by(nb) {
-            let bw = nb.min(cig - cb);
-            for &pt in &points {
-                let (chunk, tail) = rest.split_at_mut(cog * bw);
-                tasks.push(((grp * cig + cb) * ntaps * cog, bw, pt, chunk));
-                rest = tail;
-            }
-        }
-    }
-    tasks
-        .into_par_iter()
-        .for_each(|(src_at, bw, (yp, xp, a, b), dst)| {
-            let src = &wt[src_at..][..bw * ntaps * cog];
-            let mut terms = Terms::new();
-            for &ty in yp.filter_terms(a) {
-                for &tx in xp.filter_terms(b) {
-                    let t = yp.taps[ty] * kw + xp.taps[tx];
-                    terms.push(&src[t * cog * bw..][..cog * bw], 1.0);
+        // Every element is written below.
+        vtv.resize(g.groups * cig * npts * cog, 0.0);
+        let vt = &mut vtv[..];
+        let mut tasks = Vec::new();
+        let mut rest = &mut vt[..];
+        for grp in 0..g.groups {
+            for cb in (0..cig).step_by(nb) {
+                let bw = nb.min(cig - cb);
+                for &pt in &points {
+                    let (chunk, tail) = rest.split_at_mut(cog * bw);
+                    tasks.push(((grp * cig + cb) * ntaps * cog, bw, pt, chunk));
+                    rest = tail;
                 }
             }
-            terms.into(dst);
-        });
-    // dy columns padded so that every window of every block reads inside the row.
-    let lo = xa.iter().map(|p| p.window(0)).min().unwrap_or(0);
-    let hi_col = xa
-        .iter()
-        .map(|p| p.window(p.blocks() - 1) + p.points() as isize - 1)
-        .max()
-        .unwrap_or(0);
-    let padl = (-lo).max(0) as usize;
-    let len = padl + wo.max((hi_col + 1).max(0) as usize);
-    let (dyimg, dximg) = (g.co * ho * wo, g.ci * hi * wi);
-    dx.par_chunks_mut(dximg)
-        .zip(dy.par_chunks(dyimg))
-        .for_each_init(
-            || {
-                (
-                    Vec::new(),
-                    Vec::new(),
-                    Vec::new(),
-                    (Vec::new(), Vec::new(), Vec::new()),
-                )
-            },
-            |(dyt, rows, work, (mbuf, taps, segs)), (dxi, dyi)| {
-                dyt.resize(ho * len * g.co, T::Acc::zero());
-                pixel_major::<T>(dyi, (g.co, ho, wo), (len, padl), dyt);
-                let Some(dyt) = T::Acc::as_f32(dyt) else {
-                    return;
-                };
-                let mut rowsel: [Vec<f32>; 3] = Default::default();
-                for grp in 0..g.groups {
-                    for cb in (0..cig).step_by(nb) {
-                        let bw = nb.min(cig - cb);
-                        let vtb = &vt[(grp * cig + cb) * npts * cog..][..bw * npts * cog];
-                        for (iy, yp) in ya.iter().enumerate() {
-                            for i in 0..yp.blocks() {
-                                // The block row's dy rows (the group's channels, zeros outside
-                                // dy), then Y = their y-transform.
-                                let mut have = [None; 3];
-                                for (r, h) in have.iter_mut().enumerate().take(yp.points()) {
-                                    let row = yp.window(i) + r as isize;
-                                    if row < 0 || row >= ho as isize {
-                                        continue;
-                                    }
-                                    let full = &dyt[row as usize * len * g.co..][..len * g.co];
-                                    if g.groups > 1 {
-                                        rowsel[r].clear();
-                                        for px in full.chunks_exact(g.co) {
-                                            rowsel[r].extend_from_slice(&px[grp * cog..][..cog]);
+        }
+        tasks
+            .into_par_iter()
+            .for_each(|(src_at, bw, (yp, xp, a, b), dst)| {
+                let src = &wt[src_at..][..bw * ntaps * cog];
+                let mut terms = Terms::new();
+                for &ty in yp.filter_terms(a) {
+                    for &tx in xp.filter_terms(b) {
+                        let t = yp.taps[ty] * kw + xp.taps[tx];
+                        terms.push(&src[t * cog * bw..][..cog * bw], 1.0);
+                    }
+                }
+                terms.into(dst);
+            });
+        // dy columns padded so that every window of every block reads inside the row.
+        let lo = xa.iter().map(|p| p.window(0)).min().unwrap_or(0);
+        let hi_col = xa
+            .iter()
+            .map(|p| p.window(p.blocks() - 1) + p.points() as isize - 1)
+            .max()
+            .unwrap_or(0);
+        let padl = (-lo).max(0) as usize;
+        let len = padl + wo.max((hi_col + 1).max(0) as usize);
+        let (dyimg, dximg) = (g.co * ho * wo, g.ci * hi * wi);
+        dx.par_chunks_mut(dximg)
+            .zip(dy.par_chunks(dyimg))
+            .for_each_init(
+                || (Vec::new(), Vec::new()),
+                |(taps, segs), (dxi, dyi)| {
+                    with_scratch(|[dytv, rowsv, work, mbuf]| {
+                        let Some(dyt) = scratch_as::<T::Acc>(dytv, ho * len * g.co) else {
+                            return;
+                        };
+                        pixel_major::<T>(dyi, (g.co, ho, wo), (len, padl), dyt);
+                        let Some(dyt) = T::Acc::as_f32(dyt) else {
+                            return;
+                        };
+                        let mut rowsel: [Vec<f32>; 3] = Default::default();
+                        for grp in 0..g.groups {
+                            for cb in (0..cig).step_by(nb) {
+                                let bw = nb.min(cig - cb);
+                                let vtb = &vt[(grp * cig + cb) * npts * cog..][..bw * npts * cog];
+                                for (iy, yp) in ya.iter().enumerate() {
+                                    for i in 0..yp.blocks() {
+                                        // The block row's dy rows (the group's channels, zeros outside
+                                        // dy), then Y = their y-transform.
+                                        let mut have = [None; 3];
+                                        for (r, h) in have.iter_mut().enumerate().take(yp.points())
+                                        {
+                                            let row = yp.window(i) + r as isize;
+                                            if row < 0 || row >= ho as isize {
+                                                continue;
+                                            }
+                                            let full =
+                                                &dyt[row as usize * len * g.co..][..len * g.co];
+                                            if g.groups > 1 {
+                                                rowsel[r].clear();
+                                                for px in full.chunks_exact(g.co) {
+                                                    rowsel[r]
+                                                        .extend_from_slice(&px[grp * cog..][..cog]);
+                                                }
+                                            }
+                                            *h = Some(full);
                                         }
-                                    }
-                                    *h = Some(full);
-                                }
-                                // work = [Y: points x columns x channels | U: x-transformed points]
-                                let ylen = yp.points() * len * cog;
-                                let most_blocks = xa.iter().map(|p| p.blocks()).max().unwrap_or(0);
-                                work.resize(ylen + 2 * yp.points() * most_blocks * cog, 0.0);
-                                for (a, ya_buf) in
-                                    work[..ylen].chunks_exact_mut(len * cog).enumerate()
-                                {
-                                    let mut terms = Terms::new();
-                                    for &(r, s) in yp.input_terms(a) {
-                                        match have[r] {
-                                            Some(_) if g.groups > 1 => terms.push(&rowsel[r], s),
-                                            Some(full) => terms.push(full, s),
-                                            None => {}
+                                        // work = [Y: points x columns x channels | U: x-transformed points]
+                                        let ylen = yp.points() * len * cog;
+                                        let most_blocks =
+                                            xa.iter().map(|p| p.blocks()).max().unwrap_or(0);
+                                        work.resize(
+                                            ylen + 2 * yp.points() * most_blocks * cog,
+                                            0.0,
+                                        );
+                                        for (a, ya_buf) in
+                                            work[..ylen].chunks_exact_mut(len * cog).enumerate()
+                                        {
+                                            let mut terms = Terms::new();
+                                            for &(r, s) in yp.input_terms(a) {
+                                                match have[r] {
+                                                    Some(_) if g.groups > 1 => {
+                                                        terms.push(&rowsel[r], s)
+                                                    }
+                                                    Some(full) => terms.push(full, s),
+                                                    None => {}
+                                                }
+                                            }
+                                            terms.into(ya_buf);
                                         }
-                                    }
-                                    terms.into(ya_buf);
-                                }
-                                let ub = yp.block();
-                                rows.resize(ub * wi * bw, T::Acc::zero());
-                                let Some(rows_f) = T::Acc::as_f32_mut(&mut rows[..]) else {
-                                    return;
-                                };
-                                for (ix, xp) in xa.iter().enumerate() {
-                                    let (px_, nbx) = (xp.points(), xp.blocks());
-                                    let npt = yp.points() * px_;
-                                    // U: the x-transform of Y, for the points that are not
-                                    // plain columns of Y.
-                                    let c0 = (padl as isize + xp.window(0)) as usize;
-                                    if xp.two() {
-                                        let (ybuf, ubuf) = work.split_at_mut(ylen);
-                                        x_transform(ybuf, (len, nbx, c0, cog), ubuf);
-                                    }
-                                    // M[(a, b)][j][c]: one GEMM per point on the register tiles,
-                                    // reading Y's columns in place where the point is one.
-                                    taps.clear();
-                                    segs.clear();
-                                    let p0 = first_point[iy * xa.len() + ix];
-                                    for p in 0..npt {
-                                        let (a, b) = (p / px_, p % px_);
-                                        let (at, lda) = match (xp.two(), b) {
-                                            (false, _) => ((a * len + c0) * cog, cog),
-                                            (true, 1) => ((a * len + c0 + 1) * cog, 2 * cog),
-                                            _ => (ylen + (a * 2 + b / 2) * nbx * cog, cog),
+                                        let ub = yp.block();
+                                        let Some(rows) = scratch_as::<T::Acc>(rowsv, ub * wi * bw)
+                                        else {
+                                            return;
                                         };
-                                        taps.push(((p0 + p) * cog * bw, at));
-                                        segs.push(Segment {
-                                            x0: p * nbx,
-                                            sx: 1,
-                                            n: nbx,
-                                            lda,
-                                            taps: p..p + 1,
-                                        });
+                                        let Some(rows_f) = T::Acc::as_f32_mut(&mut *rows) else {
+                                            return;
+                                        };
+                                        for (ix, xp) in xa.iter().enumerate() {
+                                            let (px_, nbx) = (xp.points(), xp.blocks());
+                                            let npt = yp.points() * px_;
+                                            // U: the x-transform of Y, for the points that are not
+                                            // plain columns of Y.
+                                            let c0 = (padl as isize + xp.window(0)) as usize;
+                                            if xp.two() {
+                                                let (ybuf, ubuf) = work.split_at_mut(ylen);
+                                                x_transform(ybuf, (len, nbx, c0, cog), ubuf);
+                                            }
+                                            // M[(a, b)][j][c]: one GEMM per point on the register tiles,
+                                            // reading Y's columns in place where the point is one.
+                                            taps.clear();
+                                            segs.clear();
+                                            let p0 = first_point[iy * xa.len() + ix];
+                                            for p in 0..npt {
+                                                let (a, b) = (p / px_, p % px_);
+                                                let (at, lda) = match (xp.two(), b) {
+                                                    (false, _) => ((a * len + c0) * cog, cog),
+                                                    (true, 1) => {
+                                                        ((a * len + c0 + 1) * cog, 2 * cog)
+                                                    }
+                                                    _ => (ylen + (a * 2 + b / 2) * nbx * cog, cog),
+                                                };
+                                                taps.push(((p0 + p) * cog * bw, at));
+                                                segs.push(Segment {
+                                                    x0: p * nbx,
+                                                    sx: 1,
+                                                    n: nbx,
+                                                    lda,
+                                                    taps: p..p + 1,
+                                                });
+                                            }
+                                            mbuf.resize(npt * nbx * bw, 0.0);
+                                            Row {
+                                                ops: RowOperands {
+                                                    a: work,
+                                                    wt: vtb,
+                                                    k: cog,
+                                                    segs,
+                                                    taps,
+                                                },
+                                                row: &mut mbuf[..],
+                                                bw,
+                                            }
+                                            .run(level);
+                                            // The output transform into the dx rows (pixel-major).
+                                            output_transform(
+                                                mbuf,
+                                                (yp.two(), xp.two()),
+                                                (nbx, xp.n, bw),
+                                                (xp.ph, g.w.stride, wi),
+                                                rows_f,
+                                            );
+                                        }
+                                        for u in 0..ub {
+                                            let qy = i * ub + u;
+                                            if qy >= yp.n {
+                                                continue;
+                                            }
+                                            let y = yp.ph + g.h.stride * qy;
+                                            let at = ((grp * cig + cb) * hi + y) * wi;
+                                            store_row::<T>(
+                                                &rows[u * wi * bw..][..wi * bw],
+                                                (wi, bw),
+                                                hi * wi,
+                                                &mut dxi[at..],
+                                            );
+                                        }
                                     }
-                                    mbuf.resize(npt * nbx * bw, 0.0);
-                                    Row {
-                                        ops: RowOperands {
-                                            a: work,
-                                            wt: vtb,
-                                            k: cog,
-                                            segs,
-                                            taps,
-                                        },
-                                        row: &mut mbuf[..],
-                                        bw,
-                                    }
-                                    .run(level);
-                                    // The output transform into the dx rows (pixel-major).
-                                    output_transform(
-                                        mbuf,
-                                        (yp.two(), xp.two()),
-                                        (nbx, xp.n, bw),
-                                        (xp.ph, g.w.stride, wi),
-                                        rows_f,
-                                    );
-                                }
-                                for u in 0..ub {
-                                    let qy = i * ub + u;
-                                    if qy >= yp.n {
-                                        continue;
-                                    }
-                                    let y = yp.ph + g.h.stride * qy;
-                                    let at = ((grp * cig + cb) * hi + y) * wi;
-                                    store_row::<T>(
-                                        &rows[u * wi * bw..][..wi * bw],
-                                        (wi, bw),
-                                        hi * wi,
-                                        &mut dxi[at..],
-                                    );
                                 }
                             }
                         }
-                    }
-                }
-            },
-        );
+                    })
+                },
+            );
+    });
     true
 }
