@@ -19,6 +19,7 @@
 //! Determinism: the same fixed (image, row tile) ranges and range-ordered sum of partial
 //! filters as the GEMM path; within a range, pixels are added in order.
 
+use super::conv_direct::{scratch_as, with_scratch};
 use super::filter_kernel::FilterSplit;
 use super::filter_kernel::{store_filter, sum_partials};
 use crate::dtype::{Accum, Element};
@@ -128,38 +129,53 @@ pub(super) fn backprop_filter_direct<T: Element>(
         .par_chunks_mut(flen)
         .enumerate()
         .for_each(|(s, part)| {
-            let (mut xa, mut dya, mut runs) = (Vec::new(), Vec::new(), Vec::new());
-            let mut cur = usize::MAX;
-            for unit in split.range(g.n, s) {
-                let (i, t) = (unit / split.tiles, unit % split.tiles);
-                let xi = &x[i * ximg..][..ximg];
-                if cur != i {
-                    // f32 `x` is read in place; f16/bf16 converted once per image.
-                    if T::as_acc_slice(xi).is_none() {
-                        xa.resize(ximg, T::Acc::zero());
-                        T::slice_to_acc(xi, &mut xa);
-                    }
-                    let dyi = &dy[i * dyimg..][..dyimg];
-                    block_transpose::<T>(dyi, (g.co, g.co / g.groups, np, nb), &mut dya);
-                    cur = i;
-                }
-                let (Some(xf), Some(dyt)) = (
-                    T::Acc::as_f32(T::as_acc_slice(xi).unwrap_or(&xa)),
-                    T::Acc::as_f32(&dya),
+            with_scratch(|[xav, dyav]| {
+                let mut runs = Vec::new();
+                let (Some(xa), Some(dya)) = (
+                    // f32 `x` needs no copy.
+                    scratch_as::<T::Acc>(
+                        xav,
+                        if T::as_acc_slice(&x[..0]).is_some() {
+                            0
+                        } else {
+                            ximg
+                        },
+                    ),
+                    scratch_as::<T::Acc>(dyav, dyimg),
                 ) else {
                     return;
                 };
-                let oy0 = t * split.rows;
-                let unit = Unit {
-                    g,
-                    x: xf,
-                    dyt,
-                    oy: (oy0, split.rows.min(ho - oy0)),
-                    part: &mut *part,
-                    runs: &mut runs,
-                };
-                unit.run(level);
-            }
+                let mut cur = usize::MAX;
+                for unit in split.range(g.n, s) {
+                    let (i, t) = (unit / split.tiles, unit % split.tiles);
+                    let xi = &x[i * ximg..][..ximg];
+                    if cur != i {
+                        // f32 `x` is read in place; f16/bf16 converted once per image.
+                        if T::as_acc_slice(xi).is_none() {
+                            T::slice_to_acc(xi, xa);
+                        }
+                        let dyi = &dy[i * dyimg..][..dyimg];
+                        block_transpose_into::<T>(dyi, (g.co, g.co / g.groups, np, nb), dya);
+                        cur = i;
+                    }
+                    let (Some(xf), Some(dyt)) = (
+                        T::Acc::as_f32(T::as_acc_slice(xi).unwrap_or(xa)),
+                        T::Acc::as_f32(dya),
+                    ) else {
+                        return;
+                    };
+                    let oy0 = t * split.rows;
+                    let unit = Unit {
+                        g,
+                        x: xf,
+                        dyt,
+                        oy: (oy0, split.rows.min(ho - oy0)),
+                        part: &mut *part,
+                        runs: &mut runs,
+                    };
+                    unit.run(level);
+                }
+            })
         });
     sum_partials(&mut partials, flen);
     let mut hwio = vec![T::Acc::zero(); flen];
@@ -184,15 +200,6 @@ const fn vectors(lanes: usize) -> usize {
 /// per group): block `(grp, cb)` at `(grp cg + cb) np`, pixel-major (`dst[..][p][j] =
 /// src[grp cg + cb + j][p]`), so a register tile's output channels of consecutive pixels are
 /// consecutive vectors.
-fn block_transpose<T: Element>(
-    src: &[T],
-    (ch, cg, np, nb): (usize, usize, usize, usize),
-    dst: &mut Vec<T::Acc>,
-) {
-    dst.resize(ch * np, T::Acc::zero());
-    block_transpose_into::<T>(src, (ch, cg, np, nb), dst);
-}
-
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
 fn block_transpose_into<T: Element>(
     src: &[T],
