@@ -482,3 +482,251 @@ pub(super) fn backprop_input_phase_winograd<T: Element>(
     });
     true
 }
+
+/// The forward's x axis for [`forward_row_winograd`]: the input columns of parity `c` hold
+/// elements `x[2e + c]`; output `q`, tap `k` reads input `2q + k - pad`, element `q + (k - pad -
+/// c) / 2` of its parity. One parity holds two taps on consecutive elements (`pair`, F(2,2)),
+/// the other one tap (`single`): `(taps, input index of output 0's first tap)`.
+struct ForwardRow {
+    pair: ([usize; 2], isize),
+    single: (usize, isize),
+}
+
+impl ForwardRow {
+    fn new(a: &WindowAxis) -> Option<Self> {
+        if a.kernel != 3 || a.stride != 2 || a.dilation != 1 || a.output == 0 {
+            return None;
+        }
+        // Taps 0 and 2 share a parity; tap 1 has the other.
+        let ix = |k: usize| k as isize - a.pad_before as isize;
+        Some(ForwardRow {
+            pair: ([0, 2], ix(0)),
+            single: (1, ix(1)),
+        })
+    }
+}
+
+/// Whether [`forward_row_winograd`] serves this call: the direct kernel's conditions plus a
+/// kernel 3 wide of column stride 2, dilation 1 (the rows: any).
+pub(super) fn forward_row_applies<T: Element>(g: &ConvGeometry, level: Level) -> bool {
+    super::conv_direct::forward_applies::<T>(g, level) && ForwardRow::new(&g.w).is_some()
+}
+
+/// Pixel-major points of the F(2,2) x-transform for one input row: `u[(b / 2 * nbx + j) * k..]`
+/// (points 0 and 2 of block `j`) from the row at `w[row..]` (`cs` channels per column, the `k`
+/// used from `choff`): window element `r` of block `j` is column `c0 + 4 j + 2 r`.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+fn row_x_transform(
+    w: &mut [f32],
+    (row, cs, choff): (usize, usize, usize),
+    (nbx, k, c0): (usize, usize, usize),
+    u_at: usize,
+) {
+    let (src, u) = w.split_at_mut(u_at);
+    let (u0, u2) = u[..2 * nbx * k].split_at_mut(nbx * k);
+    for (j, (d0, d2)) in u0
+        .chunks_exact_mut(k)
+        .zip(u2.chunks_exact_mut(k))
+        .enumerate()
+    {
+        let col = c0 + 4 * j;
+        let e0 = &src[row + col * cs + choff..][..k];
+        let e1 = &src[row + (col + 2) * cs + choff..][..k];
+        let e2 = &src[row + (col + 4) * cs + choff..][..k];
+        for (((d0, d2), &v0), (&v1, &v2)) in d0
+            .iter_mut()
+            .zip(d2.iter_mut())
+            .zip(e0)
+            .zip(e1.iter().zip(e2))
+        {
+            *d0 = v0 - v1;
+            *d2 = v2 - v1;
+        }
+    }
+}
+
+/// The output row from the five points' GEMM results `m` (`[p][j][c]`, `nbx` blocks): output
+/// `2j + u` = `(m[u] + m[u + 1]) + m[3 + u]` (the F(2,2) parity, then the one-tap parity),
+/// into `row` (`[x][c]`, `wo` pixels).
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+fn row_output_transform(m: &[f32], (nbx, bw, wo): (usize, usize, usize), row: &mut [f32]) {
+    let mv = |p: usize, j: usize| &m[(p * nbx + j) * bw..][..bw];
+    for j in 0..nbx {
+        for u in 0..2 {
+            let x = 2 * j + u;
+            if x >= wo {
+                continue;
+            }
+            let (a, b, c) = (mv(u, j), mv(u + 1, j), mv(3 + u, j));
+            for (((d, &a), &b), &c) in row[x * bw..][..bw].iter_mut().zip(a).zip(b).zip(c) {
+                *d = (a + b) + c;
+            }
+        }
+    }
+}
+
+/// `y` (NCHW) from NCHW `x` and an HWIO filter `w` for kernels 3 wide of column stride 2:
+/// along x, Winograd F(2,2) on the parity with two taps (3 products per 2 outputs instead of
+/// 4) and the other parity direct, so 5 products per 2 outputs and kernel row instead of 6;
+/// along y the direct sum over the kernel rows (the GEMM's taps). `false` (and `y` untouched)
+/// where [`forward_row_applies`] does not hold.
+pub(super) fn forward_row_winograd<T: Element>(
+    g: &ConvGeometry,
+    x: &[T],
+    w: &[T],
+    y: &mut [T],
+    level: Level,
+) -> bool {
+    let (Some(lanes), true, Some(fr)) = (
+        lanes(level),
+        forward_row_applies::<T>(g, level),
+        ForwardRow::new(&g.w),
+    ) else {
+        return false;
+    };
+    let nb = vectors(lanes) * lanes;
+    let (hi, wi, ho, wo) = (g.h.input, g.w.input, g.h.output, g.w.output);
+    let (cig, cog, kh, kw) = (g.ci / g.groups, g.co / g.groups, g.h.kernel, g.w.kernel);
+    let ntaps = kh * kw;
+    let nbx = wo.div_ceil(2);
+    // Five points per block: F(2,2)'s three, then the one-tap parity's two outputs.
+    const POINTS: usize = 5;
+    // x columns padded: column `padl + ix`, wide enough for the last block's windows.
+    let padl = g.w.pad_before;
+    let last = 4 * (nbx as isize - 1);
+    let reach = (last + fr.pair.1 + 4).max(last + 2 + fr.single.1) + 1;
+    let len = (padl as isize + reach).max((padl + wi) as isize) as usize;
+    let (ca0, cb0) = (
+        (padl as isize + fr.pair.1) as usize,
+        (padl as isize + fr.single.1) as usize,
+    );
+    let xt_len = hi * len * g.ci;
+    // Per kernel row, the U points of its input row: 2 points x nbx blocks x cig.
+    let ulen = 2 * nbx * cig;
+    with_scratch(|[wtv, vtv]| {
+        let wt = blocked_filter(g, w, (nb, true), wtv);
+        // The transformed filter per (group, block of `nb` output channels): `[ky][p][c][o]`.
+        vtv.resize(g.groups * cog * kh * POINTS * cig, 0.0);
+        let mut tasks = Vec::new();
+        let mut rest = &mut vtv[..];
+        for grp in 0..g.groups {
+            for ob in (0..cog).step_by(nb) {
+                let bw = nb.min(cog - ob);
+                for ky in 0..kh {
+                    for p in 0..POINTS {
+                        let (chunk, tail) = rest.split_at_mut(cig * bw);
+                        tasks.push(((grp * cog + ob) * ntaps * cig, bw, ky, p, chunk));
+                        rest = tail;
+                    }
+                }
+            }
+        }
+        tasks.into_par_iter().for_each(|(at, bw, ky, p, dst)| {
+            let blk = &wt[at..][..bw * ntaps * cig];
+            let tap = |kx: usize| &blk[(ky * kw + kx) * cig * bw..][..cig * bw];
+            let [k0, k1] = fr.pair.0;
+            let mut terms = Terms::new();
+            match p {
+                0 => terms.push(tap(k0), 1.0),
+                1 => {
+                    terms.push(tap(k0), 1.0);
+                    terms.push(tap(k1), 1.0);
+                }
+                2 => terms.push(tap(k1), 1.0),
+                _ => terms.push(tap(fr.single.0), 1.0),
+            }
+            terms.into(dst);
+        });
+        let vt = &vtv[..];
+        let (ximg, yimg) = (g.ci * hi * wi, g.co * ho * wo);
+        y.par_chunks_mut(yimg)
+            .zip(x.par_chunks(ximg))
+            .for_each_init(
+                || (Vec::new(), Vec::new()),
+                |(taps, segs), (yi, xi)| {
+                    with_scratch(|[workv, rowv, mv]| {
+                        // work = [x pixel-major (padded rows) | U of each kernel row]
+                        let (Some(work), Some(rowbuf)) = (
+                            scratch_as::<T::Acc>(workv, xt_len + kh * ulen),
+                            scratch_as::<T::Acc>(rowv, wo * nb),
+                        ) else {
+                            return;
+                        };
+                        pixel_major::<T>(xi, (g.ci, hi, wi), (len, padl), &mut work[..xt_len]);
+                        let Some(work) = T::Acc::as_f32_mut(work) else {
+                            return;
+                        };
+                        for grp in 0..g.groups {
+                            for oy in 0..ho {
+                                // U of the input rows of this output row (the group's channels).
+                                for ky in 0..kh {
+                                    if let Some(iy) = g.h.input_index(oy, ky) {
+                                        row_x_transform(
+                                            work,
+                                            (iy * len * g.ci, g.ci, grp * cig),
+                                            (nbx, cig, ca0),
+                                            xt_len + ky * ulen,
+                                        );
+                                    }
+                                }
+                                for ob in (0..cog).step_by(nb) {
+                                    let bw = nb.min(cog - ob);
+                                    let vtb = &vt[(grp * cog + ob) * kh * POINTS * cig..]
+                                        [..bw * kh * POINTS * cig];
+                                    taps.clear();
+                                    segs.clear();
+                                    for p in 0..POINTS {
+                                        let first = taps.len();
+                                        for ky in 0..kh {
+                                            let Some(iy) = g.h.input_index(oy, ky) else {
+                                                continue;
+                                            };
+                                            let row = iy * len * g.ci + grp * cig;
+                                            let at = match p {
+                                                0 | 2 => xt_len + ky * ulen + p / 2 * nbx * cig,
+                                                1 => row + (ca0 + 2) * g.ci,
+                                                _ => row + (cb0 + 2 * (p - 3)) * g.ci,
+                                            };
+                                            taps.push(((ky * POINTS + p) * cig * bw, at));
+                                        }
+                                        let lda = if p == 0 || p == 2 { cig } else { 4 * g.ci };
+                                        segs.push(Segment {
+                                            x0: p * nbx,
+                                            sx: 1,
+                                            n: nbx,
+                                            lda,
+                                            taps: first..taps.len(),
+                                        });
+                                    }
+                                    mv.resize(POINTS * nbx * bw, 0.0);
+                                    Row {
+                                        ops: RowOperands {
+                                            a: work,
+                                            wt: vtb,
+                                            k: cig,
+                                            segs,
+                                            taps,
+                                        },
+                                        row: &mut mv[..],
+                                        bw,
+                                    }
+                                    .run(level);
+                                    if let Some(r) = T::Acc::as_f32_mut(&mut rowbuf[..wo * bw]) {
+                                        row_output_transform(mv, (nbx, bw, wo), r);
+                                    }
+                                    let at = ((grp * cog + ob) * ho + oy) * wo;
+                                    store_row::<T>(
+                                        &rowbuf[..wo * bw],
+                                        (wo, bw),
+                                        ho * wo,
+                                        &mut yi[at..],
+                                    );
+                                }
+                            }
+                        }
+                    })
+                },
+            );
+    });
+    true
+}
