@@ -158,31 +158,43 @@ fn combine(dst: &mut [f32], terms: &[(&[f32], f32)]) {
     }
 }
 
+/// F(2,2)'s computed points of one row, block by block: `u0[j] = e0 - e1`, `u2[j] = e2 - e1`
+/// (`k` channels each), window element `r` of block `j` being column `c0 + bstep j + estep r`
+/// of `src` (`cs` channels per column, the `k` used from `choff`). Point 1 is `e1` itself.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+fn f22_points(
+    src: &[f32],
+    (cs, choff, k): (usize, usize, usize),
+    (c0, bstep, estep): (usize, usize, usize),
+    (u0, u2): (&mut [f32], &mut [f32]),
+) {
+    let col = |c: usize| &src[c * cs + choff..][..k];
+    for (j, (d0, d2)) in u0
+        .chunks_exact_mut(k)
+        .zip(u2.chunks_exact_mut(k))
+        .enumerate()
+    {
+        let c = c0 + bstep * j;
+        let (e0, e1, e2) = (col(c), col(c + estep), col(c + 2 * estep));
+        for (((d0, d2), &v0), (&v1, &v2)) in d0
+            .iter_mut()
+            .zip(d2.iter_mut())
+            .zip(e0)
+            .zip(e1.iter().zip(e2))
+        {
+            *d0 = v0 - v1;
+            *d2 = v2 - v1;
+        }
+    }
+}
+
 /// The x-transform of a block row for a two-tap x phase: points 0 and 2 of each `Y[a]`
 /// (`y`: `[a][column][k]`, `len` columns) into `u[((a * 2 + b / 2) * nbx + j) * k..][..k]`
 /// (block `j`'s window starts at column `c0 + 2 j`); point 1 is column `c0 + 2 j + 1` itself.
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
 fn x_transform(y: &[f32], (len, nbx, c0, k): (usize, usize, usize, usize), u: &mut [f32]) {
     for (a, ya) in y.chunks_exact(len * k).enumerate() {
         let (u0, u2) = u[a * 2 * nbx * k..][..2 * nbx * k].split_at_mut(nbx * k);
-        for (j, (d0, d2)) in u0
-            .chunks_exact_mut(k)
-            .zip(u2.chunks_exact_mut(k))
-            .enumerate()
-        {
-            let e = &ya[(c0 + 2 * j) * k..][..3 * k];
-            let (e0, e12) = e.split_at(k);
-            let (e1, e2) = e12.split_at(k);
-            for (((d0, d2), &v0), (&v1, &v2)) in d0
-                .iter_mut()
-                .zip(d2.iter_mut())
-                .zip(e0)
-                .zip(e1.iter().zip(e2))
-            {
-                *d0 = v0 - v1;
-                *d2 = v2 - v1;
-            }
-        }
+        f22_points(ya, (k, 0, k), (c0, 2, 1), (u0, u2));
     }
 }
 
@@ -512,10 +524,9 @@ pub(super) fn forward_row_applies<T: Element>(g: &ConvGeometry, level: Level) ->
     super::conv_direct::forward_applies::<T>(g, level) && ForwardRow::new(&g.w).is_some()
 }
 
-/// Pixel-major points of the F(2,2) x-transform for one input row: `u[(b / 2 * nbx + j) * k..]`
-/// (points 0 and 2 of block `j`) from the row at `w[row..]` (`cs` channels per column, the `k`
-/// used from `choff`): window element `r` of block `j` is column `c0 + 4 j + 2 r`.
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+/// Pixel-major points of the F(2,2) x-transform for one input row: `w[u_at + (b / 2 * nbx +
+/// j) * k..][..k]` (points 0 and 2 of block `j`) from the row at `w[row..]` (`cs` channels per
+/// column, the `k` used from `choff`): window element `r` of block `j` is column `c0 + 4 j + 2 r`.
 fn row_x_transform(
     w: &mut [f32],
     (row, cs, choff): (usize, usize, usize),
@@ -524,25 +535,7 @@ fn row_x_transform(
 ) {
     let (src, u) = w.split_at_mut(u_at);
     let (u0, u2) = u[..2 * nbx * k].split_at_mut(nbx * k);
-    for (j, (d0, d2)) in u0
-        .chunks_exact_mut(k)
-        .zip(u2.chunks_exact_mut(k))
-        .enumerate()
-    {
-        let col = c0 + 4 * j;
-        let e0 = &src[row + col * cs + choff..][..k];
-        let e1 = &src[row + (col + 2) * cs + choff..][..k];
-        let e2 = &src[row + (col + 4) * cs + choff..][..k];
-        for (((d0, d2), &v0), (&v1, &v2)) in d0
-            .iter_mut()
-            .zip(d2.iter_mut())
-            .zip(e0)
-            .zip(e1.iter().zip(e2))
-        {
-            *d0 = v0 - v1;
-            *d2 = v2 - v1;
-        }
-    }
+    f22_points(&src[row..], (cs, choff, k), (c0, 4, 2), (u0, u2));
 }
 
 /// The output row from the five points' GEMM results `m` (`[p][j][c]`, `nbx` blocks): output
