@@ -76,7 +76,7 @@ if [[ "$MODE" == prebuild ]]; then
   export GRADOPS_REQUIRE_CUDA=1
   step build cargo build --release || exit 1
   mkdir -p target/gpu-bundle
-  for t in cuda_ops cuda_conv_tc_all properties ptx_check; do
+  for t in cuda_ops cuda_conv_simt properties ptx_check; do
     exe="$(test_exe "$t")"
     [[ -n "$exe" ]] && cp "$exe" "target/gpu-bundle/$t"
   done
@@ -105,7 +105,7 @@ if [[ "$MODE" == build ]]; then
   step build cargo build --release || { echo "build failed; see $RESULTS"; exit 1; }
   step ptx_check cargo test --release --test ptx_check -- --nocapture
   step gpu_tests cargo test --release --test cuda_ops -- --nocapture --test-threads=1
-  step gpu_conv_tc_all cargo test --release --test cuda_conv_tc_all -- --nocapture
+  step gpu_conv_simt cargo test --release --test cuda_conv_simt -- --nocapture
   step gpu_properties cargo test --release --test properties cuda -- --nocapture
   GPU_TEST="$(test_exe cuda_ops)"
   [[ -x target/release/gradops ]] && step info target/release/gradops info
@@ -113,7 +113,7 @@ if [[ "$MODE" == build ]]; then
 else
   GPU_TEST="$BUNDLE/cuda_ops"
   step gpu_tests "$GPU_TEST" --nocapture --test-threads=1
-  [[ -x "$BUNDLE/cuda_conv_tc_all" ]] && step gpu_conv_tc_all "$BUNDLE/cuda_conv_tc_all" --nocapture
+  [[ -x "$BUNDLE/cuda_conv_simt" ]] && step gpu_conv_simt "$BUNDLE/cuda_conv_simt" --nocapture
   [[ -x "$BUNDLE/properties" ]] && step gpu_properties "$BUNDLE/properties" cuda --nocapture
   [[ -x "$BUNDLE/gradops" ]] && step info "$BUNDLE/gradops" info
   [[ -x "$BUNDLE/train" ]] && step train "$BUNDLE/train" --device cuda

@@ -43,10 +43,10 @@ step info 60 "$BUNDLE/gradops" info
 
 if has tests; then
   GRADOPS_REQUIRE_GPU=1 step gpu_tests 240 "$BUNDLE/cuda_ops" --test-threads=1 --nocapture
-  # f32 (3xTF32) and f64 (DMMA) conv on the tensor cores (GRADOPS_CUDA_CONV_TC=all, set by
-  # the test itself).
-  [[ -x "$BUNDLE/cuda_conv_tc_all" ]] &&
-    GRADOPS_REQUIRE_GPU=1 step gpu_conv_tc_all 120 "$BUNDLE/cuda_conv_tc_all" --nocapture
+  # The opt-out: f32 and f64 conv on the simt (FFMA) kernels (GRADOPS_CUDA_CONV_TC=simt, set
+  # by the test itself; the default, the tensor cores, is in cuda_ops).
+  [[ -x "$BUNDLE/cuda_conv_simt" ]] &&
+    GRADOPS_REQUIRE_GPU=1 step gpu_conv_simt 120 "$BUNDLE/cuda_conv_simt" --nocapture
   # The property tests' CUDA variants (random geometry against the SPEC rule and the CPU).
   [[ -x "$BUNDLE/properties" ]] &&
     GRADOPS_REQUIRE_GPU=1 step gpu_properties 240 "$BUNDLE/properties" cuda --nocapture
@@ -59,11 +59,11 @@ if has bench; then
     for l in ${LAYOUTS//,/ }; do
       step "bench_${d}_${l}" 120 "$BUNDLE/gradops" bench --device cuda --dtype "$d" \
         --layout "$l" --reps "$REPS" --json "$OUT/gradops-$d-$l.json"
-      # f32/f64 conv on the tensor cores (3xTF32, DMMA) is opt-in until this comparison
-      # says which is faster: the same rows with GRADOPS_CUDA_CONV_TC=all.
+      # f32/f64 conv runs on the tensor cores (3xTF32, DMMA) by default; the same rows on
+      # the simt (FFMA) kernels, the opt-out, for the comparison (GRADOPS_CUDA_CONV_TC=simt).
       if [[ "$d" == f32 || "$d" == f64 ]]; then
-        GRADOPS_CUDA_CONV_TC=all step "bench_${d}_${l}_tc" 120 "$BUNDLE/gradops" bench \
-          --device cuda --dtype "$d" --layout "$l" --reps "$REPS" --json "$OUT/tc-gradops-$d-$l.json"
+        GRADOPS_CUDA_CONV_TC=simt step "bench_${d}_${l}_simt" 120 "$BUNDLE/gradops" bench \
+          --device cuda --dtype "$d" --layout "$l" --reps "$REPS" --json "$OUT/simt-gradops-$d-$l.json"
       fi
       # The TF32 opt-in (plain TF32 tensor cores): its rows carry math "tf32" and pair with
       # cuDNN with TF32 allowed (bench/peers.py); the backward-data workloads (W7/W8, the
@@ -91,6 +91,8 @@ if has ncu && [[ -n "$NCU" ]]; then
   # One launch of each kernel at the SPEC's GPU size (NCHW): the memory-bound ones in f32,
   # the conv kernels (tensor-core f16 on compute_80+, the FFMA f32 ones, the filter
   # gradient's split-K pair) in their dtype. Spec: WORKLOAD:KERNEL[:DTYPE] (default f32).
+  # A conv kernel without _tc_ runs with GRADOPS_CUDA_CONV_TC=simt (f32/f64 conv is on the
+  # tensor cores by default, so the FFMA kernels launch only with the opt-out).
   for spec in ${NCU_SPECS:-W1:resize_tile_f32 W2:resize_tile_f32 W3:resize_box_f32 \
     W6:max_pool_tile_k3_grad_f32 W6:max_pool_tile_k3_grad_argmax_f32 W6:max_pool_direct_k3_forward_f32 \
     W4:conv2d_backprop_input_tc_f16:f16 W5:conv2d_backprop_input_tc_f16:f16 \
@@ -99,8 +101,10 @@ if has ncu && [[ -n "$NCU" ]]; then
     W7:conv2d_backprop_filter_partial_f32 W7:conv2d_backprop_filter_reduce_f16:f16}; do
     wl="${spec%%:*}" rest="${spec#*:}" k="${rest%%:*}" dt=f32
     [[ "$rest" == *:* ]] && dt="${rest#*:}"
-    echo "##### $wl $k $dt" >>"$OUT/ncu.txt"
-    step "ncu_${wl}_$k" 60 bash -c '"$0" --clock-control none -k "$1" -s 2 -c 1 \
+    tc=all
+    [[ "$k" == conv2d_* && "$k" != *_tc_* ]] && tc=simt
+    echo "##### $wl $k $dt (GRADOPS_CUDA_CONV_TC=$tc)" >>"$OUT/ncu.txt"
+    GRADOPS_CUDA_CONV_TC=$tc step "ncu_${wl}_$k" 60 bash -c '"$0" --clock-control none -k "$1" -s 2 -c 1 \
       --section SpeedOfLight --section Occupancy --section LaunchStats \
       --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
       "$2/gradops" bench --device cuda --dtype "$5" --workload "$3" --reps 3 >>"$4" 2>&1' \
@@ -127,7 +131,7 @@ if has sanitizer && [[ -n "$SAN" ]]; then
   done
 fi
 
-(cd "$OUT" && ls gradops-*.json >/dev/null 2>&1 && tar cf gradops-json.tar gradops-*.json tc-gradops-*.json 2>/dev/null; rm -f gradops-*.json tc-gradops-*.json)
+(cd "$OUT" && ls gradops-*.json >/dev/null 2>&1 && tar cf gradops-json.tar gradops-*.json simt-gradops-*.json 2>/dev/null; rm -f gradops-*.json simt-gradops-*.json)
 grep -E "^=== .*rc=" "$LOG"
 echo "failed=$FAILED"
 exit $FAILED

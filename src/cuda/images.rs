@@ -100,15 +100,16 @@ pub fn selected_image(module: &str) -> Result<PtxImage> {
 }
 
 /// What the conv families' tensor-core variant is (for `gradops info`).
-pub const CONV_TENSOR_CORE_NOTE: &str = "tensor core f16/bf16 + simt: on compute_80+ images, \
-conv2d and conv2d_backprop_input in f16 and bf16 run conv2d_forward_tc_* and \
-conv2d_backprop_input_tc_* (implicit GEMM on mma.sync m16n8k16 with f32 accumulation, \
-ldmatrix, a 3-stage cp.async pipeline), and conv2d_backprop_filter in NCHW runs \
-conv2d_backprop_filter_partial_tc_* (the split-K partial sums on mma.sync; NHWC stays on \
-the simt kernel); f32 and f64 run the simt (FFMA) kernels unless \
-GRADOPS_CUDA_CONV_TC=all (then \"tensor core\": f32 as 3xTF32 on m16n8k8, f64 on m8n8k4); \
+pub const CONV_TENSOR_CORE_NOTE: &str = "tensor core: on compute_80+ images, conv2d and \
+conv2d_backprop_input run conv2d_forward_tc_* and conv2d_backprop_input_tc_* (implicit GEMM \
+on mma.sync with ldmatrix and a 3-stage cp.async pipeline: f16/bf16 on m16n8k16 with f32 \
+accumulation, f32 as 3xTF32 on m16n8k8, f64 on m8n8k4), and conv2d_backprop_filter in NCHW \
+runs conv2d_backprop_filter_partial_tc_* (the split-K partial sums on mma.sync; NHWC stays on \
+the simt kernel); f32 and f64 run there by default (faster than the simt FFMA kernels in \
+every f32/f64 conv row of an H100 benchmark); GRADOPS_CUDA_CONV_TC=simt keeps f32 and f64 on the FFMA \
+kernels (then \"tensor core f16/bf16 + simt\"; unset, all or any other value: the default); \
 f32 calls with Conv2dAttrs::f32_precision = Tf32 run the tensor-core kernels with plain TF32 \
-(one m16n8k8 product per term)";
+(one m16n8k8 product per term) either way";
 
 /// Why a call of a tiled family may run another kernel (for `gradops info`).
 pub const TILED_FALLBACK_NOTE: &str = "tiled: resize plans whose tables are both boxes (nearest \
@@ -125,30 +126,43 @@ generic max_pool_{forward,grad,grad_argmax}_* for windows too large for a one-ce
 /// ldmatrix and cp.async need sm_80).
 pub const CONV_TENSOR_CORE_ARCH: u32 = 80;
 
-/// Environment variable: `all` also runs f32 (3xTF32) and f64 (DMMA) conv on the tensor
-/// cores (compute_80+); anything else, or unset, keeps them on the FFMA kernels. Read once
-/// per process. The default stays FFMA for f32/f64 until a GPU run shows which is faster.
+/// Environment variable choosing the kernels of f32 and f64 conv on compute_80+ images:
+/// unset or `all` (the default) runs them on the tensor cores (f32 as 3xTF32, f64 on DMMA);
+/// `simt` (case-insensitive, surrounding whitespace ignored) keeps them on the FFMA (simt)
+/// kernels. Any other value is treated as the default (`all`). f16 and bf16 run on the
+/// tensor cores on compute_80+ images whatever it says. Read once per process. The tensor
+/// cores are the default because they were faster than FFMA in every f32/f64 row of
+/// `gradops bench --device cuda` on an H100 (batch 32, NCHW and NHWC, 2026-11-26).
 pub const CONV_TENSOR_CORE_ENV: &str = "GRADOPS_CUDA_CONV_TC";
 
-/// Whether [`CONV_TENSOR_CORE_ENV`] is `all` in this process (read on first use).
+/// Whether a value of [`CONV_TENSOR_CORE_ENV`] (`None`: unset) puts f32/f64 conv on the
+/// tensor cores: everything but `simt`.
+fn conv_tensor_core_env_says_all(value: Option<&str>) -> bool {
+    !value.is_some_and(|v| v.trim().eq_ignore_ascii_case("simt"))
+}
+
+/// Whether f32 and f64 conv run on the tensor cores (compute_80+ images) in this process:
+/// true unless [`CONV_TENSOR_CORE_ENV`] is `simt` (read on first use).
 pub fn conv_tensor_cores_for_all_dtypes() -> bool {
     static ALL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ALL.get_or_init(|| {
-        std::env::var(CONV_TENSOR_CORE_ENV).is_ok_and(|v| v.trim().eq_ignore_ascii_case("all"))
+        conv_tensor_core_env_says_all(std::env::var(CONV_TENSOR_CORE_ENV).ok().as_deref())
     })
 }
 
 /// Whether `conv2d` and `conv2d_backprop_input` in element type `dtype` (kernel suffix,
 /// `"f16"`) run the tensor-core kernels (`<kernel>_tc_<dtype>`) when loaded from the image
-/// of architecture `arch`, given whether f32/f64 are opted in (`all_dtypes`, see
-/// [`CONV_TENSOR_CORE_ENV`]): f16 and bf16 always on compute_80+ images, f32 and f64 only
-/// when opted in; every type on compute_75 runs the FFMA kernels.
+/// of architecture `arch`, given whether f32/f64 run on the tensor cores (`all_dtypes`, see
+/// [`CONV_TENSOR_CORE_ENV`]; true by default, false with `simt`): f16 and bf16 always on
+/// compute_80+ images, f32 and f64 there unless `all_dtypes` is false; every type on
+/// compute_75 runs the FFMA kernels.
 pub fn conv_tensor_core_policy(dtype: &str, arch: u32, all_dtypes: bool) -> bool {
     arch >= CONV_TENSOR_CORE_ARCH
         && (matches!(dtype, "f16" | "bf16") || (all_dtypes && matches!(dtype, "f32" | "f64")))
 }
 
-/// [`conv_tensor_core_policy`] with this process's opt-in.
+/// [`conv_tensor_core_policy`] with this process's [`CONV_TENSOR_CORE_ENV`]
+/// ([`conv_tensor_cores_for_all_dtypes`]).
 pub fn conv_uses_tensor_cores(dtype: &str, arch: u32) -> bool {
     conv_tensor_core_policy(dtype, arch, conv_tensor_cores_for_all_dtypes())
 }
@@ -157,8 +171,8 @@ pub fn conv_uses_tensor_cores(dtype: &str, arch: u32) -> bool {
 /// runs the tensor-core kernels from the image of architecture `arch`, and whether those run
 /// plain TF32 (`(tensor cores, plain tf32)`): as [`conv_tensor_core_policy`] (with
 /// `all_dtypes`), and f32 with [`F32Precision::Tf32`] on compute_80+ images always, as plain
-/// TF32 (the opt-in asks for the tensor cores' speed; compute_75 has no TF32 and stays on
-/// the exact FFMA kernel).
+/// TF32, `simt` or not (the allowance asks for the tensor cores' speed; compute_75 has no
+/// TF32 and stays on the exact FFMA kernel).
 ///
 /// [`Conv2dAttrs::f32_precision`]: crate::Conv2dAttrs::f32_precision
 pub fn conv_tensor_core_choice(
@@ -176,9 +190,12 @@ pub fn conv_tensor_core_choice(
 
 /// The kernel variant that `kernel` (a family of [`OP_KERNELS`], e.g. `conv2d_backprop_input`)
 /// has in the image of virtual architecture `arch`. The conv forward and backward-data
-/// families run tensor-core kernels (`<kernel>_tc_*`) on compute_80+ images for f16/bf16,
-/// and for f32/f64 too when opted in ([`conv_uses_tensor_cores`]); everything else is
-/// CUDA-core code. The
+/// families run tensor-core kernels (`<kernel>_tc_*`) on compute_80+ images for every type
+/// by default (`"tensor core"`; the filter gradient's partial sums in NCHW only:
+/// `"tensor core NCHW + simt NHWC"`), for f16/bf16 only with `GRADOPS_CUDA_CONV_TC=simt`
+/// ([`CONV_TENSOR_CORE_ENV`]; `"tensor core f16/bf16 + simt"`,
+/// `"tensor core f16/bf16 NCHW + simt"`; see [`conv_uses_tensor_cores`]); everything else
+/// is CUDA-core code. The
 /// tiled families name the generic kernel that runs a call whose tile does not fit (which
 /// one a given call runs: [`super::resize_grad_kernel`], [`super::max_pool_kernel`]).
 pub fn kernel_variant(kernel: &str, arch: u32) -> &'static str {
@@ -310,35 +327,74 @@ mod tests {
         }
     }
 
+    /// `conv_tensor_core_policy`: f16/bf16 on the tensor cores on compute_80+ images either
+    /// way; f32/f64 there by default (`all_dtypes`) and on FFMA with `simt`; compute_75
+    /// runs FFMA for every type.
     #[test]
-    fn conv_tensor_core_variant_by_arch_and_dtype() {
-        for (dtype, arch, want) in [
-            ("f16", 75, false),
-            ("bf16", 75, false),
-            ("f16", 80, true),
-            ("bf16", 80, true),
-            ("bf16", 90, true),
-            ("f32", 80, false),
-            ("f64", 90, false),
-        ] {
-            assert_eq!(
-                conv_uses_tensor_cores(dtype, arch),
-                want,
-                "{dtype} compute_{arch}"
-            );
+    fn conv_tensor_core_policy_by_dtype_arch_and_env() {
+        for dtype in ["f16", "bf16", "f32", "f64"] {
+            let half = matches!(dtype, "f16" | "bf16");
+            for arch in [75, 80, 90] {
+                for all in [true, false] {
+                    let want = arch >= 80 && (half || all);
+                    assert_eq!(
+                        conv_tensor_core_policy(dtype, arch, all),
+                        want,
+                        "{dtype} compute_{arch} all_dtypes={all}"
+                    );
+                }
+                assert_eq!(
+                    conv_uses_tensor_cores(dtype, arch),
+                    conv_tensor_core_policy(dtype, arch, conv_tensor_cores_for_all_dtypes()),
+                    "{dtype} compute_{arch}"
+                );
+            }
         }
+    }
+
+    /// `GRADOPS_CUDA_CONV_TC`: only `simt` (any case, trimmed) leaves the tensor cores to
+    /// f16/bf16; unset, `all` and any other value are the default.
+    #[test]
+    fn conv_tensor_core_env_simt_opts_out_else_default() {
+        for (v, want) in [
+            (None, true),
+            (Some("all"), true),
+            (Some("ALL"), true),
+            (Some(""), true),
+            (Some("tc"), true),
+            (Some("0"), true),
+            (Some("simt"), false),
+            (Some(" SIMT\n"), false),
+            (Some("Simt"), false),
+        ] {
+            assert_eq!(conv_tensor_core_env_says_all(v), want, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn conv_tensor_core_variant_by_arch() {
         for k in ["conv2d_backprop_input", "conv2d_forward"] {
             assert_eq!(kernel_variant(k, 75), "simt");
             assert!(kernel_variant(k, 80).starts_with("tensor core"));
             assert!(kernel_variant(k, 90).starts_with("tensor core"));
         }
+        let all = conv_tensor_cores_for_all_dtypes();
+        assert_eq!(
+            kernel_variant("conv2d_forward", 90),
+            if all {
+                "tensor core"
+            } else {
+                "tensor core f16/bf16 + simt"
+            }
+        );
         assert_eq!(kernel_variant("conv2d_backprop_filter_partial", 75), "simt");
         assert!(kernel_variant("conv2d_backprop_filter_partial", 90).starts_with("tensor core"));
         assert_eq!(kernel_variant("conv2d_backprop_filter_reduce", 90), "simt");
     }
 
     /// The TF32 allowance moves f32 (only) to the tensor cores, as plain TF32, on
-    /// compute_80+ images; exact f32 follows the opt-in; compute_75 stays FFMA.
+    /// compute_80+ images, `simt` or not; exact f32 follows `all_dtypes`; compute_75 stays
+    /// FFMA.
     #[test]
     fn tf32_allowance_picks_plain_tf32_tensor_cores_for_f32_only() {
         use F32Precision::{Exact, Tf32};

@@ -1,8 +1,22 @@
-//! GPU test (skips without one): with `GRADOPS_CUDA_CONV_TC=all`, f32 (3xTF32 on mma.sync
-//! m16n8k8) and f64 (mma.sync m8n8k4) conv2d, conv2d_backprop_input and (NCHW)
-//! conv2d_backprop_filter run the tensor-core kernels on compute_80+ devices; each is checked against the CPU path at SPEC's
-//! tolerance (f32 1e-5, f64 1e-10) and bitwise across two runs. A separate test binary, so
-//! the opt-in (read once per process) is set before any CUDA call.
+//! GPU test (skips without one) of the opt-out `GRADOPS_CUDA_CONV_TC=simt`: f32 and f64
+//! conv2d, conv2d_backprop_input and conv2d_backprop_filter run the simt (FFMA) kernels on
+//! every device, compute_80+ included (where the default runs them on the tensor cores,
+//! covered by `tests/cuda_ops.rs`), while f16/bf16 stay on the tensor cores; each is checked
+//! against the CPU path at SPEC's tolerance (f32 1e-5, f64 1e-10) and bitwise across two
+//! runs. A separate test binary, so the variable (read once per process) is set before any
+//! CUDA call.
+
+#[cfg(not(gradops_cuda))]
+#[test]
+fn cuda_conv_simt_skipped_no_kernels() {
+    let msg = "SKIPPED cuda_conv_simt: this build has no CUDA kernels (no nvcc)";
+    assert!(
+        std::env::var("GRADOPS_REQUIRE_GPU").as_deref() != Ok("1"),
+        "GRADOPS_REQUIRE_GPU=1 but {msg}"
+    );
+    eprintln!("{msg}");
+    println!("{msg}");
+}
 
 #[cfg(gradops_cuda)]
 mod gpu {
@@ -92,7 +106,7 @@ mod gpu {
             bits(&d2.data),
             "conv2d_backprop_input {what}"
         );
-        // The filter gradient (NCHW: conv2d_backprop_filter_partial_tc_*; NHWC: FFMA).
+        // The filter gradient (conv2d_backprop_filter_partial_*, FFMA, in both layouts).
         let want = gradops::conv2d_backprop_filter(xt, dyt, fshape, &attrs).unwrap();
         let w1 = cuda::host::conv2d_backprop_filter(xt, dyt, fshape, &attrs).unwrap();
         let w2 = cuda::host::conv2d_backprop_filter(xt, dyt, fshape, &attrs).unwrap();
@@ -106,13 +120,13 @@ mod gpu {
     }
 
     #[test]
-    fn gpu_conv2d_tensor_cores_all_dtypes_or_skipped() {
-        std::env::set_var(cuda::CONV_TENSOR_CORE_ENV, "all");
-        assert!(cuda::conv_tensor_cores_for_all_dtypes());
+    fn gpu_conv2d_simt_f32_f64_or_skipped() {
+        std::env::set_var(cuda::CONV_TENSOR_CORE_ENV, "simt");
+        assert!(!cuda::conv_tensor_cores_for_all_dtypes());
         let info = match cuda::probe() {
             Ok(i) => i,
             Err(e) => {
-                let msg = format!("SKIPPED gpu_conv2d_tensor_cores_all_dtypes_or_skipped: {e}");
+                let msg = format!("SKIPPED gpu_conv2d_simt_f32_f64_or_skipped: {e}");
                 assert!(
                     std::env::var("GRADOPS_REQUIRE_GPU").as_deref() != Ok("1"),
                     "GRADOPS_REQUIRE_GPU=1 but {msg}"
@@ -123,13 +137,22 @@ mod gpu {
             }
         };
         let arch = cuda::arch_for(info.compute_capability).unwrap();
+        for d in ["f32", "f64"] {
+            assert!(
+                !cuda::conv_uses_tensor_cores(d, arch),
+                "{d} conv on compute_{arch} with simt: not the FFMA kernels"
+            );
+        }
+        for d in ["f16", "bf16"] {
+            assert_eq!(
+                cuda::conv_uses_tensor_cores(d, arch),
+                arch >= cuda::CONV_TENSOR_CORE_ARCH,
+                "{d} conv on compute_{arch} with simt"
+            );
+        }
         eprintln!(
-            "f32/f64 conv on compute_{arch}: {}",
-            if cuda::conv_uses_tensor_cores("f32", arch) {
-                "tensor core"
-            } else {
-                "simt (pre-sm_80 device)"
-            }
+            "f32/f64 conv on compute_{arch} ({}): simt (GRADOPS_CUDA_CONV_TC=simt)",
+            info.name
         );
         let geometries: &[Geometry] = &[
             (
