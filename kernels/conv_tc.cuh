@@ -24,8 +24,13 @@
 // (16-bit types; f32 and f64 fragments are plain shared loads) and run mma.sync. A chunk
 // of VEC = 16 bytes of consecutive k is one cp.async where the source is contiguous and
 // aligned (NHWC activations with channel counts divisible by VEC; the HWIO filter of
-// backprop_input), else VEC scalar loads straight into the stage (NCHW: threads walk
-// pixels, so the loads coalesce and the tile is transposed on its way into shared memory).
+// backprop_input), else VEC scalar loads packed into one 16-byte shared store (NCHW:
+// threads walk pixels, so the loads coalesce and the tile is transposed on its way into
+// shared memory). The reduction is walked by a cursor (GoTcCursor: tap, first channel, and
+// the source and filter offsets they make), advanced by additions only, and every offset
+// that does not change along the reduction is taken once per tile (GoTcRows): the first
+// version divided by the chunk count and the taps in 64 bits on every stage (949 SASS
+// instructions per 16 HMMA in its sm_90 main loop, 505 now).
 // The forward's HWIO filter is contiguous along nn instead: B is then staged [k][nn]
 // (16-byte copies along nn) and read with ldmatrix.trans (BKN). The epilogue stages the rounded tile through shared memory
 // and writes it with threads walking the layout's innermost dimension (pixels for NCHW,
@@ -52,22 +57,33 @@
 // Per element type: shared-memory element S, reduction chunk BK (64 bytes of S), elements
 // per 16-byte copy VEC, row stride LD (80 bytes), accumulator Acc, the mma's rows FM and
 // accumulator registers CE per n8 fragment, fragments per warp tile MF.
+// Staging (GoTcRegs): strided (NCHW) chunks held in registers for one main-loop iteration
+// instead of stored as soon as loaded, which hides their loads' latency behind a stage of
+// mma but costs registers. Measured on an H100 (2026-11-26, W4 f16 NCHW): 0.167 ms at two
+// blocks per SM without it, 0.145 with it (225 registers), 0.130 at three blocks (168
+// registers, which leaves no room for it). So backprop_input stages for f32 and f64 (two
+// blocks per SM either way) but not for f16/bf16 (three blocks, GO_TC_BOUNDS_BWD_16); the
+// forward keeps two blocks for every type (at three its 16-bit kernel spills) and stages.
 template <typename T> struct GoTcTraits;
 template <> struct GoTcTraits<__half> {
     typedef uint16_t S; typedef float Acc;
     static constexpr int BK = 32, FM = 16, CE = 4;
+    static constexpr bool STAGED_BACKPROP = false;
 };
 template <> struct GoTcTraits<__nv_bfloat16> {
     typedef uint16_t S; typedef float Acc;
     static constexpr int BK = 32, FM = 16, CE = 4;
+    static constexpr bool STAGED_BACKPROP = false;
 };
 template <> struct GoTcTraits<float> {
     typedef float S; typedef float Acc;
     static constexpr int BK = 16, FM = 16, CE = 4;
+    static constexpr bool STAGED_BACKPROP = true;
 };
 template <> struct GoTcTraits<double> {
     typedef double S; typedef double Acc;
     static constexpr int BK = 8, FM = 8, CE = 2;
+    static constexpr bool STAGED_BACKPROP = true;
 };
 template <typename T> struct GoTcGeom {
     typedef GoTcTraits<T> Tr;
@@ -186,93 +202,164 @@ GO_DEV GoTcProblem go_tc_forward_problem(const GoConvParams& p, go_i64 g) {
     return P;
 }
 
-// The pixels one thread loads into A for the whole tile (two 8-element chunks).
+// What one thread loads for the whole tile: two 16-byte chunks of A (pixels) and two of
+// B (filter), everything that does not change along the reduction taken once per tile.
 struct GoTcRows {
-    go_i64 off[2];  // source offset of the pixel's image and the group's channel 0
-    go_i64 y[2], x[2];  // a*a_sy, b*a_sx (the tap's offset is added per stage)
-    bool ok[2];
-    int m[2], kg[2];  // tile row and 8-element k group of each chunk
+    go_i64 abase[2];  // A: source offset of the chunk's pixel and first j (the tap's apart)
+    go_i64 y[2], x[2];  // A: a*a_sy, b*a_sx (the tap's offset is added per stage)
+    go_i64 boff[2];   // B: offset of the chunk's (nn, k) within a stage's (tap, j0)
+    int adst[2], bdst[2];  // the chunks' element offsets within a stage
+    int akg[2];       // A: the chunk's first k within a stage
+    int bk[2], bn[2];  // B: the chunk's first k and nn within the stage and tile
+    bool ok[2];       // A: the pixel exists
 };
 
-// Loads reduction chunk `it` (tap it / jchunks, channels (it % jchunks) * BK ...) into a
-// stage: A [TC_BM][LD] and B [TC_BN][LD], or B [BK][LDKN] when BKN (elements S).
-template <typename T, int L, bool BKN>
-GO_DEV void go_tc_load_stage(const GoTcProblem& P, const T* __restrict__ src,
-                             const T* __restrict__ w, const GoTcRows& R, go_i64 n_base,
-                             go_i64 jchunks, bool avec, bool bvec, int t, go_i64 it,
-                             typename GoTcTraits<T>::S* As, typename GoTcTraits<T>::S* Bs) {
+// The reduction chunk the next go_tc_load_stage fetches: tap (iy, ix) and its first channel
+// j0. Advanced chunk by chunk (taps ascending, then j) so the main loop divides nothing.
+struct GoTcCursor {
+    go_i64 aoff;          // A: tap_y * a_row + tap_x * a_col + j0 * a_j
+    go_i64 boff;          // B: ky * b_ky + kx * b_kx + b_off + j0 * b_j
+    go_i64 tap_y, tap_x;  // the tap's source row and column offsets
+    go_i64 j0;            // first j of the chunk
+    go_i64 ix;            // tap column index (0 .. ntx)
+    go_i64 ky, kx;        // the tap's filter indices
+};
+
+GO_DEV void go_tc_cursor_tap(const GoTcProblem& P, GoTcCursor& C) {
+    C.j0 = 0;
+    C.aoff = C.tap_y * P.a_row + C.tap_x * P.a_col;
+    C.boff = C.ky * P.b_ky + C.kx * P.b_kx + P.b_off;
+}
+
+GO_DEV void go_tc_cursor_start(const GoTcProblem& P, GoTcCursor& C) {
+    C.ix = 0;
+    C.tap_y = P.ty0; C.tap_x = P.tx0; C.ky = P.ky0; C.kx = P.kx0;
+    go_tc_cursor_tap(P, C);
+}
+
+template <int BK>
+GO_DEV void go_tc_cursor_next(const GoTcProblem& P, GoTcCursor& C) {
+    C.j0 += BK;
+    if (C.j0 < P.jlen) {
+        C.aoff += BK * P.a_j;
+        C.boff += BK * P.b_j;
+        return;
+    }
+    if (++C.ix == P.ntx) {
+        C.ix = 0; C.tap_x = P.tx0; C.kx = P.kx0;
+        C.tap_y += P.tdy; C.ky += P.pky;
+    } else {
+        C.tap_x += P.tdx; C.kx += P.pkx;
+    }
+    go_tc_cursor_tap(P, C);
+}
+
+// A chunk of VEC elements stored as one 16-byte shared-memory write (dst 16-byte aligned:
+// rows of 80 bytes, chunks at multiples of 16), instead of VEC narrow ones.
+template <typename S>
+GO_DEV void go_tc_store_chunk(S* dst, const S (&v)[16 / sizeof(S)]) {
+#ifdef __CUDACC__
+    uint4 u;
+    memcpy(&u, v, 16);
+    *reinterpret_cast<uint4*>(dst) = u;
+#else
+    std::memcpy(dst, v, 16);
+#endif
+}
+
+// The strided (scalar) chunks of one reduction chunk, gathered into registers by
+// go_tc_gather and written to their stage by go_tc_put one main-loop iteration later, so
+// the loads' latency is hidden behind a stage of mma (cp.async chunks need no such help).
+// Chunk i: A chunks 0, 1 and B chunks 2, 3; bit i of `pend` says it is held here.
+// 16-bit elements are held one per 32-bit register (as loaded): packing two into one
+// would wait for both loads right there.
+template <typename S> struct GoTcWide { typedef S type; };
+template <> struct GoTcWide<uint16_t> { typedef uint32_t type; };
+template <typename T> struct GoTcRegs {
+    typename GoTcWide<typename GoTcTraits<T>::S>::type v[4][GoTcGeom<T>::VEC];
+    int pend;
+};
+
+// Writes G's chunk i to dst (one 16-byte shared store) and marks it written.
+template <typename T>
+GO_DEV void go_tc_put_one(GoTcRegs<T>& G, int i, typename GoTcTraits<T>::S* dst) {
     typedef typename GoTcTraits<T>::S S;
-    constexpr int BK = GoTcTraits<T>::BK, VEC = GoTcGeom<T>::VEC, LD = GoTcGeom<T>::LD;
-    const go_i64 tap = it / jchunks, j0 = (it % jchunks) * BK;
-    const go_i64 iy = tap / P.ntx, ix = tap % P.ntx;
-    const go_i64 tap_y = P.ty0 + iy * P.tdy, tap_x = P.tx0 + ix * P.tdx;
-    const go_i64 ky = P.ky0 + iy * P.pky, kx = P.kx0 + ix * P.pkx;
+    constexpr int VEC = GoTcGeom<T>::VEC;
+    S v[VEC];
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) v[e] = (S)G.v[i][e];
+    go_tc_store_chunk(dst, v);
+    G.pend &= ~(1 << i);
+}
+
+// Writes G's pending strided chunks to their stage (STAGE; unstaged kernels store each
+// chunk as it is gathered, and nothing is pending here).
+template <typename T, bool STAGE>
+GO_DEV void go_tc_put(GoTcRegs<T>& G, const GoTcRows& R, typename GoTcTraits<T>::S* As,
+                      typename GoTcTraits<T>::S* Bs) {
+    if constexpr (STAGE) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+            if (G.pend & (1 << i)) go_tc_put_one<T>(G, i, i < 2 ? As + R.adst[i] : Bs + R.bdst[i - 2]);
+    }
+}
+
+// Gathers the cursor's reduction chunk: 16-byte runs as cp.async straight into the stage
+// (A [TC_BM][LD] and B [TC_BN][LD], or B [BK][LDKN] when BKN; elements S), strided ones
+// into G (see GoTcRegs).
+template <typename T, int L, bool BKN, bool STAGE>
+GO_DEV void go_tc_gather(const GoTcProblem& P, const T* __restrict__ src,
+                         const T* __restrict__ w, const GoTcRows& R, const GoTcCursor& C,
+                         go_i64 n_base, bool avec, bool bvec,
+                         typename GoTcTraits<T>::S* As, typename GoTcTraits<T>::S* Bs,
+                         GoTcRegs<T>& G) {
+    constexpr int VEC = GoTcGeom<T>::VEC;
+    G.pend = 0;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-        S* dst = As + R.m[r] * LD + R.kg[r] * VEC;
-        const go_i64 j = j0 + R.kg[r] * VEC;
-        const go_i64 sy = R.y[r] + tap_y, sx = R.x[r] + tap_x;
+        const go_i64 jrem = P.jlen - (C.j0 + R.akg[r]);  // j channels left from here
+        const go_i64 sy = R.y[r] + C.tap_y, sx = R.x[r] + C.tap_x;
         const bool in = R.ok[r] && sy >= 0 && sy < P.a_h && sx >= 0 && sx < P.a_w;
-        const go_i64 off = R.off[r] + sy * P.a_row + sx * P.a_col;
-        if (avec && j + VEC <= P.jlen) {
-            go_cp_async_16(dst, in ? src + off + j : src, in ? 16 : 0);
+        const go_i64 off = R.abase[r] + C.aoff;
+        if (avec && jrem >= VEC) {
+            go_cp_async_16(As + R.adst[r], in ? src + off : src, in ? 16 : 0);
         } else {
+            // Strided (NCHW: a_j is a channel plane): a pointer stepped along j.
+            const go_i64 aj = P.a_j;
+            const T* sp = src + (in ? off : 0);
 #pragma unroll
-            for (int e = 0; e < VEC; ++e) {
-                S v = S(0);
-                if (in && j + e < P.jlen) v = go_bits(go_ldg(src + off + (j + e) * P.a_j));
-                dst[e] = v;
+            for (int e = 0; e < VEC; ++e, sp += aj) {
+                G.v[r][e] = 0;
+                if (in && e < jrem) G.v[r][e] = go_bits(go_ldg(sp));
             }
+            G.pend |= 1 << r;
+            if constexpr (!STAGE) go_tc_put_one<T>(G, r, As + R.adst[r]);
         }
     }
-    const go_i64 wtap = ky * P.b_ky + kx * P.b_kx + P.b_off;
-    if constexpr (BKN) {
-        // B [k][nn]: chunk q = t + TC_THREADS*r is VEC consecutive nn of one k (16-byte
-        // copies where the filter is contiguous along nn).
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            const int q = t + TC_THREADS * r;
-            const int kk = q / (TC_BN / VEC), n0 = (q % (TC_BN / VEC)) * VEC;
-            S* dst = Bs + kk * GoTcGeom<T>::LDKN + n0;
-            const go_i64 j = j0 + kk;
-            const bool in = j < P.jlen;
-            const go_i64 off = wtap + j * P.b_j + (n_base + n0) * P.b_n;
-            if (bvec && n_base + n0 + VEC <= P.nlen) {
-                go_cp_async_16(dst, in ? w + off : w, in ? 16 : 0);
-            } else {
+    for (int r = 0; r < 2; ++r) {
+        // B [k][nn] (BKN): VEC consecutive nn of one k; else [nn][k]: VEC consecutive k of
+        // one nn (16-byte copies where the filter is contiguous along them).
+        const go_i64 j = C.j0 + R.bk[r];
+        const go_i64 off = C.boff + R.boff[r];
+        const bool in = BKN ? j < P.jlen : n_base + R.bn[r] < P.nlen;
+        const go_i64 rem = BKN ? P.nlen - (n_base + R.bn[r]) : P.jlen - j;
+        if (bvec && rem >= VEC) {
+            go_cp_async_16(Bs + R.bdst[r], in ? w + off : w, in ? 16 : 0);
+        } else {
+            const go_i64 step = BKN ? P.b_n : P.b_j;
+            const T* sp = w + (in ? off : 0);
 #pragma unroll
-                for (int e = 0; e < VEC; ++e) {
-                    S v = S(0);
-                    if (in && n_base + n0 + e < P.nlen) v = go_bits(go_ldg(w + off + e * P.b_n));
-                    dst[e] = v;
-                }
+            for (int e = 0; e < VEC; ++e, sp += step) {
+                G.v[2 + r][e] = 0;
+                if (in && e < rem) G.v[2 + r][e] = go_bits(go_ldg(sp));
             }
-        }
-    } else {
-        // B [nn][k]: chunk q = t + TC_THREADS*r; k-contiguous filters walk k within a row
-        // (16-byte copies), others walk nn so neighbouring threads read neighbouring channels.
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            const int q = t + TC_THREADS * r;
-            const int nn = bvec ? q / (BK / VEC) : q % TC_BN;
-            const int kg = bvec ? q % (BK / VEC) : q / TC_BN;
-            S* dst = Bs + nn * LD + kg * VEC;
-            const go_i64 j = j0 + kg * VEC;
-            const bool in = n_base + nn < P.nlen;
-            const go_i64 off = wtap + (n_base + nn) * P.b_n;
-            if (bvec && j + VEC <= P.jlen) {
-                go_cp_async_16(dst, in ? w + off + j : w, in ? 16 : 0);
-            } else {
-#pragma unroll
-                for (int e = 0; e < VEC; ++e) {
-                    S v = S(0);
-                    if (in && j + e < P.jlen) v = go_bits(go_ldg(w + off + (j + e) * P.b_j));
-                    dst[e] = v;
-                }
-            }
+            G.pend |= 1 << (2 + r);
+            if constexpr (!STAGE) go_tc_put_one<T>(G, 2 + r, Bs + R.bdst[r]);
         }
     }
 }
+
 
 // The warp's share of one stage: acc[i][j] (m-fragment i of GoTcTraits<T>::FM rows, n8
 // fragment j) += A[warp rows][0, BK) * B[0, BK)[warp channels]. TF32 (f32 only): one
@@ -372,7 +459,7 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
 // One block tile: pixels [m_base, m_base + TC_BM) x channels [n_base, n_base + TC_BN).
 // BKN: B is staged [k][nn] (the forward's HWIO filter), else [nn][k]. TF32: see
 // go_tc_stage_mma.
-template <typename T, int L, bool BKN, bool TF32>
+template <typename T, int L, bool BKN, bool TF32, bool STAGE>
 GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T* __restrict__ w,
                        T* __restrict__ out, go_i64 m_base, go_i64 n_base, unsigned char* smem,
                        go_i64* out_base) {
@@ -393,23 +480,37 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
                       P.b_ky % VEC == 0 && P.b_kx % VEC == 0 && P.b_off % VEC == 0 &&
                       reinterpret_cast<uintptr_t>(w) % 16 == 0;
 
-    // This thread's A rows: vector threads walk k within a row, scalar (NCHW) threads walk
-    // pixels (the transposing gather).
+    // This thread's A chunks: vector threads walk k within a row, scalar (NCHW) threads
+    // walk pixels (the transposing gather). B chunk q: [k][nn] (BKN) VEC consecutive nn of
+    // one k; [nn][k] with k-contiguous filters VEC consecutive k of one nn (16-byte copies),
+    // others walk nn so neighbouring threads read neighbouring channels.
     GoTcRows R;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
         const int q = t + TC_THREADS * r;
-        R.m[r] = avec ? q / (BK / VEC) : q % TC_BM;
-        R.kg[r] = avec ? q % (BK / VEC) : q / TC_BM;
-        go_i64 pix = m_base + R.m[r];
+        const int m = avec ? q / (BK / VEC) : q % TC_BM;
+        R.akg[r] = (avec ? q % (BK / VEC) : q / TC_BM) * VEC;
+        R.adst[r] = m * LD + R.akg[r];
+        go_i64 pix = m_base + m;
         R.ok[r] = pix < P.npix;
         if (!R.ok[r]) pix = 0;
         const go_i64 b = pix % P.cnt_x; pix /= P.cnt_x;
         const go_i64 a = pix % P.cnt_y;
         const go_i64 img = pix / P.cnt_y;
-        R.off[r] = img * P.a_n + P.a_off;
         R.y[r] = a * P.a_sy;
         R.x[r] = b * P.a_sx;
+        R.abase[r] = img * P.a_n + P.a_off + R.y[r] * P.a_row + R.x[r] * P.a_col +
+                     R.akg[r] * P.a_j;
+        if (BKN) {
+            R.bk[r] = q / (TC_BN / VEC);
+            R.bn[r] = (q % (TC_BN / VEC)) * VEC;
+            R.bdst[r] = R.bk[r] * GoTcGeom<T>::LDKN + R.bn[r];
+        } else {
+            R.bn[r] = bvec ? q / (BK / VEC) : q % TC_BN;
+            R.bk[r] = (bvec ? q % (BK / VEC) : q / TC_BN) * VEC;
+            R.bdst[r] = R.bn[r] * LD + R.bk[r];
+        }
+        R.boff[r] = R.bk[r] * P.b_j + (n_base + R.bn[r]) * P.b_n;
     }
     // Output offset of each tile row (-1: past the last pixel), for the epilogue.
     for (int m = t; m < TC_BM; m += TC_THREADS) {
@@ -435,31 +536,47 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
 
     const go_i64 jchunks = (P.jlen + BK - 1) / BK;
     const go_i64 kiters = P.ntaps * jchunks;
+    GoTcCursor C;
+    go_tc_cursor_start(P, C);
 
     // Prologue: the first TC_STAGES - 1 chunks in flight (a group per stage, empty past
-    // the end, so the wait counts below hold).
+    // the end, so the wait counts below hold); the last one's strided part stays in G.
+    static_assert(TC_STAGES == 3, "one chunk's strided part in registers at a time");
+    GoTcRegs<T> G;
+    G.pend = 0;
 #pragma unroll
     for (int s = 0; s < TC_STAGES - 1; ++s) {
-        if (s < kiters)
-            go_tc_load_stage<T, L, BKN>(P, src, w, R, n_base, jchunks, avec, bvec, t, s,
-                                   As + s * TC_BM * LD, Bs + s * TC_BN * LD);
+        go_tc_put<T, STAGE>(G, R, As + (s + 2) % 3 * TC_BM * LD, Bs + (s + 2) % 3 * TC_BN * LD);
+        G.pend = 0;
+        if (s < kiters) {
+            go_tc_gather<T, L, BKN, STAGE>(P, src, w, R, C, n_base, avec, bvec, As + s * TC_BM * LD,
+                                    Bs + s * TC_BN * LD, G);
+            go_tc_cursor_next<BK>(P, C);
+        }
         go_cp_async_commit();
     }
 
+    // Iteration it: chunk it is in its stage; chunk it + 1's strided part goes from G to its
+    // stage (free: last read at it - 2), chunk it + 2 is gathered, then chunk it's mma.
+    int s_read = 0, s_put = 1, s_load = 2;
     for (go_i64 it = 0; it < kiters; ++it) {
-        // Chunk it has landed (at most TC_STAGES - 2 younger groups pending), and every
-        // warp is done with the stage the next load overwrites (read at it - 1).
+        // Chunk it has landed (at most one younger group pending, and the stores of the
+        // previous iteration), and every warp is done with the stage read at it - 1.
         go_cp_async_wait<TC_STAGES - 2>();
         __syncthreads();
-        const go_i64 nxt = it + TC_STAGES - 1;
-        if (nxt < kiters) {
-            const int s = (int)(nxt % TC_STAGES);
-            go_tc_load_stage<T, L, BKN>(P, src, w, R, n_base, jchunks, avec, bvec, t, nxt,
-                                   As + s * TC_BM * LD, Bs + s * TC_BN * LD);
+        go_tc_put<T, STAGE>(G, R, As + s_put * TC_BM * LD, Bs + s_put * TC_BN * LD);
+        G.pend = 0;
+        if (it + 2 < kiters) {
+            go_tc_gather<T, L, BKN, STAGE>(P, src, w, R, C, n_base, avec, bvec,
+                                    As + s_load * TC_BM * LD, Bs + s_load * TC_BN * LD, G);
+            go_tc_cursor_next<BK>(P, C);
         }
         go_cp_async_commit();
-        const int s = (int)(it % TC_STAGES);
-        go_tc_stage_mma<T, BKN, TF32>(As + s * TC_BM * LD, Bs + s * TC_BN * LD, wm, wn, lane, acc);
+        go_tc_stage_mma<T, BKN, TF32>(As + s_read * TC_BM * LD, Bs + s_read * TC_BN * LD, wm, wn,
+                                      lane, acc);
+        s_read = s_put;
+        s_put = s_load;
+        s_load = s_load + 1 == TC_STAGES ? 0 : s_load + 1;
     }
     go_cp_async_wait<0>();  // only empty groups can remain; nothing may outlive the tile
     __syncthreads();
@@ -511,7 +628,8 @@ GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64*
             __syncthreads();
             const go_i64 mtiles = (Ps->npix + TC_BM - 1) / TC_BM;
             for (go_i64 mt = blockIdx.x; mt < mtiles; mt += gridDim.x)
-                go_tc_tile<T, L, BKN, TF32>(*Ps, src, w, out, mt * TC_BM, n_base, smem, out_base);
+                go_tc_tile<T, L, BKN, TF32, FWD || GoTcTraits<T>::STAGED_BACKPROP>(
+                    *Ps, src, w, out, mt * TC_BM, n_base, smem, out_base);
         }
     }
 }
@@ -565,23 +683,24 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 #undef GO_TC_SMEM
 
 #ifdef __CUDACC__
-// At least two 128-thread blocks per SM (at most 255 registers a thread). A cap of three
-// (168 registers) made the forward spill on sm_120.
-#define GO_TC_BOUNDS_16 __launch_bounds__(GO_TC_BLOCK_THREADS, 2)
-#define GO_TC_BOUNDS_WIDE __launch_bounds__(GO_TC_BLOCK_THREADS, 2)
+// Blocks per SM (registers a thread: 255 for two, 168 for three). Three for the 16-bit
+// backprop_input (unstaged, see GoTcTraits) and the filter gradient's partial sums; two for
+// the forward (at three its 16-bit kernel spills on sm_80/sm_90) and for f32/f64.
+#define GO_TC_BOUNDS_3 __launch_bounds__(GO_TC_BLOCK_THREADS, 3)
+#define GO_TC_BOUNDS_2 __launch_bounds__(GO_TC_BLOCK_THREADS, 2)
 #else
-#define GO_TC_BOUNDS_16
-#define GO_TC_BOUNDS_WIDE
+#define GO_TC_BOUNDS_3
+#define GO_TC_BOUNDS_2
 #endif
-// Every element type (the emulator's list is GO_DTYPES).
-#define GO_TC_INSTANTIATE(NAME, BODY)                                               \
-    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_16, f16, __half)        \
-    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_16, bf16, __nv_bfloat16) \
-    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_WIDE, f32, float)       \
-    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_WIDE, f64, double)
+// Every element type (the emulator's list is GO_DTYPES), 16-bit ones with bounds B16.
+#define GO_TC_INSTANTIATE(NAME, BODY, B16)                                    \
+    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, B16, f16, __half)            \
+    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, B16, bf16, __nv_bfloat16)    \
+    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_2, f32, float)  \
+    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_2, f64, double)
 
-GO_TC_INSTANTIATE(conv2d_backprop_input_tc, conv2d_backprop_input_tc_body)
-GO_TC_INSTANTIATE(conv2d_forward_tc, conv2d_forward_tc_body)
+GO_TC_INSTANTIATE(conv2d_backprop_input_tc, conv2d_backprop_input_tc_body, GO_TC_BOUNDS_3)
+GO_TC_INSTANTIATE(conv2d_forward_tc, conv2d_forward_tc_body, GO_TC_BOUNDS_2)
 
 // ---------------------------------------------------------------------------------------
 // conv2d_backprop_filter_partial_tc: the filter gradient's split-K partial sums (same
@@ -732,10 +851,10 @@ GO_DEV void conv2d_backprop_filter_partial_tc_body(const GoConvFilterParams& p) 
 }
 
 #define GO_TC_FILTER_INSTANTIATE(NAME, BODY)                                                  \
-    GO_INSTANTIATE_ONE(NAME, GoConvFilterParams, BODY, GO_TC_BOUNDS_16, f16, __half)          \
-    GO_INSTANTIATE_ONE(NAME, GoConvFilterParams, BODY, GO_TC_BOUNDS_16, bf16, __nv_bfloat16)  \
-    GO_INSTANTIATE_ONE(NAME, GoConvFilterParams, BODY, GO_TC_BOUNDS_WIDE, f32, float)         \
-    GO_INSTANTIATE_ONE(NAME, GoConvFilterParams, BODY, GO_TC_BOUNDS_WIDE, f64, double)
+    GO_INSTANTIATE_ONE(NAME, GoConvFilterParams, BODY, GO_TC_BOUNDS_3, f16, __half)          \
+    GO_INSTANTIATE_ONE(NAME, GoConvFilterParams, BODY, GO_TC_BOUNDS_3, bf16, __nv_bfloat16)  \
+    GO_INSTANTIATE_ONE(NAME, GoConvFilterParams, BODY, GO_TC_BOUNDS_2, f32, float)         \
+    GO_INSTANTIATE_ONE(NAME, GoConvFilterParams, BODY, GO_TC_BOUNDS_2, f64, double)
 GO_TC_FILTER_INSTANTIATE(conv2d_backprop_filter_partial_tc, conv2d_backprop_filter_partial_tc_body)
 #undef GO_TC_FILTER_INSTANTIATE
 

@@ -35,7 +35,9 @@
  * m8n8k4 f64); the reduction runs in chunks of 64 bytes per row (GO_TC_TILE_K 16-bit
  * elements, 16 f32, 8 f64) through a GO_TC_STAGES-deep cp.async pipeline in shared memory.
  * Launch: block (GO_TC_BLOCK_THREADS,1,1), grid.x any (pixel tiles), grid.y any (groups x
- * channel tiles), grid.z any (stride phases; 1 for the forward). Same GoConvParams. */
+ * channel tiles), grid.z any (stride phases; 1 for the forward). Same GoConvParams.
+ * Registers: three blocks per SM (168 a thread) for the 16-bit backprop_input and filter
+ * partial sums, two (255) for the forward and for f32/f64 (conv_tc.cuh, GoTcTraits). */
 #define GO_TC_BLOCK_THREADS 128
 #define GO_TC_TILE_M 64
 #define GO_TC_TILE_N 64

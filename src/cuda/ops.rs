@@ -318,6 +318,11 @@ fn resize_views<T: Element>(
     if dst.is_empty() {
         return Ok(());
     }
+    if src.is_empty() {
+        // A gradient with an empty dy (or a forward of an empty x): every output is an empty
+        // sum; the kernels would index the source's zero-sized buffer.
+        return zero_fill(stream, op, dst);
+    }
     if plan.identity {
         return stream
             .memcpy_dtod(src.data(), dst.data_mut())
@@ -645,8 +650,8 @@ fn conv_backprop_input_raw<T: Element>(
 ) -> Result<()> {
     const OP: &str = "conv2d_backprop_input";
     let mut p = conv_params(OP, g, layout, fl, [dx, w, dy])?;
-    // f16/bf16 (and f32 allowed TF32) on compute_80+ images: the tensor-core implicit GEMM;
-    // else the FFMA kernel.
+    // On compute_80+ images the tensor-core implicit GEMM for every type (f32/f64 on the FFMA
+    // kernel with GRADOPS_CUDA_CONV_TC=simt, unless f32 is allowed TF32); else FFMA.
     let tc = conv_pick_tc::<T>(stream, OP, prec, &mut p)?;
     let (l, name) = if tc {
         (launch::conv_tc(&p, false), "conv2d_backprop_input_tc")
@@ -751,8 +756,8 @@ fn conv_backprop_filter_raw<T: Element>(
         .map_err(|e| cuda_err(OP, "workspace allocation", e))?;
     let (w, _gw) = ws.device_ptr_mut(stream);
     p.ws = w;
-    // NCHW in f16/bf16 (every type with GRADOPS_CUDA_CONV_TC=all) on compute_80+ images: the
-    // tensor-core partial sums (exact f32: the TF32 allowance does not cover this op);
+    // NCHW on compute_80+ images, every type (f16/bf16 only with GRADOPS_CUDA_CONV_TC=simt):
+    // the tensor-core partial sums (exact f32: the TF32 allowance does not cover this op);
     // else the FFMA kernel. Same split, workspace and reduce kernel either way.
     let arch = stream_arch(stream, OP)?;
     let tc = layout == Layout::Nchw
@@ -812,8 +817,8 @@ fn conv_forward_raw<T: Element>(
 ) -> Result<()> {
     const OP: &str = "conv2d";
     let mut p = conv_params(OP, g, layout, fl, [x, w, y])?;
-    // f16/bf16 (and f32 allowed TF32) on compute_80+ images: the tensor-core implicit GEMM;
-    // else the FFMA kernel.
+    // On compute_80+ images the tensor-core implicit GEMM for every type (f32/f64 on the FFMA
+    // kernel with GRADOPS_CUDA_CONV_TC=simt, unless f32 is allowed TF32); else FFMA.
     let tc = conv_pick_tc::<T>(stream, OP, prec, &mut p)?;
     let (l, name) = if tc {
         (launch::conv_tc(&p, true), "conv2d_forward_tc")
@@ -1000,6 +1005,10 @@ pub fn conv2d_backprop_filter_into<T: Element>(
     same_context(OP, "x", stream, x.data())?;
     same_context(OP, "dy", stream, dy.data())?;
     same_context(OP, "dw", stream, dw.data())?;
+    if x.is_empty() || dy.is_empty() {
+        // Every filter element is an empty sum.
+        return zero_fill(stream, OP, &mut dw);
+    }
     let (a, _ga) = x.data().device_ptr(stream);
     let (b, _gb) = dy.data().device_ptr(stream);
     let (c, _gc) = dw.data_mut().device_ptr_mut(stream);
@@ -1291,8 +1300,10 @@ pub fn max_pool_grad_into<T: Element>(
         pool_in(stream, OP, ("y", y), g.output_dims(), layout)?;
     }
     pool_out(stream, OP, ("dx", &dx), g.input_dims(), layout)?;
-    if dx.is_empty() {
-        return Ok(());
+    if dy.is_empty() {
+        // No window (an output axis of size 0): nothing routes, an all-zero dx (the kernels
+        // would index dy's zero-sized buffer).
+        return zero_fill(stream, OP, &mut dx);
     }
     let (xp, _gx) = x.data().device_ptr(stream);
     let (dyp, _gdy) = dy.data().device_ptr(stream);
@@ -1341,8 +1352,10 @@ pub fn max_pool_grad_with_argmax_into<T: Element>(
     pool_in(stream, OP, ("dy", &dy), g.output_dims(), layout)?;
     pool_in(stream, OP, ("argmax", &argmax), g.output_dims(), layout)?;
     pool_out(stream, OP, ("dx", &dx), g.input_dims(), layout)?;
-    if dx.is_empty() {
-        return Ok(());
+    if dy.is_empty() {
+        // No window (an output axis of size 0): nothing routes, an all-zero dx (the kernels
+        // would index dy's zero-sized buffer).
+        return zero_fill(stream, OP, &mut dx);
     }
     let (ap, _ga) = argmax.data().device_ptr(stream);
     let (dyp, _gdy) = dy.data().device_ptr(stream);

@@ -11,7 +11,7 @@ use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, DriverError};
 use gradops::cuda::DeviceTensor;
 use gradops::dtype::{DType, Element};
 use gradops::error::{Error, Result};
-use gradops::{F32Precision, TensorRef};
+use gradops::{F32Precision, Layout, TensorRef};
 use half::{bf16, f16};
 use std::sync::Arc;
 
@@ -134,6 +134,19 @@ impl CudaKernel {
     }
 }
 
+/// `"_tc"` when the conv dispatch runs `T` at `f32_precision` on the tensor cores on this
+/// device (compute_80+, and f32/f64 unless GRADOPS_CUDA_CONV_TC=simt), else `""` (FFMA).
+fn conv_tc_infix<T: Element>(f32_precision: F32Precision) -> Result<&'static str> {
+    let arch = gradops::cuda::arch_for(gradops::cuda::probe()?.compute_capability)?;
+    let (tc, _) = gradops::cuda::conv_tensor_core_choice(
+        T::SUFFIX,
+        arch,
+        gradops::cuda::conv_tensor_cores_for_all_dtypes(),
+        f32_precision,
+    );
+    Ok(if tc { "_tc" } else { "" })
+}
+
 /// Builds the CUDA kernels of a workload (one per [`Workload::variants`]) on `stream`: the
 /// same seeded random inputs as [`cpu_kernels`](super::cpu_kernels), uploaded once, and preallocated device
 /// outputs. Max pool's stored argmax comes from the device `max_pool`, computed here.
@@ -174,17 +187,9 @@ pub fn cuda_kernels<T: Element>(
             let filter = upload_random(fshape, 2)?;
             let attrs = w.conv_attrs().f32_precision(f32_precision);
             let mut dx = DeviceTensor::<T>::zeros(stream, s.x, layout)?;
-            // The kernel the dispatch picks on this device (tensor cores or FFMA).
-            let arch = gradops::cuda::arch_for(gradops::cuda::probe()?.compute_capability)?;
-            let (tc, _) = gradops::cuda::conv_tensor_core_choice(
-                T::SUFFIX,
-                arch,
-                gradops::cuda::conv_tensor_cores_for_all_dtypes(),
-                f32_precision,
-            );
             let kernel = format!(
                 "conv2d_backprop_input{}_{}",
-                if tc { "_tc" } else { "" },
+                conv_tc_infix::<T>(f32_precision)?,
                 T::SUFFIX
             );
             out.push(CudaKernel {
@@ -205,8 +210,13 @@ pub fn cuda_kernels<T: Element>(
             let x = upload_random(s.x, 3)?;
             let attrs = w.conv_attrs();
             let mut dw = DeviceTensor::<T>::zeros(stream, fshape, layout)?;
+            // Tensor-core partial sums in NCHW only, always exact (no TF32 path).
+            let tc = match layout {
+                Layout::Nchw => conv_tc_infix::<T>(F32Precision::Exact)?,
+                Layout::Nhwc => "",
+            };
             let kernel = format!(
-                "conv2d_backprop_filter_partial_{0} + conv2d_backprop_filter_reduce_{0}",
+                "conv2d_backprop_filter_partial{tc}_{0} + conv2d_backprop_filter_reduce_{0}",
                 T::SUFFIX
             );
             out.push(CudaKernel {
@@ -226,9 +236,13 @@ pub fn cuda_kernels<T: Element>(
             let fshape = s.filter.unwrap_or_default();
             let x = upload_random(s.x, 3)?;
             let filter = upload_random(fshape, 2)?;
-            let attrs = w.conv_attrs();
+            let attrs = w.conv_attrs().f32_precision(f32_precision);
             let mut y = DeviceTensor::<T>::zeros(stream, s.dy, layout)?;
-            let kernel = format!("conv2d_forward_{}", T::SUFFIX);
+            let kernel = format!(
+                "conv2d_forward{}_{}",
+                conv_tc_infix::<T>(f32_precision)?,
+                T::SUFFIX
+            );
             out.push(CudaKernel {
                 info: info(Variant::Main, kernel),
                 launch: Box::new(move || {
