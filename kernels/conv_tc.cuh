@@ -30,7 +30,7 @@
 // the source and filter offsets they make), advanced by additions only, and every offset
 // that does not change along the reduction is taken once per tile (GoTcRows): the first
 // version divided by the chunk count and the taps in 64 bits on every stage (949 SASS
-// instructions per 16 HMMA in its sm_90 main loop, 505 now).
+// instructions per 16 HMMA in its sm_90 main loop, about 510 now).
 // The forward's HWIO filter is contiguous along nn instead: B is then staged [k][nn]
 // (16-byte copies along nn) and read with ldmatrix.trans (BKN). The epilogue stages the rounded tile through shared memory
 // and writes it with threads walking the layout's innermost dimension (pixels for NCHW,

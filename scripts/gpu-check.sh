@@ -94,7 +94,14 @@ if [[ "$MODE" == prebuild ]]; then
     "$ptxas" -arch=sm_90 "$ptx" -o "target/gpu-bundle/$m.sm_90.cubin" || FAILED=1
   done
   ls -la target/gpu-bundle | tee -a "$RESULTS"
-  echo "carry target/gpu-bundle and run: bash scripts/gpu-check.sh --bundle target/gpu-bundle"
+  # The executables stripped and packed (the device tool carries at most 64 MiB; stripped
+  # they are ~150 MB, packed ~15 MB): target/gpu-carry/bundle.tar.xz.
+  mkdir -p target/gpu-carry
+  (cd target/gpu-bundle && strip cuda_ops cuda_conv_simt properties gradops train 2>/dev/null;
+   tar cf - cuda_ops cuda_conv_simt properties gradops train 2>/dev/null | xz -T0 -6 \
+     >../gpu-carry/bundle.tar.xz) || FAILED=1
+  ls -la target/gpu-carry/bundle.tar.xz | tee -a "$RESULTS"
+  echo "carry target/gpu-carry and run there: mkdir -p /tmp/gb && tar xJf target/gpu-carry/bundle.tar.xz -C /tmp/gb && bash scripts/gpu-session.sh /tmp/gb OUT"
   exit $FAILED
 fi
 

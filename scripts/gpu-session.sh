@@ -3,9 +3,10 @@
 # `gradops bench --device cuda` beside `bench/peers.py --device cuda` (PyTorch, same
 # protocol, same run), Nsight Compute on the memory-bound kernels, compute-sanitizer.
 #
-#   bash scripts/gpu-check.sh --prebuild                  # here, where cargo is
-#   strip target/gpu-bundle/*                             # the tree that travels is capped
-#   bash scripts/gpu-session.sh target/gpu-bundle OUTDIR  # on the GPU machine
+#   bash scripts/gpu-check.sh --prebuild       # here, where cargo is: also strips and packs
+#                                              # the executables (target/gpu-carry, ~15 MB)
+#   mkdir -p /tmp/gb && tar xJf target/gpu-carry/bundle.tar.xz -C /tmp/gb   # on the GPU machine
+#   bash scripts/gpu-session.sh /tmp/gb OUTDIR
 #
 # Every step has its own time limit, so one slow step cannot starve the others; the log,
 # the JSON results (gradops-json.tar, peers.json) and the ncu reports (ncu.txt) go to
