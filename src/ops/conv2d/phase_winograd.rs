@@ -1,5 +1,10 @@
-//! CPU `conv2d_backprop_input` for NCHW 3x3 convolutions of stride 2 (dilation 1): Winograd
-//! F(2,2) over the stride phases, on the register tiles of `conv_direct.rs`.
+//! CPU Winograd F(2,2) on the register tiles of `conv_direct.rs`, two uses:
+//! `conv2d_backprop_input` for NCHW 3x3 convolutions of stride 2, dilation 1, over the stride
+//! phases (below), and the forward for kernels 3 wide of column stride 2, dilation 1, along x
+//! only ([`forward_row_winograd`]: taps 0 and 2 share an input parity, 5 products per 2
+//! outputs and kernel row instead of 6). The shared point transform is `f22_points`.
+//!
+//! The input gradient:
 //!
 //! Per axis, a stride phase of `dx` (the inputs `2q + ph`) is reached by one tap, or by two
 //! taps whose `dy` indices are consecutive: `dx[q] = dy[q+off] g0 + dy[q+off+1] g1`. Two
@@ -495,25 +500,29 @@ pub(super) fn backprop_input_phase_winograd<T: Element>(
     true
 }
 
-/// The forward's x axis for [`forward_row_winograd`]: the input columns of parity `c` hold
-/// elements `x[2e + c]`; output `q`, tap `k` reads input `2q + k - pad`, element `q + (k - pad -
-/// c) / 2` of its parity. One parity holds two taps on consecutive elements (`pair`, F(2,2)),
-/// the other one tap (`single`): `(taps, input index of output 0's first tap)`.
+/// The forward's x axis for [`forward_row_winograd`]: output `q`, tap `k` reads input
+/// `2q + k - pad`. Taps 0 and 2 read the same parity on consecutive elements (F(2,2)), tap 1
+/// the other parity (direct); each field is the input index output 0's tap reads.
 struct ForwardRow {
-    pair: ([usize; 2], isize),
-    single: (usize, isize),
+    /// Input index of output 0's tap 0 (tap 2 reads two further).
+    pair: isize,
+    /// Input index of output 0's tap 1.
+    single: isize,
 }
 
 impl ForwardRow {
+    /// The taps of the F(2,2) parity and the direct one.
+    const PAIR_TAPS: [usize; 2] = [0, 2];
+    const SINGLE_TAP: usize = 1;
+
     fn new(a: &WindowAxis) -> Option<Self> {
         if a.kernel != 3 || a.stride != 2 || a.dilation != 1 || a.output == 0 {
             return None;
         }
-        // Taps 0 and 2 share a parity; tap 1 has the other.
         let ix = |k: usize| k as isize - a.pad_before as isize;
         Some(ForwardRow {
-            pair: ([0, 2], ix(0)),
-            single: (1, ix(1)),
+            pair: ix(Self::PAIR_TAPS[0]),
+            single: ix(Self::SINGLE_TAP),
         })
     }
 }
@@ -587,11 +596,11 @@ pub(super) fn forward_row_winograd<T: Element>(
     // x columns padded: column `padl + ix`, wide enough for the last block's windows.
     let padl = g.w.pad_before;
     let last = 4 * (nbx as isize - 1);
-    let reach = (last + fr.pair.1 + 4).max(last + 2 + fr.single.1) + 1;
+    let reach = (last + fr.pair + 4).max(last + 2 + fr.single) + 1;
     let len = (padl as isize + reach).max((padl + wi) as isize) as usize;
     let (ca0, cb0) = (
-        (padl as isize + fr.pair.1) as usize,
-        (padl as isize + fr.single.1) as usize,
+        (padl as isize + fr.pair) as usize,
+        (padl as isize + fr.single) as usize,
     );
     let xt_len = hi * len * g.ci;
     // Per kernel row, the U points of its input row: 2 points x nbx blocks x cig.
@@ -617,7 +626,7 @@ pub(super) fn forward_row_winograd<T: Element>(
         tasks.into_par_iter().for_each(|(at, bw, ky, p, dst)| {
             let blk = &wt[at..][..bw * ntaps * cig];
             let tap = |kx: usize| &blk[(ky * kw + kx) * cig * bw..][..cig * bw];
-            let [k0, k1] = fr.pair.0;
+            let [k0, k1] = ForwardRow::PAIR_TAPS;
             let mut terms = Terms::new();
             match p {
                 0 => terms.push(tap(k0), 1.0),
@@ -626,7 +635,7 @@ pub(super) fn forward_row_winograd<T: Element>(
                     terms.push(tap(k1), 1.0);
                 }
                 2 => terms.push(tap(k1), 1.0),
-                _ => terms.push(tap(fr.single.0), 1.0),
+                _ => terms.push(tap(ForwardRow::SINGLE_TAP), 1.0),
             }
             terms.into(dst);
         });
