@@ -935,6 +935,126 @@ mod gpu {
         }
     }
 
+    /// Empty inputs reaching the kernels (found by the property tests' CUDA variants on an
+    /// H100: an illegal address): an empty `dy` (an output axis of size 0) or an empty batch
+    /// makes every output element an empty sum. Each output is poisoned (NaN) first and must
+    /// come back all zeros, as on the CPU.
+    #[test]
+    fn gpu_empty_inputs_zero_fill_or_skipped() {
+        if !gpu_or_skip("gpu_empty_inputs_zero_fill_or_skipped") {
+            return;
+        }
+        let st = cuda::stream().unwrap();
+        let nan = |n: usize| st.clone_htod(&vec![f32::NAN; n]).unwrap();
+        let zeros = |what: &str, got: Vec<f32>, want: &[f32]| {
+            assert!(got.iter().all(|&v| v == 0.0), "{what}: {got:?}");
+            assert_eq!(got.len(), want.len(), "{what}");
+            assert!(want.iter().all(|&v| v == 0.0), "{what}: the CPU differs");
+        };
+        let empty = st.clone_htod(&[0.0f32]).unwrap(); // a valid allocation, viewed as 0 long
+        let ev = |shape: [usize; 4], layout| {
+            DeviceTensorRef::new(empty.slice(0..0), shape, layout).unwrap()
+        };
+
+        // resize_grad, nearest half_pixel ceil: x [2, 6, 5, 1] NHWC, dy [2, 4, 0, 1].
+        let (xs, dys) = ([2, 6, 5, 1], [2, 4, 0, 1]);
+        let attrs = ResizeAttrs::new(ResizeMode::Nearest)
+            .coordinate_transformation_mode(CoordinateTransform::HalfPixel)
+            .nearest_mode(NearestMode::Ceil);
+        let want =
+            gradops::resize_grad(TensorRef::new(&[], dys, Layout::Nhwc), xs, &attrs).unwrap();
+        let mut dx = nan(60);
+        cuda::resize_grad_into(
+            &st,
+            ev(dys, Layout::Nhwc),
+            &attrs,
+            DeviceTensorMut::new(dx.slice_mut(0..60), xs, Layout::Nhwc).unwrap(),
+        )
+        .unwrap();
+        zeros("resize_grad", st.clone_dtoh(&dx).unwrap(), &want.data);
+
+        // max_pool_grad: x [1, 2, 1, 2] NCHW, window 2x4, strides (2, 1), explicit padding
+        // [[1, 1], [1, 0]], ceil rounding: dy [1, 2, 2, 0].
+        let (xs, dys) = ([1, 2, 1, 2], [1, 2, 2, 0]);
+        let attrs = MaxPoolAttrs::new([2, 4])
+            .strides([2, 1])
+            .padding(Padding::Explicit([[1, 1], [1, 0]]))
+            .dim_rounding(Some(gradops::DimRounding::Ceil));
+        let x = [1.0f32, -2.0, 3.0, 0.5];
+        let want = gradops::max_pool_grad(
+            TensorRef::new(&[], dys, Layout::Nchw),
+            TensorRef::new(&x, xs, Layout::Nchw),
+            None,
+            &attrs,
+        )
+        .unwrap();
+        let xd = st.clone_htod(&x).unwrap();
+        let mut dx = nan(4);
+        cuda::max_pool_grad_into(
+            &st,
+            ev(dys, Layout::Nchw),
+            DeviceTensorRef::new(xd.as_view(), xs, Layout::Nchw).unwrap(),
+            None,
+            &attrs,
+            DeviceTensorMut::new(dx.slice_mut(0..4), xs, Layout::Nchw).unwrap(),
+        )
+        .unwrap();
+        zeros("max_pool_grad", st.clone_dtoh(&dx).unwrap(), &want.data);
+
+        // conv2d_backprop_input and conv2d_backprop_filter with an empty batch: x [0, 3, 5, 5],
+        // dy [0, 4, 5, 5], filter 3x3x3x4 (HWIO), SAME.
+        let (xs, dys, fs) = ([0, 3, 5, 5], [0, 4, 5, 5], [3, 3, 3, 4]);
+        let attrs = Conv2dAttrs::default().padding(Padding::Same);
+        let w: Vec<f32> = Rng(5).vec(3 * 3 * 3 * 4);
+        let wd = st.clone_htod(&w).unwrap();
+        let want = gradops::conv2d_backprop_filter(
+            TensorRef::new(&[], xs, Layout::Nchw),
+            TensorRef::new(&[], dys, Layout::Nchw),
+            fs,
+            &attrs,
+        )
+        .unwrap();
+        let mut dw = nan(w.len());
+        cuda::conv2d_backprop_filter_into(
+            &st,
+            ev(xs, Layout::Nchw),
+            ev(dys, Layout::Nchw),
+            &attrs,
+            DeviceTensorMut::new(dw.slice_mut(0..w.len()), fs, Layout::Nchw).unwrap(),
+        )
+        .unwrap();
+        zeros(
+            "conv2d_backprop_filter",
+            st.clone_dtoh(&dw).unwrap(),
+            &want.data,
+        );
+        // An empty dy with a non-empty dx: out of a 2x2 input, a VALID 3x3 window has no
+        // output (dy [1, 4, 0, 0]); dx [1, 3, 2, 2] is all zeros.
+        let (xs, dys) = ([1, 3, 2, 2], [1, 4, 0, 0]);
+        let valid = Conv2dAttrs::default();
+        let want = gradops::conv2d_backprop_input(
+            TensorRef::new(&[], dys, Layout::Nchw),
+            FilterRef::new(&w, fs),
+            xs,
+            &valid,
+        )
+        .unwrap();
+        let mut dx = nan(12);
+        cuda::conv2d_backprop_input_into(
+            &st,
+            ev(dys, Layout::Nchw),
+            cuda::DeviceFilterRef::new(wd.as_view(), fs).unwrap(),
+            &valid,
+            DeviceTensorMut::new(dx.slice_mut(0..12), xs, Layout::Nchw).unwrap(),
+        )
+        .unwrap();
+        zeros(
+            "conv2d_backprop_input",
+            st.clone_dtoh(&dx).unwrap(),
+            &want.data,
+        );
+    }
+
     /// The device API itself: offset views (inputs and outputs inside larger, poisoned
     /// buffers, at addresses that are not 16-byte aligned), `_into` against the allocating
     /// variants, the TF resize grads, the OIHW filter, a max pool with no argmax buffer on
