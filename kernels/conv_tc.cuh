@@ -62,7 +62,7 @@
 // mma but costs registers. Measured on an H100 (2026-11-26, W4 f16 NCHW): 0.167 ms at two
 // blocks per SM without it, 0.145 with it (225 registers), 0.130 at three blocks (168
 // registers, which leaves no room for it). So backprop_input stages for f32 and f64 (two
-// blocks per SM either way) but not for f16/bf16 (three blocks, GO_TC_BOUNDS_BWD_16); the
+// blocks per SM either way) but not for f16/bf16 (three blocks, GO_TC_BOUNDS_3); the
 // forward keeps two blocks for every type (at three its 16-bit kernel spills) and stages.
 template <typename T> struct GoTcTraits;
 template <> struct GoTcTraits<__half> {
@@ -214,7 +214,7 @@ struct GoTcRows {
     bool ok[2];       // A: the pixel exists
 };
 
-// The reduction chunk the next go_tc_load_stage fetches: tap (iy, ix) and its first channel
+// The reduction chunk the next go_tc_gather fetches: tap (iy, ix) and its first channel
 // j0. Advanced chunk by chunk (taps ascending, then j) so the main loop divides nothing.
 struct GoTcCursor {
     go_i64 aoff;          // A: tap_y * a_row + tap_x * a_col + j0 * a_j
