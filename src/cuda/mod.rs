@@ -21,8 +21,8 @@
 //!   on that stream and nothing synchronises the
 //!   host, except the first use of a new resize geometry (its small tables are uploaded
 //!   from pageable memory once, then cached per context). [`run_resize_plan`] runs a
-//!   precomputed plan; [`resize_kernel`], [`resize_grad_kernel`], [`pool_kernel`] and
-//!   [`max_pool_kernel`] say which kernel a call runs.
+//!   precomputed plan; [`resize_kernel`], [`resize_grad_kernel`], [`pool_kernel`],
+//!   [`max_pool_kernel`] and [`conv_kernel`] say which kernel a call runs.
 //! * [`host`]: the same ops over host slices (upload, run, download), for the CLI.
 //!
 //! Every failure is a [`crate::Error`]: the CPU path's validation errors, `Device` for a
@@ -57,13 +57,13 @@ pub use images::{
 pub use launch::PoolKernel;
 pub use ops::{
     conv2d, conv2d_backprop_filter, conv2d_backprop_filter_into, conv2d_backprop_input,
-    conv2d_backprop_input_into, conv2d_into, max_pool, max_pool_grad, max_pool_grad_into,
-    max_pool_grad_with_argmax, max_pool_grad_with_argmax_into, max_pool_into, max_pool_kernel,
-    pool_kernel, resize, resize_bilinear, resize_bilinear_grad, resize_bilinear_grad_into,
-    resize_bilinear_into, resize_grad, resize_grad_into, resize_grad_kernel, resize_into,
-    resize_kernel, resize_nearest_neighbor, resize_nearest_neighbor_grad,
-    resize_nearest_neighbor_grad_into, resize_nearest_neighbor_into, run_resize_plan, PoolChoice,
-    ResizeKernel,
+    conv2d_backprop_input_into, conv2d_into, conv_kernel, max_pool, max_pool_grad,
+    max_pool_grad_into, max_pool_grad_with_argmax, max_pool_grad_with_argmax_into, max_pool_into,
+    max_pool_kernel, pool_kernel, resize, resize_bilinear, resize_bilinear_grad,
+    resize_bilinear_grad_into, resize_bilinear_into, resize_grad, resize_grad_into,
+    resize_grad_kernel, resize_into, resize_kernel, resize_nearest_neighbor,
+    resize_nearest_neighbor_grad, resize_nearest_neighbor_grad_into, resize_nearest_neighbor_into,
+    run_resize_plan, ConvFamily, PoolChoice, ResizeKernel,
 };
 pub use ptx::{build_info, BuildInfo, PtxImage};
 pub use runtime::{context, probe, stream, DeviceInfo, CUDA_LINKING};

@@ -625,6 +625,65 @@ fn conv_params(
 
 /// Whether a conv call runs the tensor-core kernel, with `p.f32_precision` set to what it
 /// runs (plain TF32 only for f32 allowed TF32 on compute_80+ images).
+/// A conv op's kernel family, for [`conv_kernel`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConvFamily {
+    /// `conv2d`: `conv2d_forward_*`.
+    Forward,
+    /// `conv2d_backprop_input`: `conv2d_backprop_input_*`.
+    BackpropInput,
+    /// `conv2d_backprop_filter`: `conv2d_backprop_filter_partial_*` + `_reduce_*`.
+    BackpropFilter,
+}
+
+/// Whether a call of `family` in `dtype` (kernel suffix) runs the tensor-core kernel from the
+/// image of `arch`: as [`conv_tensor_core_choice`]; the filter gradient's partial sums in
+/// NCHW only and always exact (no TF32 path).
+fn conv_tc_runs(
+    family: ConvFamily,
+    dtype: &str,
+    arch: u32,
+    layout: Layout,
+    prec: F32Precision,
+) -> bool {
+    let all = conv_tensor_cores_for_all_dtypes();
+    match family {
+        ConvFamily::BackpropFilter => {
+            layout == Layout::Nchw
+                && conv_tensor_core_choice(dtype, arch, all, F32Precision::Exact).0
+        }
+        _ => conv_tensor_core_choice(dtype, arch, all, prec).0,
+    }
+}
+
+/// The device kernels a conv call of `family` in `T` and `layout` (with `f32_precision`)
+/// runs on device 0 (`conv2d_backprop_input_tc_f16`, `conv2d_forward_f64`,
+/// `conv2d_backprop_filter_partial_tc_f32 + conv2d_backprop_filter_reduce_f32`), for
+/// reports.
+///
+/// # Errors
+/// `CudaUnavailable` when CUDA is unusable here.
+pub fn conv_kernel<T: Element>(
+    family: ConvFamily,
+    layout: Layout,
+    f32_precision: F32Precision,
+) -> Result<String> {
+    let arch = super::arch_for(super::probe()?.compute_capability)?;
+    let tc = if conv_tc_runs(family, T::SUFFIX, arch, layout, f32_precision) {
+        "_tc"
+    } else {
+        ""
+    };
+    let s = T::SUFFIX;
+    Ok(match family {
+        ConvFamily::Forward => format!("conv2d_forward{tc}_{s}"),
+        ConvFamily::BackpropInput => format!("conv2d_backprop_input{tc}_{s}"),
+        ConvFamily::BackpropFilter => {
+            format!("conv2d_backprop_filter_partial{tc}_{s} + conv2d_backprop_filter_reduce_{s}")
+        }
+    })
+}
+
 fn conv_pick_tc<T: Element>(
     stream: &Arc<CudaStream>,
     op: &'static str,
@@ -759,15 +818,13 @@ fn conv_backprop_filter_raw<T: Element>(
     // NCHW on compute_80+ images, every type (f16/bf16 only with GRADOPS_CUDA_CONV_TC=simt):
     // the tensor-core partial sums (exact f32: the TF32 allowance does not cover this op);
     // else the FFMA kernel. Same split, workspace and reduce kernel either way.
-    let arch = stream_arch(stream, OP)?;
-    let tc = layout == Layout::Nchw
-        && conv_tensor_core_choice(
-            T::SUFFIX,
-            arch,
-            conv_tensor_cores_for_all_dtypes(),
-            F32Precision::Exact,
-        )
-        .0;
+    let tc = conv_tc_runs(
+        ConvFamily::BackpropFilter,
+        T::SUFFIX,
+        stream_arch(stream, OP)?,
+        layout,
+        F32Precision::Exact,
+    );
     let (partial, name) = if tc {
         (
             launch::conv_filter_partial_tc(&p),

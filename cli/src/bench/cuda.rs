@@ -8,10 +8,10 @@ use super::workloads::{
 };
 use super::{BenchOptions, Progress};
 use cudarc::driver::{sys, CudaEvent, CudaSlice, CudaStream, DriverError};
-use gradops::cuda::DeviceTensor;
+use gradops::cuda::{ConvFamily, DeviceTensor};
 use gradops::dtype::{DType, Element};
 use gradops::error::{Error, Result};
-use gradops::{F32Precision, Layout, TensorRef};
+use gradops::{F32Precision, TensorRef};
 use half::{bf16, f16};
 use std::sync::Arc;
 
@@ -134,19 +134,6 @@ impl CudaKernel {
     }
 }
 
-/// `"_tc"` when the conv dispatch runs `T` at `f32_precision` on the tensor cores on this
-/// device (compute_80+, and f32/f64 unless GRADOPS_CUDA_CONV_TC=simt), else `""` (FFMA).
-fn conv_tc_infix<T: Element>(f32_precision: F32Precision) -> Result<&'static str> {
-    let arch = gradops::cuda::arch_for(gradops::cuda::probe()?.compute_capability)?;
-    let (tc, _) = gradops::cuda::conv_tensor_core_choice(
-        T::SUFFIX,
-        arch,
-        gradops::cuda::conv_tensor_cores_for_all_dtypes(),
-        f32_precision,
-    );
-    Ok(if tc { "_tc" } else { "" })
-}
-
 /// Builds the CUDA kernels of a workload (one per [`Workload::variants`]) on `stream`: the
 /// same seeded random inputs as [`cpu_kernels`](super::cpu_kernels), uploaded once, and preallocated device
 /// outputs. Max pool's stored argmax comes from the device `max_pool`, computed here.
@@ -187,11 +174,8 @@ pub fn cuda_kernels<T: Element>(
             let filter = upload_random(fshape, 2)?;
             let attrs = w.conv_attrs().f32_precision(f32_precision);
             let mut dx = DeviceTensor::<T>::zeros(stream, s.x, layout)?;
-            let kernel = format!(
-                "conv2d_backprop_input{}_{}",
-                conv_tc_infix::<T>(f32_precision)?,
-                T::SUFFIX
-            );
+            let kernel =
+                gradops::cuda::conv_kernel::<T>(ConvFamily::BackpropInput, layout, f32_precision)?;
             out.push(CudaKernel {
                 info: info(Variant::Main, kernel),
                 launch: Box::new(move || {
@@ -210,15 +194,11 @@ pub fn cuda_kernels<T: Element>(
             let x = upload_random(s.x, 3)?;
             let attrs = w.conv_attrs();
             let mut dw = DeviceTensor::<T>::zeros(stream, fshape, layout)?;
-            // Tensor-core partial sums in NCHW only, always exact (no TF32 path).
-            let tc = match layout {
-                Layout::Nchw => conv_tc_infix::<T>(F32Precision::Exact)?,
-                Layout::Nhwc => "",
-            };
-            let kernel = format!(
-                "conv2d_backprop_filter_partial{tc}_{0} + conv2d_backprop_filter_reduce_{0}",
-                T::SUFFIX
-            );
+            let kernel = gradops::cuda::conv_kernel::<T>(
+                ConvFamily::BackpropFilter,
+                layout,
+                F32Precision::Exact,
+            )?;
             out.push(CudaKernel {
                 info: info(Variant::Main, kernel),
                 launch: Box::new(move || {
@@ -238,11 +218,8 @@ pub fn cuda_kernels<T: Element>(
             let filter = upload_random(fshape, 2)?;
             let attrs = w.conv_attrs().f32_precision(f32_precision);
             let mut y = DeviceTensor::<T>::zeros(stream, s.dy, layout)?;
-            let kernel = format!(
-                "conv2d_forward{}_{}",
-                conv_tc_infix::<T>(f32_precision)?,
-                T::SUFFIX
-            );
+            let kernel =
+                gradops::cuda::conv_kernel::<T>(ConvFamily::Forward, layout, f32_precision)?;
             out.push(CudaKernel {
                 info: info(Variant::Main, kernel),
                 launch: Box::new(move || {
