@@ -100,6 +100,11 @@ template <typename T> struct GoTcGeom {
             : TC_BM * CLD * (int)sizeof(typename Tr::S);
 };
 
+// A warp's accumulators: m-fragment i of GoTcTraits<T>::FM rows, n8 fragment j, CE
+// registers each.
+template <typename T>
+using GoTcAcc = typename GoTcTraits<T>::Acc[GoTcGeom<T>::MF][TC_NFRAG][GoTcTraits<T>::CE];
+
 static_assert(TC_THREADS == 32 * (TC_BM / TC_WM) * (TC_BN / TC_WN), "one warp per warp tile");
 static_assert(TC_BM * 4 == 2 * TC_THREADS && TC_BN * 4 == 2 * TC_THREADS,
               "each thread loads two of the 4 x 16-byte chunks per row of A and of B per stage");
@@ -363,12 +368,13 @@ GO_DEV void go_tc_gather(const GoTcProblem& P, const T* __restrict__ src,
 
 // The warp's share of one stage: acc[i][j] (m-fragment i of GoTcTraits<T>::FM rows, n8
 // fragment j) += A[warp rows][0, BK) * B[0, BK)[warp channels]. TF32 (f32 only): one
-// TF32 product per term (big*big) instead of 3xTF32.
-template <typename T, bool BKN, bool TF32>
+// TF32 product per term (big*big) instead of 3xTF32. A is staged [m][k] (row stride LD),
+// or [k][m] with AKM (row stride LDKN: the NHWC filter gradient, whose A rows are
+// contiguous along m); B [nn][k], or [k][nn] with BKN.
+template <typename T, bool BKN, bool TF32, bool AKM = false>
 GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
                             const typename GoTcTraits<T>::S* bs, int wm, int wn, int lane,
-                            typename GoTcTraits<T>::Acc (&acc)[GoTcGeom<T>::MF][TC_NFRAG]
-                                                               [GoTcTraits<T>::CE]) {
+                            GoTcAcc<T>& acc) {
     constexpr int BK = GoTcTraits<T>::BK, LD = GoTcGeom<T>::LD, MF = GoTcGeom<T>::MF;
     constexpr int LDKN = GoTcGeom<T>::LDKN;
     const int g = lane / 4, tq = lane % 4;
@@ -378,9 +384,14 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
         for (int ks = 0; ks < BK; ks += 16) {
             uint32_t af[MF][4], bf[TC_NFRAG][2];
 #pragma unroll
-            for (int i = 0; i < MF; ++i)
-                go_ldmatrix_x4(af[i], as + (wm * TC_WM + i * 16 + lane % 16) * LD + ks +
-                                          (lane / 16) * 8);
+            for (int i = 0; i < MF; ++i) {
+                if constexpr (AKM)  // [k][m]: matrices (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), ...
+                    go_ldmatrix_x4_trans(af[i], as + (ks + lane % 8 + (lane / 16) * 8) * LDKN +
+                                                    wm * TC_WM + i * 16 + ((lane / 8) % 2) * 8);
+                else
+                    go_ldmatrix_x4(af[i], as + (wm * TC_WM + i * 16 + lane % 16) * LD + ks +
+                                              (lane / 16) * 8);
+            }
 #pragma unroll
             for (int j = 0; j < TC_NFRAG; j += 2) {
                 uint32_t r[4];
@@ -409,8 +420,8 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
             for (int i = 0; i < MF; ++i)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
-                    const float v = as[(wm * TC_WM + i * 16 + g + (e % 2) * 8) * LD + ks + tq +
-                                       (e / 2) * 4];
+                    const int m = wm * TC_WM + i * 16 + g + (e % 2) * 8, k = ks + tq + (e / 2) * 4;
+                    const float v = AKM ? as[k * LDKN + m] : as[m * LD + k];
                     ab[i][e] = go_cvt_tf32(v);
                     if constexpr (!TF32) asm_[i][e] = go_cvt_tf32(v - go_u32_as_f32(ab[i][e]));
                 }
@@ -441,7 +452,10 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
         for (int ks = 0; ks < BK; ks += 4) {
             double af[MF], bf[TC_NFRAG];
 #pragma unroll
-            for (int i = 0; i < MF; ++i) af[i] = as[(wm * TC_WM + i * 8 + g) * LD + ks + tq];
+            for (int i = 0; i < MF; ++i) {
+                const int m = wm * TC_WM + i * 8 + g, k = ks + tq;
+                af[i] = AKM ? as[k * LDKN + m] : as[m * LD + k];
+            }
 #pragma unroll
             for (int j = 0; j < TC_NFRAG; ++j) {
                 const int n = wn * TC_WN + j * 8 + g, k = ks + tq;
@@ -526,7 +540,7 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
         out_base[m] = o;
     }
 
-    Acc acc[MF][TC_NFRAG][Tr::CE];
+    GoTcAcc<T> acc;
 #pragma unroll
     for (int i = 0; i < MF; ++i)
 #pragma unroll
@@ -705,62 +719,229 @@ GO_TC_INSTANTIATE(conv2d_forward_tc, conv2d_forward_tc_body, GO_TC_BOUNDS_2)
 // ---------------------------------------------------------------------------------------
 // conv2d_backprop_filter_partial_tc: the filter gradient's split-K partial sums (same
 // splits, workspace and conv2d_backprop_filter_reduce as the FFMA kernel in conv.cu) on the
-// tensor cores, NCHW (there both GEMM operands have the reduction, the pixels, contiguous:
-// threads walk pixels, loads coalesce, and the tiles land [m][k] / [nn][k] as
-// go_tc_stage_mma reads them). Per group g, block (tile, s) computes
+// tensor cores. Per group g, block (tile, s) computes
 //   ws[s][m = (ky, kx, c), g*cog + o] = sum over pixels r = (n, oy, ox) of split s of
 //   x[n, g*cig + c, oy*sh - top + ky*dh, ox*sw - left + kx*dw] * dy[n, g*cog + o, oy, ox]
-// for a TC_BM-row x TC_BN-channel tile, in chunks of BK pixels: each thread gathers its
-// chunk elements into registers while the warps run the previous chunk's mma (register
-// double buffering; one shared stage). Deterministic: every ws element of split s written
-// once, chunks ascending, the mma order fixed.
+// for a TC_BM-row x TC_BN-channel tile, in chunks of BK pixels (the GEMM's k). The chunk
+// loops follow the layout:
+//   NCHW: both operands have the pixels contiguous. Threads walk pixels (loads coalesce)
+//         and the tiles land [m][k] / [nn][k]; each thread gathers its chunk elements into
+//         registers while the warps run the previous chunk's mma (register double
+//         buffering; one shared stage).
+//   NHWC: both operands have the channels contiguous. The tiles land [k][m] / [k][nn] as
+//         16-byte cp.async copies along the channels (where cig and cog are multiples of
+//         VEC and the tensors 16-byte aligned; else VEC scalar loads packed into one shared
+//         store) through the TC_STAGES-deep pipeline of go_tc_tile, and the warps read them
+//         with ldmatrix.trans (go_tc_stage_mma's AKM and BKN).
+// Deterministic: every ws element of split s written once, chunks ascending, the mma
+// order fixed.
 
-// A filter row's gather: x offset of its channel plane, tap offsets; ok = false past the
-// last row.
+// A filter row's gather: offset of its channel (NCHW: of its channel plane) within an x
+// pixel (image), tap offsets; ok = false past the last row.
 struct GoTcFilterRow {
     go_i64 choff;
     go_i64 ybias, xbias;
     int ok;
 };
 
+// NCHW chunk loop over pixels [r_begin, r_end) (see the section comment); As/Bs: one stage.
 template <typename T, bool TF32>
-GO_DEV void conv2d_backprop_filter_partial_tc_nchw(const GoConvFilterParams& p,
-                                                     unsigned char* smem, GoTcFilterRow* rowtab) {
-    typedef GoTcTraits<T> Tr;
-    typedef typename Tr::S S;
-    typedef typename Tr::Acc Acc;
-    constexpr int BK = Tr::BK, LD = GoTcGeom<T>::LD, MF = GoTcGeom<T>::MF;
+GO_DEV void go_tc_filter_chunks_nchw(const GoConvFilterParams& p, const T* __restrict__ x,
+                                     const T* __restrict__ dy, go_i64 g, go_i64 n_base,
+                                     go_i64 r_begin, go_i64 r_end, unsigned char* smem,
+                                     const GoTcFilterRow* rowtab, GoTcAcc<T>& acc) {
+    typedef typename GoTcTraits<T>::S S;
+    constexpr int BK = GoTcTraits<T>::BK, LD = GoTcGeom<T>::LD;
     // Threads walk the chunk's BK pixels; each covers rows t / BK + RSTEP * r.
     constexpr int RSTEP = TC_THREADS / BK;
     constexpr int EA = TC_BM / RSTEP, EB = TC_BN / RSTEP;
     static_assert(TC_THREADS % BK == 0 && TC_BM % RSTEP == 0 && TC_BN % RSTEP == 0,
                   "whole rows per thread");
-    const T* __restrict__ x = reinterpret_cast<const T*>(p.x);
-    const T* __restrict__ dy = reinterpret_cast<const T*>(p.dy);
-    Acc* __restrict__ ws = reinterpret_cast<Acc*>(p.ws);
     S* As = reinterpret_cast<S*>(smem);
     S* Bs = reinterpret_cast<S*>(smem + TC_BM * TC_ROW_BYTES);
-
     const int t = threadIdx.x, lane = t % 32, warp = t / 32;
     const int wm = warp % (TC_BM / TC_WM), wn = warp / (TC_BM / TC_WM);
     const int kt = t % BK, r0t = t / BK;
+    const go_i64 cog = p.co / p.groups;
+    const go_i64 npix = p.n * p.ho * p.wo;
+    const go_i64 himg = p.hi * p.wi, hw = p.ho * p.wo;
+    const go_i64 nchunks = r_end > r_begin ? (r_end - r_begin + BK - 1) / BK : 0;
+
+    // This thread's pixel of the chunk, advanced by BK per chunk.
+    GoPix q = go_pix(r_begin + kt < npix ? r_begin + kt : 0, p.ho, p.wo);
+    S ra[EA], rb[EB];
+    // Gathers chunk `c` (pixel r_begin + c*BK + kt) into ra / rb.
+    auto gather = [&](go_i64 c) {
+        const bool valid = r_begin + c * BK + kt < r_end;
+        const go_i64 xn = q.n * p.ci * himg;
+        const go_i64 iy0 = q.oy * p.sh, ix0 = q.ox * p.sw;
+#pragma unroll
+        for (int r = 0; r < EA; ++r) {
+            const GoTcFilterRow& R = rowtab[r0t + RSTEP * r];
+            const go_i64 iy = iy0 + R.ybias, ix = ix0 + R.xbias;
+            S v = S(0);
+            if (valid && R.ok && iy >= 0 && iy < p.hi && ix >= 0 && ix < p.wi)
+                v = go_bits(go_ldg(x + xn + R.choff + iy * p.wi + ix));
+            ra[r] = v;
+        }
+        const go_i64 dyp = (q.n * p.co + g * cog + n_base) * hw + q.oy * p.wo + q.ox;
+#pragma unroll
+        for (int r = 0; r < EB; ++r) {
+            const go_i64 o = r0t + RSTEP * r;
+            S v = S(0);
+            if (valid && n_base + o < cog) v = go_bits(go_ldg(dy + dyp + o * hw));
+            rb[r] = v;
+        }
+    };
+    if (nchunks > 0) gather(0);
+    for (go_i64 c = 0; c < nchunks; ++c) {
+#pragma unroll
+        for (int r = 0; r < EA; ++r) As[(r0t + RSTEP * r) * LD + kt] = ra[r];
+#pragma unroll
+        for (int r = 0; r < EB; ++r) Bs[(r0t + RSTEP * r) * LD + kt] = rb[r];
+        __syncthreads();
+        if (c + 1 < nchunks) {
+            go_pix_advance(q, BK, p.ho, p.wo);
+            gather(c + 1);  // in flight while the warps run this chunk
+        }
+        go_tc_stage_mma<T, false, TF32>(As, Bs, wm, wn, lane, acc);
+        __syncthreads();
+    }
+}
+
+// NHWC chunk loop over pixels [r_begin, r_end) (see the section comment); smem holds
+// TC_STAGES stages laid out as go_tc_tile's (A [BK][LDKN] in the A part, B [BK][LDKN] in
+// the B part). Thread t copies channel chunk mc = (t % CPR) * VEC of the tile's rows (A)
+// and channels (B) for the chunk's pixels kt and kt + KSTEP.
+template <typename T, bool TF32>
+GO_DEV void go_tc_filter_chunks_nhwc(const GoConvFilterParams& p, const T* __restrict__ x,
+                                     const T* __restrict__ dy, go_i64 g, go_i64 n_base,
+                                     go_i64 r_begin, go_i64 r_end, unsigned char* smem,
+                                     const GoTcFilterRow* rowtab, GoTcAcc<T>& acc) {
+    typedef typename GoTcTraits<T>::S S;
+    constexpr int BK = GoTcTraits<T>::BK, VEC = GoTcGeom<T>::VEC, LD = GoTcGeom<T>::LD;
+    constexpr int LDKN = GoTcGeom<T>::LDKN;
+    constexpr int CPR = TC_BM / VEC, KSTEP = TC_THREADS / CPR;
+    static_assert(TC_BM == TC_BN && TC_THREADS % CPR == 0 && 2 * KSTEP == BK,
+                  "a thread copies one channel chunk of A and of B for two pixels per stage");
+    S* As = reinterpret_cast<S*>(smem);
+    S* Bs = reinterpret_cast<S*>(smem + TC_STAGES * TC_BM * TC_ROW_BYTES);
+    const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+    const int wm = warp % (TC_BM / TC_WM), wn = warp / (TC_BM / TC_WM);
+    const int mc = (t % CPR) * VEC, kt = t / CPR;
+    const go_i64 cig = p.ci / p.groups, cog = p.co / p.groups;
+    const go_i64 npix = p.n * p.ho * p.wo;
+    const go_i64 nchunks = r_end > r_begin ? (r_end - r_begin + BK - 1) / BK : 0;
+    // 16-byte copies need VEC-channel runs in one tap (cig % VEC == 0 keeps a chunk of rows
+    // in one tap) and 16-byte aligned tensors.
+    const bool avec = cig % VEC == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+    const bool bvec = cog % VEC == 0 && reinterpret_cast<uintptr_t>(dy) % 16 == 0;
+    const GoTcFilterRow RA = rowtab[mc];  // the vector chunk's row (one tap, channels on)
+    const go_i64 bch = g * cog + n_base + mc;  // the B chunk's first dy channel
+    const go_i64 brem = cog - (n_base + mc);   // dy channels of the group from there
+
+    // The chunk's two pixels of this thread, advanced by BK per chunk.
+    GoPix q[2];
+    go_i64 rr[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        rr[h] = r_begin + kt + KSTEP * h;
+        q[h] = go_pix(rr[h] < npix ? rr[h] : 0, p.ho, p.wo);
+    }
+    // Copies the next chunk into stage s.
+    auto gather = [&](int s) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const bool valid = rr[h] < r_end;
+            const int k = kt + KSTEP * h;
+            S* ad = As + s * TC_BM * LD + k * LDKN + mc;
+            S* bd = Bs + s * TC_BN * LD + k * LDKN + mc;
+            const go_i64 iy0 = q[h].oy * p.sh, ix0 = q[h].ox * p.sw;
+            const go_i64 xrow = q[h].n * p.hi;
+            if (avec) {
+                const go_i64 iy = iy0 + RA.ybias, ix = ix0 + RA.xbias;
+                const bool in = valid && RA.ok && iy >= 0 && iy < p.hi && ix >= 0 && ix < p.wi;
+                go_cp_async_16(ad, in ? x + ((xrow + iy) * p.wi + ix) * p.ci + RA.choff : x,
+                               in ? 16 : 0);
+            } else {
+                S v[VEC];
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) {
+                    const GoTcFilterRow& R = rowtab[mc + e];
+                    const go_i64 iy = iy0 + R.ybias, ix = ix0 + R.xbias;
+                    v[e] = S(0);
+                    if (valid && R.ok && iy >= 0 && iy < p.hi && ix >= 0 && ix < p.wi)
+                        v[e] = go_bits(go_ldg(x + ((xrow + iy) * p.wi + ix) * p.ci + R.choff));
+                }
+                go_tc_store_chunk(ad, v);
+            }
+            const go_i64 dyo = ((q[h].n * p.ho + q[h].oy) * p.wo + q[h].ox) * p.co + bch;
+            if (bvec) {
+                const bool in = valid && brem > 0;
+                go_cp_async_16(bd, in ? dy + dyo : dy, in ? 16 : 0);
+            } else {
+                S v[VEC];
+#pragma unroll
+                for (int e = 0; e < VEC; ++e)
+                    v[e] = valid && e < brem ? go_bits(go_ldg(dy + dyo + e)) : S(0);
+                go_tc_store_chunk(bd, v);
+            }
+            rr[h] += BK;
+            go_pix_advance(q[h], BK, p.ho, p.wo);
+        }
+    };
+
+    // Prologue: the first TC_STAGES - 1 chunks in flight (a group per stage, empty past the
+    // end, so the wait counts below hold).
+#pragma unroll
+    for (int s = 0; s < TC_STAGES - 1; ++s) {
+        if (s < nchunks) gather(s);
+        go_cp_async_commit();
+    }
+    // Iteration c: chunk c is in its stage; chunk c + TC_STAGES - 1 goes to the stage last
+    // read at c - 1.
+    int s_read = 0, s_load = TC_STAGES - 1;
+    for (go_i64 c = 0; c < nchunks; ++c) {
+        go_cp_async_wait<TC_STAGES - 2>();
+        __syncthreads();  // chunk c visible to all; every warp done with the stage of c - 1
+        if (c + TC_STAGES - 1 < nchunks) gather(s_load);
+        go_cp_async_commit();
+        go_tc_stage_mma<T, true, TF32, true>(As + s_read * TC_BM * LD, Bs + s_read * TC_BN * LD,
+                                             wm, wn, lane, acc);
+        s_read = s_read + 1 == TC_STAGES ? 0 : s_read + 1;
+        s_load = s_load + 1 == TC_STAGES ? 0 : s_load + 1;
+    }
+    go_cp_async_wait<0>();  // only empty groups can remain; nothing may outlive the tile
+}
+
+template <typename T, int L, bool TF32>
+GO_DEV void conv2d_backprop_filter_partial_tc_layout(const GoConvFilterParams& p,
+                                                     unsigned char* smem, GoTcFilterRow* rowtab) {
+    typedef GoTcTraits<T> Tr;
+    typedef typename Tr::Acc Acc;
+    constexpr int MF = GoTcGeom<T>::MF;
+    const T* __restrict__ x = reinterpret_cast<const T*>(p.x);
+    const T* __restrict__ dy = reinterpret_cast<const T*>(p.dy);
+    Acc* __restrict__ ws = reinterpret_cast<Acc*>(p.ws);
+    const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+    const int wm = warp % (TC_BM / TC_WM), wn = warp / (TC_BM / TC_WM);
     const go_i64 cig = p.ci / p.groups, cog = p.co / p.groups;
     const go_i64 rows = p.kh * p.kw * cig;
     const go_i64 mtiles = (rows + TC_BM - 1) / TC_BM, ntiles = (cog + TC_BN - 1) / TC_BN;
     const go_i64 tiles = p.groups * mtiles * ntiles;
     const go_i64 npix = p.n * p.ho * p.wo;
     const go_i64 flen = rows * p.co;
-    const go_i64 himg = p.hi * p.wi, hw = p.ho * p.wo;
+    // A channel's offset within an image (NCHW: a plane) or a pixel (NHWC).
+    const go_i64 cstride = L == GO_LAYOUT_NCHW ? p.hi * p.wi : 1;
 
     for (go_i64 s = blockIdx.y; s < p.splits; s += gridDim.y) {
         const go_i64 r_begin = s * p.split_len;
         const go_i64 r_end = r_begin + p.split_len < npix ? r_begin + p.split_len : npix;
-        const go_i64 nchunks = r_end > r_begin ? (r_end - r_begin + BK - 1) / BK : 0;
         for (go_i64 tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
             const go_i64 g = tile / (mtiles * ntiles);
             const go_i64 rem = tile % (mtiles * ntiles);
             const go_i64 m_base = (rem / ntiles) * TC_BM, n_base = (rem % ntiles) * TC_BN;
-            __syncthreads();  // every thread is done with the previous tile's table and stage
+            __syncthreads();  // every thread is done with the previous tile's table and stages
             for (int m = t; m < TC_BM; m += TC_THREADS) {
                 const go_i64 row = m_base + m;
                 GoTcFilterRow R;
@@ -768,59 +949,24 @@ GO_DEV void conv2d_backprop_filter_partial_tc_nchw(const GoConvFilterParams& p,
                 const go_i64 c = R.ok ? row % cig : 0, tap = R.ok ? row / cig : 0;
                 R.ybias = (tap / p.kw) * p.dh - p.pad_top;
                 R.xbias = (tap % p.kw) * p.dw - p.pad_left;
-                R.choff = (g * cig + c) * himg;
+                R.choff = (g * cig + c) * cstride;
                 rowtab[m] = R;
             }
             __syncthreads();
 
-            Acc acc[MF][TC_NFRAG][Tr::CE];
+            GoTcAcc<T> acc;
 #pragma unroll
             for (int i = 0; i < MF; ++i)
 #pragma unroll
                 for (int j = 0; j < TC_NFRAG; ++j)
 #pragma unroll
                     for (int e = 0; e < Tr::CE; ++e) acc[i][j][e] = Acc(0);
-
-            // This thread's pixel of the chunk, advanced by BK per chunk.
-            GoPix q = go_pix(r_begin + kt < npix ? r_begin + kt : 0, p.ho, p.wo);
-            S ra[EA], rb[EB];
-            // Gathers chunk `c` (pixel r_begin + c*BK + kt) into ra / rb.
-            auto gather = [&](go_i64 c) {
-                const bool valid = r_begin + c * BK + kt < r_end;
-                const go_i64 xn = q.n * p.ci * himg;
-                const go_i64 iy0 = q.oy * p.sh, ix0 = q.ox * p.sw;
-#pragma unroll
-                for (int r = 0; r < EA; ++r) {
-                    const GoTcFilterRow& R = rowtab[r0t + RSTEP * r];
-                    const go_i64 iy = iy0 + R.ybias, ix = ix0 + R.xbias;
-                    S v = S(0);
-                    if (valid && R.ok && iy >= 0 && iy < p.hi && ix >= 0 && ix < p.wi)
-                        v = go_bits(go_ldg(x + xn + R.choff + iy * p.wi + ix));
-                    ra[r] = v;
-                }
-                const go_i64 dyp = (q.n * p.co + g * cog + n_base) * hw + q.oy * p.wo + q.ox;
-#pragma unroll
-                for (int r = 0; r < EB; ++r) {
-                    const go_i64 o = r0t + RSTEP * r;
-                    S v = S(0);
-                    if (valid && n_base + o < cog) v = go_bits(go_ldg(dy + dyp + o * hw));
-                    rb[r] = v;
-                }
-            };
-            if (nchunks > 0) gather(0);
-            for (go_i64 c = 0; c < nchunks; ++c) {
-#pragma unroll
-                for (int r = 0; r < EA; ++r) As[(r0t + RSTEP * r) * LD + kt] = ra[r];
-#pragma unroll
-                for (int r = 0; r < EB; ++r) Bs[(r0t + RSTEP * r) * LD + kt] = rb[r];
-                __syncthreads();
-                if (c + 1 < nchunks) {
-                    go_pix_advance(q, BK, p.ho, p.wo);
-                    gather(c + 1);  // in flight while the warps run this chunk
-                }
-                go_tc_stage_mma<T, false, TF32>(As, Bs, wm, wn, lane, acc);
-                __syncthreads();
-            }
+            if constexpr (L == GO_LAYOUT_NCHW)
+                go_tc_filter_chunks_nchw<T, TF32>(p, x, dy, g, n_base, r_begin, r_end, smem,
+                                                  rowtab, acc);
+            else
+                go_tc_filter_chunks_nhwc<T, TF32>(p, x, dy, g, n_base, r_begin, r_end, smem,
+                                                  rowtab, acc);
 
             // Split s's partial filter (HWIO rows m, all groups' channels), each element once.
             Acc* __restrict__ part = ws + s * flen;
@@ -842,12 +988,15 @@ GO_DEV void conv2d_backprop_filter_partial_tc_nchw(const GoConvFilterParams& p,
 
 template <typename T>
 GO_DEV void conv2d_backprop_filter_partial_tc_body(const GoConvFilterParams& p) {
-    __shared__ __align__(16) unsigned char smem[(TC_BM + TC_BN) * TC_ROW_BYTES];
+    // NHWC's pipeline stages (TC_STAGES of them) hold NCHW's single one.
+    __shared__ __align__(16) unsigned char smem[TC_STAGES * TC_STAGE_BYTES];
     __shared__ GoTcFilterRow rowtab[TC_BM];
-    // NCHW only: the host runs NHWC on the FFMA kernel. The filter gradient stays exact in
-    // f32 (3xTF32; the TF32 allowance covers the forward and backprop_input only).
+    // The filter gradient stays exact in f32 (3xTF32; the TF32 allowance covers the forward
+    // and backprop_input only).
     if (p.layout == GO_LAYOUT_NCHW)
-        conv2d_backprop_filter_partial_tc_nchw<T, false>(p, smem, rowtab);
+        conv2d_backprop_filter_partial_tc_layout<T, GO_LAYOUT_NCHW, false>(p, smem, rowtab);
+    else
+        conv2d_backprop_filter_partial_tc_layout<T, GO_LAYOUT_NHWC, false>(p, smem, rowtab);
 }
 
 #define GO_TC_FILTER_INSTANTIATE(NAME, BODY)                                                  \

@@ -1183,6 +1183,16 @@ fn filter_reference(p: &GoConvFilterParams, x: &[f64], dy: &[f64]) -> Vec<f64> {
     want
 }
 
+/// `len` random values for a filter-gradient case in `dt`: multiples of 1/4 in [-1, 1] when
+/// `exact` (exact products and sums in f32/f64, even in TF32), else `rng.vec`'s.
+fn filter_input(rng: &mut Rng, dt: Dt, exact: bool, len: usize) -> Vec<f64> {
+    if exact {
+        (0..len).map(|_| rng.range(-4, 4) as f64 / 4.0).collect()
+    } else {
+        rng.vec(len, dt)
+    }
+}
+
 /// Runs conv2d_backprop_filter's two kernels (partial, then reduce on its workspace) with
 /// launch `lp` for the partial kernel; returns dw's bytes.
 fn run_filter(
@@ -1295,15 +1305,11 @@ fn emulated_conv2d_backprop_filter() {
         let what = format!(
             "filter {dt:?} layout={layout} oihw={oihw} n={n} ci={ci} co={co} g={groups} in={hi}x{wi} k={kh}x{kw} s={sh}x{sw} d={dh}x{dw} pad=({pt},{pb},{pl},{pr}) out={ho}x{wo}"
         );
-        let quarter = |rng: &mut Rng, len: usize| -> Vec<f64> {
-            (0..len).map(|_| rng.range(-4, 4) as f64 / 4.0).collect()
-        };
         let (xl, dyl) = ((n * ci * hi * wi) as usize, (n * co * ho * wo) as usize);
-        let (x, dy) = if exact {
-            (quarter(&mut rng, xl), quarter(&mut rng, dyl))
-        } else {
-            (rng.vec(xl, dt), rng.vec(dyl, dt))
-        };
+        let (x, dy) = (
+            filter_input(&mut rng, dt, exact, xl),
+            filter_input(&mut rng, dt, exact, dyl),
+        );
         let mut p = GoConvFilterParams {
             x: 1,
             dy: 2,
@@ -1396,13 +1402,15 @@ fn emulated_conv2d_backprop_filter() {
     println!("emulated_conv2d_backprop_filter: {ran} cases, {exact_checks} exact cross-split comparisons");
 }
 
-/// conv2d_backprop_filter_partial_tc (the split-K partial sums on mma.sync; NCHW) then the
-/// reduce kernel, against a float64 reference: every dtype (f16/bf16 on m16n8k16, f32 as
-/// 3xTF32, f64 on DMMA), groups, strides, dilations, padding, rows and channels that cross
-/// the 64 x 64 tiles and chunks that end inside a split; the runtime's split and forced
-/// ones, each on the natural grid and a tiny one (same bits). With inputs that are
-/// multiples of 1/4 in f32/f64 (exact products, even in TF32, and exact sums) every split
-/// gives the exact answer.
+/// conv2d_backprop_filter_partial_tc (the split-K partial sums on mma.sync) then the reduce
+/// kernel, against a float64 reference: every dtype (f16/bf16 on m16n8k16, f32 as 3xTF32,
+/// f64 on DMMA), both layouts on the same geometry (NCHW's register-staged gather, NHWC's
+/// cp.async pipeline with ldmatrix.trans), groups, strides, dilations, padding, rows and
+/// channels that cross the 64 x 64 tiles and chunks that end inside a split; channel counts
+/// on NHWC's 16-byte copies (multiples of 8) in every other case and off them in the rest;
+/// the runtime's split and forced ones, each on the natural grid and a tiny one (same
+/// bits). With inputs that are multiples of 1/4 in f32/f64 (exact products, even in TF32,
+/// and exact sums) every split gives the exact answer.
 #[test]
 fn emulated_conv2d_backprop_filter_tensor_core() {
     let Some(_) = runner_or_skip("emulated_conv2d_backprop_filter_tensor_core") else {
@@ -1410,22 +1418,27 @@ fn emulated_conv2d_backprop_filter_tensor_core() {
     };
     let mut rng = Rng(0x5eed_0f7c);
     let (mut ran, mut exact_runs, mut deep) = (0, 0, 0);
+    let (mut nhwc_vec, mut nhwc_scalar) = (0, 0);
     // The emulated mma is slow (a warp barrier per collective): a few cases.
     for case in 0..cases_count_tc().max(4) {
         let dt = DTS[case % DTS.len()];
         let exact = matches!(dt, Dt::F32 | Dt::F64) && case % 2 == 1;
         let groups = rng.range(1, 2);
         let big = case % 3 == 2;
-        let cig = if big {
+        // Multiples of 8 (every type's 16-byte run) in every other case, each dtype both
+        // ways over two rounds.
+        let vec_ch = (case + case / DTS.len()).is_multiple_of(2);
+        let round = |v: i64| if vec_ch { (v + 7) / 8 * 8 } else { v };
+        let cig = round(if big {
             rng.range(6, 9)
         } else {
             rng.range(1, 5)
-        };
-        let cog = if big {
+        });
+        let cog = round(if big {
             rng.range(60, 70)
         } else {
             rng.range(1, 9)
-        };
+        });
         let (ci, co) = (cig * groups, cog * groups);
         let n = rng.range(1, 2);
         let (kh, kw) = (rng.range(1, 3), rng.range(1, 3));
@@ -1444,99 +1457,105 @@ fn emulated_conv2d_backprop_filter_tensor_core() {
         }
         let ho = (hi + pt + pb - keh) / sh + 1;
         let wo = (wi + pl + pr - kew) / sw + 1;
-        let what = format!(
-            "filter tc {dt:?} n={n} ci={ci} co={co} g={groups} in={hi}x{wi} k={kh}x{kw} s={sh}x{sw} d={dh}x{dw} pad=({pt},{pb},{pl},{pr}) out={ho}x{wo}"
-        );
-        let (xl, dyl) = ((n * ci * hi * wi) as usize, (n * co * ho * wo) as usize);
-        let quarter = |rng: &mut Rng, len: usize| -> Vec<f64> {
-            (0..len).map(|_| rng.range(-4, 4) as f64 / 4.0).collect()
-        };
-        let (x, dy) = if exact {
-            (quarter(&mut rng, xl), quarter(&mut rng, dyl))
-        } else {
-            (rng.vec(xl, dt), rng.vec(dyl, dt))
-        };
-        let mut p = GoConvFilterParams {
-            x: 1,
-            dy: 2,
-            ws: 3,
-            out: 0,
-            n,
-            ci,
-            hi,
-            wi,
-            co,
-            ho,
-            wo,
-            kh,
-            kw,
-            sh,
-            sw,
-            dh,
-            dw,
-            pad_top: pt,
-            pad_left: pl,
-            groups,
-            splits: 0,
-            split_len: 0,
-            layout: NCHW,
-            filter_layout: params::GO_FILTER_HWIO as i32,
-        };
-        let want = filter_reference(&p, &x, &dy);
-        let natural = launch::conv_filter_split(&p);
-        let npix = n * ho * wo;
-        let k = params::GO_CONV_FILTER_TILE_K as i64;
-        let chunks = (npix + k - 1) / k;
-        let mut splits = vec![natural];
-        for s in [1, 3] {
-            let len = (chunks + s - 1) / s * k;
-            let cfg = ((npix + len - 1) / len, len);
-            if !splits.contains(&cfg) {
-                splits.push(cfg);
-            }
-        }
-        let (xb, dyb) = (dt.encode(&x), dt.encode(&dy));
-        for (sp, len) in splits {
-            p.splits = sp;
-            p.split_len = len;
-            let Some(natural_launch) = launch::conv_filter_partial_tc(&p) else {
-                continue;
-            };
-            // Chunks of 64 bytes of pixels per split: three or more exercise the gather of
-            // the next chunk during the current one's mma beyond the first step.
-            let bk = 64 / dt.size() as i64;
-            if (len.min(npix) + bk - 1) / bk >= 3 {
-                deep += 1;
-            }
-            let mut bits: Option<Vec<u8>> = None;
-            for l in [
-                natural_launch,
-                launch::Launch {
-                    grid: (1, 1, 1),
-                    ..natural_launch
-                },
-            ] {
-                let out = run_filter_with(
-                    "conv2d_backprop_filter_partial_tc",
-                    dt,
-                    &p,
-                    Some(l),
-                    &xb,
-                    &dyb,
-                );
-                check(
-                    &format!("{what} splits={sp}x{len} grid {:?}", l.grid),
-                    dt,
-                    &dt.decode(&out),
-                    &want,
-                );
-                if exact {
-                    assert_eq!(dt.decode(&out), want, "{what} splits={sp}x{len}: not exact");
-                    exact_runs += 1;
+        for layout in [NCHW, NHWC] {
+            if layout == NHWC {
+                if vec_ch {
+                    nhwc_vec += 1;
+                } else {
+                    nhwc_scalar += 1;
                 }
-                match &bits {
-                    None => bits = Some(out),
-                    Some(b) => assert_eq!(b, &out, "{what} splits={sp}: grid changed the bits"),
+            }
+            let what = format!(
+                "filter tc {dt:?} {} n={n} ci={ci} co={co} g={groups} in={hi}x{wi} k={kh}x{kw} s={sh}x{sw} d={dh}x{dw} pad=({pt},{pb},{pl},{pr}) out={ho}x{wo}",
+                if layout == NCHW { "NCHW" } else { "NHWC" }
+            );
+            let (xl, dyl) = ((n * ci * hi * wi) as usize, (n * co * ho * wo) as usize);
+            let (x, dy) = (
+                filter_input(&mut rng, dt, exact, xl),
+                filter_input(&mut rng, dt, exact, dyl),
+            );
+            let mut p = GoConvFilterParams {
+                x: 1,
+                dy: 2,
+                ws: 3,
+                out: 0,
+                n,
+                ci,
+                hi,
+                wi,
+                co,
+                ho,
+                wo,
+                kh,
+                kw,
+                sh,
+                sw,
+                dh,
+                dw,
+                pad_top: pt,
+                pad_left: pl,
+                groups,
+                splits: 0,
+                split_len: 0,
+                layout,
+                filter_layout: params::GO_FILTER_HWIO as i32,
+            };
+            let want = filter_reference(&p, &x, &dy);
+            let natural = launch::conv_filter_split(&p);
+            let npix = n * ho * wo;
+            let k = params::GO_CONV_FILTER_TILE_K as i64;
+            let chunks = (npix + k - 1) / k;
+            let mut splits = vec![natural];
+            for s in [1, 3] {
+                let len = (chunks + s - 1) / s * k;
+                let cfg = ((npix + len - 1) / len, len);
+                if !splits.contains(&cfg) {
+                    splits.push(cfg);
+                }
+            }
+            let (xb, dyb) = (dt.encode(&x), dt.encode(&dy));
+            for (sp, len) in splits {
+                p.splits = sp;
+                p.split_len = len;
+                let Some(natural_launch) = launch::conv_filter_partial_tc(&p) else {
+                    continue;
+                };
+                // Chunks of 64 bytes of pixels per split: three or more exercise the gather of
+                // the next chunk during the current one's mma beyond the first step.
+                let bk = 64 / dt.size() as i64;
+                if (len.min(npix) + bk - 1) / bk >= 3 {
+                    deep += 1;
+                }
+                let mut bits: Option<Vec<u8>> = None;
+                for l in [
+                    natural_launch,
+                    launch::Launch {
+                        grid: (1, 1, 1),
+                        ..natural_launch
+                    },
+                ] {
+                    let out = run_filter_with(
+                        "conv2d_backprop_filter_partial_tc",
+                        dt,
+                        &p,
+                        Some(l),
+                        &xb,
+                        &dyb,
+                    );
+                    check(
+                        &format!("{what} splits={sp}x{len} grid {:?}", l.grid),
+                        dt,
+                        &dt.decode(&out),
+                        &want,
+                    );
+                    if exact {
+                        assert_eq!(dt.decode(&out), want, "{what} splits={sp}x{len}: not exact");
+                        exact_runs += 1;
+                    }
+                    match &bits {
+                        None => bits = Some(out),
+                        Some(b) => assert_eq!(b, &out, "{what} splits={sp}: grid changed the bits"),
+                    }
                 }
             }
         }
@@ -1545,8 +1564,12 @@ fn emulated_conv2d_backprop_filter_tensor_core() {
     assert!(ran >= 3, "only {ran} cases ran");
     assert!(exact_runs > 0, "no exact run");
     assert!(deep > 0, "no split of three or more chunks");
+    assert!(
+        nhwc_vec > 0 && nhwc_scalar > 0,
+        "NHWC: {nhwc_vec} cases on 16-byte copies, {nhwc_scalar} on scalar loads"
+    );
     println!(
-        "emulated_conv2d_backprop_filter_tensor_core: {ran} cases, {exact_runs} exact runs, {deep} splits of 3+ chunks"
+        "emulated_conv2d_backprop_filter_tensor_core: {ran} cases x 2 layouts, {exact_runs} exact runs, {deep} splits of 3+ chunks, NHWC {nhwc_vec} on 16-byte copies / {nhwc_scalar} scalar"
     );
 }
 

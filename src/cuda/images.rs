@@ -103,9 +103,9 @@ pub fn selected_image(module: &str) -> Result<PtxImage> {
 pub const CONV_TENSOR_CORE_NOTE: &str = "tensor core: on compute_80+ images, conv2d and \
 conv2d_backprop_input run conv2d_forward_tc_* and conv2d_backprop_input_tc_* (implicit GEMM \
 on mma.sync with ldmatrix and a 3-stage cp.async pipeline: f16/bf16 on m16n8k16 with f32 \
-accumulation, f32 as 3xTF32 on m16n8k8, f64 on m8n8k4), and conv2d_backprop_filter in NCHW \
-runs conv2d_backprop_filter_partial_tc_* (the split-K partial sums on mma.sync; NHWC stays on \
-the simt kernel); f32 and f64 run there by default (faster than the simt FFMA kernels in \
+accumulation, f32 as 3xTF32 on m16n8k8, f64 on m8n8k4), and conv2d_backprop_filter runs \
+conv2d_backprop_filter_partial_tc_* (the split-K partial sums on mma.sync; NHWC through a \
+cp.async pipeline with ldmatrix.trans); f32 and f64 run there by default (faster than the simt FFMA kernels in \
 every f32/f64 conv row of an H100 benchmark); GRADOPS_CUDA_CONV_TC=simt keeps f32 and f64 on the FFMA \
 kernels (then \"tensor core f16/bf16 + simt\"; unset, all or any other value: the default); \
 f32 calls with Conv2dAttrs::f32_precision = Tf32 run the tensor-core kernels with plain TF32 \
@@ -189,25 +189,19 @@ pub fn conv_tensor_core_choice(
 }
 
 /// The kernel variant that `kernel` (a family of [`OP_KERNELS`], e.g. `conv2d_backprop_input`)
-/// has in the image of virtual architecture `arch`. The conv forward and backward-data
-/// families run tensor-core kernels (`<kernel>_tc_*`) on compute_80+ images for every type
-/// by default (`"tensor core"`; the filter gradient's partial sums in NCHW only:
-/// `"tensor core NCHW + simt NHWC"`), for f16/bf16 only with `GRADOPS_CUDA_CONV_TC=simt`
-/// ([`CONV_TENSOR_CORE_ENV`]; `"tensor core f16/bf16 + simt"`,
-/// `"tensor core f16/bf16 NCHW + simt"`; see [`conv_uses_tensor_cores`]); everything else
-/// is CUDA-core code. The
+/// has in the image of virtual architecture `arch`. The conv families (forward, backward
+/// data, the filter gradient's partial sums) run tensor-core kernels (`<kernel>_tc_*`) on
+/// compute_80+ images for every type and layout by default (`"tensor core"`), for f16/bf16
+/// only with `GRADOPS_CUDA_CONV_TC=simt` ([`CONV_TENSOR_CORE_ENV`];
+/// `"tensor core f16/bf16 + simt"`; see [`conv_uses_tensor_cores`]); everything else is
+/// CUDA-core code. The
 /// tiled families name the generic kernel that runs a call whose tile does not fit (which
 /// one a given call runs: [`super::resize_grad_kernel`], [`super::max_pool_kernel`]).
 pub fn kernel_variant(kernel: &str, arch: u32) -> &'static str {
     match kernel {
-        "conv2d_backprop_filter_partial" if arch >= CONV_TENSOR_CORE_ARCH => {
-            if conv_tensor_cores_for_all_dtypes() {
-                "tensor core NCHW + simt NHWC"
-            } else {
-                "tensor core f16/bf16 NCHW + simt"
-            }
-        }
-        "conv2d_backprop_input" | "conv2d_forward" if arch >= CONV_TENSOR_CORE_ARCH => {
+        "conv2d_backprop_input" | "conv2d_forward" | "conv2d_backprop_filter_partial"
+            if arch >= CONV_TENSOR_CORE_ARCH =>
+        {
             if conv_tensor_cores_for_all_dtypes() {
                 "tensor core"
             } else {

@@ -623,8 +623,6 @@ fn conv_params(
     })
 }
 
-/// Whether a conv call runs the tensor-core kernel, with `p.f32_precision` set to what it
-/// runs (plain TF32 only for f32 allowed TF32 on compute_80+ images).
 /// A conv op's kernel family, for [`conv_kernel`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConvFamily {
@@ -637,39 +635,28 @@ pub enum ConvFamily {
 }
 
 /// Whether a call of `family` in `dtype` (kernel suffix) runs the tensor-core kernel from the
-/// image of `arch`: as [`conv_tensor_core_choice`]; the filter gradient's partial sums in
-/// NCHW only and always exact (no TF32 path).
-fn conv_tc_runs(
-    family: ConvFamily,
-    dtype: &str,
-    arch: u32,
-    layout: Layout,
-    prec: F32Precision,
-) -> bool {
+/// image of `arch`: as [`conv_tensor_core_choice`], in either layout; the filter gradient's
+/// partial sums always exact (no TF32 path).
+fn conv_tc_runs(family: ConvFamily, dtype: &str, arch: u32, prec: F32Precision) -> bool {
     let all = conv_tensor_cores_for_all_dtypes();
     match family {
         ConvFamily::BackpropFilter => {
-            layout == Layout::Nchw
-                && conv_tensor_core_choice(dtype, arch, all, F32Precision::Exact).0
+            conv_tensor_core_choice(dtype, arch, all, F32Precision::Exact).0
         }
         _ => conv_tensor_core_choice(dtype, arch, all, prec).0,
     }
 }
 
-/// The device kernels a conv call of `family` in `T` and `layout` (with `f32_precision`)
+/// The device kernels a conv call of `family` in `T` (either layout, with `f32_precision`)
 /// runs on device 0 (`conv2d_backprop_input_tc_f16`, `conv2d_forward_f64`,
 /// `conv2d_backprop_filter_partial_tc_f32 + conv2d_backprop_filter_reduce_f32`), for
 /// reports.
 ///
 /// # Errors
 /// `CudaUnavailable` when CUDA is unusable here.
-pub fn conv_kernel<T: Element>(
-    family: ConvFamily,
-    layout: Layout,
-    f32_precision: F32Precision,
-) -> Result<String> {
+pub fn conv_kernel<T: Element>(family: ConvFamily, f32_precision: F32Precision) -> Result<String> {
     let arch = super::arch_for(super::probe()?.compute_capability)?;
-    let tc = if conv_tc_runs(family, T::SUFFIX, arch, layout, f32_precision) {
+    let tc = if conv_tc_runs(family, T::SUFFIX, arch, f32_precision) {
         "_tc"
     } else {
         ""
@@ -684,6 +671,8 @@ pub fn conv_kernel<T: Element>(
     })
 }
 
+/// Whether a conv call runs the tensor-core kernel, with `p.f32_precision` set to what it
+/// runs (plain TF32 only for f32 allowed TF32 on compute_80+ images).
 fn conv_pick_tc<T: Element>(
     stream: &Arc<CudaStream>,
     op: &'static str,
@@ -815,14 +804,14 @@ fn conv_backprop_filter_raw<T: Element>(
         .map_err(|e| cuda_err(OP, "workspace allocation", e))?;
     let (w, _gw) = ws.device_ptr_mut(stream);
     p.ws = w;
-    // NCHW on compute_80+ images, every type (f16/bf16 only with GRADOPS_CUDA_CONV_TC=simt):
+    // On compute_80+ images, either layout, every type (f16/bf16 only with
+    // GRADOPS_CUDA_CONV_TC=simt):
     // the tensor-core partial sums (exact f32: the TF32 allowance does not cover this op);
     // else the FFMA kernel. Same split, workspace and reduce kernel either way.
     let tc = conv_tc_runs(
         ConvFamily::BackpropFilter,
         T::SUFFIX,
         stream_arch(stream, OP)?,
-        layout,
         F32Precision::Exact,
     );
     let (partial, name) = if tc {
