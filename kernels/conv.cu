@@ -312,17 +312,21 @@ GO_DEV GoPix go_pix(go_i64 r, go_i64 ho, go_i64 wo) {
     return p;
 }
 
+// v -= q * d and returns q = v / d, for v >= d > 0: one subtraction when v < 2d (a chunk
+// no longer than a row: the usual step), else a 64-bit division (a called subroutine).
+GO_DEV go_i64 go_wrap(go_i64& v, go_i64 d) {
+    v -= d;
+    if (v < d) return 1;
+    const go_i64 q = v / d;
+    v -= q * d;
+    return q + 1;
+}
+
 GO_DEV void go_pix_advance(GoPix& p, go_i64 by, go_i64 ho, go_i64 wo) {
     p.ox += by;
     if (p.ox >= wo) {
-        const go_i64 q = p.ox / wo;
-        p.ox -= q * wo;
-        p.oy += q;
-        if (p.oy >= ho) {
-            const go_i64 q2 = p.oy / ho;
-            p.oy -= q2 * ho;
-            p.n += q2;
-        }
+        p.oy += go_wrap(p.ox, wo);
+        if (p.oy >= ho) p.n += go_wrap(p.oy, ho);
     }
 }
 

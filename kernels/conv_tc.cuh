@@ -736,8 +736,9 @@ GO_TC_INSTANTIATE(conv2d_forward_tc, conv2d_forward_tc_body, GO_TC_BOUNDS_2)
 // Deterministic: every ws element of split s written once, chunks ascending, the mma
 // order fixed.
 
-// A filter row's gather: offset of its channel (NCHW: of its channel plane) within an x
-// pixel (image), tap offsets; ok = false past the last row.
+// A filter row's gather: x offset choff (NCHW: of its channel plane within an image; NHWC:
+// of its element from a pixel's (oy*sh, ox*sw) position, see the table's fill), tap
+// offsets; ok = false past the last row.
 struct GoTcFilterRow {
     go_i64 choff;
     go_i64 ybias, xbias;
@@ -812,12 +813,15 @@ GO_DEV void go_tc_filter_chunks_nchw(const GoConvFilterParams& p, const T* __res
 // NHWC chunk loop over pixels [r_begin, r_end) (see the section comment); smem holds
 // TC_STAGES stages laid out as go_tc_tile's (A [BK][LDKN] in the A part, B [BK][LDKN] in
 // the B part). Thread t copies channel chunk mc = (t % CPR) * VEC of the tile's rows (A)
-// and channels (B) for the chunk's pixels kt and kt + KSTEP.
-template <typename T, bool TF32>
+// and channels (B) for the chunk's pixels kt and kt + KSTEP: 16-byte copies where avec
+// (A) and bvec (B) say so, scalar loads elsewhere; VEC16 (both copy) compiles the loop
+// without the scalar paths.
+template <typename T, bool TF32, bool VEC16>
 GO_DEV void go_tc_filter_chunks_nhwc(const GoConvFilterParams& p, const T* __restrict__ x,
                                      const T* __restrict__ dy, go_i64 g, go_i64 n_base,
-                                     go_i64 r_begin, go_i64 r_end, unsigned char* smem,
-                                     const GoTcFilterRow* rowtab, GoTcAcc<T>& acc) {
+                                     go_i64 r_begin, go_i64 r_end, bool avec, bool bvec,
+                                     unsigned char* smem, const GoTcFilterRow* rowtab,
+                                     GoTcAcc<T>& acc) {
     typedef typename GoTcTraits<T>::S S;
     constexpr int BK = GoTcTraits<T>::BK, VEC = GoTcGeom<T>::VEC, LD = GoTcGeom<T>::LD;
     constexpr int LDKN = GoTcGeom<T>::LDKN;
@@ -829,24 +833,27 @@ GO_DEV void go_tc_filter_chunks_nhwc(const GoConvFilterParams& p, const T* __res
     const int t = threadIdx.x, lane = t % 32, warp = t / 32;
     const int wm = warp % (TC_BM / TC_WM), wn = warp / (TC_BM / TC_WM);
     const int mc = (t % CPR) * VEC, kt = t / CPR;
-    const go_i64 cig = p.ci / p.groups, cog = p.co / p.groups;
+    const go_i64 cog = p.co / p.groups;
     const go_i64 npix = p.n * p.ho * p.wo;
     const go_i64 nchunks = r_end > r_begin ? (r_end - r_begin + BK - 1) / BK : 0;
-    // 16-byte copies need VEC-channel runs in one tap (cig % VEC == 0 keeps a chunk of rows
-    // in one tap) and 16-byte aligned tensors.
-    const bool avec = cig % VEC == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
-    const bool bvec = cog % VEC == 0 && reinterpret_cast<uintptr_t>(dy) % 16 == 0;
     const GoTcFilterRow RA = rowtab[mc];  // the vector chunk's row (one tap, channels on)
     const go_i64 bch = g * cog + n_base + mc;  // the B chunk's first dy channel
     const go_i64 brem = cog - (n_base + mc);   // dy channels of the group from there
 
-    // The chunk's two pixels of this thread, advanced by BK per chunk.
+    // The chunk's two pixels of this thread: index rr, (n, oy, ox), the x offset of their
+    // (oy*sh, ox*sw) position (a row's choff away from its element) and the dy offset of
+    // the B chunk; advanced by BK per chunk.
     GoPix q[2];
-    go_i64 rr[2];
+    go_i64 rr[2], xo[2], dyo[2];
+    auto xpos = [&p](const GoPix& u) {
+        return ((u.n * p.hi + u.oy * p.sh) * p.wi + u.ox * p.sw) * p.ci;
+    };
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         rr[h] = r_begin + kt + KSTEP * h;
         q[h] = go_pix(rr[h] < npix ? rr[h] : 0, p.ho, p.wo);
+        xo[h] = xpos(q[h]);
+        dyo[h] = rr[h] * p.co + bch;
     }
     // Copies the next chunk into stage s.
     auto gather = [&](int s) {
@@ -857,12 +864,10 @@ GO_DEV void go_tc_filter_chunks_nhwc(const GoConvFilterParams& p, const T* __res
             S* ad = As + s * TC_BM * LD + k * LDKN + mc;
             S* bd = Bs + s * TC_BN * LD + k * LDKN + mc;
             const go_i64 iy0 = q[h].oy * p.sh, ix0 = q[h].ox * p.sw;
-            const go_i64 xrow = q[h].n * p.hi;
-            if (avec) {
+            if (VEC16 || avec) {
                 const go_i64 iy = iy0 + RA.ybias, ix = ix0 + RA.xbias;
                 const bool in = valid && RA.ok && iy >= 0 && iy < p.hi && ix >= 0 && ix < p.wi;
-                go_cp_async_16(ad, in ? x + ((xrow + iy) * p.wi + ix) * p.ci + RA.choff : x,
-                               in ? 16 : 0);
+                go_cp_async_16(ad, in ? x + xo[h] + RA.choff : x, in ? 16 : 0);
             } else {
                 S v[VEC];
 #pragma unroll
@@ -871,23 +876,24 @@ GO_DEV void go_tc_filter_chunks_nhwc(const GoConvFilterParams& p, const T* __res
                     const go_i64 iy = iy0 + R.ybias, ix = ix0 + R.xbias;
                     v[e] = S(0);
                     if (valid && R.ok && iy >= 0 && iy < p.hi && ix >= 0 && ix < p.wi)
-                        v[e] = go_bits(go_ldg(x + ((xrow + iy) * p.wi + ix) * p.ci + R.choff));
+                        v[e] = go_bits(go_ldg(x + xo[h] + R.choff));
                 }
                 go_tc_store_chunk(ad, v);
             }
-            const go_i64 dyo = ((q[h].n * p.ho + q[h].oy) * p.wo + q[h].ox) * p.co + bch;
-            if (bvec) {
+            if (VEC16 || bvec) {
                 const bool in = valid && brem > 0;
-                go_cp_async_16(bd, in ? dy + dyo : dy, in ? 16 : 0);
+                go_cp_async_16(bd, in ? dy + dyo[h] : dy, in ? 16 : 0);
             } else {
                 S v[VEC];
 #pragma unroll
                 for (int e = 0; e < VEC; ++e)
-                    v[e] = valid && e < brem ? go_bits(go_ldg(dy + dyo + e)) : S(0);
+                    v[e] = valid && e < brem ? go_bits(go_ldg(dy + dyo[h] + e)) : S(0);
                 go_tc_store_chunk(bd, v);
             }
             rr[h] += BK;
+            dyo[h] += BK * p.co;
             go_pix_advance(q[h], BK, p.ho, p.wo);
+            xo[h] = xpos(q[h]);
         }
     };
 
@@ -931,8 +937,11 @@ GO_DEV void conv2d_backprop_filter_partial_tc_layout(const GoConvFilterParams& p
     const go_i64 tiles = p.groups * mtiles * ntiles;
     const go_i64 npix = p.n * p.ho * p.wo;
     const go_i64 flen = rows * p.co;
-    // A channel's offset within an image (NCHW: a plane) or a pixel (NHWC).
-    const go_i64 cstride = L == GO_LAYOUT_NCHW ? p.hi * p.wi : 1;
+    // NHWC's 16-byte copies need VEC-channel runs in one tap (cig % VEC == 0 keeps a chunk
+    // of rows in one tap) and 16-byte aligned tensors.
+    constexpr int VEC = GoTcGeom<T>::VEC;
+    const bool avec = cig % VEC == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+    const bool bvec = cog % VEC == 0 && reinterpret_cast<uintptr_t>(dy) % 16 == 0;
 
     for (go_i64 s = blockIdx.y; s < p.splits; s += gridDim.y) {
         const go_i64 r_begin = s * p.split_len;
@@ -949,7 +958,11 @@ GO_DEV void conv2d_backprop_filter_partial_tc_layout(const GoConvFilterParams& p
                 const go_i64 c = R.ok ? row % cig : 0, tap = R.ok ? row / cig : 0;
                 R.ybias = (tap / p.kw) * p.dh - p.pad_top;
                 R.xbias = (tap % p.kw) * p.dw - p.pad_left;
-                R.choff = (g * cig + c) * cstride;
+                // NCHW: the channel plane's offset in an image; NHWC: the element's offset
+                // from the pixel's (oy*sh, ox*sw) position, the tap's included.
+                R.choff = L == GO_LAYOUT_NCHW
+                              ? (g * cig + c) * p.hi * p.wi
+                              : (R.ybias * p.wi + R.xbias) * p.ci + g * cig + c;
                 rowtab[m] = R;
             }
             __syncthreads();
@@ -964,9 +977,12 @@ GO_DEV void conv2d_backprop_filter_partial_tc_layout(const GoConvFilterParams& p
             if constexpr (L == GO_LAYOUT_NCHW)
                 go_tc_filter_chunks_nchw<T, TF32>(p, x, dy, g, n_base, r_begin, r_end, smem,
                                                   rowtab, acc);
+            else if (avec && bvec)
+                go_tc_filter_chunks_nhwc<T, TF32, true>(p, x, dy, g, n_base, r_begin, r_end,
+                                                        true, true, smem, rowtab, acc);
             else
-                go_tc_filter_chunks_nhwc<T, TF32>(p, x, dy, g, n_base, r_begin, r_end, smem,
-                                                  rowtab, acc);
+                go_tc_filter_chunks_nhwc<T, TF32, false>(p, x, dy, g, n_base, r_begin, r_end,
+                                                         avec, bvec, smem, rowtab, acc);
 
             // Split s's partial filter (HWIO rows m, all groups' channels), each element once.
             Acc* __restrict__ part = ws + s * flen;
@@ -986,16 +1002,22 @@ GO_DEV void conv2d_backprop_filter_partial_tc_layout(const GoConvFilterParams& p
     }
 }
 
+// One entry point per layout: in one kernel the two chunk loops together spill at the
+// 16-bit types' three blocks per SM (each alone needs about 166 registers).
 template <typename T>
 GO_DEV void conv2d_backprop_filter_partial_tc_body(const GoConvFilterParams& p) {
-    // NHWC's pipeline stages (TC_STAGES of them) hold NCHW's single one.
-    __shared__ __align__(16) unsigned char smem[TC_STAGES * TC_STAGE_BYTES];
+    __shared__ __align__(16) unsigned char smem[(TC_BM + TC_BN) * TC_ROW_BYTES];
     __shared__ GoTcFilterRow rowtab[TC_BM];
     // The filter gradient stays exact in f32 (3xTF32; the TF32 allowance covers the forward
     // and backprop_input only).
     if (p.layout == GO_LAYOUT_NCHW)
         conv2d_backprop_filter_partial_tc_layout<T, GO_LAYOUT_NCHW, false>(p, smem, rowtab);
-    else
+}
+template <typename T>
+GO_DEV void conv2d_backprop_filter_partial_tc_nhwc_body(const GoConvFilterParams& p) {
+    __shared__ __align__(16) unsigned char smem[TC_STAGES * TC_STAGE_BYTES];
+    __shared__ GoTcFilterRow rowtab[TC_BM];
+    if (p.layout == GO_LAYOUT_NHWC)
         conv2d_backprop_filter_partial_tc_layout<T, GO_LAYOUT_NHWC, false>(p, smem, rowtab);
 }
 
@@ -1005,6 +1027,8 @@ GO_DEV void conv2d_backprop_filter_partial_tc_body(const GoConvFilterParams& p) 
     GO_INSTANTIATE_ONE(NAME, GoConvFilterParams, BODY, GO_TC_BOUNDS_2, f32, float)         \
     GO_INSTANTIATE_ONE(NAME, GoConvFilterParams, BODY, GO_TC_BOUNDS_2, f64, double)
 GO_TC_FILTER_INSTANTIATE(conv2d_backprop_filter_partial_tc, conv2d_backprop_filter_partial_tc_body)
+GO_TC_FILTER_INSTANTIATE(conv2d_backprop_filter_partial_tc_nhwc,
+                         conv2d_backprop_filter_partial_tc_nhwc_body)
 #undef GO_TC_FILTER_INSTANTIATE
 
 #undef TC_BM

@@ -92,7 +92,7 @@ fi
 
 NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
 if has ncu && [[ -n "$NCU" ]]; then
-  # One launch of each kernel at the SPEC's GPU size (NCHW): the memory-bound ones in f32,
+  # One launch of each kernel at the SPEC's GPU size (NCHW unless the kernel is NHWC's): the memory-bound ones in f32,
   # the conv kernels (tensor-core f16 on compute_80+, the FFMA f32 ones, the filter
   # gradient's split-K pair) in their dtype. Spec: WORKLOAD:KERNEL[:DTYPE] (default f32).
   # A conv kernel without _tc_ runs with GRADOPS_CUDA_CONV_TC=simt (f32/f64 conv is on the
@@ -102,17 +102,19 @@ if has ncu && [[ -n "$NCU" ]]; then
     W4:conv2d_backprop_input_tc_f16:f16 W5:conv2d_backprop_input_tc_f16:f16 \
     W4f:conv2d_forward_tc_f16:f16 W4:conv2d_backprop_input_f32 \
     W7:conv2d_backprop_filter_partial_tc_f16:f16 W8:conv2d_backprop_filter_partial_tc_f16:f16 \
+    W7:conv2d_backprop_filter_partial_tc_nhwc_f16:f16 \
     W7:conv2d_backprop_filter_partial_f32 W7:conv2d_backprop_filter_reduce_f16:f16}; do
     wl="${spec%%:*}" rest="${spec#*:}" k="${rest%%:*}" dt=f32
     [[ "$rest" == *:* ]] && dt="${rest#*:}"
-    tc=all
+    tc=all lay=nchw
     [[ "$k" == conv2d_* && "$k" != *_tc_* ]] && tc=simt
+    [[ "$k" == *_nhwc_* ]] && lay=nhwc
     echo "##### $wl $k $dt (GRADOPS_CUDA_CONV_TC=$tc)" >>"$OUT/ncu.txt"
     GRADOPS_CUDA_CONV_TC=$tc step "ncu_${wl}_$k" 60 bash -c '"$0" --clock-control none -k "$1" -s 2 -c 1 \
       --section SpeedOfLight --section Occupancy --section LaunchStats \
       --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
-      "$2/gradops" bench --device cuda --dtype "$5" --workload "$3" --reps 3 >>"$4" 2>&1' \
-      "$NCU" "$k" "$BUNDLE" "$wl" "$OUT/ncu.txt" "$dt"
+      "$2/gradops" bench --device cuda --dtype "$5" --layout "$6" --workload "$3" --reps 3 >>"$4" 2>&1' \
+      "$NCU" "$k" "$BUNDLE" "$wl" "$OUT/ncu.txt" "$dt" "$lay"
   done
 fi
 

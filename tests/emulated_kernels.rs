@@ -1402,10 +1402,10 @@ fn emulated_conv2d_backprop_filter() {
     println!("emulated_conv2d_backprop_filter: {ran} cases, {exact_checks} exact cross-split comparisons");
 }
 
-/// conv2d_backprop_filter_partial_tc (the split-K partial sums on mma.sync) then the reduce
-/// kernel, against a float64 reference: every dtype (f16/bf16 on m16n8k16, f32 as 3xTF32,
-/// f64 on DMMA), both layouts on the same geometry (NCHW's register-staged gather, NHWC's
-/// cp.async pipeline with ldmatrix.trans), groups, strides, dilations, padding, rows and
+/// conv2d_backprop_filter_partial_tc and _tc_nhwc (the split-K partial sums on mma.sync)
+/// then the reduce kernel, against a float64 reference: every dtype (f16/bf16 on m16n8k16,
+/// f32 as 3xTF32, f64 on DMMA), both layouts on the same geometry (NCHW's register-staged
+/// gather, NHWC's cp.async pipeline with ldmatrix.trans), groups, strides, dilations, padding, rows and
 /// channels that cross the 64 x 64 tiles and chunks that end inside a split; channel counts
 /// on NHWC's 16-byte copies (multiples of 8) in every other case and off them in the rest;
 /// the runtime's split and forced ones, each on the natural grid and a tiny one (same
@@ -1535,7 +1535,11 @@ fn emulated_conv2d_backprop_filter_tensor_core() {
                     },
                 ] {
                     let out = run_filter_with(
-                        "conv2d_backprop_filter_partial_tc",
+                        if layout == NCHW {
+                            "conv2d_backprop_filter_partial_tc"
+                        } else {
+                            "conv2d_backprop_filter_partial_tc_nhwc"
+                        },
                         dt,
                         &p,
                         Some(l),

@@ -49,6 +49,7 @@ const TC_OPS: &[&str] = &[
     "conv2d_backprop_input_tc",
     "conv2d_forward_tc",
     "conv2d_backprop_filter_partial_tc",
+    "conv2d_backprop_filter_partial_tc_nhwc",
 ];
 const TC_MIN_ARCH: u32 = 80;
 /// Threads per block of the tensor-core kernels (GO_TC_BLOCK_THREADS).

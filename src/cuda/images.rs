@@ -104,8 +104,8 @@ pub const CONV_TENSOR_CORE_NOTE: &str = "tensor core: on compute_80+ images, con
 conv2d_backprop_input run conv2d_forward_tc_* and conv2d_backprop_input_tc_* (implicit GEMM \
 on mma.sync with ldmatrix and a 3-stage cp.async pipeline: f16/bf16 on m16n8k16 with f32 \
 accumulation, f32 as 3xTF32 on m16n8k8, f64 on m8n8k4), and conv2d_backprop_filter runs \
-conv2d_backprop_filter_partial_tc_* (the split-K partial sums on mma.sync; NHWC through a \
-cp.async pipeline with ldmatrix.trans); f32 and f64 run there by default (faster than the simt FFMA kernels in \
+conv2d_backprop_filter_partial_tc_* (NCHW) and conv2d_backprop_filter_partial_tc_nhwc_* (the \
+split-K partial sums on mma.sync; NHWC through a cp.async pipeline with ldmatrix.trans); f32 and f64 run there by default (faster than the simt FFMA kernels in \
 every f32/f64 conv row of an H100 benchmark); GRADOPS_CUDA_CONV_TC=simt keeps f32 and f64 on the FFMA \
 kernels (then \"tensor core f16/bf16 + simt\"; unset, all or any other value: the default); \
 f32 calls with Conv2dAttrs::f32_precision = Tf32 run the tensor-core kernels with plain TF32 \
@@ -425,6 +425,7 @@ mod tests {
                 "conv2d_backprop_input_tc",
                 "conv2d_forward_tc",
                 "conv2d_backprop_filter_partial_tc",
+                "conv2d_backprop_filter_partial_tc_nhwc",
             ] {
                 for d in crate::DType::ALL {
                     let entry = format!(".entry {k}_{}(", d.name());

@@ -509,7 +509,7 @@ pub fn conv_filter_partial(p: &GoConvFilterParams) -> Option<Launch> {
     })
 }
 
-/// `conv2d_backprop_filter_partial_tc_*` (compute_80+ images, NCHW): the same grid and
+/// `conv2d_backprop_filter_partial_tc_*` and `_tc_nhwc_*` (compute_80+ images): the same grid and
 /// split as [`conv_filter_partial`] (its 64 x 64 tiles are `GO_TC_TILE_M x GO_TC_TILE_N`),
 /// `GO_TC_BLOCK_THREADS` threads.
 pub fn conv_filter_partial_tc(p: &GoConvFilterParams) -> Option<Launch> {

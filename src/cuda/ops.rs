@@ -647,14 +647,18 @@ fn conv_tc_runs(family: ConvFamily, dtype: &str, arch: u32, prec: F32Precision) 
     }
 }
 
-/// The device kernels a conv call of `family` in `T` (either layout, with `f32_precision`)
+/// The device kernels a conv call of `family` in `T` and `layout` (with `f32_precision`)
 /// runs on device 0 (`conv2d_backprop_input_tc_f16`, `conv2d_forward_f64`,
-/// `conv2d_backprop_filter_partial_tc_f32 + conv2d_backprop_filter_reduce_f32`), for
+/// `conv2d_backprop_filter_partial_tc_nhwc_f32 + conv2d_backprop_filter_reduce_f32`), for
 /// reports.
 ///
 /// # Errors
 /// `CudaUnavailable` when CUDA is unusable here.
-pub fn conv_kernel<T: Element>(family: ConvFamily, f32_precision: F32Precision) -> Result<String> {
+pub fn conv_kernel<T: Element>(
+    family: ConvFamily,
+    layout: Layout,
+    f32_precision: F32Precision,
+) -> Result<String> {
     let arch = super::arch_for(super::probe()?.compute_capability)?;
     let tc = if conv_tc_runs(family, T::SUFFIX, arch, f32_precision) {
         "_tc"
@@ -666,13 +670,24 @@ pub fn conv_kernel<T: Element>(family: ConvFamily, f32_precision: F32Precision) 
         ConvFamily::Forward => format!("conv2d_forward{tc}_{s}"),
         ConvFamily::BackpropInput => format!("conv2d_backprop_input{tc}_{s}"),
         ConvFamily::BackpropFilter => {
-            format!("conv2d_backprop_filter_partial{tc}_{s} + conv2d_backprop_filter_reduce_{s}")
+            let partial = conv_filter_partial_kernel(tc == "_tc", layout);
+            format!("{partial}_{s} + conv2d_backprop_filter_reduce_{s}")
         }
     })
 }
 
 /// Whether a conv call runs the tensor-core kernel, with `p.f32_precision` set to what it
 /// runs (plain TF32 only for f32 allowed TF32 on compute_80+ images).
+/// The filter gradient's partial-sum kernel family: the FFMA one, or the tensor-core one of
+/// `layout` (one entry point per layout, see `kernels/conv_tc.cuh`).
+fn conv_filter_partial_kernel(tc: bool, layout: Layout) -> &'static str {
+    match (tc, layout) {
+        (false, _) => "conv2d_backprop_filter_partial",
+        (true, Layout::Nchw) => "conv2d_backprop_filter_partial_tc",
+        (true, Layout::Nhwc) => "conv2d_backprop_filter_partial_tc_nhwc",
+    }
+}
+
 fn conv_pick_tc<T: Element>(
     stream: &Arc<CudaStream>,
     op: &'static str,
@@ -814,23 +829,18 @@ fn conv_backprop_filter_raw<T: Element>(
         stream_arch(stream, OP)?,
         F32Precision::Exact,
     );
-    let (partial, name) = if tc {
-        (
-            launch::conv_filter_partial_tc(&p),
-            "conv2d_backprop_filter_partial_tc",
-        )
+    let name = conv_filter_partial_kernel(tc, layout);
+    let partial = if tc {
+        launch::conv_filter_partial_tc(&p)
     } else {
-        (
-            launch::conv_filter_partial(&p),
-            "conv2d_backprop_filter_partial",
-        )
+        launch::conv_filter_partial(&p)
     };
     if let Some(l) = partial {
         let f = function(stream, OP, "conv", &format!("{name}_{}", T::SUFFIX))?;
         let mut b = stream.launch_builder(&f);
         b.arg(&p);
-        // SAFETY: conv2d_backprop_filter_partial_<T> and conv2d_backprop_filter_partial_tc_<T>
-        // take one GoConvFilterParams; x and dy point to buffers of exactly the geometry's
+        // SAFETY: conv2d_backprop_filter_partial_<T>, conv2d_backprop_filter_partial_tc_<T>
+        // and conv2d_backprop_filter_partial_tc_nhwc_<T> take one GoConvFilterParams; x and dy point to buffers of exactly the geometry's
         // input and output sizes (checked by every caller), ws to splits x filter elements of
         // T's accumulation type (allocated above); x and dy are read only at in-range
         // indices, each ws element written once; l is the launch geometry of the kernel chosen.

@@ -174,7 +174,8 @@ pub fn cuda_kernels<T: Element>(
             let filter = upload_random(fshape, 2)?;
             let attrs = w.conv_attrs().f32_precision(f32_precision);
             let mut dx = DeviceTensor::<T>::zeros(stream, s.x, layout)?;
-            let kernel = gradops::cuda::conv_kernel::<T>(ConvFamily::BackpropInput, f32_precision)?;
+            let kernel =
+                gradops::cuda::conv_kernel::<T>(ConvFamily::BackpropInput, layout, f32_precision)?;
             out.push(CudaKernel {
                 info: info(Variant::Main, kernel),
                 launch: Box::new(move || {
@@ -193,8 +194,11 @@ pub fn cuda_kernels<T: Element>(
             let x = upload_random(s.x, 3)?;
             let attrs = w.conv_attrs();
             let mut dw = DeviceTensor::<T>::zeros(stream, fshape, layout)?;
-            let kernel =
-                gradops::cuda::conv_kernel::<T>(ConvFamily::BackpropFilter, F32Precision::Exact)?;
+            let kernel = gradops::cuda::conv_kernel::<T>(
+                ConvFamily::BackpropFilter,
+                layout,
+                F32Precision::Exact,
+            )?;
             out.push(CudaKernel {
                 info: info(Variant::Main, kernel),
                 launch: Box::new(move || {
@@ -214,7 +218,8 @@ pub fn cuda_kernels<T: Element>(
             let filter = upload_random(fshape, 2)?;
             let attrs = w.conv_attrs().f32_precision(f32_precision);
             let mut y = DeviceTensor::<T>::zeros(stream, s.dy, layout)?;
-            let kernel = gradops::cuda::conv_kernel::<T>(ConvFamily::Forward, f32_precision)?;
+            let kernel =
+                gradops::cuda::conv_kernel::<T>(ConvFamily::Forward, layout, f32_precision)?;
             out.push(CudaKernel {
                 info: info(Variant::Main, kernel),
                 launch: Box::new(move || {
