@@ -78,7 +78,7 @@ pub(crate) fn backprop_input<T: Element>(
     dx: &mut [T],
 ) {
     match layout {
-        Layout::Nchw if winograd_applies(g) => backprop_input_winograd(g, dy, w, dx),
+        _ if winograd_applies(g) => backprop_input_winograd(g, layout, dy, w, dx),
         Layout::Nchw => {
             let level = super::filter_direct::Level::Best;
             if !super::phase_winograd::backprop_input_phase_winograd(g, dy, w, dx, level)
@@ -320,7 +320,13 @@ const WINO_TILES: usize = 112;
 /// over output channels are 16 GEMMs `M[xi][ci, tile] = U[xi][ci, co] * V[xi][co, tile]` over
 /// a block of tile rows. Per `dx` element a fixed sequence of operations: deterministic and
 /// independent of the thread count.
-fn backprop_input_winograd<T: Element>(g: &ConvGeometry, dy: &[T], w: &[T], dx: &mut [T]) {
+fn backprop_input_winograd<T: Element>(
+    g: &ConvGeometry,
+    layout: Layout,
+    dy: &[T],
+    w: &[T],
+    dx: &mut [T],
+) {
     let (cig, cog) = (g.ci / g.groups, g.co / g.groups);
     let p = WinoProblem {
         groups: g.groups,
@@ -331,13 +337,13 @@ fn backprop_input_winograd<T: Element>(g: &ConvGeometry, dy: &[T], w: &[T], dx: 
         off: (g.h.pad_before as isize - 2, g.w.pad_before as isize - 2),
     };
     // The correlation's kernel: flipped, input and output channels swapped.
-    winograd(&p, dy, dx, |grp, ci, co, a, b| {
+    winograd(&p, layout, dy, dx, |grp, ci, co, a, b| {
         w[(((2 - a) * 3 + (2 - b)) * cig + ci) * g.co + grp * cog + co].to_f64()
     });
 }
 
 /// Forward NCHW 3x3 stride-1 conv by the same Winograd core (`x` correlated with the filter).
-fn forward_winograd<T: Element>(g: &ConvGeometry, x: &[T], w: &[T], y: &mut [T]) {
+fn forward_winograd<T: Element>(g: &ConvGeometry, layout: Layout, x: &[T], w: &[T], y: &mut [T]) {
     let (cig, cog) = (g.ci / g.groups, g.co / g.groups);
     let p = WinoProblem {
         groups: g.groups,
@@ -347,12 +353,12 @@ fn forward_winograd<T: Element>(g: &ConvGeometry, x: &[T], w: &[T], y: &mut [T])
         dst: (g.h.output, g.w.output),
         off: (-(g.h.pad_before as isize), -(g.w.pad_before as isize)),
     };
-    winograd(&p, x, y, |grp, co, ci, a, b| {
+    winograd(&p, layout, x, y, |grp, co, ci, a, b| {
         w[((a * 3 + b) * cig + ci) * g.co + grp * cog + co].to_f64()
     });
 }
 
-/// A grouped 3x3 stride-1 correlation `dst[c] = sum_k f(c, k) (*) src[k]` (NCHW), in the
+/// A grouped 3x3 stride-1 correlation `dst[c] = sum_k f(c, k) (*) src[k]` (either layout), in the
 /// Winograd core's terms: `cig` destination and `cog` source channels per group.
 pub(super) struct WinoProblem {
     pub(super) groups: usize,
@@ -380,15 +386,19 @@ fn winograd4_serves<T: Element>() -> bool {
     T::DTYPE != crate::dtype::DType::F32
 }
 
-/// The Winograd correlation, F(4x4, 3x3) on large planes where the type allows it, else
-/// F(2x2, 3x3).
+/// The Winograd correlation: NCHW by F(4x4, 3x3) on large planes where the type allows it,
+/// else F(2x2, 3x3); NHWC by F(2x2, 3x3) with the channels as vectors
+/// (`winograd_nhwc.rs`).
 fn winograd<T: Element>(
     p: &WinoProblem,
+    layout: Layout,
     src: &[T],
     dst: &mut [T],
     filt: impl Fn(usize, usize, usize, usize, usize) -> f64,
 ) {
-    if winograd4_serves::<T>() && p.dst.0 >= WINO4_MIN_PLANE && p.dst.1 >= WINO4_MIN_PLANE {
+    if layout == Layout::Nhwc {
+        super::winograd_nhwc::winograd_nhwc(p, src, dst, filt)
+    } else if winograd4_serves::<T>() && p.dst.0 >= WINO4_MIN_PLANE && p.dst.1 >= WINO4_MIN_PLANE {
         super::winograd4::winograd4_nchw(p, src, dst, filt)
     } else {
         winograd_nchw(p, src, dst, filt)
@@ -438,23 +448,15 @@ pub(super) fn winograd_gemms<A: Accum>(
     }
 }
 
-/// F(2x2, 3x3). `filt(grp, c_dst, c_src, a, b)`: the correlation kernel's tap `(a, b)`.
-fn winograd_nchw<T: Element>(
+/// The F(2x2, 3x3) filter transform `U[grp][xi][c_dst][c_src] = G f G^T` of the correlation
+/// kernel `filt(grp, c_dst, c_src, a, b)`, shared by both layouts' cores.
+pub(super) fn wino_filter<A: Accum>(
     p: &WinoProblem,
-    dy: &[T],
-    dx: &mut [T],
     filt: impl Fn(usize, usize, usize, usize, usize) -> f64,
-) {
-    if dx.is_empty() {
-        return;
-    }
-    let ((hi, wi), (ho, wo)) = (p.dst, p.src);
+) -> Vec<A> {
     let (cig, cog, groups) = (p.cig, p.cog, p.groups);
-    let (hw, dimg) = (hi * wi, groups * cog * ho * wo);
-    let zero = T::Acc::zero();
-    // U[grp][xi][c_dst][c_src] = G f G^T.
     let usz = 16 * cig * cog;
-    let mut u = vec![zero; groups * usz];
+    let mut u = vec![A::zero(); groups * usz];
     for grp in 0..groups {
         for ci in 0..cig {
             for co in 0..cog {
@@ -474,13 +476,31 @@ fn winograd_nchw<T: Element>(
                         r[2],
                     ];
                     for (j, &x) in v.iter().enumerate() {
-                        u[grp * usz + ((i * 4 + j) * cig + ci) * cog + co] =
-                            T::Acc::from_f64_lossy(x);
+                        u[grp * usz + ((i * 4 + j) * cig + ci) * cog + co] = A::from_f64_lossy(x);
                     }
                 }
             }
         }
     }
+    u
+}
+
+/// F(2x2, 3x3). `filt(grp, c_dst, c_src, a, b)`: the correlation kernel's tap `(a, b)`.
+fn winograd_nchw<T: Element>(
+    p: &WinoProblem,
+    dy: &[T],
+    dx: &mut [T],
+    filt: impl Fn(usize, usize, usize, usize, usize) -> f64,
+) {
+    if dx.is_empty() {
+        return;
+    }
+    let ((hi, wi), (ho, wo)) = (p.dst, p.src);
+    let (cig, cog, groups) = (p.cig, p.cog, p.groups);
+    let (hw, dimg) = (hi * wi, groups * cog * ho * wo);
+    let zero = T::Acc::zero();
+    let usz = 16 * cig * cog;
+    let u = wino_filter::<T::Acc>(p, filt);
     let n = dx.len() / (groups * cig * hw).max(1);
     let threads = rayon::current_num_threads();
     let blocks = threads.div_ceil((n * groups).max(1)).clamp(1, cig.max(1));
@@ -548,7 +568,7 @@ fn winograd_nchw<T: Element>(
 /// [0, 1, 0, -1]]`, on separate `noalias` slices so the loop vectorises without alias checks.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn bt4_rows<A: Accum>(
+pub(super) fn bt4_rows<A: Accum>(
     d0: &[A],
     d1: &[A],
     d2: &[A],
@@ -629,7 +649,13 @@ fn split_padded<A: Accum>(seg: &[A], lo: usize, e: &mut [A], o: &mut [A]) {
 /// registers (same operation order as applying `A^T` then `A`).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn at4<A: Accum>(m: [&[A]; 16], y00: &mut [A], y01: &mut [A], y10: &mut [A], y11: &mut [A]) {
+pub(super) fn at4<A: Accum>(
+    m: [&[A]; 16],
+    y00: &mut [A],
+    y01: &mut [A],
+    y10: &mut [A],
+    y11: &mut [A],
+) {
     let [m00, m01, m02, m03, m10, m11, m12, m13, m20, m21, m22, m23, m30, m31, m32, m33] = m;
     at4_slices(
         m00, m01, m02, m03, m10, m11, m12, m13, m20, m21, m22, m23, m30, m31, m32, m33, y00, y01,
@@ -1159,8 +1185,8 @@ fn col2im_nhwc<A: Accum>(
 
 /// `y` from `x` and an HWIO filter.
 pub(crate) fn forward<T: Element>(g: &ConvGeometry, layout: Layout, x: &[T], w: &[T], y: &mut [T]) {
-    if layout == Layout::Nchw && winograd_applies(g) {
-        return forward_winograd(g, x, w, y);
+    if winograd_applies(g) {
+        return forward_winograd(g, layout, x, w, y);
     }
     let level = super::filter_direct::Level::Best;
     if layout == Layout::Nchw
@@ -1506,7 +1532,8 @@ mod tests {
     }
 
     /// Winograd F(2x2, 3x3) against the phase path (f64: agreement to rounding), on every
-    /// padding, odd sizes, groups, channel blocks.
+    /// padding, odd sizes, groups, channel blocks; the NHWC core against NHWC col2im on the
+    /// same cases (f64, f32 and f16, on and off its register tiles).
     #[test]
     fn winograd_matches_phase_path() {
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
@@ -1519,7 +1546,14 @@ mod tests {
         let mut checked = 0;
         for case in 0..40 {
             let groups = [1, 1, 2][next(3)];
-            let (cig, cog) = (16 + next(24), 16 + next(24));
+            // Every other case with dx channels a multiple of 16 (the NHWC core's register
+            // tiles serve f32 and f16 there).
+            let cig = if case % 2 == 0 {
+                16 * (1 + next(2))
+            } else {
+                16 + next(24)
+            };
+            let cog = 16 + next(24);
             let n = 1 + next(2);
             let input = Dims {
                 n,
@@ -1551,7 +1585,7 @@ mod tests {
                 .collect();
             let len = n * g.ci * g.h.input * g.w.input;
             let (mut a, mut b) = (vec![f64::NAN; len], vec![f64::NAN; len]);
-            backprop_input_winograd(&g, &dy, &w, &mut a);
+            backprop_input_winograd(&g, Layout::Nchw, &dy, &w, &mut a);
             backprop_input_nchw(&g, &dy, &w, &mut b);
             let num: f64 = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum();
             let den: f64 = b.iter().map(|y| y * y).sum();
@@ -1566,7 +1600,7 @@ mod tests {
                 w.iter().map(|&v| v as f32).collect(),
             );
             let mut c = vec![f32::NAN; len];
-            backprop_input_winograd(&g, &dy32, &w32, &mut c);
+            backprop_input_winograd(&g, Layout::Nchw, &dy32, &w32, &mut c);
             let num: f64 = c.iter().zip(&b).map(|(&x, y)| (x as f64 - y).powi(2)).sum();
             assert!(
                 num.sqrt() <= 3e-6 * den.sqrt().max(1.0),
@@ -1584,7 +1618,7 @@ mod tests {
             let mut r = vec![f64::NAN; len];
             backprop_input_nchw(&g, &dyr, &wr, &mut r);
             let mut h = vec![half::f16::NAN; len];
-            backprop_input_winograd(&g, &dyh, &wh, &mut h);
+            backprop_input_winograd(&g, Layout::Nchw, &dyh, &wh, &mut h);
             let num: f64 = h
                 .iter()
                 .zip(&r)
@@ -1595,6 +1629,27 @@ mod tests {
                 num.sqrt() <= 1e-3 * den.sqrt().max(1.0),
                 "f16 case {case}: {g:?}"
             );
+            // NHWC (the same data read as NHWC) against NHWC col2im: f64, f32, f16.
+            let nhwc = Layout::Nhwc;
+            let (mut a, mut b) = (vec![f64::NAN; len], vec![f64::NAN; len]);
+            backprop_input_winograd(&g, nhwc, &dy, &w, &mut a);
+            backprop_input_col2im(&g, nhwc, &dy, &w, &mut b);
+            let rel = |out: &[f64], want: &[f64]| {
+                let num: f64 = out.iter().zip(want).map(|(x, y)| (x - y).powi(2)).sum();
+                let den: f64 = want.iter().map(|y| y * y).sum();
+                num.sqrt() / den.sqrt().max(1.0)
+            };
+            assert!(rel(&a, &b) <= 1e-13, "NHWC case {case}: {g:?}");
+            let mut c = vec![f32::NAN; len];
+            backprop_input_winograd(&g, nhwc, &dy32, &w32, &mut c);
+            let c: Vec<f64> = c.iter().map(|&v| v as f64).collect();
+            assert!(rel(&c, &b) <= 3e-6, "NHWC f32 case {case}: {g:?}");
+            let mut r = vec![f64::NAN; len];
+            backprop_input_col2im(&g, nhwc, &dyr, &wr, &mut r);
+            let mut h = vec![half::f16::NAN; len];
+            backprop_input_winograd(&g, nhwc, &dyh, &wh, &mut h);
+            let h: Vec<f64> = h.iter().map(|v| v.to_f64()).collect();
+            assert!(rel(&h, &r) <= 1e-3, "NHWC f16 case {case}: {g:?}");
             checked += 1;
         }
         assert!(checked > 20, "only {checked} cases");
@@ -1995,12 +2050,19 @@ mod tests {
         }
     }
 
-    /// Forward Winograd against the forward im2col path (f64).
+    /// Forward Winograd against the forward im2col path, both layouts (f64; f32 within its
+    /// tolerance).
     #[test]
     fn forward_winograd_matches_im2col() {
         let mut checked = 0;
         for case in 0..24usize {
-            let (cig, cog) = (16 + case % 5, 16 + (case * 7) % 9);
+            // Output channels 16 or 32 in every third case (the NHWC core's register tiles).
+            let cog = if case % 3 == 0 {
+                16 * (1 + case % 2)
+            } else {
+                16 + (case * 7) % 9
+            };
+            let cig = 16 + case % 5;
             let groups = 1 + case % 2;
             let input = Dims {
                 n: 1 + case % 2,
@@ -2029,15 +2091,29 @@ mod tests {
                 .map(|i| (((i * 5 + 3 * case) % 11) as f64 - 5.0) * 0.21)
                 .collect();
             let len = input.n * g.co * g.h.output * g.w.output;
-            let (mut a, mut b) = (vec![f64::NAN; len], vec![0.0; len]);
-            forward(&g, Layout::Nchw, &x, &w, &mut a);
-            forward_col(&g, Layout::Nchw, &x, &w, &mut b);
-            let num: f64 = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum();
-            let den: f64 = b.iter().map(|y| y * y).sum();
-            assert!(
-                num.sqrt() <= 1e-13 * den.sqrt().max(1.0),
-                "case {case}: {g:?}"
-            );
+            for layout in [Layout::Nchw, Layout::Nhwc] {
+                let (mut a, mut b) = (vec![f64::NAN; len], vec![0.0; len]);
+                forward(&g, layout, &x, &w, &mut a);
+                forward_col(&g, layout, &x, &w, &mut b);
+                let num: f64 = a.iter().zip(&b).map(|(x, y)| (x - y) * (x - y)).sum();
+                let den: f64 = b.iter().map(|y| y * y).sum();
+                assert!(
+                    num.sqrt() <= 1e-13 * den.sqrt().max(1.0),
+                    "{layout} case {case}: {g:?}"
+                );
+                // f32 (NHWC on the register tiles where cog is a multiple of the vector width).
+                let (x32, w32): (Vec<f32>, Vec<f32>) = (
+                    x.iter().map(|&v| v as f32).collect(),
+                    w.iter().map(|&v| v as f32).collect(),
+                );
+                let mut c = vec![f32::NAN; len];
+                forward(&g, layout, &x32, &w32, &mut c);
+                let num: f64 = c.iter().zip(&b).map(|(&x, y)| (x as f64 - y).powi(2)).sum();
+                assert!(
+                    num.sqrt() <= 3e-6 * den.sqrt().max(1.0),
+                    "{layout} f32 case {case}: {g:?}"
+                );
+            }
             checked += 1;
         }
         assert!(checked > 12, "only {checked} cases");

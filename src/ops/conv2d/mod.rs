@@ -7,6 +7,7 @@ mod filter_direct;
 pub(crate) mod filter_kernel;
 mod phase_winograd;
 mod winograd4;
+mod winograd_nhwc;
 
 use crate::dtype::Element;
 use crate::error::{Error, Result};
