@@ -23,6 +23,7 @@ use super::cpu_kernel::axis_phases;
 use super::filter_direct::{lanes, transpose8_with, Level};
 use crate::dtype::{Accum, Element};
 use crate::geometry::window::ConvGeometry;
+use crate::tensor::Layout;
 use multiversion::multiversion;
 use num_traits::Zero;
 use pulp::Simd;
@@ -153,10 +154,11 @@ pub(super) fn blocked_filter<'a, T: Element>(
     wt
 }
 
-/// `dx` (NCHW) from NCHW `dy` and an HWIO filter `w`; `false` (and `dx` untouched) where
-/// [`input_applies`] does not hold.
+/// `dx` from `dy` (both in `layout`) and an HWIO filter `w`; `false` (and `dx` untouched)
+/// where [`input_applies`] does not hold.
 pub(super) fn backprop_input_direct<T: Element>(
     g: &ConvGeometry,
+    layout: Layout,
     dy: &[T],
     w: &[T],
     dx: &mut [T],
@@ -194,9 +196,15 @@ pub(super) fn backprop_input_direct<T: Element>(
                         ) else {
                             return;
                         };
-                        pixel_major::<T>(dyi, (g.co, ho, wo), (len, padl), dyt);
+                        to_pixel_major::<T>(layout, dyi, (g.co, ho, wo), (len, padl), dyt);
                         let Some(dyt) = T::Acc::as_f32(dyt) else {
                             return;
+                        };
+                        let img = OutImage {
+                            layout,
+                            h: hi,
+                            w: wi,
+                            c: g.ci,
                         };
                         for grp in 0..g.groups {
                             for cb in (0..cig).step_by(nb) {
@@ -232,7 +240,7 @@ pub(super) fn backprop_input_direct<T: Element>(
                                             });
                                         }
                                         let y = qy * g.h.stride + yp.ph;
-                                        let at = ((grp * cig + cb) * hi + y) * wi;
+                                        let at = img.at(grp * cig + cb, y);
                                         run_row::<T>(
                                             RowOperands {
                                                 a: dyt,
@@ -242,7 +250,7 @@ pub(super) fn backprop_input_direct<T: Element>(
                                                 taps,
                                             },
                                             (rowbuf, wi, bw),
-                                            (hi * wi, &mut dxi[at..]),
+                                            (img, &mut dxi[at..]),
                                             level,
                                         );
                                     }
@@ -256,10 +264,11 @@ pub(super) fn backprop_input_direct<T: Element>(
     true
 }
 
-/// `y` (NCHW) from NCHW `x` and an HWIO filter `w`; `false` (and `y` untouched) where
+/// `y` from `x` (both in `layout`) and an HWIO filter `w`; `false` (and `y` untouched) where
 /// [`forward_applies`] does not hold.
 pub(super) fn forward_direct<T: Element>(
     g: &ConvGeometry,
+    layout: Layout,
     x: &[T],
     w: &[T],
     y: &mut [T],
@@ -291,9 +300,15 @@ pub(super) fn forward_direct<T: Element>(
                         ) else {
                             return;
                         };
-                        pixel_major::<T>(xi, (g.ci, hi, wi), (len, padl), xt);
+                        to_pixel_major::<T>(layout, xi, (g.ci, hi, wi), (len, padl), xt);
                         let Some(xt) = T::Acc::as_f32(xt) else {
                             return;
+                        };
+                        let img = OutImage {
+                            layout,
+                            h: ho,
+                            w: wo,
+                            c: g.co,
                         };
                         for grp in 0..g.groups {
                             for ob in (0..cog).step_by(nb) {
@@ -320,7 +335,7 @@ pub(super) fn forward_direct<T: Element>(
                                         lda: g.w.stride * g.ci,
                                         taps: 0..taps.len(),
                                     });
-                                    let at = ((grp * cog + ob) * ho + oy) * wo;
+                                    let at = img.at(grp * cog + ob, oy);
                                     run_row::<T>(
                                         RowOperands {
                                             a: xt,
@@ -330,7 +345,7 @@ pub(super) fn forward_direct<T: Element>(
                                             taps,
                                         },
                                         (rowbuf, wo, bw),
-                                        (ho * wo, &mut yi[at..]),
+                                        (img, &mut yi[at..]),
                                         level,
                                     );
                                 }
@@ -355,17 +370,17 @@ pub(super) struct RowOperands<'a> {
 }
 
 /// Computes one output row of `bw` channels into `rowbuf` (`[x][c]`, `width` pixels) and
-/// stores it into the channel planes of `out` (`plane` apart), rounding once.
+/// stores it into `out` (at the row's first channel in `img`), rounding once.
 fn run_row<T: Element>(
     ops: RowOperands,
     (rowbuf, width, bw): (&mut [T::Acc], usize, usize),
-    (plane, out): (usize, &mut [T]),
+    (img, out): (OutImage, &mut [T]),
     level: Level,
 ) {
     if let Some(row) = T::Acc::as_f32_mut(&mut rowbuf[..width * bw]) {
         Row { ops, row, bw }.run(level);
     }
-    store_row::<T>(&rowbuf[..width * bw], (width, bw), plane, out);
+    img.store::<T>(&rowbuf[..width * bw], (width, bw), out);
 }
 
 /// A run of output pixels of a row: columns `x0 + sx * q` for `q < n`, the operand of pixel
@@ -451,6 +466,68 @@ pub(super) fn store_row<T: Element>(
         for x in x8..wi {
             for j in 0..8 {
                 dx[(c0 + j) * plane + x] = T::from_acc(row[x * bw + c0 + j]);
+            }
+        }
+    }
+}
+
+/// The pixel-major operand of one image `src` in `layout` (`(c, h, w)`):
+/// `dst[(y * len + padl + x) * c + ch]`, the other columns zero. NCHW through
+/// [`pixel_major`]'s 8x8 transposes; NHWC rows are already pixel-major (copied, padded).
+pub(super) fn to_pixel_major<T: Element>(
+    layout: Layout,
+    src: &[T],
+    (c, h, w): (usize, usize, usize),
+    (len, padl): (usize, usize),
+    dst: &mut [T::Acc],
+) {
+    match layout {
+        Layout::Nchw => pixel_major::<T>(src, (c, h, w), (len, padl), dst),
+        Layout::Nhwc => {
+            for (y, d) in dst.chunks_exact_mut(len * c).take(h).enumerate() {
+                let (left, rest) = d.split_at_mut(padl * c);
+                let (mid, right) = rest.split_at_mut(w * c);
+                left.fill(T::Acc::zero());
+                T::slice_to_acc(&src[y * w * c..][..w * c], mid);
+                right.fill(T::Acc::zero());
+            }
+        }
+    }
+}
+
+/// An output image (`h` x `w` pixels, `c` channels) in `layout`, written one row of one
+/// channel block at a time: NCHW channel planes (through 8x8 transposes) or NHWC pixels.
+#[derive(Clone, Copy)]
+pub(super) struct OutImage {
+    pub(super) layout: Layout,
+    pub(super) h: usize,
+    pub(super) w: usize,
+    pub(super) c: usize,
+}
+
+impl OutImage {
+    /// Offset of row `y`'s first pixel in channel `ch`.
+    pub(super) fn at(&self, ch: usize, y: usize) -> usize {
+        match self.layout {
+            Layout::Nchw => (ch * self.h + y) * self.w,
+            Layout::Nhwc => y * self.w * self.c + ch,
+        }
+    }
+
+    /// `row` (`[x][bw]`, `width` pixels) into `out` (from [`Self::at`] of the block's first
+    /// channel), rounded once.
+    pub(super) fn store<T: Element>(
+        &self,
+        row: &[T::Acc],
+        (width, bw): (usize, usize),
+        out: &mut [T],
+    ) {
+        match self.layout {
+            Layout::Nchw => store_row::<T>(row, (width, bw), self.h * self.w, out),
+            Layout::Nhwc => {
+                for (x, r) in row.chunks_exact(bw).take(width).enumerate() {
+                    T::slice_from_acc(r, &mut out[x * self.c..][..bw]);
+                }
             }
         }
     }

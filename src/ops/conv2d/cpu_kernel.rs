@@ -77,16 +77,17 @@ pub(crate) fn backprop_input<T: Element>(
     w: &[T],
     dx: &mut [T],
 ) {
+    if winograd_applies(g) {
+        return backprop_input_winograd(g, layout, dy, w, dx);
+    }
+    let level = super::filter_direct::Level::Best;
+    if super::phase_winograd::backprop_input_phase_winograd(g, layout, dy, w, dx, level)
+        || super::conv_direct::backprop_input_direct(g, layout, dy, w, dx, level)
+    {
+        return;
+    }
     match layout {
-        _ if winograd_applies(g) => backprop_input_winograd(g, layout, dy, w, dx),
-        Layout::Nchw => {
-            let level = super::filter_direct::Level::Best;
-            if !super::phase_winograd::backprop_input_phase_winograd(g, dy, w, dx, level)
-                && !super::conv_direct::backprop_input_direct(g, dy, w, dx, level)
-            {
-                backprop_input_nchw(g, dy, w, dx)
-            }
-        }
+        Layout::Nchw => backprop_input_nchw(g, dy, w, dx),
         Layout::Nhwc => backprop_input_col2im(g, layout, dy, w, dx),
     }
 }
@@ -1189,9 +1190,8 @@ pub(crate) fn forward<T: Element>(g: &ConvGeometry, layout: Layout, x: &[T], w: 
         return forward_winograd(g, layout, x, w, y);
     }
     let level = super::filter_direct::Level::Best;
-    if layout == Layout::Nchw
-        && (super::phase_winograd::forward_row_winograd(g, x, w, y, level)
-            || super::conv_direct::forward_direct(g, x, w, y, level))
+    if super::phase_winograd::forward_row_winograd(g, layout, x, w, y, level)
+        || super::conv_direct::forward_direct(g, layout, x, w, y, level)
     {
         return;
     }
@@ -1734,7 +1734,7 @@ mod tests {
     /// against the col2im path (backprop_input) and the im2col path (forward) on integer data
     /// (every f32 sum exact: equal values): output channel counts that leave every vector
     /// remainder, widths that leave every pixel remainder (6/4/2/1 per row or phase row),
-    /// strides 1-3, dilations, every padding, groups; bf16 within one rounding.
+    /// strides 1-3, dilations, every padding, groups, both layouts; bf16 within one rounding.
     #[test]
     fn direct_matches_gemm_paths() {
         use super::super::conv_direct::{
@@ -1751,6 +1751,11 @@ mod tests {
         let mut ran = 0;
         for case in 0..120 {
             let forward = case % 2 == 1;
+            let layout = if (case / 2) % 2 == 0 {
+                Layout::Nchw
+            } else {
+                Layout::Nhwc
+            };
             let groups = [1, 1, 2][next(3)];
             // The kernel's output channels (ci for backprop_input, co for the forward).
             let out_ch = [16, 32, 48, 64, 80, 8, 24][next(7)];
@@ -1800,21 +1805,21 @@ mod tests {
                 .collect();
             let mut want = vec![f64::NAN; out_len];
             if forward {
-                forward_col(&g, Layout::Nchw, &src, &w, &mut want);
+                forward_col(&g, layout, &src, &w, &mut want);
             } else {
-                backprop_input_col2im(&g, Layout::Nchw, &src, &w, &mut want);
+                backprop_input_col2im(&g, layout, &src, &w, &mut want);
             }
             fn run<T: Element>(
-                forward: bool,
+                (forward, layout): (bool, Layout),
                 g: &ConvGeometry,
                 (src, w): (&[T], &[T]),
                 out: &mut [T],
                 level: Level,
             ) -> bool {
                 if forward {
-                    forward_direct(g, src, w, out, level)
+                    forward_direct(g, layout, src, w, out, level)
                 } else {
-                    backprop_input_direct(g, src, w, out, level)
+                    backprop_input_direct(g, layout, src, w, out, level)
                 }
             }
             for level in [Level::Best, Level::Avx2] {
@@ -1829,13 +1834,16 @@ mod tests {
                 let s32: Vec<f32> = src.iter().map(|&v| v as f32).collect();
                 let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
                 let mut got = vec![f32::NAN; out_len];
-                assert!(run(forward, &g, (&s32, &w32), &mut got, level));
+                assert!(run((forward, layout), &g, (&s32, &w32), &mut got, level));
                 let got: Vec<f64> = got.iter().map(|&v| v as f64).collect();
-                assert_eq!(got, want, "case {case} forward={forward} {level:?}: {g:?}");
+                assert_eq!(
+                    got, want,
+                    "case {case} forward={forward} {layout} {level:?}: {g:?}"
+                );
                 let sb: Vec<half::bf16> = src.iter().map(|&v| half::bf16::from_f64(v)).collect();
                 let wb: Vec<half::bf16> = w.iter().map(|&v| half::bf16::from_f64(v)).collect();
                 let mut gb = vec![half::bf16::NAN; out_len];
-                assert!(run(forward, &g, (&sb, &wb), &mut gb, level));
+                assert!(run((forward, layout), &g, (&sb, &wb), &mut gb, level));
                 for (k, (&v, &e)) in gb.iter().zip(&want).enumerate() {
                     assert_eq!(v, half::bf16::from_f64(e), "case {case} bf16 element {k}");
                 }
@@ -1852,7 +1860,7 @@ mod tests {
     /// The stride-2 phase Winograd input gradient (`phase_winograd.rs`) against the col2im
     /// path, exactly (integer data: every transform coefficient is +-1): every padding parity,
     /// odd and even phase lengths, groups, channel blocks with remainders; both SIMD levels;
-    /// bf16.
+    /// both layouts; bf16.
     #[test]
     fn phase_winograd_matches_col2im() {
         use super::super::filter_direct::Level;
@@ -1866,6 +1874,11 @@ mod tests {
         };
         let mut ran = 0;
         for case in 0..60 {
+            let layout = if case % 2 == 0 {
+                Layout::Nchw
+            } else {
+                Layout::Nhwc
+            };
             let groups = [1, 1, 2][next(3)];
             let cig = [16, 32, 48, 64, 80, 8, 24][next(7)];
             let cog = 1 + next(20);
@@ -1897,7 +1910,7 @@ mod tests {
                 .collect();
             let dx_len = n * g.ci * g.h.input * g.w.input;
             let mut want = vec![f64::NAN; dx_len];
-            backprop_input_col2im(&g, Layout::Nchw, &dy, &w, &mut want);
+            backprop_input_col2im(&g, layout, &dy, &w, &mut want);
             for level in [Level::Best, Level::Avx2] {
                 if !applies::<f32>(&g, level) {
                     continue;
@@ -1906,14 +1919,16 @@ mod tests {
                 let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
                 let mut got = vec![f32::NAN; dx_len];
                 assert!(backprop_input_phase_winograd(
-                    &g, &d32, &w32, &mut got, level
+                    &g, layout, &d32, &w32, &mut got, level
                 ));
                 let got: Vec<f64> = got.iter().map(|&v| v as f64).collect();
-                assert_eq!(got, want, "case {case} {level:?}: {g:?}");
+                assert_eq!(got, want, "case {case} {layout} {level:?}: {g:?}");
                 let db: Vec<half::bf16> = dy.iter().map(|&v| half::bf16::from_f64(v)).collect();
                 let wb: Vec<half::bf16> = w.iter().map(|&v| half::bf16::from_f64(v)).collect();
                 let mut gb = vec![half::bf16::NAN; dx_len];
-                assert!(backprop_input_phase_winograd(&g, &db, &wb, &mut gb, level));
+                assert!(backprop_input_phase_winograd(
+                    &g, layout, &db, &wb, &mut gb, level
+                ));
                 for (k, (&v, &e)) in gb.iter().zip(&want).enumerate() {
                     assert_eq!(v, half::bf16::from_f64(e), "case {case} bf16 element {k}");
                 }
@@ -1926,12 +1941,12 @@ mod tests {
                     .map(|_| next(2001) as f64 / 1000.0 - 1.0)
                     .collect();
                 let mut exact = vec![f64::NAN; dx_len];
-                backprop_input_col2im(&g, Layout::Nchw, &dr, &wr, &mut exact);
+                backprop_input_col2im(&g, layout, &dr, &wr, &mut exact);
                 let d32: Vec<f32> = dr.iter().map(|&v| v as f32).collect();
                 let w32: Vec<f32> = wr.iter().map(|&v| v as f32).collect();
                 let mut got = vec![f32::NAN; dx_len];
                 assert!(backprop_input_phase_winograd(
-                    &g, &d32, &w32, &mut got, level
+                    &g, layout, &d32, &w32, &mut got, level
                 ));
                 let (mut err, mut norm) = (0f64, 0f64);
                 for (&v, &e) in got.iter().zip(&exact) {
@@ -1955,7 +1970,7 @@ mod tests {
     /// The forward with F(2,2) along x (`forward_row_winograd`, kernels 3 wide of column
     /// stride 2) against the im2col path, exactly on integer data: random kernel heights, row
     /// strides and dilations, paddings, odd and even widths, groups, channel-block remainders;
-    /// both SIMD levels; bf16; and within 1e-6 relative L2 on real-valued data.
+    /// both SIMD levels; both layouts; bf16; and within 1e-6 relative L2 on real-valued data.
     #[test]
     fn forward_row_winograd_matches_im2col() {
         use super::super::filter_direct::Level;
@@ -1969,6 +1984,11 @@ mod tests {
         };
         let mut ran = 0;
         for case in 0..60 {
+            let layout = if case % 2 == 0 {
+                Layout::Nchw
+            } else {
+                Layout::Nhwc
+            };
             let groups = [1, 1, 2][next(3)];
             let cog = [16, 32, 48, 64, 80, 8, 24][next(7)];
             let cig = 1 + next(20);
@@ -1997,7 +2017,7 @@ mod tests {
             let yl = n * g.co * g.h.output * g.w.output;
             let exact = |x: &[f64], w: &[f64]| {
                 let mut want = vec![f64::NAN; yl];
-                forward_col(&g, Layout::Nchw, x, w, &mut want);
+                forward_col(&g, layout, x, w, &mut want);
                 want
             };
             let x: Vec<f64> = (0..xl)
@@ -2014,13 +2034,15 @@ mod tests {
                 let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
                 let w32: Vec<f32> = w.iter().map(|&v| v as f32).collect();
                 let mut got = vec![f32::NAN; yl];
-                assert!(forward_row_winograd(&g, &x32, &w32, &mut got, level));
+                assert!(forward_row_winograd(
+                    &g, layout, &x32, &w32, &mut got, level
+                ));
                 let got: Vec<f64> = got.iter().map(|&v| v as f64).collect();
-                assert_eq!(got, want, "case {case} {level:?}: {g:?}");
+                assert_eq!(got, want, "case {case} {layout} {level:?}: {g:?}");
                 let xb: Vec<half::bf16> = x.iter().map(|&v| half::bf16::from_f64(v)).collect();
                 let wb: Vec<half::bf16> = w.iter().map(|&v| half::bf16::from_f64(v)).collect();
                 let mut gb = vec![half::bf16::NAN; yl];
-                assert!(forward_row_winograd(&g, &xb, &wb, &mut gb, level));
+                assert!(forward_row_winograd(&g, layout, &xb, &wb, &mut gb, level));
                 for (k, (&v, &e)) in gb.iter().zip(&want).enumerate() {
                     assert_eq!(v, half::bf16::from_f64(e), "case {case} bf16 element {k}");
                 }
@@ -2032,7 +2054,9 @@ mod tests {
                 let x32: Vec<f32> = xr.iter().map(|&v| v as f32).collect();
                 let w32: Vec<f32> = wr.iter().map(|&v| v as f32).collect();
                 let mut got = vec![f32::NAN; yl];
-                assert!(forward_row_winograd(&g, &x32, &w32, &mut got, level));
+                assert!(forward_row_winograd(
+                    &g, layout, &x32, &w32, &mut got, level
+                ));
                 let (mut err, mut norm) = (0f64, 0f64);
                 for (&v, &e) in got.iter().zip(&reference) {
                     err += (v as f64 - e).powi(2);

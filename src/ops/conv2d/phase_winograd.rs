@@ -22,13 +22,14 @@
 //! work item.
 
 use super::conv_direct::{
-    blocked_filter, input_applies, pixel_major, scratch_as, store_row, vectors, with_scratch, Row,
-    RowOperands, Segment,
+    blocked_filter, input_applies, scratch_as, to_pixel_major, vectors, with_scratch, OutImage,
+    Row, RowOperands, Segment,
 };
 use super::cpu_kernel::{axis_phases, AxisPhase};
 use super::filter_direct::{lanes, Level};
 use crate::dtype::{Accum, Element};
 use crate::geometry::window::{ConvGeometry, WindowAxis};
+use crate::tensor::Layout;
 use multiversion::multiversion;
 use rayon::prelude::*;
 
@@ -271,6 +272,7 @@ fn output_transform(
 /// [`applies`] does not hold.
 pub(super) fn backprop_input_phase_winograd<T: Element>(
     g: &ConvGeometry,
+    layout: Layout,
     dy: &[T],
     w: &[T],
     dx: &mut [T],
@@ -358,9 +360,15 @@ pub(super) fn backprop_input_phase_winograd<T: Element>(
                         let Some(dyt) = scratch_as::<T::Acc>(dytv, ho * len * g.co) else {
                             return;
                         };
-                        pixel_major::<T>(dyi, (g.co, ho, wo), (len, padl), dyt);
+                        to_pixel_major::<T>(layout, dyi, (g.co, ho, wo), (len, padl), dyt);
                         let Some(dyt) = T::Acc::as_f32(dyt) else {
                             return;
+                        };
+                        let img = OutImage {
+                            layout,
+                            h: hi,
+                            w: wi,
+                            c: g.ci,
                         };
                         let mut rowsel: [Vec<f32>; 3] = Default::default();
                         for grp in 0..g.groups {
@@ -481,11 +489,10 @@ pub(super) fn backprop_input_phase_winograd<T: Element>(
                                                 continue;
                                             }
                                             let y = yp.ph + g.h.stride * qy;
-                                            let at = ((grp * cig + cb) * hi + y) * wi;
-                                            store_row::<T>(
+                                            let at = img.at(grp * cig + cb, y);
+                                            img.store::<T>(
                                                 &rows[u * wi * bw..][..wi * bw],
                                                 (wi, bw),
-                                                hi * wi,
                                                 &mut dxi[at..],
                                             );
                                         }
@@ -574,6 +581,7 @@ fn row_output_transform(m: &[f32], (nbx, bw, wo): (usize, usize, usize), row: &m
 /// where [`forward_row_applies`] does not hold.
 pub(super) fn forward_row_winograd<T: Element>(
     g: &ConvGeometry,
+    layout: Layout,
     x: &[T],
     w: &[T],
     y: &mut [T],
@@ -654,7 +662,19 @@ pub(super) fn forward_row_winograd<T: Element>(
                         ) else {
                             return;
                         };
-                        pixel_major::<T>(xi, (g.ci, hi, wi), (len, padl), &mut work[..xt_len]);
+                        to_pixel_major::<T>(
+                            layout,
+                            xi,
+                            (g.ci, hi, wi),
+                            (len, padl),
+                            &mut work[..xt_len],
+                        );
+                        let img = OutImage {
+                            layout,
+                            h: ho,
+                            w: wo,
+                            c: g.co,
+                        };
                         let Some(work) = T::Acc::as_f32_mut(work) else {
                             return;
                         };
@@ -716,13 +736,8 @@ pub(super) fn forward_row_winograd<T: Element>(
                                     if let Some(r) = T::Acc::as_f32_mut(&mut rowbuf[..wo * bw]) {
                                         row_output_transform(mv, (nbx, bw, wo), r);
                                     }
-                                    let at = ((grp * cog + ob) * ho + oy) * wo;
-                                    store_row::<T>(
-                                        &rowbuf[..wo * bw],
-                                        (wo, bw),
-                                        ho * wo,
-                                        &mut yi[at..],
-                                    );
+                                    let at = img.at(grp * cog + ob, oy);
+                                    img.store::<T>(&rowbuf[..wo * bw], (wo, bw), &mut yi[at..]);
                                 }
                             }
                         }
