@@ -399,6 +399,7 @@ fn winograd<T: Element>(
 ) {
     if layout == Layout::Nhwc {
         super::winograd_nhwc::winograd_nhwc(p, src, dst, filt)
+    } else if super::winograd_nhwc::winograd_nchw_via_nhwc(p, src, dst, &filt) {
     } else if winograd4_serves::<T>() && p.dst.0 >= WINO4_MIN_PLANE && p.dst.1 >= WINO4_MIN_PLANE {
         super::winograd4::winograd4_nchw(p, src, dst, filt)
     } else {

@@ -8,7 +8,9 @@
 //! destination: no transposes. Deterministic: fixed sums, each output written once, whole
 //! tile rows per work item.
 
-use super::conv_direct::{vectors, Row, RowOperands, Segment};
+use super::conv_direct::{
+    pixel_major, scratch_as, store_row, vectors, with_scratch, Row, RowOperands, Segment,
+};
 use super::cpu_kernel::{at4, bt4_rows, wino_filter, WinoProblem};
 use super::filter_direct::{lanes, Level};
 use crate::cpu::gemm::{matmul, MatMut, MatRef};
@@ -29,6 +31,86 @@ pub(super) fn winograd_nhwc<T: Element>(
     dst: &mut [T],
     filt: impl Fn(usize, usize, usize, usize, usize) -> f64,
 ) {
+    if dst.is_empty() {
+        return;
+    }
+    let f = PointFilter::<T::Acc>::new(p, filt);
+    run::<T>(p, &f, src, dst);
+}
+
+/// `dst` (NCHW) from `src` (NCHW) through the NHWC core, image by image: the source image
+/// transposed to NHWC (`pixel_major`), the core, each destination row transposed back
+/// (`store_row`, one rounding). For f32, whose NCHW core is F(2x2) too, where the register
+/// tiles serve and the destination's channels are a multiple of 8: the two transposes cost
+/// less than the NCHW core's loss to this one. `false` (nothing written) elsewhere.
+pub(super) fn winograd_nchw_via_nhwc<T: Element>(
+    p: &WinoProblem,
+    src: &[T],
+    dst: &mut [T],
+    filt: impl Fn(usize, usize, usize, usize, usize) -> f64,
+) -> bool {
+    let ((hd, wd), (hs, ws)) = (p.dst, p.src);
+    let (cd, cs) = (p.groups * p.cig, p.groups * p.cog);
+    let (dimg, simg) = (hd * wd * cd, hs * ws * cs);
+    let serves = T::DTYPE == crate::dtype::DType::F32
+        && cd.is_multiple_of(8)
+        && dimg > 0
+        && simg > 0
+        && lanes(Level::Best).is_some_and(|l| p.cig.is_multiple_of(l));
+    if !serves {
+        return false;
+    }
+    let f = PointFilter::<f32>::new(p, filt);
+    dst.par_chunks_mut(dimg)
+        .zip(src.par_chunks(simg))
+        .for_each(|(di, si)| {
+            with_scratch(|[sv, dv]| {
+                let (Some(s_nhwc), Some(d_nhwc)) =
+                    (scratch_as::<T::Acc>(sv, simg), scratch_as::<f32>(dv, dimg))
+                else {
+                    return;
+                };
+                pixel_major::<T>(si, (cs, hs, ws), (ws, 0), s_nhwc);
+                let Some(s_nhwc) = T::Acc::as_f32(s_nhwc) else {
+                    return;
+                };
+                run::<f32>(p, &f, s_nhwc, d_nhwc);
+                let Some(d_acc) = T::Acc::from_f32_mut(d_nhwc) else {
+                    return;
+                };
+                for (y, row) in d_acc.chunks_exact(wd * cd).enumerate() {
+                    store_row::<T>(row, (wd, cd), hd * wd, &mut di[y * wd..]);
+                }
+            })
+        });
+    true
+}
+
+/// The filter's transform points for [`run`]: `u` (`[grp][xi][c_dst][c_src]`, for `gemm`)
+/// and, where the register tiles serve, `blk` in their blocks of `nb` destination channels.
+struct PointFilter<A> {
+    u: Vec<A>,
+    blk: Vec<f32>,
+    nb: Option<usize>,
+}
+
+impl<A: Accum> PointFilter<A> {
+    fn new(p: &WinoProblem, filt: impl Fn(usize, usize, usize, usize, usize) -> f64) -> Self {
+        let u = wino_filter::<A>(p, filt);
+        let nb = match (lanes(Level::Best), A::as_f32(&u)) {
+            (Some(l), Some(_)) if p.cig.is_multiple_of(l) => Some(vectors(l) * l),
+            _ => None,
+        };
+        let blk = match (nb, A::as_f32(&u)) {
+            (Some(nb), Some(uf)) => blocked_points(uf, (p.groups, p.cig, p.cog), nb),
+            _ => Vec::new(),
+        };
+        PointFilter { u, blk, nb }
+    }
+}
+
+/// [`winograd_nhwc`] with the filter's points `f` (built for `p`).
+fn run<T: Element>(p: &WinoProblem, f: &PointFilter<T::Acc>, src: &[T], dst: &mut [T]) {
     let ((hd, wd), (hs, ws)) = (p.dst, p.src);
     let (cig, cog, groups) = (p.cig, p.cog, p.groups);
     let (cd, cs) = (groups * cig, groups * cog);
@@ -36,18 +118,9 @@ pub(super) fn winograd_nhwc<T: Element>(
     if dst.is_empty() || dimg == 0 {
         return;
     }
-    let u = wino_filter::<T::Acc>(p, filt);
     let usz = 16 * cig * cog;
-    // Register tiles: `nb` destination channels per block, U as `[grp][block][xi][c_src][j]`.
     let level = Level::Best;
-    let nb = match (lanes(level), T::Acc::as_f32(&u)) {
-        (Some(l), Some(_)) if cig.is_multiple_of(l) => Some(vectors(l) * l),
-        _ => None,
-    };
-    let ublk: Vec<f32> = match (nb, T::Acc::as_f32(&u)) {
-        (Some(nb), Some(uf)) => blocked_points(uf, (groups, cig, cog), nb),
-        _ => Vec::new(),
-    };
+    let (u, ublk, nb) = (&f.u[..], &f.blk[..], f.nb);
     let (ntx, nty) = (wd.div_ceil(2), hd.div_ceil(2));
     let br = (NHWC_TILES / ntx).clamp(1, nty);
     // Work items: (image, first tile row) with its destination rows.
@@ -57,7 +130,7 @@ pub(super) fn winograd_nhwc<T: Element>(
             items.push((i, b * br, rows));
         }
     }
-    let (u, ublk, arch) = (&u[..], &ublk[..], pulp::Arch::new());
+    let arch = pulp::Arch::new();
     items.into_par_iter().for_each_init(
         || (Vec::new(), Vec::new(), Vec::new()),
         |(v, mb, sbuf), (i, ty0, rows)| {
