@@ -3,10 +3,11 @@
 //! in NHWC, as the vector dimension instead of the tiles. Per block of tile rows: the input
 //! transform `B^T d B` of every 4x4 patch reads the patch's channel vectors straight from
 //! the source (`V[tile][point][c_src]`), one GEMM per transform point
-//! (`M[tile][point] = V[tile][point] U[point]^T`, the tiles as rows), and the output
+//! (`M[point][tile] = V[tile][point] U[point]^T`, the tiles as rows), and the output
 //! transform `A^T M A` writes each tile's 2x2 channel vectors straight into the
-//! destination: no transposes. Deterministic: fixed sums, each output written once, whole
-//! tile rows per work item.
+//! destination: no transposes. NCHW f32 runs it too, between two per-image transposes
+//! ([`winograd_nchw_via_nhwc`]). Deterministic: fixed sums, each output written once, whole
+//! tile rows per work item (none of it depends on the thread count).
 
 use super::conv_direct::{
     pixel_major, scratch_as, store_row, vectors, with_scratch, Row, RowOperands, Segment,
@@ -166,9 +167,9 @@ fn run<T: Element>(p: &WinoProblem, f: &PointFilter<T::Acc>, src: &[T], dst: &mu
                     })
                 };
                 if let (Some(nb), Some(vf)) = (nb, T::Acc::as_f32(v)) {
-                    // M[xi][t][j] per block of nb destination channels, on the register tiles.
-                    let taps: Vec<(usize, usize)> =
-                        (0..16).map(|xi| (xi * cog, xi * cog)).collect();
+                    // M[xi][t][j] per block of nb destination channels, on the register tiles:
+                    // point xi is one segment of nt pixels (the tiles, 16 * cog apart in V)
+                    // with one tap (its filter block, its column of V).
                     let segs: Vec<Segment> = (0..16)
                         .map(|xi| Segment {
                             x0: xi * nt,
@@ -182,7 +183,7 @@ fn run<T: Element>(p: &WinoProblem, f: &PointFilter<T::Acc>, src: &[T], dst: &mu
                         let bw = nb.min(cig - ob);
                         let at = (grp * cig + ob) * 16 * cog;
                         let taps: Vec<(usize, usize)> =
-                            taps.iter().map(|&(w, a)| (w * bw, a)).collect();
+                            (0..16).map(|xi| (xi * cog * bw, xi * cog)).collect();
                         mb.resize(16 * nt * bw, T::Acc::zero());
                         let Some(mf) = T::Acc::as_f32_mut(&mut mb[..16 * nt * bw]) else {
                             return;
