@@ -387,9 +387,9 @@ fn winograd4_serves<T: Element>() -> bool {
     T::DTYPE != crate::dtype::DType::F32
 }
 
-/// The Winograd correlation: NCHW by F(4x4, 3x3) on large planes where the type allows it,
-/// else F(2x2, 3x3); NHWC by F(2x2, 3x3) with the channels as vectors
-/// (`winograd_nhwc.rs`).
+/// The Winograd correlation: NHWC by F(2x2, 3x3) with the channels as vectors
+/// (`winograd_nhwc.rs`); NCHW f32 through that core between two transposes where it serves,
+/// else by F(4x4, 3x3) on large planes where the type allows it, else F(2x2, 3x3).
 fn winograd<T: Element>(
     p: &WinoProblem,
     layout: Layout,
@@ -398,9 +398,12 @@ fn winograd<T: Element>(
     filt: impl Fn(usize, usize, usize, usize, usize) -> f64,
 ) {
     if layout == Layout::Nhwc {
-        super::winograd_nhwc::winograd_nhwc(p, src, dst, filt)
-    } else if super::winograd_nhwc::winograd_nchw_via_nhwc(p, src, dst, &filt) {
-    } else if winograd4_serves::<T>() && p.dst.0 >= WINO4_MIN_PLANE && p.dst.1 >= WINO4_MIN_PLANE {
+        return super::winograd_nhwc::winograd_nhwc(p, src, dst, filt);
+    }
+    if super::winograd_nhwc::winograd_nchw_via_nhwc(p, src, dst, &filt) {
+        return;
+    }
+    if winograd4_serves::<T>() && p.dst.0 >= WINO4_MIN_PLANE && p.dst.1 >= WINO4_MIN_PLANE {
         super::winograd4::winograd4_nchw(p, src, dst, filt)
     } else {
         winograd_nchw(p, src, dst, filt)
