@@ -1659,6 +1659,89 @@ mod tests {
         assert!(checked > 20, "only {checked} cases");
     }
 
+    /// The NHWC Winograd core on planes of several tile-row blocks per image (the unit cases
+    /// above fit one), both ops, against NHWC col2im / im2col: f64, f32, and f16 (whose
+    /// blocks convert only the source rows they read).
+    #[test]
+    fn winograd_nhwc_many_blocks() {
+        for (case, (groups, cig, cog, h, w, pad)) in [
+            (1, 16, 24, 40, 37, Padding::Same),
+            (2, 16, 16, 29, 44, Padding::Explicit([[2, 0], [1, 2]])),
+            (1, 20, 32, 33, 33, Padding::Valid),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let input = Dims {
+                n: 2,
+                c: cig * groups,
+                h,
+                w,
+            };
+            let attrs = WindowAttrs {
+                strides: [1, 1],
+                dilations: [1, 1],
+                padding: pad,
+                dim_rounding: None,
+            };
+            let g = ConvGeometry::new("t", input, [3, 3, cig, cog * groups], &attrs).unwrap();
+            assert!(winograd_applies(&g));
+            let (xl, yl) = (
+                2 * g.ci * g.h.input * g.w.input,
+                2 * g.co * g.h.output * g.w.output,
+            );
+            let val = |i: usize, m: usize| (((i * 7 + case) % m) as f64 - (m / 2) as f64) * 0.37;
+            let (x, dy): (Vec<f64>, Vec<f64>) = (
+                (0..xl).map(|i| val(i, 13)).collect(),
+                (0..yl).map(|i| val(i, 11)).collect(),
+            );
+            let wt: Vec<f64> = (0..9 * cig * g.co).map(|i| val(i * 5, 11) * 0.5).collect();
+            let nhwc = Layout::Nhwc;
+            let rel = |out: &[f64], want: &[f64]| {
+                let num: f64 = out.iter().zip(want).map(|(a, b)| (a - b).powi(2)).sum();
+                let den: f64 = want.iter().map(|b| b * b).sum();
+                num.sqrt() / den.sqrt().max(1.0)
+            };
+            let h16 = |v: &[f64]| -> Vec<half::f16> {
+                v.iter().map(|&a| half::f16::from_f64(a)).collect()
+            };
+            let back16 = |v: &[half::f16]| -> Vec<f64> { v.iter().map(|a| a.to_f64()).collect() };
+            // backprop_input: dx from dy.
+            let mut want = vec![f64::NAN; xl];
+            backprop_input_col2im(&g, nhwc, &dy, &wt, &mut want);
+            let mut got = vec![f64::NAN; xl];
+            backprop_input_winograd(&g, nhwc, &dy, &wt, &mut got);
+            assert!(rel(&got, &want) <= 1e-13, "case {case} input f64");
+            let (dyh, wh) = (h16(&dy), h16(&wt));
+            let mut want16 = vec![f64::NAN; xl];
+            backprop_input_col2im(&g, nhwc, &back16(&dyh), &back16(&wh), &mut want16);
+            let mut gh = vec![half::f16::NAN; xl];
+            backprop_input_winograd(&g, nhwc, &dyh, &wh, &mut gh);
+            assert!(rel(&back16(&gh), &want16) <= 1e-3, "case {case} input f16");
+            // forward: y from x.
+            let mut want = vec![0.0; yl];
+            forward_col(&g, nhwc, &x, &wt, &mut want);
+            let mut got = vec![f64::NAN; yl];
+            forward(&g, nhwc, &x, &wt, &mut got);
+            assert!(rel(&got, &want) <= 1e-13, "case {case} forward f64");
+            let x32: Vec<f32> = x.iter().map(|&a| a as f32).collect();
+            let w32: Vec<f32> = wt.iter().map(|&a| a as f32).collect();
+            let mut g32 = vec![f32::NAN; yl];
+            forward(&g, nhwc, &x32, &w32, &mut g32);
+            let g32: Vec<f64> = g32.iter().map(|&a| a as f64).collect();
+            assert!(rel(&g32, &want) <= 3e-6, "case {case} forward f32");
+            let xh = h16(&x);
+            let mut want16 = vec![0.0; yl];
+            forward_col(&g, nhwc, &back16(&xh), &back16(&wh), &mut want16);
+            let mut gh = vec![half::f16::NAN; yl];
+            forward(&g, nhwc, &xh, &wh, &mut gh);
+            assert!(
+                rel(&back16(&gh), &want16) <= 1e-3,
+                "case {case} forward f16"
+            );
+        }
+    }
+
     /// The forward im2col from column-stride phases (NCHW, stride_w > 1) against a direct
     /// loop, on strides, dilations, paddings, groups and odd widths (small integers: exact).
     #[test]

@@ -136,21 +136,27 @@ fn run<T: Element>(p: &WinoProblem, f: &PointFilter<T::Acc>, src: &[T], dst: &mu
         || (Vec::new(), Vec::new(), Vec::new()),
         |(v, mb, sbuf), (i, ty0, rows)| {
             let si = &src[i * simg..][..simg];
-            // The source as the accumulation type: in place for f32/f64, else converted.
-            let sa = match T::as_acc_slice(si) {
-                Some(s) => s,
-                None => {
-                    sbuf.resize(simg, T::Acc::zero());
-                    T::slice_to_acc(si, &mut sbuf[..]);
-                    &sbuf[..]
-                }
-            };
             let tr = br.min(nty - ty0);
             let nt = tr * ntx;
+            // The source rows this block's patches read, as the accumulation type: in place
+            // for f32/f64, else converted (only these rows: an image holds many blocks).
+            let (sa, first_row) = match T::as_acc_slice(si) {
+                Some(s) => (s, 0),
+                None => {
+                    let (oy, row) = (p.off.0, ws * cs);
+                    let lo = (2 * ty0 as isize + oy).clamp(0, hs as isize) as usize;
+                    let hi = (2 * (ty0 + tr) as isize + oy + 2).clamp(lo as isize, hs as isize);
+                    let n = (hi as usize - lo) * row;
+                    sbuf.resize(n, T::Acc::zero());
+                    T::slice_to_acc(&si[lo * row..][..n], &mut sbuf[..n]);
+                    (&sbuf[..n], lo)
+                }
+            };
             for grp in 0..groups {
                 v.resize(nt * 16 * cog, T::Acc::zero());
                 arch.dispatch(NhwcIn {
                     src: sa,
+                    first_row,
                     dims: (hs, ws, cs),
                     chans: (grp * cog, cog),
                     tiles: (ty0, tr, ntx),
@@ -265,8 +271,10 @@ fn blocked_points(u: &[f32], (groups, cig, cog): (usize, usize, usize), nb: usiz
 /// for tile `t`'s 4x4 patch `d` of channel vectors (`n` = `chans.1`), `B^T = [[1, 0, -1, 0],
 /// [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]`; patch elements outside the source are zero.
 struct NhwcIn<'a, A> {
-    /// The image (`dims` = height, width, channels), NHWC.
+    /// Rows `first_row..` of the image (`dims` = height, width, channels), NHWC: at least
+    /// those the block's patches read inside the image.
     src: &'a [A],
+    first_row: usize,
     dims: (usize, usize, usize),
     /// (first channel, channels).
     chans: (usize, usize),
@@ -283,6 +291,7 @@ impl<A: Accum> pulp::WithSimd for NhwcIn<'_, A> {
     fn with_simd<S: pulp::Simd>(self, _: S) {
         let NhwcIn {
             src,
+            first_row,
             dims: (h, w, c),
             chans: (c0, n),
             tiles: (ty0, tr, ntx),
@@ -295,7 +304,7 @@ impl<A: Accum> pulp::WithSimd for NhwcIn<'_, A> {
             if y < 0 || x < 0 || y as usize >= h || x as usize >= w {
                 &zeros[..]
             } else {
-                &src[(y as usize * w + x as usize) * c + c0..][..n]
+                &src[((y as usize - first_row) * w + x as usize) * c + c0..][..n]
             }
         };
         for (t, vt) in v.chunks_exact_mut(16 * n).take(tr * ntx).enumerate() {
