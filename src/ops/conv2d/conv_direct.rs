@@ -1,4 +1,4 @@
-//! CPU `conv2d_backprop_input` and `conv2d` for NCHW in f32 registers without im2col: each
+//! CPU `conv2d_backprop_input` and `conv2d` (NCHW or NHWC) in f32 registers without im2col: each
 //! output row is produced by register tiles of up to 6 output pixels by up to four vectors of
 //! output channels, accumulated over the taps that reach the row and the reduction channels,
 //! one operand element broadcast per pixel and channel, the filter's channels loaded as
@@ -10,11 +10,12 @@
 //!   `x` columns a stride apart.
 //!
 //! Why: the GEMM paths copy the operand into columns, pack both operands and (backprop_input)
-//! scatter phase tiles back. Here the operand image is transposed once to pixel-major rows
-//! padded with zero columns (a pixel's channels contiguous; no tile tests for the edge), `W`
-//! once per call to `[tap][reduction channel][output channel]` per block of output channels,
-//! and each output row is produced once, pixel-major, then transposed into the channel
-//! planes (AVX 8x8 transposes).
+//! scatter phase tiles back. Here the operand image is made pixel-major once, rows padded
+//! with zero columns (a pixel's channels contiguous; no tile tests for the edge; NCHW
+//! transposed, NHWC copied: [`to_pixel_major`]), `W` once per call to `[tap][reduction
+//! channel][output channel]` per block of output channels, and each output row is produced
+//! once, pixel-major, then transposed into the channel planes (NCHW, AVX 8x8 transposes) or
+//! copied into its pixels (NHWC) ([`OutImage`]).
 //!
 //! Deterministic: each output element is one register lane's sum in a fixed order (taps
 //! ascending, then reduction channels ascending), written once; work items are whole images.

@@ -1,5 +1,5 @@
 //! CPU Winograd F(2,2) on the register tiles of `conv_direct.rs`, two uses:
-//! `conv2d_backprop_input` for NCHW 3x3 convolutions of stride 2, dilation 1, over the stride
+//! `conv2d_backprop_input` for 3x3 convolutions of stride 2, dilation 1 (NCHW or NHWC), over the stride
 //! phases (below), and the forward for kernels 3 wide of column stride 2, dilation 1, along x
 //! only ([`forward_row_winograd`]: taps 0 and 2 share an input parity, 5 products per 2
 //! outputs and kernel row instead of 6). The shared point transform is `f22_points`.
@@ -17,7 +17,7 @@
 //!
 //! Per block row of a phase: `dy` rows combined along y (`Y`), then along x (`U`, pixel-major:
 //! a block's channels contiguous), one GEMM per transform point on the register tiles (`M`),
-//! the points summed into the `dx` rows, which are stored through the same 8x8 transposes.
+//! the points summed into the `dx` rows, which are stored as the direct kernels store theirs.
 //! Deterministic: fixed sums everywhere, each `dx` element written once, whole images per
 //! work item.
 
@@ -268,7 +268,7 @@ fn output_transform(
     }
 }
 
-/// `dx` (NCHW) from NCHW `dy` and an HWIO filter `w`; `false` (and `dx` untouched) where
+/// `dx` from `dy` (both in `layout`) and an HWIO filter `w`; `false` (and `dx` untouched) where
 /// [`applies`] does not hold.
 pub(super) fn backprop_input_phase_winograd<T: Element>(
     g: &ConvGeometry,
@@ -574,7 +574,7 @@ fn row_output_transform(m: &[f32], (nbx, bw, wo): (usize, usize, usize), row: &m
     }
 }
 
-/// `y` (NCHW) from NCHW `x` and an HWIO filter `w` for kernels 3 wide of column stride 2:
+/// `y` from `x` (both in `layout`) and an HWIO filter `w` for kernels 3 wide of column stride 2:
 /// along x, Winograd F(2,2) on the parity with two taps (3 products per 2 outputs instead of
 /// 4) and the other parity direct, so 5 products per 2 outputs and kernel row instead of 6;
 /// along y the direct sum over the kernel rows (the GEMM's taps). `false` (and `y` untouched)
