@@ -620,11 +620,287 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
     __syncthreads();  // the next tile's prologue overwrites Cs and out_base
 }
 
+// ---------------------------------------------------------------------------------------
+// The lean tile (go_tc_tile_vec): NHWC problems whose every chunk is a whole 16-byte copy.
+// go_tc_tile serves every geometry and pays for it in its main loop: 64-bit offsets and
+// bounds, per-chunk remainder tests, a scalar path beside each copy and the problem's
+// fields re-read from shared memory, about 240 SASS instructions per 16 HMMA on sm_90
+// even where no scalar load ever runs (H200, 2026-11-26: W4 f16 NHWC at 0.099 ms, ncu
+// 15 instructions per HMMA, issue-bound at 18.75% occupancy). Where go_tc_vec_ok holds,
+// this tile's main loop is copies, mma and a cursor: each thread's two A rows are 64-bit
+// row pointers plus one 32-bit tap offset shared by both (NHWC: the tap and channel offset
+// of a pixel does not depend on the pixel), their bounds one bit per tap (taps <= 32),
+// computed with the row; B rows are pointers plus the cursor's 32-bit filter offset. The
+// tile setup divides in 32 bits, and the epilogue writes 16-byte chunks along channels.
+// Same arithmetic and reduction order as go_tc_tile (bitwise-identical results).
+
+// Whether conv2d_backprop_input_tc_vec_<T> (fwd false) or conv2d_forward_tc_vec_<T>
+// serves p: NHWC with an HWIO filter, every A and B chunk a whole 16-byte copy (the
+// source's channels a multiple of VEC, the reduction per tap, cog or cig, of BK; the
+// filter's output channels of VEC, and the forward's cog, its B rows, of VEC), at most 32
+// taps, and what go_tc_tile_vec keeps in 32 bits fitting: offsets within one source image
+// (from a pixel's own position, which padding may put outside the image, to any position
+// inside it), within the filter, and the pixel index. The host's rule is the same
+// (conv_tc_vec_eligible, src/cuda/launch.rs); the kernels trap where this one fails.
+template <typename T>
+GO_DEV bool go_tc_vec_params_ok(const GoConvParams& p, bool fwd) {
+    constexpr go_i64 VEC = GoTcGeom<T>::VEC, BK = GoTcTraits<T>::BK, LIM = 0x7fffffffLL;
+    if (p.layout != GO_LAYOUT_NHWC || p.filter_layout != GO_FILTER_HWIO) return false;
+    // Every size in [0, 2^31) (groups >= 1) first, so that no product below overflows.
+    const go_i64 dims[] = {p.n,  p.ci, p.hi, p.wi, p.co, p.ho,      p.wo,       p.kh,
+                           p.kw, p.sh, p.sw, p.dh, p.dw, p.pad_top, p.pad_left, p.groups};
+    for (go_i64 d : dims)
+        if (d < 0 || d >= LIM) return false;
+    if (p.groups < 1 || p.kh * p.kw > 32) return false;
+    const go_i64 cig = p.ci / p.groups, cog = p.co / p.groups;
+    const go_i64 csrc = fwd ? p.ci : p.co, jlen = fwd ? cig : cog;
+    const go_i64 hs = fwd ? p.hi : p.ho, ws = fwd ? p.wi : p.wo;
+    if (csrc % VEC != 0 || jlen % BK != 0 || p.co % VEC != 0 || (fwd && cog % VEC != 0))
+        return false;
+    // The pixels' own positions reach ymax, xmax: forward (oy*sh, ox*sw), backprop_input
+    // the dx pixels.
+    const go_i64 ymax = fwd ? p.ho * p.sh : p.hi, xmax = fwd ? p.wo * p.sw : p.wi;
+    const go_i64 row = ws * csrc, pix = fwd ? p.ho * p.wo : p.hi * p.wi;
+    if (row >= LIM || pix >= LIM || cig * p.co >= LIM || hs + ymax >= LIM || ws + xmax >= LIM)
+        return false;
+    if (hs * row >= LIM || p.n * pix >= LIM || p.kh * p.kw * cig * p.co >= LIM) return false;
+    return (hs + ymax) * row + (ws + xmax) * csrc + jlen < LIM;
+}
+
+// Ends the kernel with a launch error (the emulator: aborts the run).
+GO_DEV void go_trap() {
+#ifdef __CUDACC__
+    __trap();
+#else
+    std::fprintf(stderr, "kernel trap: a lean conv kernel launched outside its rule\n");
+    std::abort();
+#endif
+}
+
+// 16 bytes from src to dst (both 16-byte aligned).
+GO_DEV void go_copy16(void* dst, const void* src) {
+#ifdef __CUDACC__
+    *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+#else
+    std::memcpy(dst, src, 16);
+#endif
+}
+
+// Pixel index pix (< 2^31) of P's pixel space as (image, a, b), in 32-bit divisions.
+GO_DEV void go_tc_pixel(const GoTcProblem& P, unsigned pix, unsigned* img, unsigned* a,
+                        unsigned* b) {
+    const unsigned cx = (unsigned)P.cnt_x, cy = (unsigned)P.cnt_y;
+    const unsigned row = pix / cx;
+    *b = pix - row * cx;
+    *img = row / cy;
+    *a = row - *img * cy;
+}
+
+// One block tile as go_tc_tile's (NHWC), for parameters where go_tc_vec_params_ok holds.
+template <typename T, bool BKN, bool TF32>
+GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
+                           const T* __restrict__ w, T* __restrict__ out, go_i64 m_base,
+                           go_i64 n_base, unsigned char* smem, go_i64* out_base) {
+    typedef GoTcTraits<T> Tr;
+    typedef typename Tr::S S;
+    typedef typename Tr::Acc Acc;
+    constexpr int BK = Tr::BK, VEC = GoTcGeom<T>::VEC, LD = GoTcGeom<T>::LD;
+    constexpr int LDKN = GoTcGeom<T>::LDKN;
+    constexpr int MF = GoTcGeom<T>::MF, CLD = GoTcGeom<T>::CLD;
+    constexpr int KCH = BK / VEC;  // 16-byte chunks per row of a stage
+    const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+    const int wm = warp % (TC_BM / TC_WM), wn = warp / (TC_BM / TC_WM);
+    S* As = reinterpret_cast<S*>(smem);
+    S* Bs = reinterpret_cast<S*>(smem + TC_STAGES * TC_BM * TC_ROW_BYTES);
+
+    // A: rows t / KCH and t / KCH + TC_THREADS / KCH, channels (t % KCH) * VEC of the chunk.
+    // Row pointer at the pixel's own position (a*a_sy, b*a_sx) and the chunk's channel; a
+    // tap adds tap_y * a_row + tap_x * a_col + j0. Bit i of amask[r]: tap i lands inside.
+    // Shared-memory destinations: row 1's are row 0's plus a constant (registers).
+    const T* arow[2];
+    unsigned amask[2];
+    const int akg = (t % KCH) * VEC;
+    const int adst = (t / KCH) * LD + akg;
+    constexpr int ADST1 = (TC_THREADS / KCH) * LD;
+    const int nty = (int)(P.ntaps / P.ntx), ntx = (int)P.ntx;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int m = t / KCH + r * (TC_THREADS / KCH);
+        const go_i64 pix = m_base + m;
+        unsigned img = 0, a = 0, b = 0;
+        if (pix < P.npix) go_tc_pixel(P, (unsigned)pix, &img, &a, &b);
+        const go_i64 y = a * P.a_sy, x = b * P.a_sx;
+        arow[r] = src + (go_i64)img * P.a_n + P.a_off + (go_i64)y * P.a_row +
+                  (go_i64)x * P.a_col + akg;
+        unsigned ym = 0, xm = 0;
+        for (int iy = 0; iy < nty; ++iy) {
+            const go_i64 sy = y + P.ty0 + iy * P.tdy;
+            if (sy >= 0 && sy < P.a_h) ym |= 1u << iy;
+        }
+        for (int ix = 0; ix < ntx; ++ix) {
+            const go_i64 sx = x + P.tx0 + ix * P.tdx;
+            if (sx >= 0 && sx < P.a_w) xm |= 1u << ix;
+        }
+        unsigned mk = 0;
+        if (pix < P.npix)
+            for (int iy = 0, i = 0; iy < nty; ++iy)
+                for (int ix = 0; ix < ntx; ++ix, ++i)
+                    if ((ym >> iy) & (xm >> ix) & 1u) mk |= 1u << i;
+        amask[r] = mk;
+    }
+    // B: [nn][k] rows t / KCH (+ TC_THREADS / KCH), VEC consecutive k; or [k][nn] (BKN)
+    // row k = t / (TC_BN / VEC) (+ TC_THREADS / (TC_BN / VEC)), VEC consecutive nn. A
+    // chunk past the group's channels (nlen) is zero-filled for the whole tile.
+    // Row 1's filter pointer is row 0's plus brow1 (rows 16 k or 32 nn further on).
+    const T* brow;
+    bool bin[2];
+    const int bdst = BKN ? (t / (TC_BN / VEC)) * LDKN + (t % (TC_BN / VEC)) * VEC
+                         : (t / KCH) * LD + (t % KCH) * VEC;
+    constexpr int BDST1 = BKN ? (TC_THREADS / (TC_BN / VEC)) * LDKN : (TC_THREADS / KCH) * LD;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        const int q = t + TC_THREADS * r;
+        const int bk = BKN ? q / (TC_BN / VEC) : (q % KCH) * VEC;
+        const int bn = BKN ? (q % (TC_BN / VEC)) * VEC : q / KCH;
+        bin[r] = n_base + bn < P.nlen;
+        if (r == 0) brow = w + P.b_off + bk * P.b_j + (n_base + bn) * P.b_n;
+    }
+    const int brow1 = (int)(BKN ? (TC_THREADS / (TC_BN / VEC)) * P.b_j
+                                : (TC_THREADS / KCH) * P.b_n);
+    GoTcAcc<T> acc;
+#pragma unroll
+    for (int i = 0; i < MF; ++i)
+#pragma unroll
+        for (int j = 0; j < TC_NFRAG; ++j)
+#pragma unroll
+            for (int e = 0; e < Tr::CE; ++e) acc[i][j][e] = Acc(0);
+
+    // The cursor: the current tap's column index ix and first channel j0; the tap's A and B
+    // offsets atap, btap (the chunk's: + j0, + j0 * b_j); bit 0 of amask[r] says whether
+    // the current tap lands inside (shifted out tap by tap). Advanced by additions (the tap
+    // steps from P), in unsigned (wrapping) arithmetic: a tap outside the source may pass
+    // 32 bits on the way, every tap that is read lands within one image
+    // (go_tc_vec_params_ok), so its offset is exact.
+    const int jlen = (int)P.jlen;
+    const int kiters = (int)P.ntaps * (jlen / BK);
+    int j0 = 0, ix = 0;
+    unsigned atap = (unsigned)(P.ty0 * P.a_row + P.tx0 * P.a_col);
+    unsigned btap = (unsigned)(P.ky0 * P.b_ky + P.kx0 * P.b_kx);
+    auto gather = [&](int stage) {
+        S* as = As + stage * TC_BM * LD;
+        S* bs = Bs + stage * TC_BN * LD;
+        const int aoff = (int)(atap + j0);
+        // backprop_input's B (HWIO, [nn][k]) has k = o contiguous (b_j = 1).
+        const int boff = (int)(BKN ? btap : btap + j0);
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const bool in = (amask[r] & 1u) != 0;
+            // Masked out: nothing is read (src-size 0), from an address that exists (w's,
+            // which is live anyway: one pointer fewer to hold).
+            go_cp_async_16(as + adst + r * ADST1, in ? arow[r] + aoff : w, in ? 16 : 0);
+        }
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+            go_cp_async_16(bs + bdst + r * BDST1, bin[r] ? brow + (boff + r * brow1) : w,
+                           bin[r] ? 16 : 0);
+    };
+    auto advance = [&]() {
+        j0 += BK;
+        if (BKN) btap += (unsigned)(BK * P.b_j);  // the forward's B: k = c, stride b_j
+        if (j0 < jlen) return;
+        if (BKN) btap -= (unsigned)(jlen * P.b_j);
+        j0 = 0;
+        amask[0] >>= 1;
+        amask[1] >>= 1;
+        if (++ix == ntx) {
+            ix = 0;
+            atap += (unsigned)(P.tdy * P.a_row - (P.ntx - 1) * P.tdx * P.a_col);
+            btap += (unsigned)(P.pky * P.b_ky - (P.ntx - 1) * P.pkx * P.b_kx);
+        } else {
+            atap += (unsigned)(P.tdx * P.a_col);
+            btap += (unsigned)(P.pkx * P.b_kx);
+        }
+    };
+
+    // The pipeline as go_tc_tile's (every chunk a cp.async: nothing staged in registers).
+#pragma unroll
+    for (int s = 0; s < TC_STAGES - 1; ++s) {
+        if (s < kiters) {
+            gather(s);
+            advance();
+        }
+        go_cp_async_commit();
+    }
+    int s_read = 0, s_load = TC_STAGES - 1;
+    for (int it = 0; it < kiters; ++it) {
+        go_cp_async_wait<TC_STAGES - 2>();
+        __syncthreads();
+        if (it + TC_STAGES - 1 < kiters) {
+            gather(s_load);
+            advance();
+        }
+        go_cp_async_commit();
+        go_tc_stage_mma<T, BKN, TF32>(As + s_read * TC_BM * LD, Bs + s_read * TC_BN * LD, wm,
+                                      wn, lane, acc);
+        s_read = s_read + 1 == TC_STAGES ? 0 : s_read + 1;
+        s_load = s_load + 1 == TC_STAGES ? 0 : s_load + 1;
+    }
+    go_cp_async_wait<0>();
+    __syncthreads();
+
+    // Epilogue: round once, stage the tile [m][nn], write 16-byte chunks along channels
+    // (nlen % VEC == 0 where the output's channels are; else element by element). The
+    // output offset of each tile row (-1: past the last pixel) is taken here, not before
+    // the main loop, where it would hold registers.
+    for (int m = t; m < TC_BM; m += TC_THREADS) {
+        const go_i64 pix = m_base + m;
+        go_i64 o = -1;
+        if (pix < P.npix) {
+            unsigned img, a, b;
+            go_tc_pixel(P, (unsigned)pix, &img, &a, &b);
+            o = (go_i64)img * P.o_n + (P.o_y0 + (go_i64)a * P.o_sy) * P.o_row +
+                (P.o_x0 + (go_i64)b * P.o_sx) * P.o_col + P.o_off;
+        }
+        out_base[m] = o;
+    }
+    S* Cs = reinterpret_cast<S*>(smem);
+    const int g = lane / 4, tq = lane % 4;
+#pragma unroll
+    for (int i = 0; i < MF; ++i)
+#pragma unroll
+        for (int j = 0; j < TC_NFRAG; ++j)
+#pragma unroll
+            for (int e = 0; e < Tr::CE; ++e) {
+                const int row = wm * TC_WM + i * Tr::FM + g + (e >= 2 ? 8 : 0);
+                const int col = wn * TC_WN + j * 8 + 2 * tq + (e % 2);
+                Cs[row * CLD + col] = go_bits(go_from_acc<T>(acc[i][j][e]));
+            }
+    __syncthreads();
+    const bool ovec = P.nlen % VEC == 0 && P.o_col % VEC == 0 && P.o_off % VEC == 0 &&
+                      reinterpret_cast<uintptr_t>(out) % 16 == 0;
+    if (ovec) {
+        for (int idx = t; idx < TC_BM * (TC_BN / VEC); idx += TC_THREADS) {
+            const int m = idx / (TC_BN / VEC), nn = (idx % (TC_BN / VEC)) * VEC;
+            const go_i64 ob = out_base[m];
+            if (ob < 0 || n_base + nn >= P.nlen) continue;
+            go_copy16(out + ob + n_base + nn, Cs + m * CLD + nn);
+        }
+    } else {
+        for (int idx = t; idx < TC_BM * TC_BN; idx += TC_THREADS) {
+            const int m = idx / TC_BN, nn = idx % TC_BN;
+            const go_i64 ob = out_base[m];
+            if (ob < 0 || n_base + nn >= P.nlen) continue;
+            out[ob + n_base + nn] = go_from_bits<T>(Cs[m * CLD + nn]);
+        }
+    }
+    __syncthreads();  // the next tile's prologue overwrites Cs and out_base
+}
+
 // Grid: x strides over pixel tiles, y over groups x channel tiles, z over stride phases
 // (backprop_input; forward has one). Block: TC_THREADS. The (phase, group) problem lives
 // in shared memory: its ~30 offsets and strides would otherwise occupy registers the
 // accumulators need.
-template <typename T, int L, bool FWD, bool BKN, bool TF32>
+template <typename T, int L, bool FWD, bool BKN, bool TF32, bool VEC = false>
 GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64* out_base,
                              GoTcProblem* Ps) {
     const T* __restrict__ src = reinterpret_cast<const T*>(FWD ? p.x : p.y);
@@ -641,9 +917,14 @@ GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64*
                 *Ps = FWD ? go_tc_forward_problem<L>(p, g) : go_tc_backprop_problem<L>(p, ph, g);
             __syncthreads();
             const go_i64 mtiles = (Ps->npix + TC_BM - 1) / TC_BM;
-            for (go_i64 mt = blockIdx.x; mt < mtiles; mt += gridDim.x)
-                go_tc_tile<T, L, BKN, TF32, FWD || GoTcTraits<T>::STAGED_BACKPROP>(
-                    *Ps, src, w, out, mt * TC_BM, n_base, smem, out_base);
+            for (go_i64 mt = blockIdx.x; mt < mtiles; mt += gridDim.x) {
+                if constexpr (VEC)
+                    go_tc_tile_vec<T, BKN, TF32>(*Ps, src, w, out, mt * TC_BM, n_base, smem,
+                                                 out_base);
+                else
+                    go_tc_tile<T, L, BKN, TF32, FWD || GoTcTraits<T>::STAGED_BACKPROP>(
+                        *Ps, src, w, out, mt * TC_BM, n_base, smem, out_base);
+            }
         }
     }
 }
@@ -684,6 +965,32 @@ GO_DEV void conv2d_tc_entry(const GoConvParams& p, unsigned char* smem, go_i64* 
     }
     conv2d_tc_dispatch<T, FWD, false>(p, smem, out_base, Ps);
 }
+// The lean kernels (go_tc_tile_vec): NHWC, HWIO (the forward's B staged [k][nn]), for
+// parameters where go_tc_vec_params_ok holds with 16-byte aligned source and filter; the
+// host picks them by the same rule, and a launch it should not have made traps.
+template <typename T, bool FWD>
+GO_DEV void conv2d_tc_vec_entry(const GoConvParams& p, unsigned char* smem, go_i64* out_base,
+                                GoTcProblem* Ps) {
+    const uint64_t src = FWD ? p.x : p.y;
+    if (!go_tc_vec_params_ok<T>(p, FWD) || src % 16 != 0 || p.w % 16 != 0) go_trap();
+    if constexpr (sizeof(T) == 4) {
+        if (p.f32_precision == GO_F32_PRECISION_TF32) {
+            conv2d_tc_layout<T, GO_LAYOUT_NHWC, FWD, FWD, true, true>(p, smem, out_base, Ps);
+            return;
+        }
+    }
+    conv2d_tc_layout<T, GO_LAYOUT_NHWC, FWD, FWD, false, true>(p, smem, out_base, Ps);
+}
+template <typename T>
+GO_DEV void conv2d_backprop_input_tc_vec_body(const GoConvParams& p) {
+    GO_TC_SMEM
+    conv2d_tc_vec_entry<T, false>(p, smem, out_base, &problem);
+}
+template <typename T>
+GO_DEV void conv2d_forward_tc_vec_body(const GoConvParams& p) {
+    GO_TC_SMEM
+    conv2d_tc_vec_entry<T, true>(p, smem, out_base, &problem);
+}
 template <typename T>
 GO_DEV void conv2d_backprop_input_tc_body(const GoConvParams& p) {
     GO_TC_SMEM
@@ -700,21 +1007,37 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 // Blocks per SM (registers a thread: 255 for two, 168 for three). Three for the 16-bit
 // backprop_input (unstaged, see GoTcTraits) and the filter gradient's partial sums; two for
 // the forward (at three its 16-bit kernel spills on sm_80/sm_90) and for f32/f64.
+#if __CUDA_ARCH__ >= 900
+#define GO_TC_BOUNDS_4 __launch_bounds__(GO_TC_BLOCK_THREADS, 4)
+#else  // sm_80's ptxas spills the lean 16-bit kernels at 128 registers
+#define GO_TC_BOUNDS_4 __launch_bounds__(GO_TC_BLOCK_THREADS, 3)
+#endif
 #define GO_TC_BOUNDS_3 __launch_bounds__(GO_TC_BLOCK_THREADS, 3)
 #define GO_TC_BOUNDS_2 __launch_bounds__(GO_TC_BLOCK_THREADS, 2)
 #else
+#define GO_TC_BOUNDS_4
 #define GO_TC_BOUNDS_3
 #define GO_TC_BOUNDS_2
 #endif
-// Every element type (the emulator's list is GO_DTYPES), 16-bit ones with bounds B16.
-#define GO_TC_INSTANTIATE(NAME, BODY, B16)                                    \
+// Every element type (the emulator's list is GO_DTYPES), 16-bit ones with bounds B16, f32
+// with B32, f64 with B64.
+#define GO_TC_INSTANTIATE(NAME, BODY, B16, B32, B64)                          \
     GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, B16, f16, __half)            \
     GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, B16, bf16, __nv_bfloat16)    \
-    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_2, f32, float)  \
-    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_2, f64, double)
+    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, B32, f32, float)             \
+    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, B64, f64, double)
 
-GO_TC_INSTANTIATE(conv2d_backprop_input_tc, conv2d_backprop_input_tc_body, GO_TC_BOUNDS_3)
-GO_TC_INSTANTIATE(conv2d_forward_tc, conv2d_forward_tc_body, GO_TC_BOUNDS_2)
+GO_TC_INSTANTIATE(conv2d_backprop_input_tc, conv2d_backprop_input_tc_body, GO_TC_BOUNDS_3,
+                  GO_TC_BOUNDS_2, GO_TC_BOUNDS_2)
+GO_TC_INSTANTIATE(conv2d_forward_tc, conv2d_forward_tc_body, GO_TC_BOUNDS_2, GO_TC_BOUNDS_2,
+                  GO_TC_BOUNDS_2)
+// The lean kernels: four blocks per SM (128 registers) for the 16-bit types on compute_90+
+// images (three on compute_80), three (168) for f32, two for f64 (at three sm_120's ptxas
+// spills it).
+GO_TC_INSTANTIATE(conv2d_backprop_input_tc_vec, conv2d_backprop_input_tc_vec_body,
+                  GO_TC_BOUNDS_4, GO_TC_BOUNDS_3, GO_TC_BOUNDS_2)
+GO_TC_INSTANTIATE(conv2d_forward_tc_vec, conv2d_forward_tc_vec_body, GO_TC_BOUNDS_4,
+                  GO_TC_BOUNDS_3, GO_TC_BOUNDS_2)
 
 // ---------------------------------------------------------------------------------------
 // conv2d_backprop_filter_partial_tc: the filter gradient's split-K partial sums (same

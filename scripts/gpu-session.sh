@@ -48,12 +48,17 @@ if has tests; then
   # by the test itself; the default, the tensor cores, is in cuda_ops).
   [[ -x "$BUNDLE/cuda_conv_simt" ]] &&
     GRADOPS_REQUIRE_GPU=1 step gpu_conv_simt 120 "$BUNDLE/cuda_conv_simt" --nocapture
-  # The property tests' CUDA variants (random geometry against the SPEC rule and the CPU).
-  # On an H100 each CUDA variant took 30-45 s for the default 1500 cases: PROP_CASES (default
-  # 500) keeps the step inside its limit.
-  [[ -x "$BUNDLE/properties" ]] &&
-    GRADOPS_PROP_CASES="${PROP_CASES:-500}" GRADOPS_REQUIRE_GPU=1 step gpu_properties 240 \
-      "$BUNDLE/properties" cuda --nocapture
+  # The property tests' CUDA variants (random geometry against the SPEC rule and the CPU),
+  # one test per step so a hang names its test; GRADOPS_PROP_TRACE puts each case on stderr
+  # before it runs, so the last `case:` line of a cut-off step is the case that hung.
+  if [[ -x "$BUNDLE/properties" ]]; then
+    for t in conv2d_backprop_input conv2d_backprop_filter conv2d max_pool resize; do
+      GRADOPS_PROP_TRACE=1 GRADOPS_PROP_CASES="${PROP_CASES:-500}" GRADOPS_REQUIRE_GPU=1 \
+        step "gpu_properties_$t" "${PROP_LIMIT:-60}" bash -c 'exec "$0" --exact "$1" --nocapture 2>"$2"' \
+        "$BUNDLE/properties" "${t}_geometry_cuda" "$OUT/prop-trace-$t.txt"
+      tail -3 "$OUT/prop-trace-$t.txt" >>"$LOG"
+    done
+  fi
   # The training example end to end on the GPU (loss and ms/step go to the log).
   [[ -x "$BUNDLE/train" ]] && step train 120 "$BUNDLE/train" --device cuda --steps 200
 fi

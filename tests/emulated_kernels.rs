@@ -2428,6 +2428,33 @@ fn emulated_conv2d_tensor_core() {
             });
         }
     }
+    // Cases for the lean _vec kernels (NHWC, HWIO, channels of whole 16-byte chunks and a
+    // reduction of whole 64-byte stages in every type): two pixel tiles, a partial channel
+    // tile; strides, a dilation and groups with phases of different tap counts.
+    for (i, &dt) in DTS.iter().enumerate() {
+        let (cig, cog, groups, k, s, d, pad) = if i % 2 == 0 {
+            (32, 64, 1, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1))
+        } else {
+            (32, 32, 2, (3, 2), (2, 2), (2, 1), (2, 0, 1, 1))
+        };
+        cases.push(TcCase {
+            dt,
+            layout: NHWC,
+            oihw: false,
+            n: 2 - (i as i64 % 2),
+            cig,
+            cog,
+            groups,
+            hi: 9 - (i as i64 % 2),
+            wi: 7 + 2 * (i as i64 % 2),
+            k,
+            s,
+            d,
+            pad,
+            exact: i % 3 == 0,
+            tf32: false,
+        });
+    }
     // Random cases on top.
     for case in 0..cases_count_tc() {
         let dt = DTS[case % DTS.len()];
@@ -2460,8 +2487,22 @@ fn emulated_conv2d_tensor_core() {
             ran += 1;
         }
     }
-    for f in ["conv2d_forward_tc", "conv2d_backprop_input_tc"] {
+    for f in [
+        "conv2d_forward_tc",
+        "conv2d_backprop_input_tc",
+        "conv2d_forward_tc_vec",
+        "conv2d_backprop_input_tc_vec",
+    ] {
         for dt in [Dt::F16, Dt::BF16] {
+            let name = format!("{f}_{}", dt.suffix());
+            assert!(
+                KERNELS_RUN.with(|k| k.borrow().contains(&name)),
+                "{name} never ran"
+            );
+        }
+    }
+    for f in ["conv2d_forward_tc_vec", "conv2d_backprop_input_tc_vec"] {
+        for dt in [Dt::F32, Dt::F64] {
             let name = format!("{f}_{}", dt.suffix());
             assert!(
                 KERNELS_RUN.with(|k| k.borrow().contains(&name)),
@@ -2707,6 +2748,19 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
             tiny.grid
         );
         assert!(outs[2] == outs[0], "{what}: a second run gave other bits");
+        // The lean twin where the host's rule picks it: the same arithmetic in the same
+        // order, so the same bits (buffers are malloc'd: 16-byte aligned, as on a GPU).
+        if launch::conv_tc_vec_eligible(&p, forward, dt.size()) {
+            let vec_kernel = format!("{name}_vec_{}", dt.suffix());
+            for l in [natural, tiny] {
+                let r = run_kernel(&vec_kernel, l, &as_bytes(&p), &bufs);
+                assert!(
+                    r[out_at] == outs[0],
+                    "{what}: {vec_kernel} (grid {:?}) differs from {kernel}",
+                    l.grid
+                );
+            }
+        }
     }
     true
 }

@@ -5,7 +5,8 @@
 //! poisoned with NaN first, so an unwritten element fails).
 //!
 //! Seeded and deterministic; `GRADOPS_PROP_CASES=N` runs N cases per test (default 1500),
-//! `GRADOPS_PROP_SEED=S` another seed. A failure prints the case.
+//! `GRADOPS_PROP_SEED=S` another seed, `GRADOPS_PROP_TRACE=1` each case on stderr before it
+//! runs. A failure prints the case.
 
 mod common;
 use common::*;
@@ -31,6 +32,15 @@ fn cases() -> usize {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1500)
+}
+
+/// `GRADOPS_PROP_TRACE=1`: each case on stderr before it runs, so a case that hangs a
+/// device (a run cut off by a time limit) is named by the last line of the log.
+fn trace(what: &str) {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if *ON.get_or_init(|| std::env::var_os("GRADOPS_PROP_TRACE").is_some_and(|v| v == "1")) {
+        eprintln!("case: {what}");
+    }
 }
 
 fn seed(base: u64) -> u64 {
@@ -371,6 +381,7 @@ fn conv_backprop_input_property<T: Element>(dev: Dev, rng: &mut Rng) -> (usize, 
         T::DTYPE,
         c.describe()
     );
+    trace(&what);
     let (dy, dy64) = data::<T>(rng, numel(dyd));
     let (w, w64) = data::<T>(rng, c.hwio().iter().product());
     let (f, fshape) = c.filter(&w);
@@ -440,6 +451,7 @@ fn conv_backprop_filter_property<T: Element>(dev: Dev, rng: &mut Rng) -> (usize,
         T::DTYPE,
         c.describe()
     );
+    trace(&what);
     let (x, x64) = data::<T>(rng, numel(c.xd));
     let (dy, dy64) = data::<T>(rng, numel(dyd));
     let flen: usize = c.hwio().iter().product();
@@ -526,6 +538,7 @@ fn conv2d_property<T: Element>(dev: Dev, rng: &mut Rng) -> (usize, usize) {
     let layout = c.layout;
     let rule = c.rule();
     let what = format!("conv2d {dev:?} {:?} {}", T::DTYPE, c.describe());
+    trace(&what);
     if let Some((ho, wo, _, _)) = rule {
         if ho > MAX_OUT || wo > MAX_OUT {
             return (0, 0); // valid, but its output is too large to allocate here
@@ -652,6 +665,7 @@ fn max_pool_property<T: Element>(dev: Dev, rng: &mut Rng) -> (usize, usize) {
         T::DTYPE,
         with_y.then_some(yd)
     );
+    trace(&what);
     // Ties one time in two (the first-cell rule).
     let xs: Vec<f64> = if rng.coin() {
         (0..numel(xd)).map(|_| rng.range(0, 2) as f64).collect()
@@ -782,6 +796,7 @@ fn resize_property<T: Element>(dev: Dev, rng: &mut Rng) -> (usize, usize) {
         "resize op {which} {dev:?} {:?} {layout} x {xd:?} dy {dyd:?} attrs {attrs:?} tf flags ({align}, {half})",
         T::DTYPE
     );
+    trace(&what);
     let (dy, dy64) = data::<T>(rng, numel(dyd));
     let dyv = TensorRef::new(&dy[..], shape(layout, dyd), layout);
     let xshape = shape(layout, xd);

@@ -48,6 +48,8 @@ const DTYPES: [&str; 4] = [
 const TC_OPS: &[&str] = &[
     "conv2d_backprop_input_tc",
     "conv2d_forward_tc",
+    "conv2d_backprop_input_tc_vec",
+    "conv2d_forward_tc_vec",
     "conv2d_backprop_filter_partial_tc",
     "conv2d_backprop_filter_partial_tc_nhwc",
 ];

@@ -103,7 +103,10 @@ pub fn selected_image(module: &str) -> Result<PtxImage> {
 pub const CONV_TENSOR_CORE_NOTE: &str = "tensor core: on compute_80+ images, conv2d and \
 conv2d_backprop_input run conv2d_forward_tc_* and conv2d_backprop_input_tc_* (implicit GEMM \
 on mma.sync with ldmatrix and a 3-stage cp.async pipeline: f16/bf16 on m16n8k16 with f32 \
-accumulation, f32 as 3xTF32 on m16n8k8, f64 on m8n8k4), and conv2d_backprop_filter runs \
+accumulation, f32 as 3xTF32 on m16n8k8, f64 on m8n8k4; NHWC calls with an HWIO filter and \
+channel counts of whole 16-byte chunks run the lean conv2d_forward_tc_vec_* and \
+conv2d_backprop_input_tc_vec_*, whose main loop is copies and mma only), and \
+conv2d_backprop_filter runs \
 conv2d_backprop_filter_partial_tc_* (NCHW) and conv2d_backprop_filter_partial_tc_nhwc_* (the \
 split-K partial sums on mma.sync; NHWC through a cp.async pipeline with ldmatrix.trans); f32 and f64 run there by default (faster than the simt FFMA kernels in \
 every f32/f64 conv row of an H100 benchmark); GRADOPS_CUDA_CONV_TC=simt keeps f32 and f64 on the FFMA \
@@ -122,7 +125,8 @@ with such windows runs max_pool_direct_k3_forward_*, one thread per output) and 
 generic max_pool_{forward,grad,grad_argmax}_* for windows too large for a one-cell tile";
 
 /// The oldest virtual architecture whose images hold the tensor-core conv kernels
-/// (`conv2d_backprop_input_tc_*`, `conv2d_forward_tc_*` for every element type: mma.sync,
+/// (`conv2d_backprop_input_tc_*`, `conv2d_forward_tc_*` and their `_tc_vec_` twins for every
+/// element type: mma.sync,
 /// ldmatrix and cp.async need sm_80).
 pub const CONV_TENSOR_CORE_ARCH: u32 = 80;
 
@@ -147,6 +151,24 @@ pub fn conv_tensor_cores_for_all_dtypes() -> bool {
     static ALL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ALL.get_or_init(|| {
         conv_tensor_core_env_says_all(std::env::var(CONV_TENSOR_CORE_ENV).ok().as_deref())
+    })
+}
+
+/// Environment variable for the lean tensor-core conv kernels (`conv2d_forward_tc_vec_*`,
+/// `conv2d_backprop_input_tc_vec_*`): `off` (case-insensitive, surrounding whitespace
+/// ignored) runs every tensor-core conv call on the general `conv2d_*_tc_*` kernels, for
+/// comparison (the same arithmetic in the same order: the same results); unset or any
+/// other value, the lean kernels run wherever they serve the call. Read once per process.
+pub const CONV_TC_VEC_ENV: &str = "GRADOPS_CUDA_CONV_TC_VEC";
+
+/// Whether the lean tensor-core conv kernels may run in this process ([`CONV_TC_VEC_ENV`],
+/// read on first use).
+pub fn conv_tc_vec_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        std::env::var(CONV_TC_VEC_ENV)
+            .map(|v| !v.trim().eq_ignore_ascii_case("off"))
+            .unwrap_or(true)
     })
 }
 
@@ -424,6 +446,8 @@ mod tests {
             for k in [
                 "conv2d_backprop_input_tc",
                 "conv2d_forward_tc",
+                "conv2d_backprop_input_tc_vec",
+                "conv2d_forward_tc_vec",
                 "conv2d_backprop_filter_partial_tc",
                 "conv2d_backprop_filter_partial_tc_nhwc",
             ] {

@@ -5,8 +5,8 @@
 use super::params::{
     GoConvFilterParams, GoConvParams, GoPoolParams, GoResizeParams, GO_BLOCK_THREADS,
     GO_CONV_FILTER_TILE_K, GO_CONV_FILTER_TILE_M, GO_CONV_FILTER_TILE_N, GO_CONV_TILE_C,
-    GO_CONV_TILE_P, GO_LAYOUT_NCHW, GO_POOL_TILE_SMEM, GO_RESIZE_TILE_SMEM, GO_TC_BLOCK_THREADS,
-    GO_TC_TILE_M, GO_TC_TILE_N,
+    GO_CONV_TILE_P, GO_FILTER_HWIO, GO_LAYOUT_NCHW, GO_LAYOUT_NHWC, GO_POOL_TILE_SMEM,
+    GO_RESIZE_TILE_SMEM, GO_TC_BLOCK_THREADS, GO_TC_TILE_M, GO_TC_TILE_N,
 };
 
 /// Threads per block for every kernel but the tensor-core ones (`GO_TC_BLOCK_THREADS`)
@@ -457,6 +457,66 @@ pub fn conv_tc(p: &GoConvParams, forward: bool) -> Option<Launch> {
     })
 }
 
+/// Whether the lean tensor-core kernels serve `p` (`conv2d_backprop_input_tc_vec_*` with
+/// `forward = false`, `conv2d_forward_tc_vec_*` with `true`; same launch as [`conv_tc`]) for
+/// elements of `elem_bytes` bytes: NHWC with an HWIO filter, every operand chunk a whole
+/// 16-byte copy (the source's channels a multiple of 16 bytes, the reduction per tap,
+/// `co / groups` or `ci / groups`, of 64 bytes; the filter's `co` of 16 bytes, and the
+/// forward's `co / groups` too), at most 32 taps, and the offsets the kernels keep in 32
+/// bits fitting. The rule of `go_tc_vec_params_ok` in `kernels/conv_tc.cuh`, which the
+/// kernels check again (a launch outside it traps); the caller checks that the source and
+/// filter addresses are 16-byte aligned.
+pub fn conv_tc_vec_eligible(p: &GoConvParams, forward: bool, elem_bytes: usize) -> bool {
+    const LIM: i128 = 0x7fff_ffff;
+    if !matches!(elem_bytes, 2 | 4 | 8) {
+        return false;
+    }
+    let (vec, bk) = (16 / elem_bytes as i128, 64 / elem_bytes as i128);
+    if p.layout != GO_LAYOUT_NHWC as i32 || p.filter_layout != GO_FILTER_HWIO as i32 {
+        return false;
+    }
+    let dims = [
+        p.n, p.ci, p.hi, p.wi, p.co, p.ho, p.wo, p.kh, p.kw, p.sh, p.sw, p.dh, p.dw, p.pad_top,
+        p.pad_left, p.groups,
+    ];
+    if dims.iter().any(|&d| !(0..LIM).contains(&(d as i128))) {
+        return false;
+    }
+    let [n, ci, hi, wi, co, ho, wo, kh, kw, sh, sw] = [
+        p.n, p.ci, p.hi, p.wi, p.co, p.ho, p.wo, p.kh, p.kw, p.sh, p.sw,
+    ]
+    .map(|v| v as i128);
+    let groups = p.groups as i128;
+    if groups < 1 || kh * kw > 32 {
+        return false;
+    }
+    let (cig, cog) = (ci / groups, co / groups);
+    let (csrc, jlen) = if forward { (ci, cig) } else { (co, cog) };
+    let (hs, ws) = if forward { (hi, wi) } else { (ho, wo) };
+    if csrc % vec != 0 || jlen % bk != 0 || co % vec != 0 || (forward && cog % vec != 0) {
+        return false;
+    }
+    let (ymax, xmax) = if forward {
+        (ho * sh, wo * sw)
+    } else {
+        (hi, wi)
+    };
+    let (row, pix) = (ws * csrc, if forward { ho * wo } else { hi * wi });
+    [
+        row,
+        pix,
+        cig * co,
+        hs + ymax,
+        ws + xmax,
+        hs * row,
+        n * pix,
+        kh * kw * cig * co,
+        (hs + ymax) * row + (ws + xmax) * csrc + jlen,
+    ]
+    .iter()
+    .all(|&v| v < LIM)
+}
+
 /// Blocks `conv2d_backprop_filter_partial_*` aims for (tiles x splits): several waves on the
 /// largest GPUs. A constant, not the device's SM count, so that the split, and with it every
 /// rounding, is the same on every card.
@@ -558,6 +618,74 @@ mod tests {
             groups: 1,
             ..Default::default()
         }
+    }
+
+    fn w4(ci: i64, co: i64, groups: i64) -> GoConvParams {
+        GoConvParams {
+            n: 32,
+            ci,
+            hi: 56,
+            wi: 56,
+            co,
+            ho: 56,
+            wo: 56,
+            kh: 3,
+            kw: 3,
+            sh: 1,
+            sw: 1,
+            dh: 1,
+            dw: 1,
+            pad_top: 1,
+            pad_left: 1,
+            groups,
+            layout: GO_LAYOUT_NHWC as i32,
+            filter_layout: GO_FILTER_HWIO as i32,
+            ..Default::default()
+        }
+    }
+
+    /// The lean kernels' rule: NHWC + HWIO, whole 16-byte chunks and 64-byte stages per
+    /// element size, taps and 32-bit limits.
+    #[test]
+    fn conv_tc_vec_rule() {
+        let p = w4(64, 64, 1);
+        for e in [2, 4, 8] {
+            assert!(conv_tc_vec_eligible(&p, false, e) && conv_tc_vec_eligible(&p, true, e));
+        }
+        assert!(!conv_tc_vec_eligible(&p, false, 1), "no 1-byte kernels");
+        let nchw = GoConvParams {
+            layout: GO_LAYOUT_NCHW as i32,
+            ..p
+        };
+        assert!(!conv_tc_vec_eligible(&nchw, false, 2));
+        let oihw = GoConvParams {
+            filter_layout: 1,
+            ..p
+        };
+        assert!(!conv_tc_vec_eligible(&oihw, true, 2));
+        // backprop_input reduces over co / groups (f16: 32 a stage, f32: 16, f64: 8).
+        let q = w4(64, 48, 1);
+        assert!(!conv_tc_vec_eligible(&q, false, 2) && conv_tc_vec_eligible(&q, false, 4));
+        assert!(
+            conv_tc_vec_eligible(&q, true, 2),
+            "the forward reduces over ci"
+        );
+        // The forward's B rows are co / groups: whole 16-byte chunks.
+        let g = w4(64, 36, 2);
+        assert!(!conv_tc_vec_eligible(&g, true, 2) && conv_tc_vec_eligible(&g, true, 8));
+        // At most 32 taps; 32-bit offsets within an image.
+        let big_k = GoConvParams { kh: 5, kw: 7, ..p };
+        assert!(!conv_tc_vec_eligible(&big_k, false, 4));
+        let huge = GoConvParams {
+            hi: 1 << 16,
+            wi: 1 << 16,
+            ho: 1 << 16,
+            wo: 1 << 16,
+            ..p
+        };
+        assert!(!conv_tc_vec_eligible(&huge, false, 2));
+        let pad = GoConvParams { pad_top: -1, ..p };
+        assert!(!conv_tc_vec_eligible(&pad, false, 2));
     }
 
     /// The split covers every pixel, in whole chunks, with no empty split, and depends on

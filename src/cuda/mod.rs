@@ -22,7 +22,7 @@
 //!   host, except the first use of a new resize geometry (its small tables are uploaded
 //!   from pageable memory once, then cached per context). [`run_resize_plan`] runs a
 //!   precomputed plan; [`resize_kernel`], [`resize_grad_kernel`], [`pool_kernel`],
-//!   [`max_pool_kernel`] and [`conv_kernel`] say which kernel a call runs.
+//!   [`max_pool_kernel`] and [`conv_kernel`] (per call: [`conv_kernel_for`]) say which kernel a call runs.
 //! * [`host`]: the same ops over host slices (upload, run, download), for the CLI.
 //!
 //! Every failure is a [`crate::Error`]: the CPU path's validation errors, `Device` for a
@@ -49,15 +49,16 @@ mod tensor;
 pub mod host;
 
 pub use images::{
-    arch_for, conv_tensor_core_choice, conv_tensor_core_policy, conv_tensor_cores_for_all_dtypes,
-    conv_uses_tensor_cores, image_for, kernel_variant, op_kernels, op_kernels_for, pick_arch,
-    selected_image, OpKernel, CONV_TENSOR_CORE_ARCH, CONV_TENSOR_CORE_ENV, CONV_TENSOR_CORE_NOTE,
-    OP_KERNELS, TILED_FALLBACK_NOTE,
+    arch_for, conv_tc_vec_enabled, conv_tensor_core_choice, conv_tensor_core_policy,
+    conv_tensor_cores_for_all_dtypes, conv_uses_tensor_cores, image_for, kernel_variant,
+    op_kernels, op_kernels_for, pick_arch, selected_image, OpKernel, CONV_TC_VEC_ENV,
+    CONV_TENSOR_CORE_ARCH, CONV_TENSOR_CORE_ENV, CONV_TENSOR_CORE_NOTE, OP_KERNELS,
+    TILED_FALLBACK_NOTE,
 };
 pub use launch::PoolKernel;
 pub use ops::{
     conv2d, conv2d_backprop_filter, conv2d_backprop_filter_into, conv2d_backprop_input,
-    conv2d_backprop_input_into, conv2d_into, conv_kernel, max_pool, max_pool_grad,
+    conv2d_backprop_input_into, conv2d_into, conv_kernel, conv_kernel_for, max_pool, max_pool_grad,
     max_pool_grad_into, max_pool_grad_with_argmax, max_pool_grad_with_argmax_into, max_pool_into,
     max_pool_kernel, pool_kernel, resize, resize_bilinear, resize_bilinear_grad,
     resize_bilinear_grad_into, resize_bilinear_into, resize_grad, resize_grad_into,

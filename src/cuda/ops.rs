@@ -8,7 +8,9 @@ use cudarc::driver::{
     CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg,
 };
 
-use super::images::{conv_tensor_core_choice, conv_tensor_cores_for_all_dtypes};
+use super::images::{
+    conv_tc_vec_enabled, conv_tensor_core_choice, conv_tensor_cores_for_all_dtypes,
+};
 use super::launch::{self, Launch};
 use super::params::{
     GoConvFilterParams, GoConvParams, GoPoolParams, GoResizeParams, GO_F32_PRECISION_EXACT,
@@ -676,6 +678,53 @@ pub fn conv_kernel<T: Element>(
     })
 }
 
+/// [`conv_kernel`] for one call of geometry `g` (from [`plan_conv2d`] or
+/// [`plan_conv2d_backprop_input`]) with a filter in `filter_layout`: where the tensor cores
+/// run it, the lean `conv2d_backprop_input_tc_vec_*` / `conv2d_forward_tc_vec_*` when they
+/// serve the geometry ([`launch::conv_tc_vec_eligible`]; tensors 16-byte aligned, as every
+/// [`DeviceTensor`] allocation is).
+///
+/// # Errors
+/// `CudaUnavailable` when CUDA is unusable here; `Overflow` for sizes past `i64`.
+pub fn conv_kernel_for<T: Element>(
+    family: ConvFamily,
+    g: &ConvGeometry,
+    layout: Layout,
+    filter_layout: FilterLayout,
+    f32_precision: F32Precision,
+) -> Result<String> {
+    let name = conv_kernel::<T>(family, layout, f32_precision)?;
+    let forward = match family {
+        ConvFamily::Forward => true,
+        ConvFamily::BackpropInput => false,
+        ConvFamily::BackpropFilter => return Ok(name),
+    };
+    let tc_name = format!("_tc_{}", T::SUFFIX);
+    if !name.ends_with(&tc_name) {
+        return Ok(name);
+    }
+    let p = conv_params("conv_kernel_for", g, layout, filter_layout, [0; 3])?;
+    Ok(conv_tc_family(&p, forward, std::mem::size_of::<T>()).to_string() + "_" + T::SUFFIX)
+}
+
+/// The tensor-core kernel family a call with parameters `p` launches: the lean `_vec`
+/// kernels where [`launch::conv_tc_vec_eligible`] holds and the source and filter
+/// addresses are 16-byte aligned (unless `GRADOPS_CUDA_CONV_TC_VEC=off`), else the general
+/// ones.
+fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize) -> &'static str {
+    let src = if forward { p.x } else { p.y };
+    let vec = conv_tc_vec_enabled()
+        && launch::conv_tc_vec_eligible(p, forward, elem_bytes)
+        && src.is_multiple_of(16)
+        && p.w.is_multiple_of(16);
+    match (forward, vec) {
+        (false, false) => "conv2d_backprop_input_tc",
+        (false, true) => "conv2d_backprop_input_tc_vec",
+        (true, false) => "conv2d_forward_tc",
+        (true, true) => "conv2d_forward_tc_vec",
+    }
+}
+
 /// Whether a conv call runs the tensor-core kernel, with `p.f32_precision` set to what it
 /// runs (plain TF32 only for f32 allowed TF32 on compute_80+ images).
 /// The filter gradient's partial-sum kernel family: the FFMA one, or the tensor-core one of
@@ -717,7 +766,8 @@ fn conv_backprop_input_raw<T: Element>(
     // kernel with GRADOPS_CUDA_CONV_TC=simt, unless f32 is allowed TF32); else FFMA.
     let tc = conv_pick_tc::<T>(stream, OP, prec, &mut p)?;
     let (l, name) = if tc {
-        (launch::conv_tc(&p, false), "conv2d_backprop_input_tc")
+        let family = conv_tc_family(&p, false, std::mem::size_of::<T>());
+        (launch::conv_tc(&p, false), family)
     } else {
         (launch::conv_backprop_input(&p), "conv2d_backprop_input")
     };
@@ -727,7 +777,8 @@ fn conv_backprop_input_raw<T: Element>(
     let f = function(stream, OP, "conv", &format!("{name}_{}", T::SUFFIX))?;
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
-    // SAFETY: conv2d_backprop_input_<T> and conv2d_backprop_input_tc_<T> take one
+    // SAFETY: conv2d_backprop_input_<T>, conv2d_backprop_input_tc_<T> and its _vec twin
+    // (picked only where its rule and alignment hold, so it does not trap) take one
     // GoConvParams; x (= dx, written), y (= dy) and w point to buffers of exactly the
     // geometry's input, output and filter sizes (the filter in p.filter_layout's order;
     // checked by every caller); the kernels read dy only at in-range (oy, ox) and the filter
@@ -877,7 +928,8 @@ fn conv_forward_raw<T: Element>(
     // kernel with GRADOPS_CUDA_CONV_TC=simt, unless f32 is allowed TF32); else FFMA.
     let tc = conv_pick_tc::<T>(stream, OP, prec, &mut p)?;
     let (l, name) = if tc {
-        (launch::conv_tc(&p, true), "conv2d_forward_tc")
+        let family = conv_tc_family(&p, true, std::mem::size_of::<T>());
+        (launch::conv_tc(&p, true), family)
     } else {
         (launch::conv_forward(&p), "conv2d_forward")
     };
@@ -887,7 +939,8 @@ fn conv_forward_raw<T: Element>(
     let f = function(stream, OP, "conv", &format!("{name}_{}", T::SUFFIX))?;
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
-    // SAFETY: conv2d_forward_<T> and conv2d_forward_tc_<T> take one GoConvParams; x, w and
+    // SAFETY: conv2d_forward_<T>, conv2d_forward_tc_<T> and its _vec twin (picked only
+    // where its rule and alignment hold) take one GoConvParams; x, w and
     // y point to buffers of exactly the geometry's input, filter (in p.filter_layout's
     // order) and output sizes (checked by every caller); x is read only at in-range
     // (iy, ix), each y element written once; l is the launch geometry of the kernel chosen.

@@ -174,8 +174,16 @@ pub fn cuda_kernels<T: Element>(
             let filter = upload_random(fshape, 2)?;
             let attrs = w.conv_attrs().f32_precision(f32_precision);
             let mut dx = DeviceTensor::<T>::zeros(stream, s.x, layout)?;
-            let kernel =
-                gradops::cuda::conv_kernel::<T>(ConvFamily::BackpropInput, layout, f32_precision)?;
+            let g = gradops::ops::conv2d::plan_conv2d_backprop_input(
+                s.dy, fshape, s.x, layout, &attrs,
+            )?;
+            let kernel = gradops::cuda::conv_kernel_for::<T>(
+                ConvFamily::BackpropInput,
+                &g,
+                layout,
+                attrs.filter_layout,
+                f32_precision,
+            )?;
             out.push(CudaKernel {
                 info: info(Variant::Main, kernel),
                 launch: Box::new(move || {
@@ -218,8 +226,14 @@ pub fn cuda_kernels<T: Element>(
             let filter = upload_random(fshape, 2)?;
             let attrs = w.conv_attrs().f32_precision(f32_precision);
             let mut y = DeviceTensor::<T>::zeros(stream, s.dy, layout)?;
-            let kernel =
-                gradops::cuda::conv_kernel::<T>(ConvFamily::Forward, layout, f32_precision)?;
+            let g = gradops::ops::conv2d::plan_conv2d(s.x, fshape, layout, &attrs)?;
+            let kernel = gradops::cuda::conv_kernel_for::<T>(
+                ConvFamily::Forward,
+                &g,
+                layout,
+                attrs.filter_layout,
+                f32_precision,
+            )?;
             out.push(CudaKernel {
                 info: info(Variant::Main, kernel),
                 launch: Box::new(move || {
