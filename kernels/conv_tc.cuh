@@ -635,17 +635,19 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
 // Same arithmetic and reduction order as go_tc_tile (bitwise-identical results).
 
 // Whether conv2d_backprop_input_tc_vec_<T> (fwd false) or conv2d_forward_tc_vec_<T>
-// serves p: NHWC with an HWIO filter, every A and B chunk a whole 16-byte copy (the
-// source's channels a multiple of VEC, the reduction per tap, cog or cig, of BK; the
-// filter's output channels of VEC, and the forward's cog, its B rows, of VEC), at most 32
-// taps, and what go_tc_tile_vec keeps in 32 bits fitting: offsets within one source image
-// (from a pixel's own position, which padding may put outside the image, to any position
-// inside it), within the filter, and the pixel index. The host's rule is the same
-// (conv_tc_vec_eligible, src/cuda/launch.rs); the kernels trap where this one fails.
+// serves p: an HWIO filter (its rows along o whole 16-byte chunks: co a multiple of VEC,
+// and the forward's cog, its B rows, too), the reduction per tap (cog or cig) a multiple
+// of BK, NHWC sources with channels of whole 16-byte chunks (NCHW ones are loaded through
+// registers), at most 32 taps, and what go_tc_tile_vec keeps in 32 bits fitting: offsets
+// within one source image (from a pixel's own position, which padding may put outside
+// the image, to any position inside it), within the filter, and the pixel index. The
+// host's rule is the same (conv_tc_vec_eligible, src/cuda/launch.rs); the kernels trap
+// where this one fails.
 template <typename T>
 GO_DEV bool go_tc_vec_params_ok(const GoConvParams& p, bool fwd) {
     constexpr go_i64 VEC = GoTcGeom<T>::VEC, BK = GoTcTraits<T>::BK, LIM = 0x7fffffffLL;
-    if (p.layout != GO_LAYOUT_NHWC || p.filter_layout != GO_FILTER_HWIO) return false;
+    const bool nhwc = p.layout == GO_LAYOUT_NHWC;
+    if ((!nhwc && p.layout != GO_LAYOUT_NCHW) || p.filter_layout != GO_FILTER_HWIO) return false;
     // Every size in [0, 2^31) (groups >= 1) first, so that no product below overflows.
     const go_i64 dims[] = {p.n,  p.ci, p.hi, p.wi, p.co, p.ho,      p.wo,       p.kh,
                            p.kw, p.sh, p.sw, p.dh, p.dw, p.pad_top, p.pad_left, p.groups};
@@ -655,16 +657,21 @@ GO_DEV bool go_tc_vec_params_ok(const GoConvParams& p, bool fwd) {
     const go_i64 cig = p.ci / p.groups, cog = p.co / p.groups;
     const go_i64 csrc = fwd ? p.ci : p.co, jlen = fwd ? cig : cog;
     const go_i64 hs = fwd ? p.hi : p.ho, ws = fwd ? p.wi : p.wo;
-    if (csrc % VEC != 0 || jlen % BK != 0 || p.co % VEC != 0 || (fwd && cog % VEC != 0))
+    if ((nhwc && csrc % VEC != 0) || jlen % BK != 0 || p.co % VEC != 0 ||
+        (fwd && cog % VEC != 0))
         return false;
     // The pixels' own positions reach ymax, xmax: forward (oy*sh, ox*sw), backprop_input
     // the dx pixels.
     const go_i64 ymax = fwd ? p.ho * p.sh : p.hi, xmax = fwd ? p.wo * p.sw : p.wi;
-    const go_i64 row = ws * csrc, pix = fwd ? p.ho * p.wo : p.hi * p.wi;
-    if (row >= LIM || pix >= LIM || cig * p.co >= LIM || hs + ymax >= LIM || ws + xmax >= LIM)
+    const go_i64 plane = hs * ws, pix = fwd ? p.ho * p.wo : p.hi * p.wi;
+    if (plane >= LIM || pix >= LIM || cig * p.co >= LIM || hs + ymax >= LIM || ws + xmax >= LIM)
         return false;
-    if (hs * row >= LIM || p.n * pix >= LIM || p.kh * p.kw * cig * p.co >= LIM) return false;
-    return (hs + ymax) * row + (ws + xmax) * csrc + jlen < LIM;
+    if (plane * csrc >= LIM || p.n * pix >= LIM || p.kh * p.kw * cig * p.co >= LIM) return false;
+    // Row and column strides: NHWC ws * csrc and csrc (channels within), NCHW ws and 1
+    // (channel planes apart).
+    const go_i64 row = nhwc ? ws * csrc : ws, col = nhwc ? csrc : 1;
+    const go_i64 chans = nhwc ? jlen : csrc * plane;
+    return (hs + ymax) * row + (ws + xmax) * col + chans < LIM;
 }
 
 // Ends the kernel with a launch error (the emulator: aborts the run).
@@ -696,8 +703,8 @@ GO_DEV void go_tc_pixel(const GoTcProblem& P, unsigned pix, unsigned* img, unsig
     *a = row - *img * cy;
 }
 
-// One block tile as go_tc_tile's (NHWC), for parameters where go_tc_vec_params_ok holds.
-template <typename T, bool BKN, bool TF32>
+// One block tile as go_tc_tile's, for parameters where go_tc_vec_params_ok holds.
+template <typename T, int L, bool BKN, bool TF32>
 GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
                            const T* __restrict__ w, T* __restrict__ out, go_i64 m_base,
                            go_i64 n_base, unsigned char* smem, go_i64* out_base) {
@@ -708,30 +715,37 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     constexpr int LDKN = GoTcGeom<T>::LDKN;
     constexpr int MF = GoTcGeom<T>::MF, CLD = GoTcGeom<T>::CLD;
     constexpr int KCH = BK / VEC;  // 16-byte chunks per row of a stage
+    constexpr bool NC = L == GO_LAYOUT_NCHW;
+    // NCHW: A elements a thread loads per stage (one pixel, AE consecutive channels).
+    constexpr int AE = TC_BM * BK / TC_THREADS;
+    constexpr int NR = NC ? 1 : 2;  // A rows (pixels) per thread
+    static_assert(TC_BM * BK == AE * TC_THREADS && AE % VEC == 0, "whole chunks per thread");
     const int t = threadIdx.x, lane = t % 32, warp = t / 32;
     const int wm = warp % (TC_BM / TC_WM), wn = warp / (TC_BM / TC_WM);
     S* As = reinterpret_cast<S*>(smem);
     S* Bs = reinterpret_cast<S*>(smem + TC_STAGES * TC_BM * TC_ROW_BYTES);
 
-    // A: rows t / KCH and t / KCH + TC_THREADS / KCH, channels (t % KCH) * VEC of the chunk.
+    // A, NHWC: rows t / KCH and t / KCH + TC_THREADS / KCH, channels (t % KCH) * VEC of
+    // the chunk (16-byte copies); NCHW: row t % TC_BM, channels (t / TC_BM) * AE (AE
+    // channel planes, loaded into registers: threads walk pixels, so the loads coalesce).
     // Row pointer at the pixel's own position (a*a_sy, b*a_sx) and the chunk's channel; a
-    // tap adds tap_y * a_row + tap_x * a_col + j0. Bit i of amask[r]: tap i lands inside.
-    // Shared-memory destinations: row 1's are row 0's plus a constant (registers).
-    const T* arow[2];
-    unsigned amask[2];
-    const int akg = (t % KCH) * VEC;
-    const int adst = (t / KCH) * LD + akg;
+    // tap adds tap_y * a_row + tap_x * a_col + j0 * a_j. Bit i of amask[r]: tap i lands
+    // inside. Shared-memory destinations: row 1's are row 0's plus a constant (registers).
+    const T* arow[NR];
+    unsigned amask[NR];
+    const int akg = NC ? (t / TC_BM) * AE : (t % KCH) * VEC;
+    const int adst = (NC ? t % TC_BM : t / KCH) * LD + akg;
     constexpr int ADST1 = (TC_THREADS / KCH) * LD;
     const int nty = (int)(P.ntaps / P.ntx), ntx = (int)P.ntx;
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const int m = t / KCH + r * (TC_THREADS / KCH);
+    for (int r = 0; r < NR; ++r) {
+        const int m = NC ? t % TC_BM : t / KCH + r * (TC_THREADS / KCH);
         const go_i64 pix = m_base + m;
         unsigned img = 0, a = 0, b = 0;
         if (pix < P.npix) go_tc_pixel(P, (unsigned)pix, &img, &a, &b);
         const go_i64 y = a * P.a_sy, x = b * P.a_sx;
         arow[r] = src + (go_i64)img * P.a_n + P.a_off + (go_i64)y * P.a_row +
-                  (go_i64)x * P.a_col + akg;
+                  (go_i64)x * P.a_col + akg * P.a_j;
         unsigned ym = 0, xm = 0;
         for (int iy = 0; iy < nty; ++iy) {
             const go_i64 sy = y + P.ty0 + iy * P.tdy;
@@ -775,43 +789,68 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
 #pragma unroll
             for (int e = 0; e < Tr::CE; ++e) acc[i][j][e] = Acc(0);
 
-    // The cursor: the current tap's column index ix and first channel j0; the tap's A and B
-    // offsets atap, btap (the chunk's: + j0, + j0 * b_j); bit 0 of amask[r] says whether
-    // the current tap lands inside (shifted out tap by tap). Advanced by additions (the tap
-    // steps from P), in unsigned (wrapping) arithmetic: a tap outside the source may pass
-    // 32 bits on the way, every tap that is read lands within one image
+    // The cursor: the current tap's column index ix and first channel j0; the chunk's A and
+    // B offsets atap (NHWC: + j0), btap (backprop_input: + j0); bit 0 of amask[r] says
+    // whether the current tap lands inside (shifted out tap by tap). Advanced by additions
+    // (the tap steps from P), in unsigned (wrapping) arithmetic: a tap outside the source
+    // may pass 32 bits on the way, every tap that is read lands within one image
     // (go_tc_vec_params_ok), so its offset is exact.
     const int jlen = (int)P.jlen;
     const int kiters = (int)P.ntaps * (jlen / BK);
     int j0 = 0, ix = 0;
     unsigned atap = (unsigned)(P.ty0 * P.a_row + P.tx0 * P.a_col);
     unsigned btap = (unsigned)(P.ky0 * P.b_ky + P.kx0 * P.b_kx);
+    // NCHW: the chunk's A elements, loaded by one iteration's gather and stored to their
+    // stage by the next iteration's put (their latency hidden behind a stage of mma); 16-bit
+    // ones one per 32-bit register, as loaded.
+    typename GoTcWide<S>::type av[NC ? AE : 1];
     auto gather = [&](int stage) {
         S* as = As + stage * TC_BM * LD;
         S* bs = Bs + stage * TC_BN * LD;
-        const int aoff = (int)(atap + j0);
         // backprop_input's B (HWIO, [nn][k]) has k = o contiguous (b_j = 1).
         const int boff = (int)(BKN ? btap : btap + j0);
+        if constexpr (NC) {
+            const bool in = (amask[0] & 1u) != 0;
+            const T* sp = arow[0] + (int)atap;
+            const int aj = (int)P.a_j;
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            const bool in = (amask[r] & 1u) != 0;
-            // Masked out: nothing is read (src-size 0), from an address that exists (w's,
-            // which is live anyway: one pointer fewer to hold).
-            go_cp_async_16(as + adst + r * ADST1, in ? arow[r] + aoff : w, in ? 16 : 0);
+            for (int e = 0; e < AE; ++e) av[e] = in ? go_bits(go_ldg(sp + e * aj)) : 0;
+        } else {
+            const int aoff = (int)(atap + j0);
+#pragma unroll
+            for (int r = 0; r < NR; ++r) {
+                const bool in = (amask[r] & 1u) != 0;
+                // Masked out: nothing is read (src-size 0), from an address that exists
+                // (w's, which is live anyway: one pointer fewer to hold).
+                go_cp_async_16(as + adst + r * ADST1, in ? arow[r] + aoff : w, in ? 16 : 0);
+            }
         }
 #pragma unroll
         for (int r = 0; r < 2; ++r)
             go_cp_async_16(bs + bdst + r * BDST1, bin[r] ? brow + (boff + r * brow1) : w,
                            bin[r] ? 16 : 0);
     };
+    // NCHW: the A elements of the last gather into their stage.
+    auto put = [&](int stage) {
+        S* as = As + stage * TC_BM * LD + adst;
+#pragma unroll
+        for (int c = 0; c < AE / VEC; ++c) {
+            S v[VEC];
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) v[e] = (S)av[c * VEC + e];
+            go_tc_store_chunk(as + c * VEC, v);
+        }
+    };
     auto advance = [&]() {
         j0 += BK;
         if (BKN) btap += (unsigned)(BK * P.b_j);  // the forward's B: k = c, stride b_j
+        if (NC) atap += (unsigned)(BK * P.a_j);   // NCHW's A: k = a channel plane
         if (j0 < jlen) return;
         if (BKN) btap -= (unsigned)(jlen * P.b_j);
+        if (NC) atap -= (unsigned)(jlen * P.a_j);
         j0 = 0;
-        amask[0] >>= 1;
-        amask[1] >>= 1;
+#pragma unroll
+        for (int r = 0; r < NR; ++r) amask[r] >>= 1;
         if (++ix == ntx) {
             ix = 0;
             atap += (unsigned)(P.tdy * P.a_row - (P.ntx - 1) * P.tdx * P.a_col);
@@ -822,9 +861,13 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         }
     };
 
-    // The pipeline as go_tc_tile's (every chunk a cp.async: nothing staged in registers).
+    // The pipeline as go_tc_tile's: NHWC's chunks are all cp.async; NCHW's A goes through
+    // registers, stored one iteration after its gather (chunk it + 1 at iteration it, to
+    // the stage last read at it - 2).
+    static_assert(TC_STAGES == 3, "one chunk's A in registers at a time");
 #pragma unroll
     for (int s = 0; s < TC_STAGES - 1; ++s) {
+        if (NC && s == 1 && kiters > 0) put(0);
         if (s < kiters) {
             gather(s);
             advance();
@@ -835,6 +878,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     for (int it = 0; it < kiters; ++it) {
         go_cp_async_wait<TC_STAGES - 2>();
         __syncthreads();
+        if (NC && it + 1 < kiters) put(s_read + 1 == TC_STAGES ? 0 : s_read + 1);
         if (it + TC_STAGES - 1 < kiters) {
             gather(s_load);
             advance();
@@ -876,9 +920,16 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
                 Cs[row * CLD + col] = go_bits(go_from_acc<T>(acc[i][j][e]));
             }
     __syncthreads();
-    const bool ovec = P.nlen % VEC == 0 && P.o_col % VEC == 0 && P.o_off % VEC == 0 &&
+    const bool ovec = !NC && P.nlen % VEC == 0 && P.o_col % VEC == 0 && P.o_off % VEC == 0 &&
                       reinterpret_cast<uintptr_t>(out) % 16 == 0;
-    if (ovec) {
+    if (NC) {  // threads walk pixels (a channel plane's run)
+        for (int idx = t; idx < TC_BM * TC_BN; idx += TC_THREADS) {
+            const int m = idx % TC_BM, nn = idx / TC_BM;
+            const go_i64 ob = out_base[m];
+            if (ob < 0 || n_base + nn >= P.nlen) continue;
+            out[ob + (n_base + nn) * P.o_c] = go_from_bits<T>(Cs[m * CLD + nn]);
+        }
+    } else if (ovec) {
         for (int idx = t; idx < TC_BM * (TC_BN / VEC); idx += TC_THREADS) {
             const int m = idx / (TC_BN / VEC), nn = (idx % (TC_BN / VEC)) * VEC;
             const go_i64 ob = out_base[m];
@@ -919,8 +970,8 @@ GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64*
             const go_i64 mtiles = (Ps->npix + TC_BM - 1) / TC_BM;
             for (go_i64 mt = blockIdx.x; mt < mtiles; mt += gridDim.x) {
                 if constexpr (VEC)
-                    go_tc_tile_vec<T, BKN, TF32>(*Ps, src, w, out, mt * TC_BM, n_base, smem,
-                                                 out_base);
+                    go_tc_tile_vec<T, L, BKN, TF32>(*Ps, src, w, out, mt * TC_BM, n_base, smem,
+                                                    out_base);
                 else
                     go_tc_tile<T, L, BKN, TF32, FWD || GoTcTraits<T>::STAGED_BACKPROP>(
                         *Ps, src, w, out, mt * TC_BM, n_base, smem, out_base);
@@ -965,31 +1016,44 @@ GO_DEV void conv2d_tc_entry(const GoConvParams& p, unsigned char* smem, go_i64* 
     }
     conv2d_tc_dispatch<T, FWD, false>(p, smem, out_base, Ps);
 }
-// The lean kernels (go_tc_tile_vec): NHWC, HWIO (the forward's B staged [k][nn]), for
-// parameters where go_tc_vec_params_ok holds with 16-byte aligned source and filter; the
-// host picks them by the same rule, and a launch it should not have made traps.
-template <typename T, bool FWD>
+// The lean kernels (go_tc_tile_vec), one entry point per source layout L (in one kernel
+// NCHW's registered A chunk spilled the 16-bit NHWC kernel at four blocks per SM); the
+// forward's HWIO filter staged [k][nn]. For parameters where go_tc_vec_params_ok holds with
+// 16-byte aligned source and filter; the host picks them by the same rule, and a launch it
+// should not have made traps.
+template <typename T, bool FWD, int L>
 GO_DEV void conv2d_tc_vec_entry(const GoConvParams& p, unsigned char* smem, go_i64* out_base,
                                 GoTcProblem* Ps) {
     const uint64_t src = FWD ? p.x : p.y;
-    if (!go_tc_vec_params_ok<T>(p, FWD) || src % 16 != 0 || p.w % 16 != 0) go_trap();
+    if (p.layout != L || !go_tc_vec_params_ok<T>(p, FWD) || src % 16 != 0 || p.w % 16 != 0)
+        go_trap();
     if constexpr (sizeof(T) == 4) {
         if (p.f32_precision == GO_F32_PRECISION_TF32) {
-            conv2d_tc_layout<T, GO_LAYOUT_NHWC, FWD, FWD, true, true>(p, smem, out_base, Ps);
+            conv2d_tc_layout<T, L, FWD, FWD, true, true>(p, smem, out_base, Ps);
             return;
         }
     }
-    conv2d_tc_layout<T, GO_LAYOUT_NHWC, FWD, FWD, false, true>(p, smem, out_base, Ps);
+    conv2d_tc_layout<T, L, FWD, FWD, false, true>(p, smem, out_base, Ps);
 }
 template <typename T>
 GO_DEV void conv2d_backprop_input_tc_vec_body(const GoConvParams& p) {
     GO_TC_SMEM
-    conv2d_tc_vec_entry<T, false>(p, smem, out_base, &problem);
+    conv2d_tc_vec_entry<T, false, GO_LAYOUT_NHWC>(p, smem, out_base, &problem);
 }
 template <typename T>
 GO_DEV void conv2d_forward_tc_vec_body(const GoConvParams& p) {
     GO_TC_SMEM
-    conv2d_tc_vec_entry<T, true>(p, smem, out_base, &problem);
+    conv2d_tc_vec_entry<T, true, GO_LAYOUT_NHWC>(p, smem, out_base, &problem);
+}
+template <typename T>
+GO_DEV void conv2d_backprop_input_tc_vec_nchw_body(const GoConvParams& p) {
+    GO_TC_SMEM
+    conv2d_tc_vec_entry<T, false, GO_LAYOUT_NCHW>(p, smem, out_base, &problem);
+}
+template <typename T>
+GO_DEV void conv2d_forward_tc_vec_nchw_body(const GoConvParams& p) {
+    GO_TC_SMEM
+    conv2d_tc_vec_entry<T, true, GO_LAYOUT_NCHW>(p, smem, out_base, &problem);
 }
 template <typename T>
 GO_DEV void conv2d_backprop_input_tc_body(const GoConvParams& p) {
@@ -1031,13 +1095,17 @@ GO_TC_INSTANTIATE(conv2d_backprop_input_tc, conv2d_backprop_input_tc_body, GO_TC
                   GO_TC_BOUNDS_2, GO_TC_BOUNDS_2)
 GO_TC_INSTANTIATE(conv2d_forward_tc, conv2d_forward_tc_body, GO_TC_BOUNDS_2, GO_TC_BOUNDS_2,
                   GO_TC_BOUNDS_2)
-// The lean kernels: four blocks per SM (128 registers) for the 16-bit types on compute_90+
-// images (three on compute_80), three (168) for f32, two for f64 (at three sm_120's ptxas
-// spills it).
+// The lean kernels: NHWC four blocks per SM (128 registers) for the 16-bit types on
+// compute_90+ images (three on compute_80), NCHW three (its A chunk held in registers);
+// f32 three (168) for NHWC, two for NCHW; f64 two (at three sm_120's ptxas spills it).
 GO_TC_INSTANTIATE(conv2d_backprop_input_tc_vec, conv2d_backprop_input_tc_vec_body,
                   GO_TC_BOUNDS_4, GO_TC_BOUNDS_3, GO_TC_BOUNDS_2)
 GO_TC_INSTANTIATE(conv2d_forward_tc_vec, conv2d_forward_tc_vec_body, GO_TC_BOUNDS_4,
                   GO_TC_BOUNDS_3, GO_TC_BOUNDS_2)
+GO_TC_INSTANTIATE(conv2d_backprop_input_tc_vec_nchw, conv2d_backprop_input_tc_vec_nchw_body,
+                  GO_TC_BOUNDS_3, GO_TC_BOUNDS_2, GO_TC_BOUNDS_2)
+GO_TC_INSTANTIATE(conv2d_forward_tc_vec_nchw, conv2d_forward_tc_vec_nchw_body, GO_TC_BOUNDS_3,
+                  GO_TC_BOUNDS_2, GO_TC_BOUNDS_2)
 
 // ---------------------------------------------------------------------------------------
 // conv2d_backprop_filter_partial_tc: the filter gradient's split-K partial sums (same

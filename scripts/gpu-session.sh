@@ -12,7 +12,11 @@
 # the JSON results (gradops-json.tar, peers.json) and the ncu reports (ncu.txt) go to
 # OUTDIR. STEPS (default all) picks steps:
 # tests, bench, peers, ncu, sass, sanitizer. DTYPES / LAYOUTS pick the bench rows (default
-# f32,f16,f64 / nchw,nhwc); NCU_SPECS (WORKLOAD:KERNEL[:DTYPE] triples) the ncu launches. Exit status: non-zero if any step failed.
+# f32,f16,f64 / nchw,nhwc); NCU_SPECS (WORKLOAD:KERNEL[:DTYPE[:LAYOUT]]) the ncu launches;
+# SIMT=0 skips the f32/f64 FFMA comparison rows, GENERAL=0 the general tensor-core conv rows
+# (GRADOPS_CUDA_CONV_TC_VEC=off); PROP_CASES / PROP_LIMIT size the property tests;
+# SAN_FILTER picks the cuda_ops tests the sanitizers run (default all).
+# Exit status: non-zero if any step failed.
 set -uo pipefail
 BUNDLE="${1:-target/gpu-bundle}"
 OUT="${2:-gpu-out}"
@@ -70,9 +74,16 @@ if has bench; then
         --layout "$l" --reps "$REPS" --json "$OUT/gradops-$d-$l.json"
       # f32/f64 conv runs on the tensor cores (3xTF32, DMMA) by default; the same rows on
       # the simt (FFMA) kernels, the opt-out, for the comparison (GRADOPS_CUDA_CONV_TC=simt).
-      if [[ "$d" == f32 || "$d" == f64 ]]; then
+      if [[ "${SIMT:-1}" == 1 && ( "$d" == f32 || "$d" == f64 ) ]]; then
         GRADOPS_CUDA_CONV_TC=simt step "bench_${d}_${l}_simt" 120 "$BUNDLE/gradops" bench \
           --device cuda --dtype "$d" --layout "$l" --reps "$REPS" --json "$OUT/simt-gradops-$d-$l.json"
+      fi
+      # The conv rows on the general tensor-core kernels (the lean _tc_vec kernels off), for
+      # the same-run comparison.
+      if [[ "${GENERAL:-1}" == 1 ]]; then
+        GRADOPS_CUDA_CONV_TC_VEC=off step "bench_${d}_${l}_general" 120 "$BUNDLE/gradops" bench \
+          --device cuda --dtype "$d" --layout "$l" --workload W4,W5,W4f,W5f --reps "$REPS" \
+          --json "$OUT/general-gradops-$d-$l.json"
       fi
       # The TF32 opt-in (plain TF32 tensor cores): its rows carry math "tf32" and pair with
       # cuDNN with TF32 allowed (bench/peers.py); the backward-data workloads (W7/W8, the
@@ -91,8 +102,10 @@ if has peers; then
   for f in "$OUT"/gradops-*.json "$OUT"/tf32-gradops-*.json; do
     [[ -e "$f" ]] && args+=(--gradops-json "$f")
   done
+  # NHWC rows: cuDNN through channels_last, conv included.
   PYTHONUNBUFFERED=1 step peers 300 python3 bench/peers.py --device cuda --reps "$REPS" \
-    --dtypes "$DTYPES" --layouts "$LAYOUTS" --json "$OUT/peers.json" "${args[@]}"
+    --dtypes "$DTYPES" --layouts "$LAYOUTS" --nhwc-workloads W1,W2,W3,W6,W4,W5,W7,W8,W4f,W5f \
+    --json "$OUT/peers.json" "${args[@]}"
 fi
 
 NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
@@ -104,16 +117,19 @@ if has ncu && [[ -n "$NCU" ]]; then
   # tensor cores by default, so the FFMA kernels launch only with the opt-out).
   for spec in ${NCU_SPECS:-W1:resize_tile_f32 W2:resize_tile_f32 W3:resize_box_f32 \
     W6:max_pool_tile_k3_grad_f32 W6:max_pool_tile_k3_grad_argmax_f32 W6:max_pool_direct_k3_forward_f32 \
-    W4:conv2d_backprop_input_tc_f16:f16 W5:conv2d_backprop_input_tc_f16:f16 \
-    W4f:conv2d_forward_tc_f16:f16 W4:conv2d_backprop_input_f32 \
+    W4:conv2d_backprop_input_tc_vec_nchw_f16:f16 W4:conv2d_backprop_input_tc_vec_f16:f16 \
+    W5:conv2d_backprop_input_tc_vec_nchw_f16:f16 W4f:conv2d_forward_tc_vec_nchw_f16:f16 \
+    W4:conv2d_backprop_input_f32 \
     W7:conv2d_backprop_filter_partial_tc_f16:f16 W8:conv2d_backprop_filter_partial_tc_f16:f16 \
     W7:conv2d_backprop_filter_partial_tc_nhwc_f16:f16 \
     W7:conv2d_backprop_filter_partial_f32 W7:conv2d_backprop_filter_reduce_f16:f16}; do
-    wl="${spec%%:*}" rest="${spec#*:}" k="${rest%%:*}" dt=f32
-    [[ "$rest" == *:* ]] && dt="${rest#*:}"
-    tc=all lay=nchw
+    IFS=: read -r wl k dt lay <<<"$spec"
+    dt="${dt:-f32}"
+    tc=all
     [[ "$k" == conv2d_* && "$k" != *_tc_* ]] && tc=simt
-    [[ "$k" == *_nhwc_* ]] && lay=nhwc
+    [[ -z "$lay" && "$k" == *_nhwc_* ]] && lay=nhwc
+    [[ -z "$lay" && "$k" == *_tc_vec_* && "$k" != *_vec_nchw_* ]] && lay=nhwc
+    lay="${lay:-nchw}"
     echo "##### $wl $k $dt (GRADOPS_CUDA_CONV_TC=$tc)" >>"$OUT/ncu.txt"
     GRADOPS_CUDA_CONV_TC=$tc step "ncu_${wl}_$k" 60 bash -c '"$0" --clock-control none -k "$1" -s 2 -c 1 \
       --section SpeedOfLight --section Occupancy --section LaunchStats \
@@ -138,11 +154,11 @@ SAN="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer
 if has sanitizer && [[ -n "$SAN" ]]; then
   for tool in memcheck racecheck; do
     GRADOPS_REQUIRE_GPU=1 step "sanitizer_$tool" 120 "$SAN" --tool "$tool" --error-exitcode 99 \
-      "$BUNDLE/cuda_ops" --test-threads=1
+      "$BUNDLE/cuda_ops" --test-threads=1 ${SAN_FILTER:-}
   done
 fi
 
-(cd "$OUT" && ls gradops-*.json >/dev/null 2>&1 && tar cf gradops-json.tar gradops-*.json simt-gradops-*.json 2>/dev/null; rm -f gradops-*.json simt-gradops-*.json)
+(cd "$OUT" && ls gradops-*.json >/dev/null 2>&1 && tar cf gradops-json.tar ./*gradops-*.json 2>/dev/null; rm -f ./*gradops-*.json)
 grep -E "^=== .*rc=" "$LOG"
 echo "failed=$FAILED"
 exit $FAILED

@@ -2437,23 +2437,25 @@ fn emulated_conv2d_tensor_core() {
         } else {
             (32, 32, 2, (3, 2), (2, 2), (2, 1), (2, 0, 1, 1))
         };
-        cases.push(TcCase {
-            dt,
-            layout: NHWC,
-            oihw: false,
-            n: 2 - (i as i64 % 2),
-            cig,
-            cog,
-            groups,
-            hi: 9 - (i as i64 % 2),
-            wi: 7 + 2 * (i as i64 % 2),
-            k,
-            s,
-            d,
-            pad,
-            exact: i % 3 == 0,
-            tf32: false,
-        });
+        for layout in [NHWC, NCHW] {
+            cases.push(TcCase {
+                dt,
+                layout,
+                oihw: false,
+                n: 2 - (i as i64 % 2),
+                cig,
+                cog,
+                groups,
+                hi: 9 - (i as i64 % 2),
+                wi: 7 + 2 * (i as i64 % 2),
+                k,
+                s,
+                d,
+                pad,
+                exact: (i + layout as usize).is_multiple_of(3),
+                tf32: false,
+            });
+        }
     }
     // Random cases on top.
     for case in 0..cases_count_tc() {
@@ -2492,6 +2494,8 @@ fn emulated_conv2d_tensor_core() {
         "conv2d_backprop_input_tc",
         "conv2d_forward_tc_vec",
         "conv2d_backprop_input_tc_vec",
+        "conv2d_forward_tc_vec_nchw",
+        "conv2d_backprop_input_tc_vec_nchw",
     ] {
         for dt in [Dt::F16, Dt::BF16] {
             let name = format!("{f}_{}", dt.suffix());
@@ -2501,7 +2505,12 @@ fn emulated_conv2d_tensor_core() {
             );
         }
     }
-    for f in ["conv2d_forward_tc_vec", "conv2d_backprop_input_tc_vec"] {
+    for f in [
+        "conv2d_forward_tc_vec",
+        "conv2d_backprop_input_tc_vec",
+        "conv2d_forward_tc_vec_nchw",
+        "conv2d_backprop_input_tc_vec_nchw",
+    ] {
         for dt in [Dt::F32, Dt::F64] {
             let name = format!("{f}_{}", dt.suffix());
             assert!(
@@ -2751,7 +2760,8 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
         // The lean twin where the host's rule picks it: the same arithmetic in the same
         // order, so the same bits (buffers are malloc'd: 16-byte aligned, as on a GPU).
         if launch::conv_tc_vec_eligible(&p, forward, dt.size()) {
-            let vec_kernel = format!("{name}_vec_{}", dt.suffix());
+            let lay = if layout == NCHW { "_nchw" } else { "" };
+            let vec_kernel = format!("{name}_vec{lay}_{}", dt.suffix());
             for l in [natural, tiny] {
                 let r = run_kernel(&vec_kernel, l, &as_bytes(&p), &bufs);
                 assert!(

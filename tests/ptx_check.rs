@@ -50,6 +50,8 @@ const TC_OPS: &[&str] = &[
     "conv2d_forward_tc",
     "conv2d_backprop_input_tc_vec",
     "conv2d_forward_tc_vec",
+    "conv2d_backprop_input_tc_vec_nchw",
+    "conv2d_forward_tc_vec_nchw",
     "conv2d_backprop_filter_partial_tc",
     "conv2d_backprop_filter_partial_tc_nhwc",
 ];

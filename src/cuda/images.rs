@@ -103,9 +103,10 @@ pub fn selected_image(module: &str) -> Result<PtxImage> {
 pub const CONV_TENSOR_CORE_NOTE: &str = "tensor core: on compute_80+ images, conv2d and \
 conv2d_backprop_input run conv2d_forward_tc_* and conv2d_backprop_input_tc_* (implicit GEMM \
 on mma.sync with ldmatrix and a 3-stage cp.async pipeline: f16/bf16 on m16n8k16 with f32 \
-accumulation, f32 as 3xTF32 on m16n8k8, f64 on m8n8k4; NHWC calls with an HWIO filter and \
-channel counts of whole 16-byte chunks run the lean conv2d_forward_tc_vec_* and \
-conv2d_backprop_input_tc_vec_*, whose main loop is copies and mma only), and \
+accumulation, f32 as 3xTF32 on m16n8k8, f64 on m8n8k4; calls with an HWIO filter and \
+channel counts of whole 16-byte chunks and 64-byte stages run the lean \
+conv2d_forward_tc_vec[_nchw]_* and conv2d_backprop_input_tc_vec[_nchw]_*, whose main loop \
+is copies (NCHW: coalesced loads through registers), mma and a 32-bit cursor), and \
 conv2d_backprop_filter runs \
 conv2d_backprop_filter_partial_tc_* (NCHW) and conv2d_backprop_filter_partial_tc_nhwc_* (the \
 split-K partial sums on mma.sync; NHWC through a cp.async pipeline with ldmatrix.trans); f32 and f64 run there by default (faster than the simt FFMA kernels in \
@@ -125,8 +126,8 @@ with such windows runs max_pool_direct_k3_forward_*, one thread per output) and 
 generic max_pool_{forward,grad,grad_argmax}_* for windows too large for a one-cell tile";
 
 /// The oldest virtual architecture whose images hold the tensor-core conv kernels
-/// (`conv2d_backprop_input_tc_*`, `conv2d_forward_tc_*` and their `_tc_vec_` twins for every
-/// element type: mma.sync,
+/// (`conv2d_backprop_input_tc_*`, `conv2d_forward_tc_*` and their lean `_tc_vec_` and
+/// `_tc_vec_nchw_` twins for every element type: mma.sync,
 /// ldmatrix and cp.async need sm_80).
 pub const CONV_TENSOR_CORE_ARCH: u32 = 80;
 
@@ -448,6 +449,8 @@ mod tests {
                 "conv2d_forward_tc",
                 "conv2d_backprop_input_tc_vec",
                 "conv2d_forward_tc_vec",
+                "conv2d_backprop_input_tc_vec_nchw",
+                "conv2d_forward_tc_vec_nchw",
                 "conv2d_backprop_filter_partial_tc",
                 "conv2d_backprop_filter_partial_tc_nhwc",
             ] {

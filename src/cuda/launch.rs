@@ -459,20 +459,21 @@ pub fn conv_tc(p: &GoConvParams, forward: bool) -> Option<Launch> {
 
 /// Whether the lean tensor-core kernels serve `p` (`conv2d_backprop_input_tc_vec_*` with
 /// `forward = false`, `conv2d_forward_tc_vec_*` with `true`; same launch as [`conv_tc`]) for
-/// elements of `elem_bytes` bytes: NHWC with an HWIO filter, every operand chunk a whole
-/// 16-byte copy (the source's channels a multiple of 16 bytes, the reduction per tap,
-/// `co / groups` or `ci / groups`, of 64 bytes; the filter's `co` of 16 bytes, and the
-/// forward's `co / groups` too), at most 32 taps, and the offsets the kernels keep in 32
-/// bits fitting. The rule of `go_tc_vec_params_ok` in `kernels/conv_tc.cuh`, which the
-/// kernels check again (a launch outside it traps); the caller checks that the source and
-/// filter addresses are 16-byte aligned.
+/// elements of `elem_bytes` bytes: an HWIO filter whose rows along `co` are whole 16-byte
+/// chunks (and the forward's `co / groups` too), the reduction per tap (`co / groups` or
+/// `ci / groups`) a multiple of 64 bytes, NHWC sources with channels of whole 16-byte
+/// chunks or NCHW ones, at most 32 taps, and the offsets the kernels keep in 32 bits
+/// fitting. The rule of `go_tc_vec_params_ok` in `kernels/conv_tc.cuh`, which the kernels
+/// check again (a launch outside it traps); the caller checks that the source and filter
+/// addresses are 16-byte aligned.
 pub fn conv_tc_vec_eligible(p: &GoConvParams, forward: bool, elem_bytes: usize) -> bool {
     const LIM: i128 = 0x7fff_ffff;
     if !matches!(elem_bytes, 2 | 4 | 8) {
         return false;
     }
     let (vec, bk) = (16 / elem_bytes as i128, 64 / elem_bytes as i128);
-    if p.layout != GO_LAYOUT_NHWC as i32 || p.filter_layout != GO_FILTER_HWIO as i32 {
+    let nhwc = p.layout == GO_LAYOUT_NHWC as i32;
+    if (!nhwc && p.layout != GO_LAYOUT_NCHW as i32) || p.filter_layout != GO_FILTER_HWIO as i32 {
         return false;
     }
     let dims = [
@@ -493,7 +494,7 @@ pub fn conv_tc_vec_eligible(p: &GoConvParams, forward: bool, elem_bytes: usize) 
     let (cig, cog) = (ci / groups, co / groups);
     let (csrc, jlen) = if forward { (ci, cig) } else { (co, cog) };
     let (hs, ws) = if forward { (hi, wi) } else { (ho, wo) };
-    if csrc % vec != 0 || jlen % bk != 0 || co % vec != 0 || (forward && cog % vec != 0) {
+    if (nhwc && csrc % vec != 0) || jlen % bk != 0 || co % vec != 0 || (forward && cog % vec != 0) {
         return false;
     }
     let (ymax, xmax) = if forward {
@@ -501,17 +502,23 @@ pub fn conv_tc_vec_eligible(p: &GoConvParams, forward: bool, elem_bytes: usize) 
     } else {
         (hi, wi)
     };
-    let (row, pix) = (ws * csrc, if forward { ho * wo } else { hi * wi });
+    let (plane, pix) = (hs * ws, if forward { ho * wo } else { hi * wi });
+    // Row and column strides: NHWC ws * csrc and csrc, NCHW ws and 1 (planes apart).
+    let (row, col, chans) = if nhwc {
+        (ws * csrc, csrc, jlen)
+    } else {
+        (ws, 1, csrc * plane)
+    };
     [
-        row,
+        plane,
         pix,
         cig * co,
         hs + ymax,
         ws + xmax,
-        hs * row,
+        plane * csrc,
         n * pix,
         kh * kw * cig * co,
-        (hs + ymax) * row + (ws + xmax) * csrc + jlen,
+        (hs + ymax) * row + (ws + xmax) * col + chans,
     ]
     .iter()
     .all(|&v| v < LIM)
@@ -657,7 +664,13 @@ mod tests {
             layout: GO_LAYOUT_NCHW as i32,
             ..p
         };
-        assert!(!conv_tc_vec_eligible(&nchw, false, 2));
+        // NCHW sources load through registers: the same rule.
+        assert!(conv_tc_vec_eligible(&nchw, false, 2) && conv_tc_vec_eligible(&nchw, true, 8));
+        assert!(!conv_tc_vec_eligible(
+            &GoConvParams { layout: 7, ..p },
+            false,
+            2
+        ));
         let oihw = GoConvParams {
             filter_layout: 1,
             ..p

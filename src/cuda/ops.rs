@@ -680,8 +680,8 @@ pub fn conv_kernel<T: Element>(
 
 /// [`conv_kernel`] for one call of geometry `g` (from [`plan_conv2d`] or
 /// [`plan_conv2d_backprop_input`]) with a filter in `filter_layout`: where the tensor cores
-/// run it, the lean `conv2d_backprop_input_tc_vec_*` / `conv2d_forward_tc_vec_*` when they
-/// serve the geometry ([`launch::conv_tc_vec_eligible`]; tensors 16-byte aligned, as every
+/// run it, the lean `conv2d_backprop_input_tc_vec[_nchw]_*` / `conv2d_forward_tc_vec[_nchw]_*`
+/// when they serve the geometry ([`launch::conv_tc_vec_eligible`]; tensors 16-byte aligned, as every
 /// [`DeviceTensor`] allocation is).
 ///
 /// # Errors
@@ -707,8 +707,8 @@ pub fn conv_kernel_for<T: Element>(
     Ok(conv_tc_family(&p, forward, std::mem::size_of::<T>()).to_string() + "_" + T::SUFFIX)
 }
 
-/// The tensor-core kernel family a call with parameters `p` launches: the lean `_vec`
-/// kernels where [`launch::conv_tc_vec_eligible`] holds and the source and filter
+/// The tensor-core kernel family a call with parameters `p` launches: the lean `_vec` (NHWC)
+/// and `_vec_nchw` kernels where [`launch::conv_tc_vec_eligible`] holds and the source and filter
 /// addresses are 16-byte aligned (unless `GRADOPS_CUDA_CONV_TC_VEC=off`), else the general
 /// ones.
 fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize) -> &'static str {
@@ -717,11 +717,14 @@ fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize) -> &'stati
         && launch::conv_tc_vec_eligible(p, forward, elem_bytes)
         && src.is_multiple_of(16)
         && p.w.is_multiple_of(16);
-    match (forward, vec) {
-        (false, false) => "conv2d_backprop_input_tc",
-        (false, true) => "conv2d_backprop_input_tc_vec",
-        (true, false) => "conv2d_forward_tc",
-        (true, true) => "conv2d_forward_tc_vec",
+    let nchw = p.layout == GO_LAYOUT_NCHW as i32;
+    match (forward, vec, nchw) {
+        (false, false, _) => "conv2d_backprop_input_tc",
+        (false, true, false) => "conv2d_backprop_input_tc_vec",
+        (false, true, true) => "conv2d_backprop_input_tc_vec_nchw",
+        (true, false, _) => "conv2d_forward_tc",
+        (true, true, false) => "conv2d_forward_tc_vec",
+        (true, true, true) => "conv2d_forward_tc_vec_nchw",
     }
 }
 
