@@ -47,6 +47,12 @@
 #define TC_WM GO_TC_WARP_M
 #define TC_WN GO_TC_WARP_N
 #define TC_STAGES GO_TC_STAGES
+// The lean kernels' pipeline depth (go_tc_tile_vec): one stage more than the general
+// tile's, since their main loop has little else to hide the copies' latency behind (ncu on
+// an H200, W4 f16 at three stages: 9.6 cycles between a warp's instructions, 60% of the
+// scheduler's cycles with no eligible warp). Four stages and the epilogue tile fit the
+// 48 KB of static shared memory for every type.
+#define TC_VSTAGES 4
 #define TC_THREADS GO_TC_BLOCK_THREADS
 #define TC_NFRAG (TC_WN / 8)
 // Bytes of one shared-memory row of a stage: 64 of data, 16 of padding, so the 8 rows an
@@ -97,6 +103,10 @@ template <typename T> struct GoTcGeom {
     static constexpr int SMEM_BYTES =
         TC_STAGES * TC_STAGE_BYTES > TC_BM * CLD * (int)sizeof(typename Tr::S)
             ? TC_STAGES * TC_STAGE_BYTES
+            : TC_BM * CLD * (int)sizeof(typename Tr::S);
+    static constexpr int VEC_SMEM_BYTES =
+        TC_VSTAGES * TC_STAGE_BYTES > TC_BM * CLD * (int)sizeof(typename Tr::S)
+            ? TC_VSTAGES * TC_STAGE_BYTES
             : TC_BM * CLD * (int)sizeof(typename Tr::S);
 };
 
@@ -684,6 +694,29 @@ GO_DEV void go_trap() {
 #endif
 }
 
+// Two adjacent shared-memory elements as one store (dst aligned to twice their size).
+template <typename S>
+GO_DEV void go_store_pair(S* dst, S a, S b) {
+    const S v[2] = {a, b};
+#ifdef __CUDACC__
+    if constexpr (sizeof(S) == 2) {
+        uint32_t u;
+        memcpy(&u, v, 4);
+        *reinterpret_cast<uint32_t*>(dst) = u;
+    } else if constexpr (sizeof(S) == 4) {
+        uint2 u;
+        memcpy(&u, v, 8);
+        *reinterpret_cast<uint2*>(dst) = u;
+    } else {
+        uint4 u;
+        memcpy(&u, v, 16);
+        *reinterpret_cast<uint4*>(dst) = u;
+    }
+#else
+    std::memcpy(dst, v, sizeof v);
+#endif
+}
+
 // 16 bytes from src to dst (both 16-byte aligned).
 GO_DEV void go_copy16(void* dst, const void* src) {
 #ifdef __CUDACC__
@@ -723,7 +756,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     const int t = threadIdx.x, lane = t % 32, warp = t / 32;
     const int wm = warp % (TC_BM / TC_WM), wn = warp / (TC_BM / TC_WM);
     S* As = reinterpret_cast<S*>(smem);
-    S* Bs = reinterpret_cast<S*>(smem + TC_STAGES * TC_BM * TC_ROW_BYTES);
+    S* Bs = reinterpret_cast<S*>(smem + TC_VSTAGES * TC_BM * TC_ROW_BYTES);
 
     // A, NHWC: rows t / KCH and t / KCH + TC_THREADS / KCH, channels (t % KCH) * VEC of
     // the chunk (16-byte copies); NCHW: row t % TC_BM, channels (t / TC_BM) * AE (AE
@@ -755,11 +788,10 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
             const go_i64 sx = x + P.tx0 + ix * P.tdx;
             if (sx >= 0 && sx < P.a_w) xm |= 1u << ix;
         }
-        unsigned mk = 0;
+        unsigned mk = 0;  // tap i = iy * ntx + ix: row iy's taps are xm shifted to iy * ntx
         if (pix < P.npix)
-            for (int iy = 0, i = 0; iy < nty; ++iy)
-                for (int ix = 0; ix < ntx; ++ix, ++i)
-                    if ((ym >> iy) & (xm >> ix) & 1u) mk |= 1u << i;
+            for (int iy = 0; iy < nty; ++iy)
+                if ((ym >> iy) & 1u) mk |= xm << (iy * ntx);
         amask[r] = mk;
     }
     // B: [nn][k] rows t / KCH (+ TC_THREADS / KCH), VEC consecutive k; or [k][nn] (BKN)
@@ -861,33 +893,33 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         }
     };
 
-    // The pipeline as go_tc_tile's: NHWC's chunks are all cp.async; NCHW's A goes through
-    // registers, stored one iteration after its gather (chunk it + 1 at iteration it, to
-    // the stage last read at it - 2).
-    static_assert(TC_STAGES == 3, "one chunk's A in registers at a time");
+    // The pipeline as go_tc_tile's, TC_VSTAGES deep: NHWC's chunks are all cp.async; NCHW's
+    // A goes through registers, stored one iteration after its gather (at iteration it,
+    // chunk it + TC_VSTAGES - 2, to the stage last read at it - 2).
+    static_assert(TC_VSTAGES >= 3, "a stage between the one read and the one stored");
 #pragma unroll
-    for (int s = 0; s < TC_STAGES - 1; ++s) {
-        if (NC && s == 1 && kiters > 0) put(0);
+    for (int s = 0; s < TC_VSTAGES - 1; ++s) {
+        if (NC && s >= 1 && s - 1 < kiters) put(s - 1);
         if (s < kiters) {
             gather(s);
             advance();
         }
         go_cp_async_commit();
     }
-    int s_read = 0, s_load = TC_STAGES - 1;
+    int s_read = 0, s_load = TC_VSTAGES - 1;
     for (int it = 0; it < kiters; ++it) {
-        go_cp_async_wait<TC_STAGES - 2>();
+        go_cp_async_wait<TC_VSTAGES - 2>();
         __syncthreads();
-        if (NC && it + 1 < kiters) put(s_read + 1 == TC_STAGES ? 0 : s_read + 1);
-        if (it + TC_STAGES - 1 < kiters) {
+        if (NC && it + TC_VSTAGES - 2 < kiters) put(s_load == 0 ? TC_VSTAGES - 1 : s_load - 1);
+        if (it + TC_VSTAGES - 1 < kiters) {
             gather(s_load);
             advance();
         }
         go_cp_async_commit();
         go_tc_stage_mma<T, BKN, TF32>(As + s_read * TC_BM * LD, Bs + s_read * TC_BN * LD, wm,
                                       wn, lane, acc);
-        s_read = s_read + 1 == TC_STAGES ? 0 : s_read + 1;
-        s_load = s_load + 1 == TC_STAGES ? 0 : s_load + 1;
+        s_read = s_read + 1 == TC_VSTAGES ? 0 : s_read + 1;
+        s_load = s_load + 1 == TC_VSTAGES ? 0 : s_load + 1;
     }
     go_cp_async_wait<0>();
     __syncthreads();
@@ -914,10 +946,11 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
 #pragma unroll
         for (int j = 0; j < TC_NFRAG; ++j)
 #pragma unroll
-            for (int e = 0; e < Tr::CE; ++e) {
+            for (int e = 0; e < Tr::CE; e += 2) {  // e, e + 1: adjacent columns, one store
                 const int row = wm * TC_WM + i * Tr::FM + g + (e >= 2 ? 8 : 0);
-                const int col = wn * TC_WN + j * 8 + 2 * tq + (e % 2);
-                Cs[row * CLD + col] = go_bits(go_from_acc<T>(acc[i][j][e]));
+                const int col = wn * TC_WN + j * 8 + 2 * tq;
+                go_store_pair(Cs + row * CLD + col, go_bits(go_from_acc<T>(acc[i][j][e])),
+                              go_bits(go_from_acc<T>(acc[i][j][e + 1])));
             }
     __syncthreads();
     const bool ovec = !NC && P.nlen % VEC == 0 && P.o_col % VEC == 0 && P.o_off % VEC == 0 &&
@@ -1035,24 +1068,29 @@ GO_DEV void conv2d_tc_vec_entry(const GoConvParams& p, unsigned char* smem, go_i
     }
     conv2d_tc_layout<T, L, FWD, FWD, false, true>(p, smem, out_base, Ps);
 }
+// The lean kernels' shared memory: TC_VSTAGES stages.
+#define GO_TC_VEC_SMEM                                                          \
+    __shared__ __align__(16) unsigned char smem[GoTcGeom<T>::VEC_SMEM_BYTES];   \
+    __shared__ go_i64 out_base[TC_BM];                                          \
+    __shared__ GoTcProblem problem;
 template <typename T>
 GO_DEV void conv2d_backprop_input_tc_vec_body(const GoConvParams& p) {
-    GO_TC_SMEM
+    GO_TC_VEC_SMEM
     conv2d_tc_vec_entry<T, false, GO_LAYOUT_NHWC>(p, smem, out_base, &problem);
 }
 template <typename T>
 GO_DEV void conv2d_forward_tc_vec_body(const GoConvParams& p) {
-    GO_TC_SMEM
+    GO_TC_VEC_SMEM
     conv2d_tc_vec_entry<T, true, GO_LAYOUT_NHWC>(p, smem, out_base, &problem);
 }
 template <typename T>
 GO_DEV void conv2d_backprop_input_tc_vec_nchw_body(const GoConvParams& p) {
-    GO_TC_SMEM
+    GO_TC_VEC_SMEM
     conv2d_tc_vec_entry<T, false, GO_LAYOUT_NCHW>(p, smem, out_base, &problem);
 }
 template <typename T>
 GO_DEV void conv2d_forward_tc_vec_nchw_body(const GoConvParams& p) {
-    GO_TC_SMEM
+    GO_TC_VEC_SMEM
     conv2d_tc_vec_entry<T, true, GO_LAYOUT_NCHW>(p, smem, out_base, &problem);
 }
 template <typename T>
@@ -1066,6 +1104,7 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
     conv2d_tc_entry<T, true>(p, smem, out_base, &problem);
 }
 #undef GO_TC_SMEM
+#undef GO_TC_VEC_SMEM
 
 #ifdef __CUDACC__
 // Blocks per SM (registers a thread: 255 for two, 168 for three). Three for the 16-bit
