@@ -65,8 +65,15 @@ GO_DEV void conv2d_forward_body(const GoConvParams& p) {
 // k0 + i*pk; returns their count (0: none), with k0 and pk. Shared with conv_tc.cuh.
 GO_DEV go_i64 go_conv_phase_taps(go_i64 r, go_i64 s, go_i64 d, go_i64 kn, go_i64* k0,
                                  go_i64* pk) {
-    go_i64 period = 1;  // s / gcd(s, d): the smallest step that keeps k*d mod s
-    while (go_mod(period * d, s) != 0) ++period;
+    // s / gcd(s, d): the smallest step that keeps k*d mod s (by Euclid: counting up to it
+    // took 2^40 steps for a stride of 2^40, a hang found by the property tests).
+    go_i64 a = s, b = d;
+    while (b != 0) {
+        const go_i64 t = a % b;
+        a = b;
+        b = t;
+    }
+    const go_i64 period = s / a;
     *pk = period;
     *k0 = 0;
     for (go_i64 k = 0; k < period && k < kn; ++k) {
@@ -76,6 +83,22 @@ GO_DEV go_i64 go_conv_phase_taps(go_i64 r, go_i64 s, go_i64 d, go_i64 kn, go_i64
         }
     }
     return 0;
+}
+
+// The stride phases of conv2d_backprop_input that hold dx pixels, enumerated by their
+// first row and column (y0, x0) in [0, min(sh, hi)) x [0, min(sw, wi)): phase (ry, rx) has
+// y0 = (ry - top) mod sh, and no rows where y0 >= hi. Enumerating (ry, rx) over sh x sw
+// instead gave a block loop of sh*sw / 65535 mostly empty phases for a stride past the
+// image (2^40 x 3 in a property case). Shared with conv_tc.cuh and the host's grid
+// (launch::conv_phases).
+GO_DEV go_i64 go_conv_phase_count(const GoConvParams& p) {
+    return (p.sh < p.hi ? p.sh : p.hi) * (p.sw < p.wi ? p.sw : p.wi);
+}
+// Phase index ph (< go_conv_phase_count) as its (ry, rx).
+GO_DEV void go_conv_phase(const GoConvParams& p, go_i64 ph, go_i64* ry, go_i64* rx) {
+    const go_i64 nx = p.sw < p.wi ? p.sw : p.wi;
+    *ry = go_mod(ph / nx + p.pad_top, p.sh);
+    *rx = go_mod(ph % nx + p.pad_left, p.sw);
 }
 
 // ---------------------------------------------------------------------------------
@@ -135,7 +158,7 @@ GO_DEV void conv2d_backprop_input_layout(const GoConvParams& p) {
     const int tx = t % CT, ty = t / CT;
     const go_i64 cig = p.ci / p.groups, cog = p.co / p.groups;
     const go_i64 ctiles = (cig + TC - 1) / TC;
-    const go_i64 phases = p.sh * p.sw;
+    const go_i64 phases = go_conv_phase_count(p);
     const go_i64 c_stride = L == GO_LAYOUT_NCHW ? p.hi * p.wi : 1;  // dx stride of c
     // This thread's load slots: As[lk + 4r][lp] (NCHW) or As[lk][lp + 16r] (NHWC), and
     // Bs[bk][bc + 16r].
@@ -146,7 +169,8 @@ GO_DEV void conv2d_backprop_input_layout(const GoConvParams& p) {
     for (go_i64 ph = blockIdx.z; ph < phases; ph += gridDim.z) {
         __syncthreads();  // every thread is done with the previous phase
         if (t == 0) {
-            const go_i64 ry = ph / p.sw, rx = ph % p.sw;
+            go_i64 ry, rx;
+            go_conv_phase(p, ph, &ry, &rx);
             P.y0 = go_mod(ry - p.pad_top, p.sh);
             P.x0 = go_mod(rx - p.pad_left, p.sw);
             P.cnt_y = P.y0 < p.hi ? (p.hi - P.y0 + p.sh - 1) / p.sh : 0;

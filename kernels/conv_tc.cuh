@@ -168,7 +168,8 @@ GO_DEV GoTcProblem go_tc_backprop_problem(const GoConvParams& p, go_i64 ph, go_i
     GoTcProblem P;
     const go_i64 cig = p.ci / p.groups, cog = p.co / p.groups;
     const GoFilterStrides fs = go_filter_strides(p);
-    const go_i64 ry = ph / p.sw, rx = ph % p.sw;
+    go_i64 ry, rx;
+    go_conv_phase(p, ph, &ry, &rx);
     const go_i64 y0 = go_mod(ry - p.pad_top, p.sh), x0 = go_mod(rx - p.pad_left, p.sw);
     P.cnt_y = y0 < p.hi ? (p.hi - y0 + p.sh - 1) / p.sh : 0;
     P.cnt_x = x0 < p.wi ? (p.wi - x0 + p.sw - 1) / p.sw : 0;
@@ -992,7 +993,7 @@ GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64*
     T* __restrict__ out = reinterpret_cast<T*>(FWD ? p.y : p.x);
     const go_i64 nlen = FWD ? p.co / p.groups : p.ci / p.groups;
     const go_i64 ntiles = (nlen + TC_BN - 1) / TC_BN;
-    const go_i64 phases = FWD ? 1 : p.sh * p.sw;
+    const go_i64 phases = FWD ? 1 : go_conv_phase_count(p);
     for (go_i64 ph = blockIdx.z; ph < phases; ph += gridDim.z) {
         for (go_i64 gn = blockIdx.y; gn < p.groups * ntiles; gn += gridDim.y) {
             const go_i64 g = gn / ntiles, n_base = (gn % ntiles) * TC_BN;
@@ -1112,13 +1113,16 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 // the forward (at three its 16-bit kernel spills on sm_80/sm_90) and for f32/f64.
 #if __CUDA_ARCH__ >= 900
 #define GO_TC_BOUNDS_4 __launch_bounds__(GO_TC_BLOCK_THREADS, 4)
-#else  // sm_80's ptxas spills the lean 16-bit kernels at 128 registers
+#define GO_TC_BOUNDS_3_90 __launch_bounds__(GO_TC_BLOCK_THREADS, 3)
+#else  // sm_80's ptxas spills the lean 16-bit kernels at 128 registers, f32 at 168
 #define GO_TC_BOUNDS_4 __launch_bounds__(GO_TC_BLOCK_THREADS, 3)
+#define GO_TC_BOUNDS_3_90 __launch_bounds__(GO_TC_BLOCK_THREADS, 2)
 #endif
 #define GO_TC_BOUNDS_3 __launch_bounds__(GO_TC_BLOCK_THREADS, 3)
 #define GO_TC_BOUNDS_2 __launch_bounds__(GO_TC_BLOCK_THREADS, 2)
 #else
 #define GO_TC_BOUNDS_4
+#define GO_TC_BOUNDS_3_90
 #define GO_TC_BOUNDS_3
 #define GO_TC_BOUNDS_2
 #endif
@@ -1136,11 +1140,12 @@ GO_TC_INSTANTIATE(conv2d_forward_tc, conv2d_forward_tc_body, GO_TC_BOUNDS_2, GO_
                   GO_TC_BOUNDS_2)
 // The lean kernels: NHWC four blocks per SM (128 registers) for the 16-bit types on
 // compute_90+ images (three on compute_80), NCHW three (its A chunk held in registers);
-// f32 three (168) for NHWC, two for NCHW; f64 two (at three sm_120's ptxas spills it).
+// f32 three (168) for NHWC on compute_90+ (two on compute_80), two for NCHW; f64 two (at
+// three sm_120's ptxas spills it).
 GO_TC_INSTANTIATE(conv2d_backprop_input_tc_vec, conv2d_backprop_input_tc_vec_body,
-                  GO_TC_BOUNDS_4, GO_TC_BOUNDS_3, GO_TC_BOUNDS_2)
+                  GO_TC_BOUNDS_4, GO_TC_BOUNDS_3_90, GO_TC_BOUNDS_2)
 GO_TC_INSTANTIATE(conv2d_forward_tc_vec, conv2d_forward_tc_vec_body, GO_TC_BOUNDS_4,
-                  GO_TC_BOUNDS_3, GO_TC_BOUNDS_2)
+                  GO_TC_BOUNDS_3_90, GO_TC_BOUNDS_2)
 GO_TC_INSTANTIATE(conv2d_backprop_input_tc_vec_nchw, conv2d_backprop_input_tc_vec_nchw_body,
                   GO_TC_BOUNDS_3, GO_TC_BOUNDS_2, GO_TC_BOUNDS_2)
 GO_TC_INSTANTIATE(conv2d_forward_tc_vec_nchw, conv2d_forward_tc_vec_nchw_body, GO_TC_BOUNDS_3,

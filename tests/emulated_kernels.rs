@@ -1058,6 +1058,100 @@ fn emulated_conv2d_forward_and_backprop_input() {
     println!("emulated_conv2d_forward_and_backprop_input: {ran} random cases ({ran_oihw} with an OIHW filter) x 2 ops x 2 grids");
 }
 
+/// A stride far past the image (the CUDA property case that hung the GPU: strides
+/// [2^40, 3]): the phase-tap search and the phase enumeration must not walk the stride.
+/// Both backprop_input kernels against a direct sum, small-integer data (exact).
+#[test]
+fn emulated_conv2d_backprop_input_huge_stride() {
+    let Some(_) = runner_or_skip("emulated_conv2d_backprop_input_huge_stride") else {
+        return;
+    };
+    let (n, ci, hi, wi, co, kh, kw, groups) = (1i64, 2, 4, 6, 2, 4, 1, 2);
+    let (sh, sw, dh, dw) = (1i64 << 40, 3, 1, 2);
+    let (ho, wo) = (1, (wi - 1) / sw + 1);
+    let (cig, cog) = (ci / groups, co / groups);
+    let mut rng = Rng(0x5eed_2400);
+    for layout in [NCHW, NHWC] {
+        let p = GoConvParams {
+            x: 1,
+            w: 2,
+            y: 3,
+            n,
+            ci,
+            hi,
+            wi,
+            co,
+            ho,
+            wo,
+            kh,
+            kw,
+            sh,
+            sw,
+            dh,
+            dw,
+            pad_top: 0,
+            pad_left: 0,
+            groups,
+            layout,
+            filter_layout: params::GO_FILTER_HWIO as i32,
+            ..Default::default()
+        };
+        assert_eq!(
+            launch::conv_phases(&p),
+            4 * 3,
+            "phases with pixels: min(sh, hi) x 3"
+        );
+        let w: Vec<f64> = (0..kh * kw * cig * co)
+            .map(|_| rng.range(-2, 2) as f64)
+            .collect();
+        let dy: Vec<f64> = (0..n * co * ho * wo)
+            .map(|_| rng.range(-2, 2) as f64)
+            .collect();
+        let mut want = vec![0.0; (n * ci * hi * wi) as usize];
+        for o in 0..co {
+            let g = o / cog;
+            for ox in 0..wo {
+                for ky in 0..kh {
+                    for kx in 0..kw {
+                        let (iy, ix) = (ky * dh, ox * sw + kx * dw);
+                        if iy >= hi || ix >= wi {
+                            continue;
+                        }
+                        for c in 0..cig {
+                            let xi = idx(layout, 0, g * cig + c, iy, ix, ci, hi, wi);
+                            let wv = w[(((ky * kw + kx) * cig + c) * co + o) as usize];
+                            want[xi] += dy[idx(layout, 0, o, 0, ox, co, ho, wo)] * wv;
+                        }
+                    }
+                }
+            }
+        }
+        for dt in DTS {
+            let runs = launch::conv_backprop_input(&p)
+                .map(|l| (l, "conv2d_backprop_input"))
+                .into_iter()
+                .chain(launch::conv_tc(&p, false).map(|l| (l, "conv2d_backprop_input_tc")));
+            for (l, kernel) in runs {
+                let r = run_kernel(
+                    &format!("{kernel}_{}", dt.suffix()),
+                    l,
+                    &as_bytes(&p),
+                    &[
+                        BufSpec::Out(want.len() * dt.size()),
+                        BufSpec::In(dt.encode(&w)),
+                        BufSpec::In(dt.encode(&dy)),
+                    ],
+                );
+                assert_eq!(
+                    dt.decode(&r[0]),
+                    want,
+                    "{kernel} {dt:?} layout {layout}: strides [2^40, 3]"
+                );
+            }
+        }
+    }
+}
+
 /// Degenerate conv geometry the SPEC accepts (issue 9): a zero-sized kernel axis, and an empty
 /// `dy` from a window that does not fit. `conv2d_backprop_input` (the FFMA and the tensor-core
 /// kernel) must still write every `dx` element (as zero: the emulator starts outputs as NaN).

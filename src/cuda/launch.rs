@@ -412,8 +412,15 @@ pub fn conv_forward(p: &GoConvParams) -> Option<Launch> {
     linear(nonneg(p.n) * nonneg(p.co) * nonneg(p.ho) * nonneg(p.wo))
 }
 
+/// The stride phases of `conv2d_backprop_input` that hold dx pixels (`go_conv_phase_count`
+/// in `kernels/conv.cu`: `min(sh, hi) x min(sw, wi)`), the kernels' grid.z range.
+pub fn conv_phases(p: &GoConvParams) -> u64 {
+    let (sh, sw) = (nonneg(p.sh).max(1), nonneg(p.sw).max(1));
+    sh.min(nonneg(p.hi)) * sw.min(nonneg(p.wi))
+}
+
 /// `conv2d_backprop_input_*`: x over pixel tiles of the largest stride phase, y over
-/// (group, channel tile), z over stride phases.
+/// (group, channel tile), z over the stride phases with pixels ([`conv_phases`]).
 pub fn conv_backprop_input(p: &GoConvParams) -> Option<Launch> {
     let (sh, sw) = (nonneg(p.sh).max(1), nonneg(p.sw).max(1));
     let groups = nonneg(p.groups).max(1);
@@ -424,7 +431,7 @@ pub fn conv_backprop_input(p: &GoConvParams) -> Option<Launch> {
         grid: (
             cap(ceil_div(pix, GO_CONV_TILE_P as u64), MAX_GRID_X),
             cap(ctiles, MAX_GRID_YZ),
-            cap(sh * sw, MAX_GRID_YZ),
+            cap(conv_phases(p), MAX_GRID_YZ),
         ),
         block: (BLOCK, 1, 1),
     })
@@ -444,7 +451,7 @@ pub fn conv_tc(p: &GoConvParams, forward: bool) -> Option<Launch> {
     } else {
         let (sh, sw) = (nonneg(p.sh).max(1), nonneg(p.sw).max(1));
         let pix = nonneg(p.n) * ceil_div(nonneg(p.hi), sh) * ceil_div(nonneg(p.wi), sw);
-        (pix, nonneg(p.ci) / groups, sh * sw)
+        (pix, nonneg(p.ci) / groups, conv_phases(p))
     };
     let ntiles = groups * ceil_div(nlen, GO_TC_TILE_N as u64);
     (pix > 0 && ntiles > 0).then(|| Launch {
@@ -649,6 +656,26 @@ mod tests {
             filter_layout: GO_FILTER_HWIO as i32,
             ..Default::default()
         }
+    }
+
+    /// Only the stride phases with pixels are launched: a stride past the image gives
+    /// `min(s, size)` phases per axis, not `s`.
+    #[test]
+    fn conv_phases_with_pixels() {
+        let p = w4(64, 64, 1);
+        assert_eq!(conv_phases(&p), 1);
+        let s2 = GoConvParams { sh: 2, sw: 2, ..p };
+        assert_eq!(conv_phases(&s2), 4);
+        let huge = GoConvParams {
+            hi: 4,
+            wi: 6,
+            sh: 1 << 40,
+            sw: 3,
+            ..p
+        };
+        assert_eq!(conv_phases(&huge), 12);
+        assert_eq!(conv_backprop_input(&huge).unwrap().grid.2, 12);
+        assert_eq!(conv_tc(&huge, false).unwrap().grid.2, 12);
     }
 
     /// The lean kernels' rule: NHWC + HWIO, whole 16-byte chunks and 64-byte stages per
