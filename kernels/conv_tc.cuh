@@ -632,17 +632,21 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
 }
 
 // ---------------------------------------------------------------------------------------
-// The lean tile (go_tc_tile_vec): NHWC problems whose every chunk is a whole 16-byte copy.
+// The lean tile (go_tc_tile_vec): problems whose every chunk is whole (the reduction per tap
+// a multiple of BK, the filter's rows 16-byte chunks; NHWC sources too).
 // go_tc_tile serves every geometry and pays for it in its main loop: 64-bit offsets and
 // bounds, per-chunk remainder tests, a scalar path beside each copy and the problem's
-// fields re-read from shared memory, about 240 SASS instructions per 16 HMMA on sm_90
-// even where no scalar load ever runs (H200, 2026-11-26: W4 f16 NHWC at 0.099 ms, ncu
-// 15 instructions per HMMA, issue-bound at 18.75% occupancy). Where go_tc_vec_ok holds,
-// this tile's main loop is copies, mma and a cursor: each thread's two A rows are 64-bit
-// row pointers plus one 32-bit tap offset shared by both (NHWC: the tap and channel offset
-// of a pixel does not depend on the pixel), their bounds one bit per tap (taps <= 32),
-// computed with the row; B rows are pointers plus the cursor's 32-bit filter offset. The
-// tile setup divides in 32 bits, and the epilogue writes 16-byte chunks along channels.
+// fields re-read from shared memory, about 240 (NHWC) to 510 (NCHW) SASS instructions per
+// 16 HMMA on sm_90 (H200, 2026-11-26: W4 f16 NCHW at 0.126 ms, issue-bound at 18.75%
+// occupancy). Where go_tc_vec_params_ok holds, this tile's main loop is copies, mma and a
+// cursor (about 100 per 16 HMMA): each thread's A rows are 64-bit row pointers plus one
+// 32-bit tap offset shared by all its rows (the tap and channel offset of a pixel does not
+// depend on the pixel), their bounds one bit per tap (taps <= 32), computed with the row;
+// NHWC rows are 16-byte copies, an NCHW row is one pixel's run of channel planes loaded
+// through registers (threads walk pixels: coalesced). B rows are pointers plus the cursor's
+// 32-bit filter offset. The tile setup divides in 32 bits; the NHWC epilogue writes 16-byte
+// chunks along channels. TC_VSTAGES-deep pipeline (H200, 2026-11-27: 1.16x-1.89x the
+// general tile, BENCHMARKS.md).
 // Same arithmetic and reduction order as go_tc_tile (bitwise-identical results).
 
 // Whether conv2d_backprop_input_tc_vec_<T> (fwd false) or conv2d_forward_tc_vec_<T>

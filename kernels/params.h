@@ -37,7 +37,10 @@
  * Launch: block (GO_TC_BLOCK_THREADS,1,1), grid.x any (pixel tiles), grid.y any (groups x
  * channel tiles), grid.z any (stride phases; 1 for the forward). Same GoConvParams.
  * Registers: three blocks per SM (168 a thread) for the 16-bit backprop_input and filter
- * partial sums, two (255) for the forward and for f32/f64 (conv_tc.cuh, GoTcTraits). */
+ * partial sums, two (255) for the forward and for f32/f64 (conv_tc.cuh, GoTcTraits). The
+ * lean twins conv2d_{backprop_input,forward}_tc_vec[_nchw]_<dtype> (same launch, same
+ * GoConvParams; the host picks them by launch::conv_tc_vec_eligible) run a 4-stage pipeline
+ * at up to four blocks per SM (conv_tc.cuh). */
 #define GO_TC_BLOCK_THREADS 128
 #define GO_TC_TILE_M 64
 #define GO_TC_TILE_N 64
