@@ -50,8 +50,8 @@
 // The lean kernels' pipeline depth (go_tc_tile_vec): one stage more than the general
 // tile's, since their main loop has little else to hide the copies' latency behind (ncu on
 // an H200, W4 f16 at three stages: 9.6 cycles between a warp's instructions, 60% of the
-// scheduler's cycles with no eligible warp). Four stages and the epilogue tile fit the
-// 48 KB of static shared memory for every type.
+// scheduler's cycles with no eligible warp; four were 0-6% faster, BENCHMARKS.md). Four
+// stages and the epilogue tile fit the 48 KB of static shared memory for every type.
 #define TC_VSTAGES 4
 #define TC_THREADS GO_TC_BLOCK_THREADS
 #define TC_NFRAG (TC_WN / 8)
@@ -647,7 +647,8 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
 // 32-bit filter offset. The tile setup divides in 32 bits; the NHWC epilogue writes 16-byte
 // chunks along channels. TC_VSTAGES-deep pipeline (H200, 2026-11-27: 1.16x-1.89x the
 // general tile, BENCHMARKS.md).
-// Same arithmetic and reduction order as go_tc_tile (bitwise-identical results).
+// Same arithmetic and reduction order as go_tc_tile: the same results bit for bit (checked
+// in the emulator, tests/emulated_kernels.rs).
 
 // Whether conv2d_backprop_input_tc_vec_<T> (fwd false) or conv2d_forward_tc_vec_<T>
 // serves p: an HWIO filter (its rows along o whole 16-byte chunks: co a multiple of VEC,
@@ -1078,26 +1079,18 @@ GO_DEV void conv2d_tc_vec_entry(const GoConvParams& p, unsigned char* smem, go_i
     __shared__ __align__(16) unsigned char smem[GoTcGeom<T>::VEC_SMEM_BYTES];   \
     __shared__ go_i64 out_base[TC_BM];                                          \
     __shared__ GoTcProblem problem;
-template <typename T>
-GO_DEV void conv2d_backprop_input_tc_vec_body(const GoConvParams& p) {
-    GO_TC_VEC_SMEM
-    conv2d_tc_vec_entry<T, false, GO_LAYOUT_NHWC>(p, smem, out_base, &problem);
-}
-template <typename T>
-GO_DEV void conv2d_forward_tc_vec_body(const GoConvParams& p) {
-    GO_TC_VEC_SMEM
-    conv2d_tc_vec_entry<T, true, GO_LAYOUT_NHWC>(p, smem, out_base, &problem);
-}
-template <typename T>
-GO_DEV void conv2d_backprop_input_tc_vec_nchw_body(const GoConvParams& p) {
-    GO_TC_VEC_SMEM
-    conv2d_tc_vec_entry<T, false, GO_LAYOUT_NCHW>(p, smem, out_base, &problem);
-}
-template <typename T>
-GO_DEV void conv2d_forward_tc_vec_nchw_body(const GoConvParams& p) {
-    GO_TC_VEC_SMEM
-    conv2d_tc_vec_entry<T, true, GO_LAYOUT_NCHW>(p, smem, out_base, &problem);
-}
+// One lean entry body: its shared memory, then the layout L's lean tiles.
+#define GO_TC_VEC_BODY(NAME, FWD, L)                                   \
+    template <typename T>                                              \
+    GO_DEV void NAME(const GoConvParams& p) {                          \
+        GO_TC_VEC_SMEM                                                 \
+        conv2d_tc_vec_entry<T, FWD, L>(p, smem, out_base, &problem);   \
+    }
+GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_body, false, GO_LAYOUT_NHWC)
+GO_TC_VEC_BODY(conv2d_forward_tc_vec_body, true, GO_LAYOUT_NHWC)
+GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_nchw_body, false, GO_LAYOUT_NCHW)
+GO_TC_VEC_BODY(conv2d_forward_tc_vec_nchw_body, true, GO_LAYOUT_NCHW)
+#undef GO_TC_VEC_BODY
 template <typename T>
 GO_DEV void conv2d_backprop_input_tc_body(const GoConvParams& p) {
     GO_TC_SMEM

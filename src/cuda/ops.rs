@@ -728,8 +728,6 @@ fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize) -> &'stati
     }
 }
 
-/// Whether a conv call runs the tensor-core kernel, with `p.f32_precision` set to what it
-/// runs (plain TF32 only for f32 allowed TF32 on compute_80+ images).
 /// The filter gradient's partial-sum kernel family: the FFMA one, or the tensor-core one of
 /// `layout` (one entry point per layout, see `kernels/conv_tc.cuh`).
 fn conv_filter_partial_kernel(tc: bool, layout: Layout) -> &'static str {
@@ -740,6 +738,8 @@ fn conv_filter_partial_kernel(tc: bool, layout: Layout) -> &'static str {
     }
 }
 
+/// Whether a conv call runs the tensor-core kernel, with `p.f32_precision` set to what it
+/// runs (plain TF32 only for f32 allowed TF32 on compute_80+ images).
 fn conv_pick_tc<T: Element>(
     stream: &Arc<CudaStream>,
     op: &'static str,
