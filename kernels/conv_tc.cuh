@@ -115,6 +115,17 @@ template <typename T> struct GoTcGeom {
 template <typename T>
 using GoTcAcc = typename GoTcTraits<T>::Acc[GoTcGeom<T>::MF][TC_NFRAG][GoTcTraits<T>::CE];
 
+template <typename T>
+GO_DEV void go_tc_acc_zero(GoTcAcc<T>& acc) {
+#pragma unroll
+    for (int i = 0; i < GoTcGeom<T>::MF; ++i)
+#pragma unroll
+        for (int j = 0; j < TC_NFRAG; ++j)
+#pragma unroll
+            for (int e = 0; e < GoTcTraits<T>::CE; ++e)
+                acc[i][j][e] = typename GoTcTraits<T>::Acc(0);
+}
+
 static_assert(TC_THREADS == 32 * (TC_BM / TC_WM) * (TC_BN / TC_WN), "one warp per warp tile");
 static_assert(TC_BM * 4 == 2 * TC_THREADS && TC_BN * 4 == 2 * TC_THREADS,
               "each thread loads two of the 4 x 16-byte chunks per row of A and of B per stage");
@@ -490,7 +501,6 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
                        go_i64* out_base) {
     typedef GoTcTraits<T> Tr;
     typedef typename Tr::S S;
-    typedef typename Tr::Acc Acc;
     constexpr int BK = Tr::BK, VEC = GoTcGeom<T>::VEC, LD = GoTcGeom<T>::LD;
     constexpr int MF = GoTcGeom<T>::MF, CLD = GoTcGeom<T>::CLD;
     const int t = threadIdx.x, lane = t % 32, warp = t / 32;
@@ -552,12 +562,7 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
     }
 
     GoTcAcc<T> acc;
-#pragma unroll
-    for (int i = 0; i < MF; ++i)
-#pragma unroll
-        for (int j = 0; j < TC_NFRAG; ++j)
-#pragma unroll
-            for (int e = 0; e < Tr::CE; ++e) acc[i][j][e] = Acc(0);
+    go_tc_acc_zero<T>(acc);
 
     const go_i64 jchunks = (P.jlen + BK - 1) / BK;
     const go_i64 kiters = P.ntaps * jchunks;
@@ -749,7 +754,6 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
                            go_i64 n_base, unsigned char* smem, go_i64* out_base) {
     typedef GoTcTraits<T> Tr;
     typedef typename Tr::S S;
-    typedef typename Tr::Acc Acc;
     constexpr int BK = Tr::BK, VEC = GoTcGeom<T>::VEC, LD = GoTcGeom<T>::LD;
     constexpr int LDKN = GoTcGeom<T>::LDKN;
     constexpr int MF = GoTcGeom<T>::MF, CLD = GoTcGeom<T>::CLD;
@@ -820,12 +824,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     const int brow1 = (int)(BKN ? (TC_THREADS / (TC_BN / VEC)) * P.b_j
                                 : (TC_THREADS / KCH) * P.b_n);
     GoTcAcc<T> acc;
-#pragma unroll
-    for (int i = 0; i < MF; ++i)
-#pragma unroll
-        for (int j = 0; j < TC_NFRAG; ++j)
-#pragma unroll
-            for (int e = 0; e < Tr::CE; ++e) acc[i][j][e] = Acc(0);
+    go_tc_acc_zero<T>(acc);
 
     // The cursor: the current tap's column index ix and first channel j0; the chunk's A and
     // B offsets atap (NHWC: + j0), btap (backprop_input: + j0); bit 0 of amask[r] says
@@ -1400,12 +1399,7 @@ GO_DEV void conv2d_backprop_filter_partial_tc_layout(const GoConvFilterParams& p
             __syncthreads();
 
             GoTcAcc<T> acc;
-#pragma unroll
-            for (int i = 0; i < MF; ++i)
-#pragma unroll
-                for (int j = 0; j < TC_NFRAG; ++j)
-#pragma unroll
-                    for (int e = 0; e < Tr::CE; ++e) acc[i][j][e] = Acc(0);
+            go_tc_acc_zero<T>(acc);
             if constexpr (L == GO_LAYOUT_NCHW)
                 go_tc_filter_chunks_nchw<T, TF32>(p, x, dy, g, n_base, r_begin, r_end, smem,
                                                   rowtab, acc);
