@@ -492,6 +492,65 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
     }
 }
 
+// Two adjacent shared-memory elements as one store (dst aligned to twice their size).
+template <typename S>
+GO_DEV void go_store_pair(S* dst, S a, S b) {
+    const S v[2] = {a, b};
+#ifdef __CUDACC__
+    if constexpr (sizeof(S) == 2) {
+        uint32_t u;
+        memcpy(&u, v, 4);
+        *reinterpret_cast<uint32_t*>(dst) = u;
+    } else if constexpr (sizeof(S) == 4) {
+        uint2 u;
+        memcpy(&u, v, 8);
+        *reinterpret_cast<uint2*>(dst) = u;
+    } else {
+        uint4 u;
+        memcpy(&u, v, 16);
+        *reinterpret_cast<uint4*>(dst) = u;
+    }
+#else
+    std::memcpy(dst, v, sizeof v);
+#endif
+}
+
+// Epilogue, first half: the warp's accumulators rounded once into the tile Cs [m][nn]
+// (row stride CLD), two adjacent columns a store.
+template <typename T>
+GO_DEV void go_tc_stage_acc(const GoTcAcc<T>& acc, typename GoTcTraits<T>::S* Cs, int wm,
+                            int wn, int lane) {
+    typedef GoTcTraits<T> Tr;
+    constexpr int MF = GoTcGeom<T>::MF, CLD = GoTcGeom<T>::CLD;
+    const int g = lane / 4, tq = lane % 4;
+#pragma unroll
+    for (int i = 0; i < MF; ++i)
+#pragma unroll
+        for (int j = 0; j < TC_NFRAG; ++j)
+#pragma unroll
+            for (int e = 0; e < Tr::CE; e += 2) {  // e, e + 1: adjacent columns
+                const int row = wm * TC_WM + i * Tr::FM + g + (e >= 2 ? 8 : 0);
+                const int col = wn * TC_WN + j * 8 + 2 * tq;
+                go_store_pair(Cs + row * CLD + col, go_bits(go_from_acc<T>(acc[i][j][e])),
+                              go_bits(go_from_acc<T>(acc[i][j][e + 1])));
+            }
+}
+
+// Epilogue, second half, element by element: threads walk pixels (NCHW) or channels
+// (NHWC) of the staged tile; out_base[m] is row m's output offset (-1: no pixel).
+template <typename T, int L>
+GO_DEV void go_tc_write_tile(const GoTcProblem& P, const typename GoTcTraits<T>::S* Cs,
+                             const go_i64* out_base, T* __restrict__ out, go_i64 n_base) {
+    constexpr int CLD = GoTcGeom<T>::CLD;
+    for (int idx = threadIdx.x; idx < TC_BM * TC_BN; idx += TC_THREADS) {
+        const int m = L == GO_LAYOUT_NCHW ? idx % TC_BM : idx / TC_BN;
+        const int nn = L == GO_LAYOUT_NCHW ? idx / TC_BM : idx % TC_BN;
+        const go_i64 ob = out_base[m];
+        if (ob < 0 || n_base + nn >= P.nlen) continue;
+        out[ob + (n_base + nn) * P.o_c] = go_from_bits<T>(Cs[m * CLD + nn]);
+    }
+}
+
 // One block tile: pixels [m_base, m_base + TC_BM) x channels [n_base, n_base + TC_BN).
 // BKN: B is staged [k][nn] (the forward's HWIO filter), else [nn][k]. TF32: see
 // go_tc_stage_mma.
@@ -502,7 +561,6 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
     typedef GoTcTraits<T> Tr;
     typedef typename Tr::S S;
     constexpr int BK = Tr::BK, VEC = GoTcGeom<T>::VEC, LD = GoTcGeom<T>::LD;
-    constexpr int MF = GoTcGeom<T>::MF, CLD = GoTcGeom<T>::CLD;
     const int t = threadIdx.x, lane = t % 32, warp = t / 32;
     const int wm = warp % (TC_BM / TC_WM), wn = warp / (TC_BM / TC_WM);
     S* As = reinterpret_cast<S*>(smem);
@@ -614,25 +672,9 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
     // Epilogue: round once, stage the tile [m][nn] in shared memory, then write it with
     // threads walking pixels (NCHW) or channels (NHWC).
     S* Cs = reinterpret_cast<S*>(smem);
-    const int g = lane / 4, tq = lane % 4;
-#pragma unroll
-    for (int i = 0; i < MF; ++i)
-#pragma unroll
-        for (int j = 0; j < TC_NFRAG; ++j)
-#pragma unroll
-            for (int e = 0; e < Tr::CE; ++e) {
-                const int row = wm * TC_WM + i * Tr::FM + g + (e >= 2 ? 8 : 0);
-                const int col = wn * TC_WN + j * 8 + 2 * tq + (e % 2);
-                Cs[row * CLD + col] = go_bits(go_from_acc<T>(acc[i][j][e]));
-            }
+    go_tc_stage_acc<T>(acc, Cs, wm, wn, lane);
     __syncthreads();
-    for (int idx = t; idx < TC_BM * TC_BN; idx += TC_THREADS) {
-        const int m = L == GO_LAYOUT_NCHW ? idx % TC_BM : idx / TC_BN;
-        const int nn = L == GO_LAYOUT_NCHW ? idx / TC_BM : idx % TC_BN;
-        const go_i64 ob = out_base[m];
-        if (ob < 0 || n_base + nn >= P.nlen) continue;
-        out[ob + (n_base + nn) * P.o_c] = go_from_bits<T>(Cs[m * CLD + nn]);
-    }
+    go_tc_write_tile<T, L>(P, Cs, out_base, out, n_base);
     __syncthreads();  // the next tile's prologue overwrites Cs and out_base
 }
 
@@ -705,29 +747,6 @@ GO_DEV void go_trap() {
 #endif
 }
 
-// Two adjacent shared-memory elements as one store (dst aligned to twice their size).
-template <typename S>
-GO_DEV void go_store_pair(S* dst, S a, S b) {
-    const S v[2] = {a, b};
-#ifdef __CUDACC__
-    if constexpr (sizeof(S) == 2) {
-        uint32_t u;
-        memcpy(&u, v, 4);
-        *reinterpret_cast<uint32_t*>(dst) = u;
-    } else if constexpr (sizeof(S) == 4) {
-        uint2 u;
-        memcpy(&u, v, 8);
-        *reinterpret_cast<uint2*>(dst) = u;
-    } else {
-        uint4 u;
-        memcpy(&u, v, 16);
-        *reinterpret_cast<uint4*>(dst) = u;
-    }
-#else
-    std::memcpy(dst, v, sizeof v);
-#endif
-}
-
 // 16 bytes from src to dst (both 16-byte aligned).
 GO_DEV void go_copy16(void* dst, const void* src) {
 #ifdef __CUDACC__
@@ -756,7 +775,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     typedef typename Tr::S S;
     constexpr int BK = Tr::BK, VEC = GoTcGeom<T>::VEC, LD = GoTcGeom<T>::LD;
     constexpr int LDKN = GoTcGeom<T>::LDKN;
-    constexpr int MF = GoTcGeom<T>::MF, CLD = GoTcGeom<T>::CLD;
+    constexpr int CLD = GoTcGeom<T>::CLD;
     constexpr int KCH = BK / VEC;  // 16-byte chunks per row of a stage
     constexpr bool NC = L == GO_LAYOUT_NCHW;
     // NCHW: A elements a thread loads per stage (one pixel, AE consecutive channels).
@@ -929,8 +948,8 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     go_cp_async_wait<0>();
     __syncthreads();
 
-    // Epilogue: round once, stage the tile [m][nn], write 16-byte chunks along channels
-    // (nlen % VEC == 0 where the output's channels are; else element by element). The
+    // Epilogue: round once, stage the tile [m][nn], write NHWC in 16-byte chunks along
+    // channels where they are whole and aligned, else element by element. The
     // output offset of each tile row (-1: past the last pixel) is taken here, not before
     // the main loop, where it would hold registers.
     for (int m = t; m < TC_BM; m += TC_THREADS) {
@@ -945,29 +964,11 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         out_base[m] = o;
     }
     S* Cs = reinterpret_cast<S*>(smem);
-    const int g = lane / 4, tq = lane % 4;
-#pragma unroll
-    for (int i = 0; i < MF; ++i)
-#pragma unroll
-        for (int j = 0; j < TC_NFRAG; ++j)
-#pragma unroll
-            for (int e = 0; e < Tr::CE; e += 2) {  // e, e + 1: adjacent columns, one store
-                const int row = wm * TC_WM + i * Tr::FM + g + (e >= 2 ? 8 : 0);
-                const int col = wn * TC_WN + j * 8 + 2 * tq;
-                go_store_pair(Cs + row * CLD + col, go_bits(go_from_acc<T>(acc[i][j][e])),
-                              go_bits(go_from_acc<T>(acc[i][j][e + 1])));
-            }
+    go_tc_stage_acc<T>(acc, Cs, wm, wn, lane);
     __syncthreads();
     const bool ovec = !NC && P.nlen % VEC == 0 && P.o_col % VEC == 0 && P.o_off % VEC == 0 &&
                       reinterpret_cast<uintptr_t>(out) % 16 == 0;
-    if (NC) {  // threads walk pixels (a channel plane's run)
-        for (int idx = t; idx < TC_BM * TC_BN; idx += TC_THREADS) {
-            const int m = idx % TC_BM, nn = idx / TC_BM;
-            const go_i64 ob = out_base[m];
-            if (ob < 0 || n_base + nn >= P.nlen) continue;
-            out[ob + (n_base + nn) * P.o_c] = go_from_bits<T>(Cs[m * CLD + nn]);
-        }
-    } else if (ovec) {
+    if (ovec) {
         for (int idx = t; idx < TC_BM * (TC_BN / VEC); idx += TC_THREADS) {
             const int m = idx / (TC_BN / VEC), nn = (idx % (TC_BN / VEC)) * VEC;
             const go_i64 ob = out_base[m];
@@ -975,12 +976,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
             go_copy16(out + ob + n_base + nn, Cs + m * CLD + nn);
         }
     } else {
-        for (int idx = t; idx < TC_BM * TC_BN; idx += TC_THREADS) {
-            const int m = idx / TC_BN, nn = idx % TC_BN;
-            const go_i64 ob = out_base[m];
-            if (ob < 0 || n_base + nn >= P.nlen) continue;
-            out[ob + n_base + nn] = go_from_bits<T>(Cs[m * CLD + nn]);
-        }
+        go_tc_write_tile<T, L>(P, Cs, out_base, out, n_base);
     }
     __syncthreads();  // the next tile's prologue overwrites Cs and out_base
 }
