@@ -1,8 +1,10 @@
 //! CPU Winograd F(2,2) on the register tiles of `conv_direct.rs`, two uses:
 //! `conv2d_backprop_input` for 3x3 convolutions of stride 2, dilation 1 (NCHW or NHWC), over the stride
-//! phases (below), and the forward for kernels 3 wide of column stride 2, dilation 1, along x
-//! only ([`forward_row_winograd`]: taps 0 and 2 share an input parity, 5 products per 2
-//! outputs and kernel row instead of 6). The shared point transform is `f22_points`.
+//! phases (below), and the forward for kernels 3 wide of column stride 2, dilation 1
+//! ([`forward_row_winograd`]: along x taps 0 and 2 share an input parity, 5 products per 2
+//! outputs and kernel row instead of 6; along y the same where the kernel is also 3 high of
+//! row stride 2, 25 products per 2x2 outputs instead of 36). The shared point transform is
+//! `f22_points`.
 //!
 //! The input gradient:
 //!
@@ -554,21 +556,144 @@ fn row_x_transform(
     f22_points(&src[row..], (cs, choff, k), (c0, 4, 2), (u0, u2));
 }
 
-/// The output row from the five points' GEMM results `m` (`[p][j][c]`, `nbx` blocks): output
-/// `2j + u` = `(m[u] + m[u + 1]) + m[3 + u]` (the F(2,2) parity, then the one-tap parity),
-/// into `row` (`[x][c]`, `wo` pixels).
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-fn row_output_transform(m: &[f32], (nbx, bw, wo): (usize, usize, usize), row: &mut [f32]) {
-    let mv = |p: usize, j: usize| &m[(p * nbx + j) * bw..][..bw];
-    for j in 0..nbx {
-        for u in 0..2 {
-            let x = 2 * j + u;
-            if x >= wo {
-                continue;
+/// The y axis of [`forward_row_winograd`]: each output row on its own (any kernel height, row
+/// stride and dilation: one GEMM tap per kernel row, summed in the registers), or, for kernels
+/// 3 high of row stride 2, dilation 1, F(2,2) over pairs of output rows as along x (5 row
+/// points per 2 output rows instead of 6; with the x axis 25 products per 4 outputs instead of
+/// 36).
+enum ForwardY {
+    Direct,
+    F22(ForwardRow),
+}
+
+/// Most operand rows a block of [`ForwardY`] uses (F(2,2): its 5 row points).
+const MAX_SLOTS: usize = 5;
+
+impl ForwardY {
+    fn new(a: &WindowAxis) -> Self {
+        ForwardRow::new(a).map_or(ForwardY::Direct, ForwardY::F22)
+    }
+
+    /// Output rows per block.
+    fn block(&self) -> usize {
+        match self {
+            ForwardY::Direct => 1,
+            ForwardY::F22(_) => 2,
+        }
+    }
+
+    /// The kernel rows summed into filter row `f` (of [`Self::filter_rows`]): `(rows, n)`.
+    fn filter_row(&self, f: usize) -> ([usize; 2], usize) {
+        match (self, f) {
+            (ForwardY::Direct, _) => ([f, 0], 1),
+            (ForwardY::F22(_), 1) => ([0, 2], 2),
+            (ForwardY::F22(_), _) => ([[0, 0, 2, 1][f], 0], 1),
+        }
+    }
+
+    fn filter_rows(&self, kh: usize) -> usize {
+        match self {
+            ForwardY::Direct => kh,
+            ForwardY::F22(_) => 4,
+        }
+    }
+
+    /// Operand row `slot` of block `b`: the input rows `(row, sign)` it sums (rows outside the
+    /// input are zero).
+    fn slot_terms(&self, g: &WindowAxis, b: usize, slot: usize) -> ([(isize, f32); 2], usize) {
+        let none = [(0, 0.0); 2];
+        match self {
+            ForwardY::Direct => match g.input_index(b, slot) {
+                Some(r) => ([(r as isize, 1.0), (0, 0.0)], 1),
+                None => (none, 0),
+            },
+            ForwardY::F22(fr) => {
+                let (a, s) = (4 * b as isize + fr.pair, 4 * b as isize + fr.single);
+                match slot {
+                    0 => ([(a, 1.0), (a + 2, -1.0)], 2),
+                    1 => ([(a + 2, 1.0), (0, 0.0)], 1),
+                    2 => ([(a + 4, 1.0), (a + 2, -1.0)], 2),
+                    3 => ([(s, 1.0), (0, 0.0)], 1),
+                    _ => ([(s + 2, 1.0), (0, 0.0)], 1),
+                }
             }
-            let (a, b, c) = (mv(u, j), mv(u + 1, j), mv(3 + u, j));
-            for (((d, &a), &b), &c) in row[x * bw..][..bw].iter_mut().zip(a).zip(b).zip(c) {
-                *d = (a + b) + c;
+        }
+    }
+
+    fn slots(&self, kh: usize) -> usize {
+        match self {
+            ForwardY::Direct => kh,
+            ForwardY::F22(_) => MAX_SLOTS,
+        }
+    }
+
+    /// GEMM groups per block: each a sum (in the registers) of (filter row, operand slot) taps.
+    fn groups(&self) -> usize {
+        match self {
+            ForwardY::Direct => 1,
+            ForwardY::F22(_) => MAX_SLOTS,
+        }
+    }
+
+    /// The taps of group `gi`: (filter row, operand slot).
+    fn group_taps(&self, kh: usize, gi: usize) -> impl Iterator<Item = (usize, usize)> {
+        let (lo, n, f) = match self {
+            ForwardY::Direct => (0, kh, None),
+            ForwardY::F22(_) => (gi, 1, Some([0, 1, 2, 3, 3][gi])),
+        };
+        (lo..lo + n).map(move |slot| (f.unwrap_or(slot), slot))
+    }
+
+    /// The groups summed into output row `u` of a block, in order.
+    fn output_groups(&self, u: usize) -> &'static [usize] {
+        match (self, u) {
+            (ForwardY::Direct, _) => &[0],
+            (ForwardY::F22(_), 0) => &[0, 1, 3],
+            (ForwardY::F22(_), _) => &[1, 2, 4],
+        }
+    }
+}
+
+/// A block's output rows from the GEMM results `m` (`[group][p][j][c]`, five x points per
+/// group, `nbx` blocks): along x, output `2j + u` of group `gi` is `(m[u] + m[u + 1]) + m[3 +
+/// u]` (the F(2,2) parity, then the one-tap parity); output row `r` (of `rows`, `[r][x][c]`,
+/// `wo` pixels each) sums, in order, the groups [`ForwardY::output_groups`] names (visited
+/// group by group: each group's results are read while they are in cache).
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+fn row_output_transform(
+    m: &[f32],
+    (nbx, bw, wo): (usize, usize, usize),
+    (fy, nrows): (&ForwardY, usize),
+    rows: &mut [f32],
+) {
+    let mv = |gi: usize, p: usize, j: usize| &m[((gi * 5 + p) * nbx + j) * bw..][..bw];
+    let rowlen = wo * bw;
+    for gi in 0..fy.groups() {
+        for r in 0..nrows {
+            let groups = fy.output_groups(r);
+            let Some(n) = groups.iter().position(|&g| g == gi) else {
+                continue;
+            };
+            let row = &mut rows[r * rowlen..][..rowlen];
+            for j in 0..nbx {
+                for u in 0..2 {
+                    let x = 2 * j + u;
+                    if x >= wo {
+                        continue;
+                    }
+                    let d = &mut row[x * bw..][..bw];
+                    let (a, b, c) = (mv(gi, u, j), mv(gi, u + 1, j), mv(gi, 3 + u, j));
+                    let terms = d.iter_mut().zip(a).zip(b).zip(c);
+                    if n == 0 {
+                        for (((d, &a), &b), &c) in terms {
+                            *d = (a + b) + c;
+                        }
+                    } else {
+                        for (((d, &a), &b), &c) in terms {
+                            *d += (a + b) + c;
+                        }
+                    }
+                }
             }
         }
     }
@@ -577,8 +702,9 @@ fn row_output_transform(m: &[f32], (nbx, bw, wo): (usize, usize, usize), row: &m
 /// `y` from `x` (both in `layout`) and an HWIO filter `w` for kernels 3 wide of column stride 2:
 /// along x, Winograd F(2,2) on the parity with two taps (3 products per 2 outputs instead of
 /// 4) and the other parity direct, so 5 products per 2 outputs and kernel row instead of 6;
-/// along y the direct sum over the kernel rows (the GEMM's taps). `false` (and `y` untouched)
-/// where [`forward_row_applies`] does not hold.
+/// along y ([`ForwardY`]) the same for kernels 3 high of row stride 2 (25 products per 2x2
+/// outputs instead of 36), else the direct sum over the kernel rows (the GEMM's taps). `false`
+/// (and `y` untouched) where [`forward_row_applies`] does not hold.
 pub(super) fn forward_row_winograd<T: Element>(
     g: &ConvGeometry,
     layout: Layout,
@@ -594,11 +720,19 @@ pub(super) fn forward_row_winograd<T: Element>(
     ) else {
         return false;
     };
+    let fy = ForwardY::new(&g.h);
     let nb = vectors(lanes) * lanes;
     let (hi, wi, ho, wo) = (g.h.input, g.w.input, g.h.output, g.w.output);
     let (cig, cog, kh, kw) = (g.ci / g.groups, g.co / g.groups, g.h.kernel, g.w.kernel);
     let ntaps = kh * kw;
     let nbx = wo.div_ceil(2);
+    let nfr = fy.filter_rows(kh);
+    let (nslots, ngroups, ub) = (fy.slots(kh), fy.groups(), fy.block());
+    // Rows combined per block (F(2,2)'s differences; the direct rows are read in place).
+    let ncomb = match fy {
+        ForwardY::Direct => 0,
+        ForwardY::F22(_) => nslots,
+    };
     // Five points per block: F(2,2)'s three, then the one-tap parity's two outputs.
     const POINTS: usize = 5;
     // x columns padded: column `padl + ix`, wide enough for the last block's windows.
@@ -610,40 +744,47 @@ pub(super) fn forward_row_winograd<T: Element>(
         (padl as isize + fr.pair) as usize,
         (padl as isize + fr.single) as usize,
     );
-    let xt_len = hi * len * g.ci;
-    // Per kernel row, the U points of its input row: 2 points x nbx blocks x cig.
+    let rowlen = len * g.ci;
+    let xt_len = hi * rowlen;
+    // Per operand slot, the U points of its row: 2 points x nbx blocks x cig.
     let ulen = 2 * nbx * cig;
+    // work = [x pixel-major (padded rows) | the block's combined rows | U of each slot]
+    let comb_at = xt_len;
+    let u_at = comb_at + ncomb * rowlen;
     with_scratch(|[wtv, vtv]| {
         let wt = blocked_filter(g, w, (nb, true), wtv);
-        // The transformed filter per (group, block of `nb` output channels): `[ky][p][c][o]`.
-        vtv.resize(g.groups * cog * kh * POINTS * cig, 0.0);
+        // The transformed filter per (group, block of `nb` output channels): `[fr][p][c][o]`.
+        vtv.resize(g.groups * cog * nfr * POINTS * cig, 0.0);
         let mut tasks = Vec::new();
         let mut rest = &mut vtv[..];
         for grp in 0..g.groups {
             for ob in (0..cog).step_by(nb) {
                 let bw = nb.min(cog - ob);
-                for ky in 0..kh {
+                for f in 0..nfr {
                     for p in 0..POINTS {
                         let (chunk, tail) = rest.split_at_mut(cig * bw);
-                        tasks.push(((grp * cog + ob) * ntaps * cig, bw, ky, p, chunk));
+                        tasks.push(((grp * cog + ob) * ntaps * cig, bw, f, p, chunk));
                         rest = tail;
                     }
                 }
             }
         }
-        tasks.into_par_iter().for_each(|(at, bw, ky, p, dst)| {
+        tasks.into_par_iter().for_each(|(at, bw, f, p, dst)| {
             let blk = &wt[at..][..bw * ntaps * cig];
-            let tap = |kx: usize| &blk[(ky * kw + kx) * cig * bw..][..cig * bw];
+            let tap = |ky: usize, kx: usize| &blk[(ky * kw + kx) * cig * bw..][..cig * bw];
             let [k0, k1] = ForwardRow::PAIR_TAPS;
+            let kxs: &[usize] = match p {
+                0 => &[k0],
+                1 => &[k0, k1],
+                2 => &[k1],
+                _ => &[ForwardRow::SINGLE_TAP],
+            };
             let mut terms = Terms::new();
-            match p {
-                0 => terms.push(tap(k0), 1.0),
-                1 => {
-                    terms.push(tap(k0), 1.0);
-                    terms.push(tap(k1), 1.0);
+            let (kys, nky) = fy.filter_row(f);
+            for &ky in &kys[..nky] {
+                for &kx in kxs {
+                    terms.push(tap(ky, kx), 1.0);
                 }
-                2 => terms.push(tap(k1), 1.0),
-                _ => terms.push(tap(ForwardRow::SINGLE_TAP), 1.0),
             }
             terms.into(dst);
         });
@@ -655,10 +796,9 @@ pub(super) fn forward_row_winograd<T: Element>(
                 || (Vec::new(), Vec::new()),
                 |(taps, segs), (yi, xi)| {
                     with_scratch(|[workv, rowv, mv]| {
-                        // work = [x pixel-major (padded rows) | U of each kernel row]
                         let (Some(work), Some(rowbuf)) = (
-                            scratch_as::<T::Acc>(workv, xt_len + kh * ulen),
-                            scratch_as::<T::Acc>(rowv, wo * nb),
+                            scratch_as::<T::Acc>(workv, u_at + nslots * ulen),
+                            scratch_as::<T::Acc>(rowv, ub * wo * nb),
                         ) else {
                             return;
                         };
@@ -678,49 +818,79 @@ pub(super) fn forward_row_winograd<T: Element>(
                         let Some(work) = T::Acc::as_f32_mut(work) else {
                             return;
                         };
-                        for grp in 0..g.groups {
-                            for oy in 0..ho {
-                                // U of the input rows of this output row (the group's channels).
-                                for ky in 0..kh {
-                                    if let Some(iy) = g.h.input_index(oy, ky) {
+                        for b in 0..ho.div_ceil(ub) {
+                            // Each slot's row (all channels): an input row in place, or the
+                            // slot's rows combined; `None` where every row lies outside.
+                            let mut slot_row = [None; MAX_SLOTS];
+                            for (slot, at) in slot_row.iter_mut().enumerate().take(nslots) {
+                                let (terms, n) = fy.slot_terms(&g.h, b, slot);
+                                let mut inside = [(0, 0.0); 2];
+                                let mut m = 0;
+                                for &(r, s) in &terms[..n] {
+                                    if r >= 0 && (r as usize) < hi {
+                                        inside[m] = (r as usize * rowlen, s);
+                                        m += 1;
+                                    }
+                                }
+                                *at = match inside[..m] {
+                                    [] => None,
+                                    [(r, 1.0)] => Some(r),
+                                    _ => {
+                                        let (src, dst) = work.split_at_mut(comb_at);
+                                        let dst = &mut dst[slot * rowlen..][..rowlen];
+                                        let mut t = Terms::new();
+                                        for &(r, s) in &inside[..m] {
+                                            t.push(&src[r..][..rowlen], s);
+                                        }
+                                        t.into(dst);
+                                        Some(comb_at + slot * rowlen)
+                                    }
+                                };
+                            }
+                            for grp in 0..g.groups {
+                                // U of the slots' rows (the group's channels).
+                                for (slot, at) in slot_row.iter().enumerate().take(nslots) {
+                                    if let Some(at) = at {
                                         row_x_transform(
                                             work,
-                                            (iy * len * g.ci, g.ci, grp * cig),
+                                            (*at, g.ci, grp * cig),
                                             (nbx, cig, ca0),
-                                            xt_len + ky * ulen,
+                                            u_at + slot * ulen,
                                         );
                                     }
                                 }
                                 for ob in (0..cog).step_by(nb) {
                                     let bw = nb.min(cog - ob);
-                                    let vtb = &vt[(grp * cog + ob) * kh * POINTS * cig..]
-                                        [..bw * kh * POINTS * cig];
+                                    let vtb = &vt[(grp * cog + ob) * nfr * POINTS * cig..]
+                                        [..bw * nfr * POINTS * cig];
                                     taps.clear();
                                     segs.clear();
-                                    for p in 0..POINTS {
-                                        let first = taps.len();
-                                        for ky in 0..kh {
-                                            let Some(iy) = g.h.input_index(oy, ky) else {
-                                                continue;
-                                            };
-                                            let row = iy * len * g.ci + grp * cig;
-                                            let at = match p {
-                                                0 | 2 => xt_len + ky * ulen + p / 2 * nbx * cig,
-                                                1 => row + (ca0 + 2) * g.ci,
-                                                _ => row + (cb0 + 2 * (p - 3)) * g.ci,
-                                            };
-                                            taps.push(((ky * POINTS + p) * cig * bw, at));
+                                    for gi in 0..ngroups {
+                                        for p in 0..POINTS {
+                                            let first = taps.len();
+                                            for (f, slot) in fy.group_taps(kh, gi) {
+                                                let Some(at) = slot_row[slot] else {
+                                                    continue;
+                                                };
+                                                let row = at + grp * cig;
+                                                let at = match p {
+                                                    0 | 2 => u_at + slot * ulen + p / 2 * nbx * cig,
+                                                    1 => row + (ca0 + 2) * g.ci,
+                                                    _ => row + (cb0 + 2 * (p - 3)) * g.ci,
+                                                };
+                                                taps.push(((f * POINTS + p) * cig * bw, at));
+                                            }
+                                            let lda = if p == 0 || p == 2 { cig } else { 4 * g.ci };
+                                            segs.push(Segment {
+                                                x0: (gi * POINTS + p) * nbx,
+                                                sx: 1,
+                                                n: nbx,
+                                                lda,
+                                                taps: first..taps.len(),
+                                            });
                                         }
-                                        let lda = if p == 0 || p == 2 { cig } else { 4 * g.ci };
-                                        segs.push(Segment {
-                                            x0: p * nbx,
-                                            sx: 1,
-                                            n: nbx,
-                                            lda,
-                                            taps: first..taps.len(),
-                                        });
                                     }
-                                    mv.resize(POINTS * nbx * bw, 0.0);
+                                    mv.resize(ngroups * POINTS * nbx * bw, 0.0);
                                     Row {
                                         ops: RowOperands {
                                             a: work,
@@ -733,11 +903,20 @@ pub(super) fn forward_row_winograd<T: Element>(
                                         bw,
                                     }
                                     .run(level);
-                                    if let Some(r) = T::Acc::as_f32_mut(&mut rowbuf[..wo * bw]) {
-                                        row_output_transform(mv, (nbx, bw, wo), r);
+                                    let nrows = ub.min(ho - b * ub);
+                                    if let Some(r) =
+                                        T::Acc::as_f32_mut(&mut rowbuf[..nrows * wo * bw])
+                                    {
+                                        row_output_transform(mv, (nbx, bw, wo), (&fy, nrows), r);
                                     }
-                                    let at = img.at(grp * cog + ob, oy);
-                                    img.store::<T>(&rowbuf[..wo * bw], (wo, bw), &mut yi[at..]);
+                                    for u in 0..nrows {
+                                        let at = img.at(grp * cog + ob, b * ub + u);
+                                        img.store::<T>(
+                                            &rowbuf[u * wo * bw..][..wo * bw],
+                                            (wo, bw),
+                                            &mut yi[at..],
+                                        );
+                                    }
                                 }
                             }
                         }
