@@ -766,6 +766,20 @@ GO_DEV void go_tc_pixel(const GoTcProblem& P, unsigned pix, unsigned* img, unsig
     *a = row - *img * cy;
 }
 
+// Which of the lean tiles' copies go through L1 (cp.async.ca) instead of L2 only (cg): bit 0
+// A (the source: a block's taps re-read overlapping pixel rows), bit 1 B (the filter, which
+// every block on an SM reads). A build-time experiment (GRADOPS_NVCC_FLAGS=-DGO_TC_VEC_L1=3):
+// ncu on an H200 (W4 f16 NHWC, 2026-11-27) put L2 throughput at 52%, the highest unit, with
+// an L1 hit rate of 0; not yet timed on a GPU, so the default stays cg.
+#ifndef GO_TC_VEC_L1
+#define GO_TC_VEC_L1 0
+#endif
+template <int BIT>
+GO_DEV void go_tc_vec_copy16(void* dst, const void* src, int src_bytes) {
+    if constexpr ((GO_TC_VEC_L1 & BIT) != 0) go_cp_async_16_ca(dst, src, src_bytes);
+    else go_cp_async_16(dst, src, src_bytes);
+}
+
 // One block tile as go_tc_tile's, for parameters where go_tc_vec_params_ok holds.
 template <typename T, int L, bool BKN, bool TF32>
 GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
@@ -878,13 +892,14 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
                 const bool in = (amask[r] & 1u) != 0;
                 // Masked out: nothing is read (src-size 0), from an address that exists
                 // (w's, which is live anyway: one pointer fewer to hold).
-                go_cp_async_16(as + adst + r * ADST1, in ? arow[r] + aoff : w, in ? 16 : 0);
+                go_tc_vec_copy16<1>(as + adst + r * ADST1, in ? arow[r] + aoff : w,
+                                    in ? 16 : 0);
             }
         }
 #pragma unroll
         for (int r = 0; r < 2; ++r)
-            go_cp_async_16(bs + bdst + r * BDST1, bin[r] ? brow + (boff + r * brow1) : w,
-                           bin[r] ? 16 : 0);
+            go_tc_vec_copy16<2>(bs + bdst + r * BDST1, bin[r] ? brow + (boff + r * brow1) : w,
+                                bin[r] ? 16 : 0);
     };
     // NCHW: the A elements of the last gather into their stage.
     auto put = [&](int stage) {

@@ -128,6 +128,12 @@ GO_DEV void go_cp_async_16(void* dst, const void* src, int src_bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(go_smem_addr(dst)),
                  "l"(src), "r"(src_bytes));
 }
+// The same through L1 (ca): a later copy of the same bytes by this block or another on the
+// SM may hit there instead of L2.
+GO_DEV void go_cp_async_16_ca(void* dst, const void* src, int src_bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(go_smem_addr(dst)),
+                 "l"(src), "r"(src_bytes));
+}
 GO_DEV void go_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 // Wait until at most N of this thread's committed groups are still in flight.
 template <int N> GO_DEV void go_cp_async_wait() {
@@ -299,6 +305,9 @@ GO_DEV void go_ldmatrix_x4_trans(uint32_t r[4], const void* row) {
 }
 GO_DEV void go_cp_async_16(void* dst, const void* src, int src_bytes) {
     emu::cp_async_issue(dst, src, src_bytes);
+}
+GO_DEV void go_cp_async_16_ca(void* dst, const void* src, int src_bytes) {
+    emu::cp_async_issue(dst, src, src_bytes);  // caching is invisible to the results
 }
 GO_DEV void go_cp_async_commit() { emu::cp_async_commit(); }
 template <int N> GO_DEV void go_cp_async_wait() { emu::cp_async_wait(N); }

@@ -93,12 +93,27 @@ if [[ "$MODE" == prebuild ]]; then
     m="$(basename "$ptx" .compute_90.ptx)"
     "$ptxas" -arch=sm_90 "$ptx" -o "target/gpu-bundle/$m.sm_90.cubin" || FAILED=1
   done
+  # The build-time experiment GO_TC_VEC_L1=3 (kernels/conv_tc.cuh: the lean conv tiles'
+  # copies through L1), as gradops-l1 and cuda_ops-l1 beside the default build, for a
+  # same-run comparison (scripts/gpu-session.sh, step experiments). L1_VARIANT=0 skips it.
+  variants=()
+  if [[ "${L1_VARIANT:-1}" == 1 ]]; then
+    if CARGO_TARGET_DIR=target/l1-variant GRADOPS_NVCC_FLAGS=-DGO_TC_VEC_L1=3 \
+        step build_l1 cargo build --release -p gradops-cli; then
+      cp target/l1-variant/release/gradops target/gpu-bundle/gradops-l1
+      exe="$(CARGO_TARGET_DIR=target/l1-variant GRADOPS_NVCC_FLAGS=-DGO_TC_VEC_L1=3 test_exe cuda_ops)"
+      [[ -n "$exe" ]] && cp "$exe" target/gpu-bundle/cuda_ops-l1
+      variants=(gradops-l1 cuda_ops-l1)
+    else
+      FAILED=1
+    fi
+  fi
   ls -la target/gpu-bundle | tee -a "$RESULTS"
   # The executables stripped and packed (the device tool carries at most 64 MiB; stripped
   # they are ~150 MB, packed ~15 MB): target/gpu-carry/bundle.tar.xz.
   mkdir -p target/gpu-carry
-  (cd target/gpu-bundle && strip cuda_ops cuda_conv_simt properties gradops train 2>/dev/null;
-   tar cf - cuda_ops cuda_conv_simt properties gradops train 2>/dev/null | xz -T0 -6 \
+  (cd target/gpu-bundle && strip cuda_ops cuda_conv_simt properties gradops train "${variants[@]}" 2>/dev/null;
+   tar cf - cuda_ops cuda_conv_simt properties gradops train "${variants[@]}" 2>/dev/null | xz -T0 -6 \
      >../gpu-carry/bundle.tar.xz) || FAILED=1
   ls -la target/gpu-carry/bundle.tar.xz | tee -a "$RESULTS"
   echo "carry target/gpu-carry and run there: mkdir -p /tmp/gb && tar xJf target/gpu-carry/bundle.tar.xz -C /tmp/gb && bash scripts/gpu-session.sh /tmp/gb OUT"

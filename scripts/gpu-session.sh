@@ -11,16 +11,19 @@
 # Every step has its own time limit, so one slow step cannot starve the others; the log,
 # the JSON results (gradops-json.tar, peers.json) and the ncu reports (ncu.txt) go to
 # OUTDIR. STEPS (default all) picks steps:
-# tests, bench, peers, ncu, sass, sanitizer. DTYPES / LAYOUTS pick the bench rows (default
+# tests, experiments, bench, peers, ncu, sass, sanitizer. DTYPES / LAYOUTS pick the bench rows (default
 # f32,f16,f64 / nchw,nhwc); NCU_SPECS (WORKLOAD:KERNEL[:DTYPE[:LAYOUT]]) the ncu launches;
 # SIMT=0 skips the f32/f64 FFMA comparison rows, GENERAL=0 the general tensor-core conv rows
 # (GRADOPS_CUDA_CONV_TC_VEC=off); PROP_CASES / PROP_LIMIT size the property tests;
-# SAN_FILTER picks the cuda_ops tests the sanitizers run (default all).
+# SAN_FILTER picks the cuda_ops tests the sanitizers run (default all). The experiments step
+# times the prepared, not yet measured, lean conv variants against the default in turn
+# (GRADOPS_CUDA_CONV_TC_GRID=wave; gradops-l1, built with GO_TC_VEC_L1=3 by the prebuild) on
+# EXP_DTYPES (default f16,f32) and checks them with the cuda_ops conv tests.
 # Exit status: non-zero if any step failed.
 set -uo pipefail
 BUNDLE="${1:-target/gpu-bundle}"
 OUT="${2:-gpu-out}"
-STEPS="${STEPS:-tests,bench,peers,ncu,sass,sanitizer}"
+STEPS="${STEPS:-tests,experiments,bench,peers,ncu,sass,sanitizer}"
 DTYPES="${DTYPES:-f32,f16,f64}"
 LAYOUTS="${LAYOUTS:-nchw,nhwc}"
 REPS="${REPS:-50}"
@@ -65,6 +68,49 @@ if has tests; then
   fi
   # The training example end to end on the GPU (loss and ms/step go to the log).
   [[ -x "$BUNDLE/train" ]] && step train 120 "$BUNDLE/train" --device cuda --steps 200
+fi
+
+if has experiments; then
+  # Correctness first: the conv tests under each variant (the same bits as the default).
+  GRADOPS_CUDA_CONV_TC_GRID=wave GRADOPS_REQUIRE_GPU=1 step exp_tests_wave 120 \
+    "$BUNDLE/cuda_ops" --test-threads=1 conv
+  [[ -x "$BUNDLE/cuda_ops-l1" ]] && GRADOPS_REQUIRE_GPU=1 step exp_tests_l1 120 \
+    "$BUNDLE/cuda_ops-l1" --test-threads=1 conv
+  # Then the conv rows, default / wave / l1 / l1 + wave, twice, alternating.
+  for rep in 1 2; do
+    for d in ${EXP_DTYPES:-f16,f32}; do
+      d="${d//,/ }"
+      for dd in $d; do
+        for l in ${LAYOUTS//,/ }; do
+          args=(bench --device cuda --dtype "$dd" --layout "$l" --workload W4,W5,W4f,W5f --reps "$REPS")
+          step "exp${rep}_${dd}_${l}_base" 60 "$BUNDLE/gradops" "${args[@]}" \
+            --json "$OUT/exp$rep-base-gradops-$dd-$l.json"
+          GRADOPS_CUDA_CONV_TC_GRID=wave step "exp${rep}_${dd}_${l}_wave" 60 "$BUNDLE/gradops" \
+            "${args[@]}" --json "$OUT/exp$rep-wave-gradops-$dd-$l.json"
+          if [[ -x "$BUNDLE/gradops-l1" ]]; then
+            step "exp${rep}_${dd}_${l}_l1" 60 "$BUNDLE/gradops-l1" "${args[@]}" \
+              --json "$OUT/exp$rep-l1-gradops-$dd-$l.json"
+            GRADOPS_CUDA_CONV_TC_GRID=wave step "exp${rep}_${dd}_${l}_l1wave" 60 \
+              "$BUNDLE/gradops-l1" "${args[@]}" --json "$OUT/exp$rep-l1wave-gradops-$dd-$l.json"
+          fi
+        done
+      done
+    done
+  done
+  # The medians side by side (W4 W5 W4f W5f, ms).
+  python3 - "$OUT" >>"$LOG" 2>&1 <<'PY'
+import glob, json, os, sys
+rows = {}
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "exp*-gradops-*.json"))):
+    b = os.path.basename(f)[:-5]
+    rep, var = b.split("-")[0], b.split("-")[1]
+    dl = b.split("-gradops-")[1]
+    for r in json.load(open(f)).get("results", []):
+        rows.setdefault((dl, r["workload"]), {}).setdefault(var, []).append(r["median_ms"])
+print("experiments: median ms per call, each run (dtype-layout workload: variant runs)")
+for (dl, wl), v in sorted(rows.items()):
+    print(f"  {dl:<9} {wl:<4} " + "  ".join(f"{k} " + "/".join(f"{x:.4f}" for x in xs) for k, xs in sorted(v.items())))
+PY
 fi
 
 if has bench; then

@@ -155,6 +155,23 @@ pub fn conv_tensor_cores_for_all_dtypes() -> bool {
     })
 }
 
+/// Environment variable for the grid of the lean tensor-core conv kernels: `wave`
+/// (case-insensitive, surrounding whitespace ignored) launches one wave of resident blocks
+/// (the device's SMs times the kernel's blocks per SM), each running several pixel tiles
+/// (the same results: each tile is computed the same way by whichever block runs it); unset
+/// or any other value, one block per tile (as measured in BENCHMARKS.md). An experiment for
+/// the next GPU run, not yet timed. Read once per process.
+pub const CONV_TC_GRID_ENV: &str = "GRADOPS_CUDA_CONV_TC_GRID";
+
+/// Whether the lean tensor-core conv kernels launch one wave of blocks ([`CONV_TC_GRID_ENV`]
+/// is `wave`; read on first use).
+pub fn conv_tc_one_wave() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        std::env::var(CONV_TC_GRID_ENV).is_ok_and(|v| v.trim().eq_ignore_ascii_case("wave"))
+    })
+}
+
 /// Environment variable for the lean tensor-core conv kernels (`conv2d_forward_tc_vec_*`,
 /// `conv2d_backprop_input_tc_vec_*`): `off` (case-insensitive, surrounding whitespace
 /// ignored) runs every tensor-core conv call on the general `conv2d_*_tc_*` kernels, for

@@ -464,6 +464,20 @@ pub fn conv_tc(p: &GoConvParams, forward: bool) -> Option<Launch> {
     })
 }
 
+/// `l` with grid.x capped so that the grid holds at most `resident` blocks (the blocks the
+/// device runs at once: one wave; at least one block along x), for kernels that grid-stride
+/// along x and set up per-block state their tiles then share: the tensor-core conv kernels'
+/// (phase, group) problem and parameter check, done once per block instead of once per tile.
+/// The tiles a block runs are fixed by the grid (no dynamic balancing between blocks).
+pub fn one_wave(l: Launch, resident: u64) -> Launch {
+    let (x, y, z) = l.grid;
+    let cap_x = (resident / (u64::from(y) * u64::from(z)).max(1)).max(1);
+    Launch {
+        grid: (cap(u64::from(x).min(cap_x), MAX_GRID_X), y, z),
+        ..l
+    }
+}
+
 /// Whether the lean tensor-core kernels serve `p` (`conv2d_backprop_input_tc_vec_*` with
 /// `forward = false`, `conv2d_forward_tc_vec_*` with `true`; same launch as [`conv_tc`]) for
 /// elements of `elem_bytes` bytes: an HWIO filter whose rows along `co` are whole 16-byte
@@ -660,6 +674,25 @@ mod tests {
 
     /// Only the stride phases with pixels are launched: a stride past the image gives
     /// `min(s, size)` phases per axis, not `s`.
+    #[test]
+    fn one_wave_caps_x_only() {
+        let l = Launch {
+            grid: (1568, 1, 4),
+            block: (128, 1, 1),
+        };
+        // 132 SMs x 4 blocks: 528 resident, 4 phases along z: 132 blocks along x.
+        assert_eq!(one_wave(l, 528).grid, (132, 1, 4));
+        assert_eq!(one_wave(l, 528).block, (128, 1, 1));
+        // A grid already within one wave is kept; y x z beyond it leaves one block along x.
+        assert_eq!(one_wave(l, 1 << 20).grid, (1568, 1, 4));
+        let wide = Launch {
+            grid: (50, 600, 1),
+            block: (128, 1, 1),
+        };
+        assert_eq!(one_wave(wide, 528).grid, (1, 600, 1));
+        assert_eq!(one_wave(l, 0).grid, (1, 1, 4));
+    }
+
     #[test]
     fn conv_phases_with_pixels() {
         let p = w4(64, 64, 1);

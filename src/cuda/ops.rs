@@ -5,18 +5,20 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{
-    CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg,
+    CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig,
+    PushKernelArg,
 };
 
 use super::images::{
-    conv_tc_vec_enabled, conv_tensor_core_choice, conv_tensor_cores_for_all_dtypes,
+    conv_tc_one_wave, conv_tc_vec_enabled, conv_tensor_core_choice,
+    conv_tensor_cores_for_all_dtypes,
 };
 use super::launch::{self, Launch};
 use super::params::{
     GoConvFilterParams, GoConvParams, GoPoolParams, GoResizeParams, GO_F32_PRECISION_EXACT,
     GO_F32_PRECISION_TF32, GO_FILTER_HWIO, GO_FILTER_OIHW, GO_LAYOUT_NCHW, GO_LAYOUT_NHWC,
 };
-use super::runtime::{cuda_err, function, stream_arch};
+use super::runtime::{cuda_err, function, resident_blocks, stream_arch};
 use super::tensor::{
     same_context, same_layout, DeviceFilterRef, DeviceTensor, DeviceTensorMut, DeviceTensorRef,
 };
@@ -728,6 +730,24 @@ fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize) -> &'stati
     }
 }
 
+/// The launch of conv kernel family `name` (function `f`, planned as `l`): one wave of
+/// resident blocks for the lean tensor-core kernels where [`conv_tc_one_wave`] asks for it
+/// (they grid-stride along x), else `l`.
+fn conv_tc_vec_grid(
+    stream: &Arc<CudaStream>,
+    op: &'static str,
+    name: &str,
+    (f, l): (&CudaFunction, Launch),
+) -> Result<Launch> {
+    if !(conv_tc_one_wave() && name.contains("_tc_vec")) {
+        return Ok(l);
+    }
+    Ok(launch::one_wave(
+        l,
+        resident_blocks(stream, op, (f, l.block.0))?,
+    ))
+}
+
 /// The filter gradient's partial-sum kernel family: the FFMA one, or the tensor-core one of
 /// `layout` (one entry point per layout, see `kernels/conv_tc.cuh`).
 fn conv_filter_partial_kernel(tc: bool, layout: Layout) -> &'static str {
@@ -778,6 +798,7 @@ fn conv_backprop_input_raw<T: Element>(
         return Ok(());
     };
     let f = function(stream, OP, "conv", &format!("{name}_{}", T::SUFFIX))?;
+    let l = conv_tc_vec_grid(stream, OP, name, (&f, l))?;
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
     // SAFETY: conv2d_backprop_input_<T>, conv2d_backprop_input_tc_<T> and its _vec twin
@@ -940,6 +961,7 @@ fn conv_forward_raw<T: Element>(
         return Ok(());
     };
     let f = function(stream, OP, "conv", &format!("{name}_{}", T::SUFFIX))?;
+    let l = conv_tc_vec_grid(stream, OP, name, (&f, l))?;
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
     // SAFETY: conv2d_forward_<T>, conv2d_forward_tc_<T> and its _vec twin (picked only

@@ -246,6 +246,26 @@ pub(crate) fn function(
     Ok(f)
 }
 
+/// Blocks of `kernel` (`block` threads each, no dynamic shared memory) that the stream's
+/// device runs at once: its SMs times the kernel's blocks per SM (the driver's occupancy
+/// calculator), at least 1.
+pub(crate) fn resident_blocks(
+    stream: &Arc<CudaStream>,
+    op: &'static str,
+    (f, block): (&CudaFunction, u32),
+) -> Result<u64> {
+    let sms = stream
+        .context()
+        .attribute(
+            cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        )
+        .map_err(|e| cuda_err(op, "querying the SM count", e))?;
+    let per_sm = f
+        .occupancy_max_active_blocks_per_multiprocessor(block, 0, None)
+        .map_err(|e| cuda_err(op, "querying the blocks per SM", e))?;
+    Ok((u64::try_from(sms).unwrap_or(0) * u64::from(per_sm)).max(1))
+}
+
 /// A driver error as the crate's error.
 pub(crate) fn cuda_err(op: &'static str, what: &str, e: impl std::fmt::Display) -> Error {
     Error::Cuda {

@@ -461,6 +461,13 @@ fn bench_cuda_typed<T: Element>(
                 .to_string(),
         );
     }
+    if gradops::cuda::conv_tc_one_wave() {
+        notes.push(format!(
+            "{}=wave: the lean tensor-core conv kernels (_tc_vec) ran one wave of resident \
+             blocks, several pixel tiles each",
+            gradops::cuda::CONV_TC_GRID_ENV
+        ));
+    }
     let limit_source = format!(
         "device-to-device copy (memcpy_dtod) of {} MiB timed with CUDA events, bytes read + \
          written, best of {tries}",
