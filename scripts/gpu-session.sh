@@ -97,6 +97,23 @@ if has experiments; then
       done
     done
   done
+  # What each variant changes in the busiest units (ncu, one W4 f16 NHWC call each): L2 and
+  # L1 throughput and hit rates, issue rate.
+  NCU_EXP="$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
+  if [[ -n "$NCU_EXP" ]]; then
+    for v in base wave l1; do
+      exe="$BUNDLE/gradops"; grid=tiles
+      [[ "$v" == l1 ]] && exe="$BUNDLE/gradops-l1"
+      [[ "$v" == wave ]] && grid=wave
+      [[ -x "$exe" ]] || continue
+      echo "##### experiment $v: W4 conv2d_backprop_input_tc_vec_f16 NHWC" >>"$OUT/ncu-exp.txt"
+      GRADOPS_CUDA_CONV_TC_GRID=$grid step "exp_ncu_$v" 60 bash -c '"$0" --clock-control none \
+        -k conv2d_backprop_input_tc_vec_f16 -s 2 -c 1 --section SpeedOfLight \
+        --section MemoryWorkloadAnalysis --section SchedulerStats --section LaunchStats \
+        "$1" bench --device cuda --dtype f16 --layout nhwc --workload W4 --reps 3 >>"$2" 2>&1' \
+        "$NCU_EXP" "$exe" "$OUT/ncu-exp.txt"
+    done
+  fi
   # The medians side by side (W4 W5 W4f W5f, ms).
   python3 - "$OUT" >>"$LOG" 2>&1 <<'PY'
 import glob, json, os, sys
