@@ -654,44 +654,45 @@ impl ForwardY {
     }
 }
 
-/// A block's output rows from the GEMM results `m` (`[group][p][j][c]`, five x points per
-/// group, `nbx` blocks): along x, output `2j + u` of group `gi` is `(m[u] + m[u + 1]) + m[3 +
-/// u]` (the F(2,2) parity, then the one-tap parity); output row `r` (of `rows`, `[r][x][c]`,
-/// `wo` pixels each) sums, in order, the groups [`ForwardY::output_groups`] names (visited
-/// group by group: each group's results are read while they are in cache).
+/// Group `gi`'s part of a block's output rows, from its GEMM results `m` (`[p][j][c]`, five x
+/// points, `nbx` blocks): along x, output `2j + u` is `(m[u] + m[u + 1]) + m[3 + u]` (the
+/// F(2,2) parity, then the one-tap parity); into each output row `r < nrows` (of `rows`,
+/// `[r][x][c]`, `wo` pixels each) whose [`ForwardY::output_groups`] name `gi`: stored if `gi`
+/// is the row's first group, else added (the groups come in ascending order, so each row
+/// sums its groups in a fixed order).
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
 fn row_output_transform(
     m: &[f32],
     (nbx, bw, wo): (usize, usize, usize),
-    (fy, nrows): (&ForwardY, usize),
+    (fy, gi, nrows): (&ForwardY, usize, usize),
     rows: &mut [f32],
 ) {
-    let mv = |gi: usize, p: usize, j: usize| &m[((gi * 5 + p) * nbx + j) * bw..][..bw];
+    let mv = |p: usize, j: usize| &m[(p * nbx + j) * bw..][..bw];
     let rowlen = wo * bw;
-    for gi in 0..fy.groups() {
-        for r in 0..nrows {
-            let groups = fy.output_groups(r);
-            let Some(n) = groups.iter().position(|&g| g == gi) else {
-                continue;
-            };
-            let row = &mut rows[r * rowlen..][..rowlen];
-            for j in 0..nbx {
-                for u in 0..2 {
-                    let x = 2 * j + u;
-                    if x >= wo {
-                        continue;
+    for r in 0..nrows {
+        let Some(n) = fy.output_groups(r).iter().position(|&g| g == gi) else {
+            continue;
+        };
+        let row = &mut rows[r * rowlen..][..rowlen];
+        for j in 0..nbx {
+            for u in 0..2 {
+                let x = 2 * j + u;
+                if x >= wo {
+                    continue;
+                }
+                let d = &mut row[x * bw..][..bw];
+                let terms = d
+                    .iter_mut()
+                    .zip(mv(u, j))
+                    .zip(mv(u + 1, j))
+                    .zip(mv(3 + u, j));
+                if n == 0 {
+                    for (((d, &a), &b), &c) in terms {
+                        *d = (a + b) + c;
                     }
-                    let d = &mut row[x * bw..][..bw];
-                    let (a, b, c) = (mv(gi, u, j), mv(gi, u + 1, j), mv(gi, 3 + u, j));
-                    let terms = d.iter_mut().zip(a).zip(b).zip(c);
-                    if n == 0 {
-                        for (((d, &a), &b), &c) in terms {
-                            *d = (a + b) + c;
-                        }
-                    } else {
-                        for (((d, &a), &b), &c) in terms {
-                            *d += (a + b) + c;
-                        }
+                } else {
+                    for (((d, &a), &b), &c) in terms {
+                        *d += (a + b) + c;
                     }
                 }
             }
@@ -863,9 +864,12 @@ pub(super) fn forward_row_winograd<T: Element>(
                                     let bw = nb.min(cog - ob);
                                     let vtb = &vt[(grp * cog + ob) * nfr * POINTS * cig..]
                                         [..bw * nfr * POINTS * cig];
-                                    taps.clear();
-                                    segs.clear();
+                                    // Group by group: its GEMM results (five x points, at
+                                    // most 18 KB) are added to the rows while in L1.
+                                    let nrows = ub.min(ho - b * ub);
                                     for gi in 0..ngroups {
+                                        taps.clear();
+                                        segs.clear();
                                         for p in 0..POINTS {
                                             let first = taps.len();
                                             for (f, slot) in fy.group_taps(kh, gi) {
@@ -882,32 +886,36 @@ pub(super) fn forward_row_winograd<T: Element>(
                                             }
                                             let lda = if p == 0 || p == 2 { cig } else { 4 * g.ci };
                                             segs.push(Segment {
-                                                x0: (gi * POINTS + p) * nbx,
+                                                x0: p * nbx,
                                                 sx: 1,
                                                 n: nbx,
                                                 lda,
                                                 taps: first..taps.len(),
                                             });
                                         }
-                                    }
-                                    mv.resize(ngroups * POINTS * nbx * bw, 0.0);
-                                    Row {
-                                        ops: RowOperands {
-                                            a: work,
-                                            wt: vtb,
-                                            k: cig,
-                                            segs,
-                                            taps,
-                                        },
-                                        row: &mut mv[..],
-                                        bw,
-                                    }
-                                    .run(level);
-                                    let nrows = ub.min(ho - b * ub);
-                                    if let Some(r) =
-                                        T::Acc::as_f32_mut(&mut rowbuf[..nrows * wo * bw])
-                                    {
-                                        row_output_transform(mv, (nbx, bw, wo), (&fy, nrows), r);
+                                        mv.resize(POINTS * nbx * bw, 0.0);
+                                        Row {
+                                            ops: RowOperands {
+                                                a: work,
+                                                wt: vtb,
+                                                k: cig,
+                                                segs,
+                                                taps,
+                                            },
+                                            row: &mut mv[..],
+                                            bw,
+                                        }
+                                        .run(level);
+                                        if let Some(r) =
+                                            T::Acc::as_f32_mut(&mut rowbuf[..nrows * wo * bw])
+                                        {
+                                            row_output_transform(
+                                                mv,
+                                                (nbx, bw, wo),
+                                                (&fy, gi, nrows),
+                                                r,
+                                            );
+                                        }
                                     }
                                     for u in 0..nrows {
                                         let at = img.at(grp * cog + ob, b * ub + u);
