@@ -730,22 +730,20 @@ fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize) -> &'stati
     }
 }
 
-/// The launch of conv kernel family `name` (function `f`, planned as `l`): one wave of
-/// resident blocks for the lean tensor-core kernels where [`conv_tc_one_wave`] asks for it
-/// (they grid-stride along x), else `l`.
+/// The launch of conv kernel `kernel` (function `f`, planned as `l`): one wave of resident
+/// blocks for the lean tensor-core kernels where [`conv_tc_one_wave`] asks for it (they
+/// grid-stride along x), else `l`.
 fn conv_tc_vec_grid(
     stream: &Arc<CudaStream>,
     op: &'static str,
-    name: &str,
+    kernel: &str,
     (f, l): (&CudaFunction, Launch),
 ) -> Result<Launch> {
-    if !(conv_tc_one_wave() && name.contains("_tc_vec")) {
+    if !(conv_tc_one_wave() && kernel.contains("_tc_vec")) {
         return Ok(l);
     }
-    Ok(launch::one_wave(
-        l,
-        resident_blocks(stream, op, (f, l.block.0))?,
-    ))
+    let resident = resident_blocks(stream, op, (kernel, f, l.block.0))?;
+    Ok(launch::one_wave(l, resident))
 }
 
 /// The filter gradient's partial-sum kernel family: the FFMA one, or the tensor-core one of
@@ -797,8 +795,9 @@ fn conv_backprop_input_raw<T: Element>(
     let Some(l) = l else {
         return Ok(());
     };
-    let f = function(stream, OP, "conv", &format!("{name}_{}", T::SUFFIX))?;
-    let l = conv_tc_vec_grid(stream, OP, name, (&f, l))?;
+    let kernel = format!("{name}_{}", T::SUFFIX);
+    let f = function(stream, OP, "conv", &kernel)?;
+    let l = conv_tc_vec_grid(stream, OP, &kernel, (&f, l))?;
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
     // SAFETY: conv2d_backprop_input_<T>, conv2d_backprop_input_tc_<T> and its _vec twin
@@ -960,8 +959,9 @@ fn conv_forward_raw<T: Element>(
     let Some(l) = l else {
         return Ok(());
     };
-    let f = function(stream, OP, "conv", &format!("{name}_{}", T::SUFFIX))?;
-    let l = conv_tc_vec_grid(stream, OP, name, (&f, l))?;
+    let kernel = format!("{name}_{}", T::SUFFIX);
+    let f = function(stream, OP, "conv", &kernel)?;
+    let l = conv_tc_vec_grid(stream, OP, &kernel, (&f, l))?;
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
     // SAFETY: conv2d_forward_<T>, conv2d_forward_tc_<T> and its _vec twin (picked only

@@ -160,6 +160,8 @@ struct ContextKernels {
     arch: Option<(u32, Arc<CudaContext>)>,
     modules: HashMap<&'static str, Arc<CudaModule>>,
     functions: HashMap<String, CudaFunction>,
+    /// Per kernel and block size, the blocks the device runs at once ([`resident_blocks`]).
+    resident: HashMap<(String, u32), u64>,
 }
 
 // Keyed by the CUcontext handle; an entry holds an Arc of its context (with its chosen
@@ -246,16 +248,25 @@ pub(crate) fn function(
     Ok(f)
 }
 
-/// Blocks of `kernel` (`block` threads each, no dynamic shared memory) that the stream's
-/// device runs at once: its SMs times the kernel's blocks per SM (the driver's occupancy
-/// calculator), at least 1.
+/// Blocks of `kernel` (function `f`, `block` threads each, no dynamic shared memory) that
+/// the stream's device runs at once: its SMs times the kernel's blocks per SM (the driver's
+/// occupancy calculator), at least 1. Asked once per context, kernel and block size.
 pub(crate) fn resident_blocks(
     stream: &Arc<CudaStream>,
     op: &'static str,
-    (f, block): (&CudaFunction, u32),
+    (kernel, f, block): (&str, &CudaFunction, u32),
 ) -> Result<u64> {
-    let sms = stream
-        .context()
+    let ctx = stream.context();
+    let mut all = KERNELS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    let entry = all.entry(ctx.cu_ctx() as usize).or_default();
+    let key = (kernel.to_string(), block);
+    if let Some(&n) = entry.resident.get(&key) {
+        return Ok(n);
+    }
+    let sms = ctx
         .attribute(
             cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
         )
@@ -263,7 +274,9 @@ pub(crate) fn resident_blocks(
     let per_sm = f
         .occupancy_max_active_blocks_per_multiprocessor(block, 0, None)
         .map_err(|e| cuda_err(op, "querying the blocks per SM", e))?;
-    Ok((u64::try_from(sms).unwrap_or(0) * u64::from(per_sm)).max(1))
+    let n = (u64::try_from(sms).unwrap_or(0) * u64::from(per_sm)).max(1);
+    entry.resident.insert(key, n);
+    Ok(n)
 }
 
 /// A driver error as the crate's error.
