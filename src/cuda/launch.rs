@@ -672,8 +672,8 @@ mod tests {
         }
     }
 
-    /// Only the stride phases with pixels are launched: a stride past the image gives
-    /// `min(s, size)` phases per axis, not `s`.
+    /// The wave grid caps grid.x only, to the resident blocks over grid.y x grid.z, at least
+    /// one.
     #[test]
     fn one_wave_caps_x_only() {
         let l = Launch {
@@ -693,6 +693,8 @@ mod tests {
         assert_eq!(one_wave(l, 0).grid, (1, 1, 4));
     }
 
+    /// Only the stride phases with pixels are launched: a stride past the image gives
+    /// `min(s, size)` phases per axis, not `s`.
     #[test]
     fn conv_phases_with_pixels() {
         let p = w4(64, 64, 1);
