@@ -742,7 +742,7 @@ fn conv_tc_vec_grid(
     if !(conv_tc_one_wave() && kernel.contains("_tc_vec")) {
         return Ok(l);
     }
-    let resident = resident_blocks(stream, op, (kernel, f, l.block.0))?;
+    let resident = resident_blocks(stream, op, (f, l.block.0))?;
     Ok(launch::one_wave(l, resident))
 }
 

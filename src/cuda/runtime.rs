@@ -160,8 +160,9 @@ struct ContextKernels {
     arch: Option<(u32, Arc<CudaContext>)>,
     modules: HashMap<&'static str, Arc<CudaModule>>,
     functions: HashMap<String, CudaFunction>,
-    /// Per kernel and block size, the blocks the device runs at once ([`resident_blocks`]).
-    resident: HashMap<(String, u32), u64>,
+    /// Per kernel (its `CUfunction` handle, held alive by `modules`) and block size, the
+    /// blocks the device runs at once ([`resident_blocks`]).
+    resident: HashMap<(usize, u32), u64>,
 }
 
 // Keyed by the CUcontext handle; an entry holds an Arc of its context (with its chosen
@@ -248,13 +249,13 @@ pub(crate) fn function(
     Ok(f)
 }
 
-/// Blocks of `kernel` (function `f`, `block` threads each, no dynamic shared memory) that
-/// the stream's device runs at once: its SMs times the kernel's blocks per SM (the driver's
-/// occupancy calculator), at least 1. Asked once per context, kernel and block size.
+/// Blocks of kernel `f` (`block` threads each, no dynamic shared memory) that the stream's
+/// device runs at once: its SMs times the kernel's blocks per SM (the driver's occupancy
+/// calculator), at least 1. Asked once per context, kernel and block size.
 pub(crate) fn resident_blocks(
     stream: &Arc<CudaStream>,
     op: &'static str,
-    (kernel, f, block): (&str, &CudaFunction, u32),
+    (f, block): (&CudaFunction, u32),
 ) -> Result<u64> {
     let ctx = stream.context();
     let mut all = KERNELS
@@ -262,7 +263,7 @@ pub(crate) fn resident_blocks(
         .lock()
         .unwrap_or_else(|p| p.into_inner());
     let entry = all.entry(ctx.cu_ctx() as usize).or_default();
-    let key = (kernel.to_string(), block);
+    let key = (f.cu_function() as usize, block);
     if let Some(&n) = entry.resident.get(&key) {
         return Ok(n);
     }
