@@ -170,6 +170,20 @@ struct ContextKernels {
 // exists.
 static KERNELS: OnceLock<Mutex<HashMap<usize, ContextKernels>>> = OnceLock::new();
 
+/// Runs `f` on the stream's context's entry of [`KERNELS`] (created empty on first use),
+/// under the lock.
+fn with_context_kernels<R>(
+    stream: &Arc<CudaStream>,
+    f: impl FnOnce(&Arc<CudaContext>, &mut ContextKernels) -> R,
+) -> R {
+    let ctx = stream.context();
+    let mut all = KERNELS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    f(ctx, all.entry(ctx.cu_ctx() as usize).or_default())
+}
+
 /// The context's image architecture, chosen on its first use and kept.
 fn context_arch(
     entry: &mut ContextKernels,
@@ -190,13 +204,7 @@ fn context_arch(
 /// The architecture of the images the stream's context loads (chosen once per context, as
 /// [`function`] does), so an op can pick a kernel that only some images hold.
 pub(crate) fn stream_arch(stream: &Arc<CudaStream>, op: &'static str) -> Result<u32> {
-    let ctx = stream.context();
-    let mut all = KERNELS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    let entry = all.entry(ctx.cu_ctx() as usize).or_default();
-    context_arch(entry, ctx, op)
+    with_context_kernels(stream, |ctx, entry| context_arch(entry, ctx, op))
 }
 
 /// `kernel` (e.g. `resize_gather_f32`) from `module` (file stem), loaded into the
@@ -214,13 +222,17 @@ pub(crate) fn function(
             reason: format!("this build has no CUDA kernels ({})", b.reason),
         });
     }
-    let ctx = stream.context();
-    let key = ctx.cu_ctx() as usize;
-    let mut all = KERNELS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    let entry = all.entry(key).or_default();
+    with_context_kernels(stream, |ctx, entry| {
+        context_function(ctx, entry, (op, module, kernel))
+    })
+}
+
+/// [`function`] on the context's entry, under the lock.
+fn context_function(
+    ctx: &Arc<CudaContext>,
+    entry: &mut ContextKernels,
+    (op, module, kernel): (&'static str, &'static str, &str),
+) -> Result<CudaFunction> {
     if let Some(f) = entry.functions.get(kernel) {
         return Ok(f.clone());
     }
@@ -257,16 +269,23 @@ pub(crate) fn resident_blocks(
     op: &'static str,
     (f, block): (&CudaFunction, u32),
 ) -> Result<u64> {
-    let ctx = stream.context();
-    let mut all = KERNELS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    let entry = all.entry(ctx.cu_ctx() as usize).or_default();
-    let key = (f.cu_function() as usize, block);
-    if let Some(&n) = entry.resident.get(&key) {
-        return Ok(n);
-    }
+    with_context_kernels(stream, |ctx, entry| {
+        let key = (f.cu_function() as usize, block);
+        if let Some(&n) = entry.resident.get(&key) {
+            return Ok(n);
+        }
+        let n = device_resident_blocks(ctx, op, (f, block))?;
+        entry.resident.insert(key, n);
+        Ok(n)
+    })
+}
+
+/// [`resident_blocks`] asked of the driver.
+fn device_resident_blocks(
+    ctx: &Arc<CudaContext>,
+    op: &'static str,
+    (f, block): (&CudaFunction, u32),
+) -> Result<u64> {
     let sms = ctx
         .attribute(
             cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
@@ -275,9 +294,7 @@ pub(crate) fn resident_blocks(
     let per_sm = f
         .occupancy_max_active_blocks_per_multiprocessor(block, 0, None)
         .map_err(|e| cuda_err(op, "querying the blocks per SM", e))?;
-    let n = (u64::try_from(sms).unwrap_or(0) * u64::from(per_sm)).max(1);
-    entry.resident.insert(key, n);
-    Ok(n)
+    Ok((u64::try_from(sms).unwrap_or(0) * u64::from(per_sm)).max(1))
 }
 
 /// A driver error as the crate's error.
