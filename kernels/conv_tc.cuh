@@ -104,10 +104,6 @@ template <typename T> struct GoTcGeom {
         TC_STAGES * TC_STAGE_BYTES > TC_BM * CLD * (int)sizeof(typename Tr::S)
             ? TC_STAGES * TC_STAGE_BYTES
             : TC_BM * CLD * (int)sizeof(typename Tr::S);
-    static constexpr int VEC_SMEM_BYTES =
-        TC_VSTAGES * TC_STAGE_BYTES > TC_BM * CLD * (int)sizeof(typename Tr::S)
-            ? TC_VSTAGES * TC_STAGE_BYTES
-            : TC_BM * CLD * (int)sizeof(typename Tr::S);
 };
 
 // A warp's accumulators: m-fragment i of GoTcTraits<T>::FM rows, n8 fragment j, CE
@@ -538,13 +534,13 @@ GO_DEV void go_tc_stage_acc(const GoTcAcc<T>& acc, typename GoTcTraits<T>::S* Cs
 
 // Epilogue, second half, element by element: threads walk pixels (NCHW) or channels
 // (NHWC) of the staged tile; out_base[m] is row m's output offset (-1: no pixel).
-template <typename T, int L>
+template <typename T, int L, int BM = TC_BM, int THREADS = TC_THREADS>
 GO_DEV void go_tc_write_tile(const GoTcProblem& P, const typename GoTcTraits<T>::S* Cs,
                              const go_i64* out_base, T* __restrict__ out, go_i64 n_base) {
     constexpr int CLD = GoTcGeom<T>::CLD;
-    for (int idx = threadIdx.x; idx < TC_BM * TC_BN; idx += TC_THREADS) {
-        const int m = L == GO_LAYOUT_NCHW ? idx % TC_BM : idx / TC_BN;
-        const int nn = L == GO_LAYOUT_NCHW ? idx / TC_BM : idx % TC_BN;
+    for (int idx = threadIdx.x; idx < BM * TC_BN; idx += THREADS) {
+        const int m = L == GO_LAYOUT_NCHW ? idx % BM : idx / TC_BN;
+        const int nn = L == GO_LAYOUT_NCHW ? idx / BM : idx % TC_BN;
         const go_i64 ob = out_base[m];
         if (ob < 0 || n_base + nn >= P.nlen) continue;
         out[ob + (n_base + nn) * P.o_c] = go_from_bits<T>(Cs[m * CLD + nn]);
@@ -780,8 +776,11 @@ GO_DEV void go_tc_vec_copy16(void* dst, const void* src, int src_bytes) {
     else go_cp_async_16(dst, src, src_bytes);
 }
 
-// One block tile as go_tc_tile's, for parameters where go_tc_vec_params_ok holds.
-template <typename T, int L, bool BKN, bool TF32>
+// One block tile as go_tc_tile's, for parameters where go_tc_vec_params_ok holds: BM pixels
+// (TC_BM, or GO_TC_WIDE_TILE_M for the wide kernels) x TC_BN channels, THREADS threads (one
+// warp per TC_WM x TC_WN warp tile), a STAGES-deep pipeline.
+template <typename T, int L, bool BKN, bool TF32, int BM = TC_BM, int THREADS = TC_THREADS,
+          int STAGES = TC_VSTAGES>
 GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
                            const T* __restrict__ w, T* __restrict__ out, go_i64 m_base,
                            go_i64 n_base, unsigned char* smem, go_i64* out_base) {
@@ -793,29 +792,34 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     constexpr int KCH = BK / VEC;  // 16-byte chunks per row of a stage
     constexpr bool NC = L == GO_LAYOUT_NCHW;
     // NCHW: A elements a thread loads per stage (one pixel, AE consecutive channels).
-    constexpr int AE = TC_BM * BK / TC_THREADS;
+    constexpr int AE = BM * BK / THREADS;
     constexpr int NR = NC ? 1 : 2;  // A rows (pixels) per thread
-    static_assert(TC_BM * BK == AE * TC_THREADS && AE % VEC == 0, "whole chunks per thread");
+    static_assert(BM * BK == AE * THREADS && AE % VEC == 0, "whole chunks per thread");
+    static_assert(THREADS == 32 * (BM / TC_WM) * (TC_BN / TC_WN), "one warp per warp tile");
+    // B chunks per thread per stage (a stage of B is TC_BN x BK either way: 256 chunks).
+    constexpr int NB = TC_BN * KCH / THREADS;
+    static_assert(NB * THREADS == TC_BN * KCH && (NB == 1 || NB == 2), "whole B chunks");
+    static_assert(NC || BM * KCH == NR * THREADS, "two A chunks per thread (NHWC)");
     const int t = threadIdx.x, lane = t % 32, warp = t / 32;
-    const int wm = warp % (TC_BM / TC_WM), wn = warp / (TC_BM / TC_WM);
+    const int wm = warp % (BM / TC_WM), wn = warp / (BM / TC_WM);
     S* As = reinterpret_cast<S*>(smem);
-    S* Bs = reinterpret_cast<S*>(smem + TC_VSTAGES * TC_BM * TC_ROW_BYTES);
+    S* Bs = reinterpret_cast<S*>(smem + STAGES * BM * TC_ROW_BYTES);
 
-    // A, NHWC: rows t / KCH and t / KCH + TC_THREADS / KCH, channels (t % KCH) * VEC of
-    // the chunk (16-byte copies); NCHW: row t % TC_BM, channels (t / TC_BM) * AE (AE
+    // A, NHWC: rows t / KCH and t / KCH + THREADS / KCH, channels (t % KCH) * VEC of
+    // the chunk (16-byte copies); NCHW: row t % BM, channels (t / BM) * AE (AE
     // channel planes, loaded into registers: threads walk pixels, so the loads coalesce).
     // Row pointer at the pixel's own position (a*a_sy, b*a_sx) and the chunk's channel; a
     // tap adds tap_y * a_row + tap_x * a_col + j0 * a_j. Bit i of amask[r]: tap i lands
     // inside. Shared-memory destinations: row 1's are row 0's plus a constant (registers).
     const T* arow[NR];
     unsigned amask[NR];
-    const int akg = NC ? (t / TC_BM) * AE : (t % KCH) * VEC;
-    const int adst = (NC ? t % TC_BM : t / KCH) * LD + akg;
-    constexpr int ADST1 = (TC_THREADS / KCH) * LD;
+    const int akg = NC ? (t / BM) * AE : (t % KCH) * VEC;
+    const int adst = (NC ? t % BM : t / KCH) * LD + akg;
+    constexpr int ADST1 = (THREADS / KCH) * LD;
     const int nty = (int)(P.ntaps / P.ntx), ntx = (int)P.ntx;
 #pragma unroll
     for (int r = 0; r < NR; ++r) {
-        const int m = NC ? t % TC_BM : t / KCH + r * (TC_THREADS / KCH);
+        const int m = NC ? t % BM : t / KCH + r * (THREADS / KCH);
         const go_i64 pix = m_base + m;
         unsigned img = 0, a = 0, b = 0;
         if (pix < P.npix) go_tc_pixel(P, (unsigned)pix, &img, &a, &b);
@@ -837,25 +841,25 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
                 if ((ym >> iy) & 1u) mk |= xm << (iy * ntx);
         amask[r] = mk;
     }
-    // B: [nn][k] rows t / KCH (+ TC_THREADS / KCH), VEC consecutive k; or [k][nn] (BKN)
-    // row k = t / (TC_BN / VEC) (+ TC_THREADS / (TC_BN / VEC)), VEC consecutive nn. A
+    // B: [nn][k] rows t / KCH (+ THREADS / KCH), VEC consecutive k; or [k][nn] (BKN)
+    // row k = t / (TC_BN / VEC) (+ THREADS / (TC_BN / VEC)), VEC consecutive nn. A
     // chunk past the group's channels (nlen) is zero-filled for the whole tile.
     // Row 1's filter pointer is row 0's plus brow1 (rows 16 k or 32 nn further on).
     const T* brow;
-    bool bin[2];
+    bool bin[NB];
     const int bdst = BKN ? (t / (TC_BN / VEC)) * LDKN + (t % (TC_BN / VEC)) * VEC
                          : (t / KCH) * LD + (t % KCH) * VEC;
-    constexpr int BDST1 = BKN ? (TC_THREADS / (TC_BN / VEC)) * LDKN : (TC_THREADS / KCH) * LD;
+    constexpr int BDST1 = BKN ? (THREADS / (TC_BN / VEC)) * LDKN : (THREADS / KCH) * LD;
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        const int q = t + TC_THREADS * r;
+    for (int r = 0; r < NB; ++r) {
+        const int q = t + THREADS * r;
         const int bk = BKN ? q / (TC_BN / VEC) : (q % KCH) * VEC;
         const int bn = BKN ? (q % (TC_BN / VEC)) * VEC : q / KCH;
         bin[r] = n_base + bn < P.nlen;
         if (r == 0) brow = w + P.b_off + bk * P.b_j + (n_base + bn) * P.b_n;
     }
-    const int brow1 = (int)(BKN ? (TC_THREADS / (TC_BN / VEC)) * P.b_j
-                                : (TC_THREADS / KCH) * P.b_n);
+    const int brow1 = (int)(BKN ? (THREADS / (TC_BN / VEC)) * P.b_j
+                                : (THREADS / KCH) * P.b_n);
     GoTcAcc<T> acc;
     go_tc_acc_zero<T>(acc);
 
@@ -875,7 +879,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     // ones one per 32-bit register, as loaded.
     typename GoTcWide<S>::type av[NC ? AE : 1];
     auto gather = [&](int stage) {
-        S* as = As + stage * TC_BM * LD;
+        S* as = As + stage * BM * LD;
         S* bs = Bs + stage * TC_BN * LD;
         // backprop_input's B (HWIO, [nn][k]) has k = o contiguous (b_j = 1).
         const int boff = (int)(BKN ? btap : btap + j0);
@@ -897,13 +901,13 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
             }
         }
 #pragma unroll
-        for (int r = 0; r < 2; ++r)
+        for (int r = 0; r < NB; ++r)
             go_tc_vec_copy16<2>(bs + bdst + r * BDST1, bin[r] ? brow + (boff + r * brow1) : w,
                                 bin[r] ? 16 : 0);
     };
     // NCHW: the A elements of the last gather into their stage.
     auto put = [&](int stage) {
-        S* as = As + stage * TC_BM * LD + adst;
+        S* as = As + stage * BM * LD + adst;
 #pragma unroll
         for (int c = 0; c < AE / VEC; ++c) {
             S v[VEC];
@@ -932,12 +936,12 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         }
     };
 
-    // The pipeline as go_tc_tile's, TC_VSTAGES deep: NHWC's chunks are all cp.async; NCHW's
+    // The pipeline as go_tc_tile's, STAGES deep: NHWC's chunks are all cp.async; NCHW's
     // A goes through registers, stored one iteration after its gather (at iteration it,
-    // chunk it + TC_VSTAGES - 2, to the stage last read at it - 2).
-    static_assert(TC_VSTAGES >= 3, "a stage between the one read and the one stored");
+    // chunk it + STAGES - 2, to the stage last read at it - 2).
+    static_assert(STAGES >= 3, "a stage between the one read and the one stored");
 #pragma unroll
-    for (int s = 0; s < TC_VSTAGES - 1; ++s) {
+    for (int s = 0; s < STAGES - 1; ++s) {
         if (NC && s >= 1 && s - 1 < kiters) put(s - 1);
         if (s < kiters) {
             gather(s);
@@ -945,20 +949,20 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         }
         go_cp_async_commit();
     }
-    int s_read = 0, s_load = TC_VSTAGES - 1;
+    int s_read = 0, s_load = STAGES - 1;
     for (int it = 0; it < kiters; ++it) {
-        go_cp_async_wait<TC_VSTAGES - 2>();
+        go_cp_async_wait<STAGES - 2>();
         __syncthreads();
-        if (NC && it + TC_VSTAGES - 2 < kiters) put(s_load == 0 ? TC_VSTAGES - 1 : s_load - 1);
-        if (it + TC_VSTAGES - 1 < kiters) {
+        if (NC && it + STAGES - 2 < kiters) put(s_load == 0 ? STAGES - 1 : s_load - 1);
+        if (it + STAGES - 1 < kiters) {
             gather(s_load);
             advance();
         }
         go_cp_async_commit();
-        go_tc_stage_mma<T, BKN, TF32>(As + s_read * TC_BM * LD, Bs + s_read * TC_BN * LD, wm,
+        go_tc_stage_mma<T, BKN, TF32>(As + s_read * BM * LD, Bs + s_read * TC_BN * LD, wm,
                                       wn, lane, acc);
-        s_read = s_read + 1 == TC_VSTAGES ? 0 : s_read + 1;
-        s_load = s_load + 1 == TC_VSTAGES ? 0 : s_load + 1;
+        s_read = s_read + 1 == STAGES ? 0 : s_read + 1;
+        s_load = s_load + 1 == STAGES ? 0 : s_load + 1;
     }
     go_cp_async_wait<0>();
     __syncthreads();
@@ -967,7 +971,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     // channels where they are whole and aligned, else element by element. The
     // output offset of each tile row (-1: past the last pixel) is taken here, not before
     // the main loop, where it would hold registers.
-    for (int m = t; m < TC_BM; m += TC_THREADS) {
+    for (int m = t; m < BM; m += THREADS) {
         const go_i64 pix = m_base + m;
         go_i64 o = -1;
         if (pix < P.npix) {
@@ -984,25 +988,36 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     const bool ovec = !NC && P.nlen % VEC == 0 && P.o_col % VEC == 0 && P.o_off % VEC == 0 &&
                       reinterpret_cast<uintptr_t>(out) % 16 == 0;
     if (ovec) {
-        for (int idx = t; idx < TC_BM * (TC_BN / VEC); idx += TC_THREADS) {
+        for (int idx = t; idx < BM * (TC_BN / VEC); idx += THREADS) {
             const int m = idx / (TC_BN / VEC), nn = (idx % (TC_BN / VEC)) * VEC;
             const go_i64 ob = out_base[m];
             if (ob < 0 || n_base + nn >= P.nlen) continue;
             go_copy16(out + ob + n_base + nn, Cs + m * CLD + nn);
         }
     } else {
-        go_tc_write_tile<T, L>(P, Cs, out_base, out, n_base);
+        go_tc_write_tile<T, L, BM, THREADS>(P, Cs, out_base, out, n_base);
     }
     __syncthreads();  // the next tile's prologue overwrites Cs and out_base
 }
 
+// The tile kinds conv2d_tc_layout runs: the general go_tc_tile, the lean go_tc_tile_vec, and
+// the lean tile GO_TC_WIDE_TILE_M pixels high on GO_TC_WIDE_THREADS threads (8 warps, 3
+// stages: the wide kernels).
+enum GoTcTileKind { GO_TC_GENERAL = 0, GO_TC_LEAN = 1, GO_TC_WIDE = 2 };
+template <int KIND> struct GoTcTileShape {
+    static constexpr int BM = KIND == GO_TC_WIDE ? GO_TC_WIDE_TILE_M : TC_BM;
+    static constexpr int THREADS = KIND == GO_TC_WIDE ? GO_TC_WIDE_THREADS : TC_THREADS;
+    static constexpr int STAGES = KIND == GO_TC_WIDE ? 3 : TC_VSTAGES;
+};
+
 // Grid: x strides over pixel tiles, y over groups x channel tiles, z over stride phases
-// (backprop_input; forward has one). Block: TC_THREADS. The (phase, group) problem lives
-// in shared memory: its ~30 offsets and strides would otherwise occupy registers the
-// accumulators need.
-template <typename T, int L, bool FWD, bool BKN, bool TF32, bool VEC = false>
+// (backprop_input; forward has one). Block: the tile kind's threads. The (phase, group)
+// problem lives in shared memory: its ~30 offsets and strides would otherwise occupy
+// registers the accumulators need.
+template <typename T, int L, bool FWD, bool BKN, bool TF32, int KIND = GO_TC_GENERAL>
 GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64* out_base,
                              GoTcProblem* Ps) {
+    typedef GoTcTileShape<KIND> Sh;
     const T* __restrict__ src = reinterpret_cast<const T*>(FWD ? p.x : p.y);
     const T* __restrict__ w = reinterpret_cast<const T*>(p.w);
     T* __restrict__ out = reinterpret_cast<T*>(FWD ? p.y : p.x);
@@ -1016,11 +1031,11 @@ GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64*
             if (threadIdx.x == 0)
                 *Ps = FWD ? go_tc_forward_problem<L>(p, g) : go_tc_backprop_problem<L>(p, ph, g);
             __syncthreads();
-            const go_i64 mtiles = (Ps->npix + TC_BM - 1) / TC_BM;
+            const go_i64 mtiles = (Ps->npix + Sh::BM - 1) / Sh::BM;
             for (go_i64 mt = blockIdx.x; mt < mtiles; mt += gridDim.x) {
-                if constexpr (VEC)
-                    go_tc_tile_vec<T, L, BKN, TF32>(*Ps, src, w, out, mt * TC_BM, n_base, smem,
-                                                    out_base);
+                if constexpr (KIND != GO_TC_GENERAL)
+                    go_tc_tile_vec<T, L, BKN, TF32, Sh::BM, Sh::THREADS, Sh::STAGES>(
+                        *Ps, src, w, out, mt * Sh::BM, n_base, smem, out_base);
                 else
                     go_tc_tile<T, L, BKN, TF32, FWD || GoTcTraits<T>::STAGED_BACKPROP>(
                         *Ps, src, w, out, mt * TC_BM, n_base, smem, out_base);
@@ -1070,7 +1085,7 @@ GO_DEV void conv2d_tc_entry(const GoConvParams& p, unsigned char* smem, go_i64* 
 // forward's HWIO filter staged [k][nn]. For parameters where go_tc_vec_params_ok holds with
 // 16-byte aligned source and filter; the host picks them by the same rule, and a launch it
 // should not have made traps.
-template <typename T, bool FWD, int L>
+template <typename T, bool FWD, int L, int KIND>
 GO_DEV void conv2d_tc_vec_entry(const GoConvParams& p, unsigned char* smem, go_i64* out_base,
                                 GoTcProblem* Ps) {
     const uint64_t src = FWD ? p.x : p.y;
@@ -1078,28 +1093,39 @@ GO_DEV void conv2d_tc_vec_entry(const GoConvParams& p, unsigned char* smem, go_i
         go_trap();
     if constexpr (sizeof(T) == 4) {
         if (p.f32_precision == GO_F32_PRECISION_TF32) {
-            conv2d_tc_layout<T, L, FWD, FWD, true, true>(p, smem, out_base, Ps);
+            conv2d_tc_layout<T, L, FWD, FWD, true, KIND>(p, smem, out_base, Ps);
             return;
         }
     }
-    conv2d_tc_layout<T, L, FWD, FWD, false, true>(p, smem, out_base, Ps);
+    conv2d_tc_layout<T, L, FWD, FWD, false, KIND>(p, smem, out_base, Ps);
 }
-// The lean kernels' shared memory: TC_VSTAGES stages.
-#define GO_TC_VEC_SMEM                                                          \
-    __shared__ __align__(16) unsigned char smem[GoTcGeom<T>::VEC_SMEM_BYTES];   \
-    __shared__ go_i64 out_base[TC_BM];                                          \
+// The lean kernels' shared memory: the tile kind's stages, or the epilogue tile where that
+// is larger.
+template <typename T, int KIND> struct GoTcVecSmem {
+    typedef GoTcTileShape<KIND> Sh;
+    static constexpr int STAGE_BYTES = (Sh::BM + TC_BN) * TC_ROW_BYTES;
+    static constexpr int TILE_BYTES = Sh::BM * GoTcGeom<T>::CLD * (int)sizeof(typename GoTcTraits<T>::S);
+    static constexpr int BYTES =
+        Sh::STAGES * STAGE_BYTES > TILE_BYTES ? Sh::STAGES * STAGE_BYTES : TILE_BYTES;
+};
+#define GO_TC_VEC_SMEM(KIND)                                                        \
+    __shared__ __align__(16) unsigned char smem[GoTcVecSmem<T, KIND>::BYTES];       \
+    __shared__ go_i64 out_base[GoTcTileShape<KIND>::BM];                            \
     __shared__ GoTcProblem problem;
-// One lean entry body: its shared memory, then the layout L's lean tiles.
-#define GO_TC_VEC_BODY(NAME, FWD, L)                                   \
-    template <typename T>                                              \
-    GO_DEV void NAME(const GoConvParams& p) {                          \
-        GO_TC_VEC_SMEM                                                 \
-        conv2d_tc_vec_entry<T, FWD, L>(p, smem, out_base, &problem);   \
+// One lean entry body: its shared memory, then the layout L's lean tiles of kind KIND.
+#define GO_TC_VEC_BODY(NAME, FWD, L, KIND)                                   \
+    template <typename T>                                                    \
+    GO_DEV void NAME(const GoConvParams& p) {                                \
+        GO_TC_VEC_SMEM(KIND)                                                 \
+        conv2d_tc_vec_entry<T, FWD, L, KIND>(p, smem, out_base, &problem);   \
     }
-GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_body, false, GO_LAYOUT_NHWC)
-GO_TC_VEC_BODY(conv2d_forward_tc_vec_body, true, GO_LAYOUT_NHWC)
-GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_nchw_body, false, GO_LAYOUT_NCHW)
-GO_TC_VEC_BODY(conv2d_forward_tc_vec_nchw_body, true, GO_LAYOUT_NCHW)
+GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_body, false, GO_LAYOUT_NHWC, GO_TC_LEAN)
+GO_TC_VEC_BODY(conv2d_forward_tc_vec_body, true, GO_LAYOUT_NHWC, GO_TC_LEAN)
+GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_nchw_body, false, GO_LAYOUT_NCHW, GO_TC_LEAN)
+GO_TC_VEC_BODY(conv2d_forward_tc_vec_nchw_body, true, GO_LAYOUT_NCHW, GO_TC_LEAN)
+// The wide kernel (backprop_input, 16-bit types, NHWC): GO_TC_WIDE_TILE_M x TC_BN tiles on
+// 8 warps. (The forward's twin spilled on sm_120 at two blocks per SM: not built.)
+GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_wide_body, false, GO_LAYOUT_NHWC, GO_TC_WIDE)
 #undef GO_TC_VEC_BODY
 template <typename T>
 GO_DEV void conv2d_backprop_input_tc_body(const GoConvParams& p) {
@@ -1127,11 +1153,17 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 #endif
 #define GO_TC_BOUNDS_3 __launch_bounds__(GO_TC_BLOCK_THREADS, 3)
 #define GO_TC_BOUNDS_2 __launch_bounds__(GO_TC_BLOCK_THREADS, 2)
+#if __CUDA_ARCH__ >= 900
+#define GO_TC_BOUNDS_WIDE __launch_bounds__(GO_TC_WIDE_THREADS, 2)
+#else  // sm_80's ptxas spills the wide backprop_input at 128 registers
+#define GO_TC_BOUNDS_WIDE __launch_bounds__(GO_TC_WIDE_THREADS, 1)
+#endif
 #else
 #define GO_TC_BOUNDS_4
 #define GO_TC_BOUNDS_3_90
 #define GO_TC_BOUNDS_3
 #define GO_TC_BOUNDS_2
+#define GO_TC_BOUNDS_WIDE
 #endif
 // Every element type (the emulator's list is GO_DTYPES), 16-bit ones with bounds B16, f32
 // with B32, f64 with B64.
@@ -1157,6 +1189,13 @@ GO_TC_INSTANTIATE(conv2d_backprop_input_tc_vec_nchw, conv2d_backprop_input_tc_ve
                   GO_TC_BOUNDS_3, GO_TC_BOUNDS_2, GO_TC_BOUNDS_2)
 GO_TC_INSTANTIATE(conv2d_forward_tc_vec_nchw, conv2d_forward_tc_vec_nchw_body, GO_TC_BOUNDS_3,
                   GO_TC_BOUNDS_2, GO_TC_BOUNDS_2)
+// The wide kernel, 16-bit types only (the f64 epilogue tile would not fit the 48 KB of
+// static shared memory): two blocks of 8 warps per SM (128 registers) on compute_90+, as
+// many warps as four lean blocks; one on compute_80 (at two its ptxas spills).
+#define GO_TC_WIDE_INSTANTIATE(NAME, BODY)                                        \
+    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_WIDE, f16, __half) \
+    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_WIDE, bf16, __nv_bfloat16)
+GO_TC_WIDE_INSTANTIATE(conv2d_backprop_input_tc_vec_wide, conv2d_backprop_input_tc_vec_wide_body)
 
 // ---------------------------------------------------------------------------------------
 // conv2d_backprop_filter_partial_tc: the filter gradient's split-K partial sums (same

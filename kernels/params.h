@@ -47,6 +47,11 @@
 #define GO_TC_TILE_K 32
 #define GO_TC_WARP_M 32
 #define GO_TC_WARP_N 32
+/* The wide lean kernel (conv2d_backprop_input_tc_vec_wide_<f16|bf16>, NHWC): the same warp
+ * tiles, GO_TC_WIDE_TILE_M x GO_TC_TILE_N block tiles on GO_TC_WIDE_THREADS threads (8
+ * warps, 4 x 2); launch as the other tensor-core kernels with those. */
+#define GO_TC_WIDE_TILE_M 128
+#define GO_TC_WIDE_THREADS 256
 #define GO_TC_STAGES 3
 
 /* conv2d_backprop_filter_partial tile: GO_CONV_FILTER_TILE_M filter rows (ky, kx, ci) x

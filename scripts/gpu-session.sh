@@ -17,8 +17,9 @@
 # (GRADOPS_CUDA_CONV_TC_VEC=off); PROP_CASES / PROP_LIMIT size the property tests;
 # SAN_FILTER picks the cuda_ops tests the sanitizers run (default all). The experiments step
 # times the prepared, not yet measured, lean conv variants against the default in turn
-# (GRADOPS_CUDA_CONV_TC_GRID=wave; gradops-l1, built with GO_TC_VEC_L1=3 by the prebuild) on
-# EXP_DTYPES (default f16,f32) and checks them with the cuda_ops conv tests.
+# (GRADOPS_CUDA_CONV_TC_GRID=wave, GRADOPS_CUDA_CONV_TC_TILE=wide; gradops-l1, built with
+# GO_TC_VEC_L1=3 by the prebuild) on EXP_DTYPES (default f16,f32) and checks them with the
+# cuda_ops conv tests.
 # Exit status: non-zero if any step failed.
 set -uo pipefail
 BUNDLE="${1:-target/gpu-bundle}"
@@ -71,28 +72,29 @@ if has tests; then
 fi
 
 if has experiments; then
+  # Variants: name|environment|executable suffix (gradops-l1: built with GO_TC_VEC_L1=3).
+  VARIANTS=("base||" "wave|GRADOPS_CUDA_CONV_TC_GRID=wave|" "wide|GRADOPS_CUDA_CONV_TC_TILE=wide|"
+    "l1||-l1" "l1wide|GRADOPS_CUDA_CONV_TC_TILE=wide|-l1")
   # Correctness first: the conv tests under each variant (the same bits as the default).
-  GRADOPS_CUDA_CONV_TC_GRID=wave GRADOPS_REQUIRE_GPU=1 step exp_tests_wave 120 \
-    "$BUNDLE/cuda_ops" --test-threads=1 conv
-  [[ -x "$BUNDLE/cuda_ops-l1" ]] && GRADOPS_REQUIRE_GPU=1 step exp_tests_l1 120 \
-    "$BUNDLE/cuda_ops-l1" --test-threads=1 conv
-  # Then the conv rows, default / wave / l1 / l1 + wave, twice, alternating.
+  for v in "${VARIANTS[@]:1}"; do
+    IFS='|' read -r name envs sfx <<<"$v"
+    [[ -x "$BUNDLE/cuda_ops$sfx" ]] || continue
+    step "exp_tests_$name" 120 env GRADOPS_REQUIRE_GPU=1 $envs "$BUNDLE/cuda_ops$sfx" \
+      --test-threads=1 conv
+  done
+  # Then the conv rows of every variant in turn, twice.
   for rep in 1 2; do
-    for d in ${EXP_DTYPES:-f16,f32}; do
-      d="${d//,/ }"
-      for dd in $d; do
+    for dd in ${EXP_DTYPES:-f16,f32}; do
+      dd="${dd//,/ }"
+      for d in $dd; do
         for l in ${LAYOUTS//,/ }; do
-          args=(bench --device cuda --dtype "$dd" --layout "$l" --workload W4,W5,W4f,W5f --reps "$REPS")
-          step "exp${rep}_${dd}_${l}_base" 60 "$BUNDLE/gradops" "${args[@]}" \
-            --json "$OUT/exp$rep-base-gradops-$dd-$l.json"
-          GRADOPS_CUDA_CONV_TC_GRID=wave step "exp${rep}_${dd}_${l}_wave" 60 "$BUNDLE/gradops" \
-            "${args[@]}" --json "$OUT/exp$rep-wave-gradops-$dd-$l.json"
-          if [[ -x "$BUNDLE/gradops-l1" ]]; then
-            step "exp${rep}_${dd}_${l}_l1" 60 "$BUNDLE/gradops-l1" "${args[@]}" \
-              --json "$OUT/exp$rep-l1-gradops-$dd-$l.json"
-            GRADOPS_CUDA_CONV_TC_GRID=wave step "exp${rep}_${dd}_${l}_l1wave" 60 \
-              "$BUNDLE/gradops-l1" "${args[@]}" --json "$OUT/exp$rep-l1wave-gradops-$dd-$l.json"
-          fi
+          for v in "${VARIANTS[@]}"; do
+            IFS='|' read -r name envs sfx <<<"$v"
+            [[ -x "$BUNDLE/gradops$sfx" ]] || continue
+            step "exp${rep}_${d}_${l}_$name" 60 env $envs "$BUNDLE/gradops$sfx" bench \
+              --device cuda --dtype "$d" --layout "$l" --workload W4,W5,W4f,W5f --reps "$REPS" \
+              --json "$OUT/exp$rep-$name-gradops-$d-$l.json"
+          done
         done
       done
     done
@@ -101,17 +103,17 @@ if has experiments; then
   # L1 throughput and hit rates, issue rate.
   NCU_EXP="$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)"
   if [[ -n "$NCU_EXP" ]]; then
-    for v in base wave l1; do
-      exe="$BUNDLE/gradops"; grid=tiles
-      [[ "$v" == l1 ]] && exe="$BUNDLE/gradops-l1"
-      [[ "$v" == wave ]] && grid=wave
-      [[ -x "$exe" ]] || continue
-      echo "##### experiment $v: W4 conv2d_backprop_input_tc_vec_f16 NHWC" >>"$OUT/ncu-exp.txt"
-      GRADOPS_CUDA_CONV_TC_GRID=$grid step "exp_ncu_$v" 60 bash -c '"$0" --clock-control none \
-        -k conv2d_backprop_input_tc_vec_f16 -s 2 -c 1 --section SpeedOfLight \
-        --section MemoryWorkloadAnalysis --section SchedulerStats --section LaunchStats \
-        "$1" bench --device cuda --dtype f16 --layout nhwc --workload W4 --reps 3 >>"$2" 2>&1' \
-        "$NCU_EXP" "$exe" "$OUT/ncu-exp.txt"
+    for v in "${VARIANTS[@]:0:4}"; do
+      IFS='|' read -r name envs sfx <<<"$v"
+      [[ -x "$BUNDLE/gradops$sfx" ]] || continue
+      k=conv2d_backprop_input_tc_vec_f16
+      [[ "$name" == wide ]] && k=conv2d_backprop_input_tc_vec_wide_f16
+      echo "##### experiment $name: W4 $k NHWC" >>"$OUT/ncu-exp.txt"
+      step "exp_ncu_$name" 60 env $envs bash -c '"$0" --clock-control none -k "$1" -s 2 -c 1 \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section SchedulerStats \
+        --section Occupancy --section LaunchStats "$2" bench --device cuda --dtype f16 \
+        --layout nhwc --workload W4 --reps 3 >>"$3" 2>&1' "$NCU_EXP" "$k" "$BUNDLE/gradops$sfx" \
+        "$OUT/ncu-exp.txt"
     done
   fi
   # The medians side by side (W4 W5 W4f W5f, ms).

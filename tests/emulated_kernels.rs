@@ -2481,7 +2481,9 @@ const TF32_TOL: f64 = 2e-3;
 /// it, and counts past one 64-channel tile; bitwise against the rounded reference on
 /// integer data, within the dtype's tolerance on random data. Every case also runs on a
 /// tiny grid and once more on the natural one: all three results bitwise identical
-/// (deterministic, and independent of the grid).
+/// (deterministic, and independent of the grid). Where the host's rule picks the lean
+/// kernels (`_vec`, `_vec_nchw`, and for 16-bit NHWC backprop_input the wide `_vec_wide`),
+/// they run on both grids too and must give the general kernel's bits.
 #[test]
 fn emulated_conv2d_tensor_core() {
     let Some(_) = runner_or_skip("emulated_conv2d_tensor_core") else {
@@ -2590,6 +2592,7 @@ fn emulated_conv2d_tensor_core() {
         "conv2d_backprop_input_tc_vec",
         "conv2d_forward_tc_vec_nchw",
         "conv2d_backprop_input_tc_vec_nchw",
+        "conv2d_backprop_input_tc_vec_wide",
     ] {
         for dt in [Dt::F16, Dt::BF16] {
             let name = format!("{f}_{}", dt.suffix());
@@ -2863,6 +2866,24 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                     "{what}: {vec_kernel} (grid {:?}) differs from {kernel}",
                     l.grid
                 );
+            }
+            // The wide twin (backprop_input, 16-bit NHWC): 128-pixel tiles on 8 warps, the
+            // same warp tiles.
+            if !forward && layout == NHWC && dt.size() == 2 {
+                let wide_kernel = format!("{name}_vec_wide_{}", dt.suffix());
+                let wide = launch::conv_tc_wide(&p, forward).expect("the wide launch");
+                let wide_tiny = launch::Launch {
+                    grid: (1, wide.grid.1.min(2), wide.grid.2.min(2)),
+                    block: wide.block,
+                };
+                for l in [wide, wide_tiny] {
+                    let r = run_kernel(&wide_kernel, l, &as_bytes(&p), &bufs);
+                    assert!(
+                        r[out_at] == outs[0],
+                        "{what}: {wide_kernel} (grid {:?}) differs from {kernel}",
+                        l.grid
+                    );
+                }
             }
         }
     }

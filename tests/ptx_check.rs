@@ -55,6 +55,11 @@ const TC_OPS: &[&str] = &[
     "conv2d_backprop_filter_partial_tc",
     "conv2d_backprop_filter_partial_tc_nhwc",
 ];
+/// The wide lean kernel (f16 and bf16 only), in the compute_80+ images only.
+const WIDE_OPS: &[&str] = &["conv2d_backprop_input_tc_vec_wide"];
+/// Their element types and threads per block (GO_TC_WIDE_THREADS).
+const WIDE_DTYPES: [&str; 2] = ["f16", "bf16"];
+const WIDE_THREADS: u32 = 256;
 const TC_MIN_ARCH: u32 = 80;
 /// Threads per block of the tensor-core kernels (GO_TC_BLOCK_THREADS).
 const TC_THREADS: u32 = 128;
@@ -196,6 +201,13 @@ fn ptx_isa_and_kernel_names() {
                 for d in DTYPES {
                     let entry = format!(".entry {op}_{d}(");
                     let want = *arch >= TC_MIN_ARCH;
+                    assert_eq!(ptx.contains(&entry), want, "{image}: {op}_{d}");
+                }
+            }
+            for op in WIDE_OPS {
+                for d in DTYPES {
+                    let entry = format!(".entry {op}_{d}(");
+                    let want = *arch >= TC_MIN_ARCH && WIDE_DTYPES.contains(&d);
                     assert_eq!(ptx.contains(&entry), want, "{image}: {op}_{d}");
                 }
             }
@@ -344,6 +356,42 @@ fn ptxas_every_image_no_spills() {
             report.push_str(&format!(
                 "{row} {smem:>6} {stack:>6} {spills:>6}  ({TC_THREADS} threads, {blocks} blocks/SM by registers)\n"
             ));
+        }
+    }
+    // The wide lean kernel: no spills or stack; two blocks of 256 threads per SM by
+    // registers on sm_90+, one on sm_80 (its launch bounds: at two its ptxas spills).
+    for op in WIDE_OPS {
+        for d in WIDE_DTYPES {
+            let name = format!("{op}_{d}");
+            let mut row = format!("{name:<34}");
+            for r in &runs {
+                let Some(u) = r.usage.get(&name) else {
+                    if r.image_arch >= TC_MIN_ARCH {
+                        problems.push(format!("sm_{} {name}: missing", r.target));
+                    }
+                    row.push_str(&format!(" {:>7}", "-"));
+                    continue;
+                };
+                row.push_str(&format!(" {:>7}", u.registers));
+                if u.spill_stores + u.spill_loads > 0 || u.stack > 0 {
+                    problems.push(format!(
+                        "sm_{} {name}: {} B stack, {} B spills",
+                        r.target,
+                        u.stack,
+                        u.spill_stores + u.spill_loads
+                    ));
+                }
+                let blocks = blocks_per_sm_by_registers(u.registers, WIDE_THREADS);
+                let want = if r.target >= 90 { 2 } else { 1 };
+                if blocks < want {
+                    problems.push(format!(
+                        "sm_{} {name}: {} registers fit only {blocks} block(s) of \
+                         {WIDE_THREADS} per SM",
+                        r.target, u.registers
+                    ));
+                }
+            }
+            report.push_str(&format!("{row}  ({WIDE_THREADS} threads)\n"));
         }
     }
     // The FFMA conv2d_backprop_input (every image, compute_75's only conv backward-data):

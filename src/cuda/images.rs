@@ -155,6 +155,23 @@ pub fn conv_tensor_cores_for_all_dtypes() -> bool {
     })
 }
 
+/// Environment variable for the block tile of the lean tensor-core conv kernels: `wide`
+/// (case-insensitive, surrounding whitespace ignored) runs f16 and bf16 NHWC
+/// `conv2d_backprop_input` calls on the wide kernel (`conv2d_backprop_input_tc_vec_wide_*`:
+/// 128-pixel tiles on 8 warps instead of 64 on 4, the same warp tiles, so the same results
+/// bit for bit); unset or any other value, the 64-pixel lean kernels (as measured in
+/// BENCHMARKS.md). An experiment for the next GPU run, not yet timed. Read once per process.
+pub const CONV_TC_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_TILE";
+
+/// Whether 16-bit NHWC lean backprop_input calls run the wide kernel ([`CONV_TC_TILE_ENV`] is `wide`;
+/// read on first use).
+pub fn conv_tc_wide_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        std::env::var(CONV_TC_TILE_ENV).is_ok_and(|v| v.trim().eq_ignore_ascii_case("wide"))
+    })
+}
+
 /// Environment variable for the grid of the lean tensor-core conv kernels: `wave`
 /// (case-insensitive, surrounding whitespace ignored) launches one wave of resident blocks
 /// (the device's SMs times the kernel's blocks per SM), each running several pixel tiles
@@ -478,6 +495,14 @@ mod tests {
                         arch >= CONV_TENSOR_CORE_ARCH,
                         "{img}: {entry}"
                     );
+                }
+            }
+            // The wide lean kernel: f16 and bf16 only.
+            for k in ["conv2d_backprop_input_tc_vec_wide"] {
+                for d in crate::DType::ALL {
+                    let entry = format!(".entry {k}_{}(", d.name());
+                    let want = arch >= CONV_TENSOR_CORE_ARCH && d.size() == 2;
+                    assert_eq!(img.ptx.contains(&entry), want, "{img}: {entry}");
                 }
             }
         }

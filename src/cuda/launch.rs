@@ -6,7 +6,8 @@ use super::params::{
     GoConvFilterParams, GoConvParams, GoPoolParams, GoResizeParams, GO_BLOCK_THREADS,
     GO_CONV_FILTER_TILE_K, GO_CONV_FILTER_TILE_M, GO_CONV_FILTER_TILE_N, GO_CONV_TILE_C,
     GO_CONV_TILE_P, GO_FILTER_HWIO, GO_LAYOUT_NCHW, GO_LAYOUT_NHWC, GO_POOL_TILE_SMEM,
-    GO_RESIZE_TILE_SMEM, GO_TC_BLOCK_THREADS, GO_TC_TILE_M, GO_TC_TILE_N,
+    GO_RESIZE_TILE_SMEM, GO_TC_BLOCK_THREADS, GO_TC_TILE_M, GO_TC_TILE_N, GO_TC_WIDE_THREADS,
+    GO_TC_WIDE_TILE_M,
 };
 
 /// Threads per block for every kernel but the tensor-core ones (`GO_TC_BLOCK_THREADS`)
@@ -444,6 +445,17 @@ pub fn conv_backprop_input(p: &GoConvParams) -> Option<Launch> {
 /// stride phases (one for the forward); `GO_TC_BLOCK_THREADS` threads. The kernels
 /// grid-stride on every axis, so a capped grid stays correct.
 pub fn conv_tc(p: &GoConvParams, forward: bool) -> Option<Launch> {
+    conv_tc_tiled(p, forward, (GO_TC_TILE_M, GO_TC_BLOCK_THREADS))
+}
+
+/// The wide lean kernel `conv2d_backprop_input_tc_vec_wide_*` (`forward` false; the
+/// parameter keeps [`conv_tc`]'s shape): as [`conv_tc`] with `GO_TC_WIDE_TILE_M`-pixel tiles
+/// on `GO_TC_WIDE_THREADS` threads.
+pub fn conv_tc_wide(p: &GoConvParams, forward: bool) -> Option<Launch> {
+    conv_tc_tiled(p, forward, (GO_TC_WIDE_TILE_M, GO_TC_WIDE_THREADS))
+}
+
+fn conv_tc_tiled(p: &GoConvParams, forward: bool, (tile_m, threads): (u32, u32)) -> Option<Launch> {
     let groups = nonneg(p.groups).max(1);
     let (pix, nlen, phases) = if forward {
         let pix = nonneg(p.n) * nonneg(p.ho) * nonneg(p.wo);
@@ -456,11 +468,11 @@ pub fn conv_tc(p: &GoConvParams, forward: bool) -> Option<Launch> {
     let ntiles = groups * ceil_div(nlen, GO_TC_TILE_N as u64);
     (pix > 0 && ntiles > 0).then(|| Launch {
         grid: (
-            cap(ceil_div(pix, GO_TC_TILE_M as u64), MAX_GRID_X),
+            cap(ceil_div(pix, u64::from(tile_m)), MAX_GRID_X),
             cap(ntiles, MAX_GRID_YZ),
             cap(phases, MAX_GRID_YZ),
         ),
-        block: (GO_TC_BLOCK_THREADS, 1, 1),
+        block: (threads, 1, 1),
     })
 }
 
@@ -674,6 +686,19 @@ mod tests {
 
     /// The wave grid caps grid.x only, to the resident blocks over grid.y x grid.z, at least
     /// one.
+    #[test]
+    fn wide_tiles_halve_grid_x() {
+        let p = w4(64, 64, 1);
+        let (l, w) = (
+            conv_tc(&p, false).unwrap(),
+            conv_tc_wide(&p, false).unwrap(),
+        );
+        assert_eq!(w.grid.0, l.grid.0.div_ceil(2));
+        assert_eq!((w.grid.1, w.grid.2), (l.grid.1, l.grid.2));
+        assert_eq!(w.block, (GO_TC_WIDE_THREADS, 1, 1));
+        assert_eq!(l.block, (GO_TC_BLOCK_THREADS, 1, 1));
+    }
+
     #[test]
     fn one_wave_caps_x_only() {
         let l = Launch {

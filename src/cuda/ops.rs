@@ -10,7 +10,7 @@ use cudarc::driver::{
 };
 
 use super::images::{
-    conv_tc_one_wave, conv_tc_vec_enabled, conv_tensor_core_choice,
+    conv_tc_one_wave, conv_tc_vec_enabled, conv_tc_wide_enabled, conv_tensor_core_choice,
     conv_tensor_cores_for_all_dtypes,
 };
 use super::launch::{self, Launch};
@@ -711,8 +711,8 @@ pub fn conv_kernel_for<T: Element>(
 
 /// The tensor-core kernel family a call with parameters `p` launches: the lean `_vec` (NHWC)
 /// and `_vec_nchw` kernels where [`launch::conv_tc_vec_eligible`] holds and the source and filter
-/// addresses are 16-byte aligned (unless `GRADOPS_CUDA_CONV_TC_VEC=off`), else the general
-/// ones.
+/// addresses are 16-byte aligned (unless `GRADOPS_CUDA_CONV_TC_VEC=off`; 16-bit NHWC backprop_input calls
+/// the `_vec_wide` one with `GRADOPS_CUDA_CONV_TC_TILE=wide`), else the general ones.
 fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize) -> &'static str {
     let src = if forward { p.x } else { p.y };
     let vec = conv_tc_vec_enabled()
@@ -720,13 +720,24 @@ fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize) -> &'stati
         && src.is_multiple_of(16)
         && p.w.is_multiple_of(16);
     let nchw = p.layout == GO_LAYOUT_NCHW as i32;
-    match (forward, vec, nchw) {
-        (false, false, _) => "conv2d_backprop_input_tc",
-        (false, true, false) => "conv2d_backprop_input_tc_vec",
-        (false, true, true) => "conv2d_backprop_input_tc_vec_nchw",
-        (true, false, _) => "conv2d_forward_tc",
-        (true, true, false) => "conv2d_forward_tc_vec",
-        (true, true, true) => "conv2d_forward_tc_vec_nchw",
+    let wide = vec && !forward && !nchw && elem_bytes == 2 && conv_tc_wide_enabled();
+    match (forward, vec, nchw, wide) {
+        (false, false, _, _) => "conv2d_backprop_input_tc",
+        (false, true, false, false) => "conv2d_backprop_input_tc_vec",
+        (false, true, false, true) => "conv2d_backprop_input_tc_vec_wide",
+        (false, true, true, _) => "conv2d_backprop_input_tc_vec_nchw",
+        (true, false, _, _) => "conv2d_forward_tc",
+        (true, true, false, _) => "conv2d_forward_tc_vec",
+        (true, true, true, _) => "conv2d_forward_tc_vec_nchw",
+    }
+}
+
+/// The launch of tensor-core kernel family `family` ([`conv_tc_family`]).
+fn conv_tc_launch(p: &GoConvParams, forward: bool, family: &str) -> Option<Launch> {
+    if family.ends_with("_wide") {
+        launch::conv_tc_wide(p, forward)
+    } else {
+        launch::conv_tc(p, forward)
     }
 }
 
@@ -788,7 +799,7 @@ fn conv_backprop_input_raw<T: Element>(
     let tc = conv_pick_tc::<T>(stream, OP, prec, &mut p)?;
     let (l, name) = if tc {
         let family = conv_tc_family(&p, false, std::mem::size_of::<T>());
-        (launch::conv_tc(&p, false), family)
+        (conv_tc_launch(&p, false, family), family)
     } else {
         (launch::conv_backprop_input(&p), "conv2d_backprop_input")
     };
@@ -952,7 +963,7 @@ fn conv_forward_raw<T: Element>(
     let tc = conv_pick_tc::<T>(stream, OP, prec, &mut p)?;
     let (l, name) = if tc {
         let family = conv_tc_family(&p, true, std::mem::size_of::<T>());
-        (launch::conv_tc(&p, true), family)
+        (conv_tc_launch(&p, true, family), family)
     } else {
         (launch::conv_forward(&p), "conv2d_forward")
     };

@@ -461,6 +461,13 @@ fn bench_cuda_typed<T: Element>(
                 .to_string(),
         );
     }
+    if gradops::cuda::conv_tc_wide_enabled() {
+        notes.push(format!(
+            "{}=wide: f16/bf16 NHWC conv2d_backprop_input ran the wide lean kernel \
+             (128-pixel tiles on 8 warps)",
+            gradops::cuda::CONV_TC_TILE_ENV
+        ));
+    }
     if gradops::cuda::conv_tc_one_wave() {
         notes.push(format!(
             "{}=wave: the lean tensor-core conv kernels (_tc_vec) ran one wave of resident \
