@@ -61,6 +61,15 @@ const WIDE_OPS: &[&str] = &["conv2d_backprop_input_tc_vec_wide"];
 const WIDE_DTYPES: [&str; 2] = ["f16", "bf16"];
 const WIDE_THREADS: u32 = 256;
 const TC_MIN_ARCH: u32 = 80;
+
+/// A family of tensor-core kernels for the register report: names, element types, threads
+/// per block, and the blocks per SM its registers must allow on a real target.
+struct TcKind {
+    ops: &'static [&'static str],
+    dtypes: &'static [&'static str],
+    threads: u32,
+    want_blocks: fn(u32) -> u32,
+}
 /// Threads per block of the tensor-core kernels (GO_TC_BLOCK_THREADS).
 const TC_THREADS: u32 = 128;
 /// Threads per block of the CUDA-core kernels (GO_BLOCK_THREADS).
@@ -318,80 +327,71 @@ fn ptxas_every_image_no_spills() {
             report.push_str(&format!("{row} {smem:>6} {stack:>6} {spills:>6}\n"));
         }
     }
-    // The tensor-core kernels: absent from pre-sm_80 images; at least two blocks per SM by
-    // registers (their static shared memory, 31-35 KB, allows more on every sm_80+ part).
-    for op in TC_OPS {
-        for d in DTYPES {
-            let name = format!("{op}_{d}");
-            let mut row = format!("{name:<34}");
-            let (mut smem, mut stack, mut spills, mut regs) = (0, 0, 0, 0);
-            for r in &runs {
-                let Some(u) = r.usage.get(&name) else {
-                    if r.image_arch >= TC_MIN_ARCH {
-                        problems.push(format!("sm_{} {name}: missing", r.target));
+    // The tensor-core kernels: absent from pre-sm_80 images; no spills or stack; enough
+    // blocks per SM by registers on each target: two for TC_OPS (their static shared memory,
+    // 31-35 KB, allows more on every sm_80+ part); the wide kernel two on sm_90+ and one on
+    // sm_80 (its launch bounds there: at two its ptxas spills).
+    let tc_kinds = [
+        TcKind {
+            ops: TC_OPS,
+            dtypes: &DTYPES,
+            threads: TC_THREADS,
+            want_blocks: |_| 2,
+        },
+        TcKind {
+            ops: WIDE_OPS,
+            dtypes: &WIDE_DTYPES,
+            threads: WIDE_THREADS,
+            want_blocks: |target| if target >= 90 { 2 } else { 1 },
+        },
+    ];
+    for TcKind {
+        ops,
+        dtypes,
+        threads,
+        want_blocks,
+    } in tc_kinds
+    {
+        for op in ops {
+            for d in dtypes {
+                let name = format!("{op}_{d}");
+                let mut row = format!("{name:<34}");
+                let (mut smem, mut stack, mut spills, mut fewest) = (0, 0, 0, u32::MAX);
+                for r in &runs {
+                    let Some(u) = r.usage.get(&name) else {
+                        if r.image_arch >= TC_MIN_ARCH {
+                            problems.push(format!("sm_{} {name}: missing", r.target));
+                        }
+                        row.push_str(&format!(" {:>7}", "-"));
+                        continue;
+                    };
+                    row.push_str(&format!(" {:>7}", u.registers));
+                    smem = smem.max(u.smem);
+                    stack = stack.max(u.stack);
+                    spills = spills.max(u.spill_stores + u.spill_loads);
+                    if u.spill_stores + u.spill_loads > 0 || u.stack > 0 {
+                        problems.push(format!(
+                            "sm_{} {name}: {} B stack, {} B spills",
+                            r.target,
+                            u.stack,
+                            u.spill_stores + u.spill_loads
+                        ));
                     }
-                    row.push_str(&format!(" {:>7}", "-"));
-                    continue;
-                };
-                row.push_str(&format!(" {:>7}", u.registers));
-                regs = regs.max(u.registers);
-                smem = smem.max(u.smem);
-                stack = stack.max(u.stack);
-                spills = spills.max(u.spill_stores + u.spill_loads);
-                if u.spill_stores + u.spill_loads > 0 || u.stack > 0 {
-                    problems.push(format!(
-                        "sm_{} {name}: {} B stack, {} B spills",
-                        r.target,
-                        u.stack,
-                        u.spill_stores + u.spill_loads
-                    ));
+                    let blocks = blocks_per_sm_by_registers(u.registers, threads);
+                    fewest = fewest.min(blocks);
+                    if blocks < want_blocks(r.target) {
+                        problems.push(format!(
+                            "sm_{} {name}: {} registers fit only {blocks} block(s) of \
+                             {threads} per SM",
+                            r.target, u.registers
+                        ));
+                    }
                 }
-            }
-            let blocks = blocks_per_sm_by_registers(regs, TC_THREADS);
-            if blocks < 2 {
-                problems.push(format!(
-                    "{name}: {regs} registers fit only {blocks} block(s) of {TC_THREADS} per SM"
+                report.push_str(&format!(
+                    "{row} {smem:>6} {stack:>6} {spills:>6}  ({threads} threads, {fewest} \
+                     blocks/SM by registers at least)\n"
                 ));
             }
-            report.push_str(&format!(
-                "{row} {smem:>6} {stack:>6} {spills:>6}  ({TC_THREADS} threads, {blocks} blocks/SM by registers)\n"
-            ));
-        }
-    }
-    // The wide lean kernel: no spills or stack; two blocks of 256 threads per SM by
-    // registers on sm_90+, one on sm_80 (its launch bounds: at two its ptxas spills).
-    for op in WIDE_OPS {
-        for d in WIDE_DTYPES {
-            let name = format!("{op}_{d}");
-            let mut row = format!("{name:<34}");
-            for r in &runs {
-                let Some(u) = r.usage.get(&name) else {
-                    if r.image_arch >= TC_MIN_ARCH {
-                        problems.push(format!("sm_{} {name}: missing", r.target));
-                    }
-                    row.push_str(&format!(" {:>7}", "-"));
-                    continue;
-                };
-                row.push_str(&format!(" {:>7}", u.registers));
-                if u.spill_stores + u.spill_loads > 0 || u.stack > 0 {
-                    problems.push(format!(
-                        "sm_{} {name}: {} B stack, {} B spills",
-                        r.target,
-                        u.stack,
-                        u.spill_stores + u.spill_loads
-                    ));
-                }
-                let blocks = blocks_per_sm_by_registers(u.registers, WIDE_THREADS);
-                let want = if r.target >= 90 { 2 } else { 1 };
-                if blocks < want {
-                    problems.push(format!(
-                        "sm_{} {name}: {} registers fit only {blocks} block(s) of \
-                         {WIDE_THREADS} per SM",
-                        r.target, u.registers
-                    ));
-                }
-            }
-            report.push_str(&format!("{row}  ({WIDE_THREADS} threads)\n"));
         }
     }
     // The FFMA conv2d_backprop_input (every image, compute_75's only conv backward-data):
