@@ -72,6 +72,10 @@ if has tests; then
 fi
 
 if has experiments; then
+  # ncu metrics, one regular expression matched as a prefix (no name spelled per architecture
+  # or rollup): every stall reason per issued instruction, shared-memory bank conflicts,
+  # instructions issued and tensor-pipe instructions.
+  export STALL_METRICS='regex:^(smsp__average_warps_issue_stalled_.*_per_issue_active|l1tex__data_bank_conflicts_pipe_lsu_mem_shared|smsp__inst_executed(\.sum)?$|sm__inst_executed_pipe_tensor)'
   # Variants: name|environment|executable suffix (gradops-l1: built with GO_TC_VEC_L1=3).
   VARIANTS=("base||" "wave|GRADOPS_CUDA_CONV_TC_GRID=wave|" "wide|GRADOPS_CUDA_CONV_TC_TILE=wide|"
     "l1||-l1" "l1wide|GRADOPS_CUDA_CONV_TC_TILE=wide|-l1")
@@ -114,6 +118,20 @@ if has experiments; then
         --section Occupancy --section LaunchStats "$2" bench --device cuda --dtype f16 \
         --layout nhwc --workload W4 --reps 3 >>"$3" 2>&1' "$NCU_EXP" "$k" "$BUNDLE/gradops$sfx" \
         "$OUT/ncu-exp.txt"
+    done
+    # Why the warps wait (the sections above give only the average wait per instruction):
+    # the stall reasons per issued instruction and the shared-memory bank conflicts, for the
+    # default NHWC and NCHW kernels and the wide tile; a metric set of its own, so a name this
+    # ncu lacks cannot cost the sections above.
+    for v in "base|conv2d_backprop_input_tc_vec_f16|nhwc" "base|conv2d_backprop_input_tc_vec_nchw_f16|nchw" \
+      "wide|conv2d_backprop_input_tc_vec_wide_f16|nhwc"; do
+      IFS='|' read -r name k lay <<<"$v"
+      envs=""
+      [[ "$name" == wide ]] && envs=GRADOPS_CUDA_CONV_TC_TILE=wide
+      echo "##### stalls $name: W4 $k $lay" >>"$OUT/ncu-exp.txt"
+      step "exp_stalls_${name}_$lay" 60 env $envs bash -c '"$0" --clock-control none -k "$1" -s 2 -c 1 \
+        --metrics "$STALL_METRICS" "$2" bench --device cuda --dtype f16 --layout "$4" --workload W4 \
+        --reps 3 >>"$3" 2>&1' "$NCU_EXP" "$k" "$BUNDLE/gradops" "$OUT/ncu-exp.txt" "$lay"
     done
   fi
   # The medians side by side (W4 W5 W4f W5f, ms).
