@@ -373,56 +373,67 @@ pub(super) fn backprop_input_phase_winograd<T: Element>(
                             c: g.ci,
                         };
                         let mut rowsel: [Vec<f32>; 3] = Default::default();
+                        // U per x phase: its two x-transformed points of each Y point.
+                        let most_blocks = xa.iter().map(|p| p.blocks()).max().unwrap_or(0);
                         for grp in 0..g.groups {
-                            for cb in (0..cig).step_by(nb) {
-                                let bw = nb.min(cig - cb);
-                                let vtb = &vt[(grp * cig + cb) * npts * cog..][..bw * npts * cog];
-                                for (iy, yp) in ya.iter().enumerate() {
-                                    for i in 0..yp.blocks() {
-                                        // The block row's dy rows (the group's channels, zeros outside
-                                        // dy), then Y = their y-transform.
-                                        let mut have = [None; 3];
-                                        for (r, h) in have.iter_mut().enumerate().take(yp.points())
-                                        {
-                                            let row = yp.window(i) + r as isize;
-                                            if row < 0 || row >= ho as isize {
-                                                continue;
-                                            }
-                                            let full =
-                                                &dyt[row as usize * len * g.co..][..len * g.co];
-                                            if g.groups > 1 {
-                                                rowsel[r].clear();
-                                                for px in full.chunks_exact(g.co) {
-                                                    rowsel[r]
-                                                        .extend_from_slice(&px[grp * cog..][..cog]);
-                                                }
-                                            }
-                                            *h = Some(full);
+                            for (iy, yp) in ya.iter().enumerate() {
+                                let ylen = yp.points() * len * cog;
+                                let ulen = 2 * yp.points() * most_blocks * cog;
+                                for i in 0..yp.blocks() {
+                                    // The block row's dy rows (the group's channels, zeros outside
+                                    // dy), then Y = their y-transform.
+                                    let mut have = [None; 3];
+                                    for (r, h) in have.iter_mut().enumerate().take(yp.points()) {
+                                        let row = yp.window(i) + r as isize;
+                                        if row < 0 || row >= ho as isize {
+                                            continue;
                                         }
-                                        // work = [Y: points x columns x channels | U: x-transformed points]
-                                        let ylen = yp.points() * len * cog;
-                                        let most_blocks =
-                                            xa.iter().map(|p| p.blocks()).max().unwrap_or(0);
-                                        work.resize(
-                                            ylen + 2 * yp.points() * most_blocks * cog,
-                                            0.0,
-                                        );
-                                        for (a, ya_buf) in
-                                            work[..ylen].chunks_exact_mut(len * cog).enumerate()
-                                        {
-                                            let mut terms = Terms::new();
-                                            for &(r, s) in yp.input_terms(a) {
-                                                match have[r] {
-                                                    Some(_) if g.groups > 1 => {
-                                                        terms.push(&rowsel[r], s)
-                                                    }
-                                                    Some(full) => terms.push(full, s),
-                                                    None => {}
-                                                }
+                                        let full = &dyt[row as usize * len * g.co..][..len * g.co];
+                                        if g.groups > 1 {
+                                            rowsel[r].clear();
+                                            for px in full.chunks_exact(g.co) {
+                                                rowsel[r]
+                                                    .extend_from_slice(&px[grp * cog..][..cog]);
                                             }
-                                            terms.into(ya_buf);
                                         }
-                                        let ub = yp.block();
+                                        *h = Some(full);
+                                    }
+                                    // work = [Y: points x columns x channels | U of each x phase].
+                                    // Y and U serve every channel block below: computed once.
+                                    work.resize(ylen + xa.len() * ulen, 0.0);
+                                    for (a, ya_buf) in
+                                        work[..ylen].chunks_exact_mut(len * cog).enumerate()
+                                    {
+                                        let mut terms = Terms::new();
+                                        for &(r, s) in yp.input_terms(a) {
+                                            match have[r] {
+                                                Some(_) if g.groups > 1 => {
+                                                    terms.push(&rowsel[r], s)
+                                                }
+                                                Some(full) => terms.push(full, s),
+                                                None => {}
+                                            }
+                                        }
+                                        terms.into(ya_buf);
+                                    }
+                                    // U: the x-transform of Y, for the points that are not
+                                    // plain columns of Y.
+                                    for (ix, xp) in xa.iter().enumerate() {
+                                        if xp.two() {
+                                            let c0 = (padl as isize + xp.window(0)) as usize;
+                                            let (ybuf, ubuf) = work.split_at_mut(ylen);
+                                            x_transform(
+                                                ybuf,
+                                                (len, xp.blocks(), c0, cog),
+                                                &mut ubuf[ix * ulen..][..ulen],
+                                            );
+                                        }
+                                    }
+                                    let ub = yp.block();
+                                    for cb in (0..cig).step_by(nb) {
+                                        let bw = nb.min(cig - cb);
+                                        let vtb =
+                                            &vt[(grp * cig + cb) * npts * cog..][..bw * npts * cog];
                                         let Some(rows) = scratch_as::<T::Acc>(rowsv, ub * wi * bw)
                                         else {
                                             return;
@@ -433,15 +444,10 @@ pub(super) fn backprop_input_phase_winograd<T: Element>(
                                         for (ix, xp) in xa.iter().enumerate() {
                                             let (px_, nbx) = (xp.points(), xp.blocks());
                                             let npt = yp.points() * px_;
-                                            // U: the x-transform of Y, for the points that are not
-                                            // plain columns of Y.
                                             let c0 = (padl as isize + xp.window(0)) as usize;
-                                            if xp.two() {
-                                                let (ybuf, ubuf) = work.split_at_mut(ylen);
-                                                x_transform(ybuf, (len, nbx, c0, cog), ubuf);
-                                            }
-                                            // M[(a, b)][j][c]: one GEMM per point on the register tiles,
-                                            // reading Y's columns in place where the point is one.
+                                            // M[(a, b)][j][c]: one GEMM per point on the register
+                                            // tiles, reading Y's columns in place where the point
+                                            // is one.
                                             taps.clear();
                                             segs.clear();
                                             let p0 = first_point[iy * xa.len() + ix];
@@ -452,7 +458,11 @@ pub(super) fn backprop_input_phase_winograd<T: Element>(
                                                     (true, 1) => {
                                                         ((a * len + c0 + 1) * cog, 2 * cog)
                                                     }
-                                                    _ => (ylen + (a * 2 + b / 2) * nbx * cog, cog),
+                                                    _ => (
+                                                        ylen + ix * ulen
+                                                            + (a * 2 + b / 2) * nbx * cog,
+                                                        cog,
+                                                    ),
                                                 };
                                                 taps.push(((p0 + p) * cog * bw, at));
                                                 segs.push(Segment {
