@@ -3,7 +3,9 @@
 the forward conv2d rows W4f, W5f).
 
 f32 (or --dtype bf16), 2 threads by default, random inputs. Each peer runs in its own subprocess (so the two
-frameworks' thread pools and OpenMP runtimes never share a process). Per op: warm-up calls,
+frameworks' thread pools and OpenMP runtimes never share a process); TensorFlow runs twice, at
+its default and as `tensorflow-onednn` with TF_ENABLE_ONEDNN_OPTS=1 (its default leaves oneDNN
+off on CPUs without AVX512-VNNI and the like), so the best peer is the faster of the two. Per op: warm-up calls,
 then timed calls (each call timed on its own with perf_counter) until about --target-s seconds
 are spent; median/min/max are reported.
 
@@ -40,6 +42,11 @@ import time
 
 # ---------------------------------------------------------------------------------------------
 # Workloads (SPEC "Benchmark workloads", CPU rows). Shapes are NCHW.
+
+# CPU peers, each in its own process (run_peer): tensorflow-onednn is TensorFlow with
+# TF_ENABLE_ONEDNN_OPTS=1, since TensorFlow leaves oneDNN off on CPUs without AVX512-VNNI
+# and similar (the project's Zen 3 VMs), where its default is the slower Eigen kernels.
+CPU_PEERS = ("pytorch", "tensorflow", "tensorflow-onednn")
 
 WORKLOADS = {
     "W1": dict(op="resize_grad linear half_pixel", x=(8, 64, 128, 128), dy=(8, 64, 256, 256)),
@@ -1216,9 +1223,13 @@ def machine_info():
 
 
 def run_peer(peer, args):
+    """One peer in its own process: its results and versions. `tensorflow-onednn` is the
+    TensorFlow worker with TF_ENABLE_ONEDNN_OPTS=1 (set before TensorFlow loads), its rows
+    named after it."""
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
         out = tmp.name
-    cmd = [sys.executable, os.path.abspath(__file__), "--_worker", peer, "--_out", out,
+    worker = "tensorflow" if peer == "tensorflow-onednn" else peer
+    cmd = [sys.executable, os.path.abspath(__file__), "--_worker", worker, "--_out", out,
            "--threads", str(args.threads), "--warmup", str(args.warmup),
            "--target-s", str(args.target_s), "--min-reps", str(args.min_reps),
            "--max-reps", str(args.max_reps), "--seed", str(args.seed),
@@ -1235,13 +1246,21 @@ def run_peer(peer, args):
     t = str(args.threads)
     env.update(OMP_NUM_THREADS=t, MKL_NUM_THREADS=t)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if peer == "tensorflow-onednn":
+        env["TF_ENABLE_ONEDNN_OPTS"] = "1"
     print(f"[{peer}] running ...", file=sys.stderr, flush=True)
     try:
         subprocess.run(cmd, env=env, check=True)
         with open(out) as f:
-            return json.load(f)
+            doc = json.load(f)
     finally:
         os.unlink(out)
+    if peer != worker:
+        for r in doc["results"]:
+            r["peer"] = peer
+        # Its versions (oneDNN on or not) beside, not over, the plain TensorFlow run's.
+        doc["versions"] = {peer: doc["versions"]}
+    return doc
 
 
 def run_gradops_cmd(cmd):
@@ -1258,17 +1277,17 @@ def run_gradops_cmd(cmd):
 
 
 def print_table(results):
-    hdr = f"{'wl':<3} {'peer':<10} {'layout':<8} {'median ms':>10} {'min ms':>9} {'max ms':>9} " \
+    hdr = f"{'wl':<3} {'peer':<17} {'layout':<8} {'median ms':>10} {'min ms':>9} {'max ms':>9} " \
           f"{'reps':>5}  op"
     print(hdr)
     print("-" * len(hdr))
     for r in sorted(results, key=lambda r: (r["workload"], r["peer"])):
         if r.get("median_ms") is None:
-            print(f"{r['workload']:<3} {r['peer']:<10} {r['layout']:<8} "
+            print(f"{r['workload']:<3} {r['peer']:<17} {r['layout']:<8} "
                   f"{'unsupported in ' + str(r.get('dtype')):>40}  {r['op']}: "
                   f"{r.get('unsupported', '')}")
             continue
-        print(f"{r['workload']:<3} {r['peer']:<10} {r['layout']:<8} {r['median_ms']:10.3f} "
+        print(f"{r['workload']:<3} {r['peer']:<17} {r['layout']:<8} {r['median_ms']:10.3f} "
               f"{r['min_ms']:9.3f} {r['max_ms']:9.3f} {r['reps']:5d}  {r['op']}")
 
 
@@ -1316,7 +1335,7 @@ def print_comparison(rows, gradops):
     print()
     print(f"gradops vs best peer (gradops device: {gradops.get('device', '?')}; "
           f"ratio = best_peer / gradops, > 1 means gradops is faster)")
-    hdr = f"{'wl':<3} {'gradops op':<34} {'layout':<6} {'gradops ms':>10} {'best peer':<11} " \
+    hdr = f"{'wl':<3} {'gradops op':<34} {'layout':<6} {'gradops ms':>10} {'best peer':<17} " \
           f"{'peer ms':>9} {'ratio':>6}  SPEC best peer"
     print(hdr)
     print("-" * len(hdr))
@@ -1324,7 +1343,7 @@ def print_comparison(rows, gradops):
         ratio = r["ratio_best_peer_over_gradops"]
         op = str(r["gradops_op"]) + (f" [{r['argmax']}]" if r["argmax"] else "")
         print(f"{r['workload']:<3} {op[:34]:<34} {str(r['gradops_layout']):<6} "
-              f"{r['gradops_median_ms']:10.3f} {r['best_peer']:<11} "
+              f"{r['gradops_median_ms']:10.3f} {r['best_peer']:<17} "
               f"{r['best_peer_median_ms']:9.3f} {ratio if ratio is not None else float('nan'):6.2f}"
               f"  {SPEC_BEST[r['workload']]}")
 
@@ -1342,8 +1361,10 @@ def parse_args(argv):
                         "torch.bfloat16, TensorFlow tf.bfloat16 where its CPU op has a bf16 "
                         "kernel, else the row says unsupported; compare with `gradops bench "
                         "--device cpu --dtype bf16`)")
-    p.add_argument("--peers", default="pytorch,tensorflow",
-                   help="comma list of peers (pytorch, tensorflow); default both")
+    p.add_argument("--peers", default=",".join(CPU_PEERS),
+                   help="comma list of peers (pytorch, tensorflow, tensorflow-onednn: "
+                        "TensorFlow in a process with TF_ENABLE_ONEDNN_OPTS=1, its oneDNN "
+                        "kernels on where the CPU would leave them off); default all three")
     p.add_argument("--workloads", default="W1,W2,W3,W4,W5,W6,W7,W8,W4f,W5f",
                    help="comma list of workload ids; default all CPU workloads")
     p.add_argument("--threads", type=int, default=2, help="intra/inter-op threads (default 2)")
@@ -1415,9 +1436,9 @@ def parse_args(argv):
     if bad:
         p.error(f"unknown workload(s) {bad}; known: {sorted(WORKLOADS)}")
     a.peers = [x.strip().lower() for x in a.peers.split(",") if x.strip()]
-    bad = [x for x in a.peers if x not in ("pytorch", "tensorflow")]
+    bad = [x for x in a.peers if x not in CPU_PEERS]
     if bad:
-        p.error(f"unknown peer(s) {bad}; known: pytorch, tensorflow")
+        p.error(f"unknown peer(s) {bad}; known: {', '.join(CPU_PEERS)}")
     if a.gradops_json and len(a.gradops_json) > 1:
         p.error("CPU mode compares with one --gradops-json file (several: --device cuda)")
     a.gradops_json = a.gradops_json[0] if a.gradops_json else None
@@ -1453,7 +1474,7 @@ def gpu_args(p, a):
     if a.reps is None and a.target_s is None:
         a.reps = GPU_QUICK_REPS if a.quick else GPU_DEFAULT_REPS
     a.max_reps = a.max_reps if a.max_reps is not None else MAX_CALLS
-    if a.peers != "pytorch,tensorflow" and a.peers.strip().lower() != "pytorch":
+    if a.peers != ",".join(CPU_PEERS) and a.peers.strip().lower() != "pytorch":
         p.error("--device cuda times PyTorch only")
     if a.gradops_cmd and len(a.dtypes) > 1 and "{dtype}" not in a.gradops_cmd:
         p.error("--gradops-cmd with several --dtypes needs {dtype} in the command (gradops "
