@@ -353,6 +353,17 @@ pub(super) fn backprop_input_phase_winograd<T: Element>(
         let padl = (-lo).max(0) as usize;
         let len = padl + wo.max((hi_col + 1).max(0) as usize);
         let (dyimg, dximg) = (g.co * ho * wo, g.ci * hi * wi);
+        // U of each two-tap x phase (the others read Y in place): its two x-transformed points
+        // of each Y point, in slot `u_slot[ix]` of the work buffer.
+        let most_blocks = xa.iter().map(|p| p.blocks()).max().unwrap_or(0);
+        let mut n_two = 0;
+        let u_slot: Vec<usize> = xa
+            .iter()
+            .map(|p| {
+                n_two += p.two() as usize;
+                n_two - p.two() as usize
+            })
+            .collect();
         dx.par_chunks_mut(dximg)
             .zip(dy.par_chunks(dyimg))
             .for_each_init(
@@ -373,8 +384,6 @@ pub(super) fn backprop_input_phase_winograd<T: Element>(
                             c: g.ci,
                         };
                         let mut rowsel: [Vec<f32>; 3] = Default::default();
-                        // U per x phase: its two x-transformed points of each Y point.
-                        let most_blocks = xa.iter().map(|p| p.blocks()).max().unwrap_or(0);
                         for grp in 0..g.groups {
                             for (iy, yp) in ya.iter().enumerate() {
                                 let ylen = yp.points() * len * cog;
@@ -398,9 +407,10 @@ pub(super) fn backprop_input_phase_winograd<T: Element>(
                                         }
                                         *h = Some(full);
                                     }
-                                    // work = [Y: points x columns x channels | U of each x phase].
-                                    // Y and U serve every channel block below: computed once.
-                                    work.resize(ylen + xa.len() * ulen, 0.0);
+                                    // work = [Y: points x columns x channels | U of each two-tap
+                                    // x phase]. Y and U serve every channel block below:
+                                    // computed once.
+                                    work.resize(ylen + n_two * ulen, 0.0);
                                     for (a, ya_buf) in
                                         work[..ylen].chunks_exact_mut(len * cog).enumerate()
                                     {
@@ -425,7 +435,7 @@ pub(super) fn backprop_input_phase_winograd<T: Element>(
                                             x_transform(
                                                 ybuf,
                                                 (len, xp.blocks(), c0, cog),
-                                                &mut ubuf[ix * ulen..][..ulen],
+                                                &mut ubuf[u_slot[ix] * ulen..][..ulen],
                                             );
                                         }
                                     }
@@ -459,7 +469,7 @@ pub(super) fn backprop_input_phase_winograd<T: Element>(
                                                         ((a * len + c0 + 1) * cog, 2 * cog)
                                                     }
                                                     _ => (
-                                                        ylen + ix * ulen
+                                                        ylen + u_slot[ix] * ulen
                                                             + (a * 2 + b / 2) * nbx * cog,
                                                         cog,
                                                     ),
