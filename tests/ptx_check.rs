@@ -126,6 +126,47 @@ struct Usage {
     smem: u32,
 }
 
+/// One kernel's line of the register report: its registers per target, then the most shared
+/// memory, stack and spill bytes over the targets.
+struct ReportRow {
+    text: String,
+    smem: u32,
+    stack: u32,
+    spills: u32,
+}
+
+impl ReportRow {
+    fn new(name: &str) -> Self {
+        ReportRow {
+            text: format!("{name:<34}"),
+            smem: 0,
+            stack: 0,
+            spills: 0,
+        }
+    }
+
+    /// A target whose image lacks the kernel.
+    fn missing(&mut self) {
+        self.text.push_str(&format!(" {:>7}", "-"));
+    }
+
+    /// One target's usage; `true` where the kernel uses stack or spills there.
+    fn add(&mut self, u: &Usage) -> bool {
+        self.text.push_str(&format!(" {:>7}", u.registers));
+        self.smem = self.smem.max(u.smem);
+        self.stack = self.stack.max(u.stack);
+        self.spills = self.spills.max(u.spill_stores + u.spill_loads);
+        u.spill_stores + u.spill_loads > 0 || u.stack > 0
+    }
+
+    fn line(&self) -> String {
+        format!(
+            "{} {:>6} {:>6} {:>6}",
+            self.text, self.smem, self.stack, self.spills
+        )
+    }
+}
+
 /// Parse `ptxas -v` output into per-function usage.
 fn parse_ptxas(text: &str) -> BTreeMap<String, Usage> {
     let mut out = BTreeMap::new();
@@ -301,22 +342,17 @@ fn ptxas_every_image_no_spills() {
     for (m, op) in OPS {
         for d in DTYPES {
             let name = format!("{op}_{d}");
-            let mut row = format!("{name:<34}");
-            let (mut smem, mut stack, mut spills) = (0, 0, 0);
+            let mut row = ReportRow::new(&name);
             for r in &runs {
                 let Some(u) = r.usage.get(&name) else {
                     problems.push(format!(
                         "sm_{} {name}: not in ptxas output of {m}.compute_{}",
                         r.target, r.image_arch
                     ));
-                    row.push_str(&format!(" {:>7}", "-"));
+                    row.missing();
                     continue;
                 };
-                row.push_str(&format!(" {:>7}", u.registers));
-                smem = smem.max(u.smem);
-                stack = stack.max(u.stack);
-                spills = spills.max(u.spill_stores + u.spill_loads);
-                if u.spill_stores + u.spill_loads > 0 || u.stack > 0 {
+                if row.add(u) {
                     problems.push(format!(
                         "sm_{} ({m}.compute_{}) {name}: {} B stack, {} B spill stores, {} B \
                          spill loads",
@@ -324,7 +360,7 @@ fn ptxas_every_image_no_spills() {
                     ));
                 }
             }
-            report.push_str(&format!("{row} {smem:>6} {stack:>6} {spills:>6}\n"));
+            report.push_str(&format!("{}\n", row.line()));
         }
     }
     // The tensor-core kernels: absent from pre-sm_80 images; no spills or stack; enough
@@ -355,21 +391,17 @@ fn ptxas_every_image_no_spills() {
         for op in ops {
             for d in dtypes {
                 let name = format!("{op}_{d}");
-                let mut row = format!("{name:<34}");
-                let (mut smem, mut stack, mut spills, mut fewest) = (0, 0, 0, u32::MAX);
+                let mut row = ReportRow::new(&name);
+                let mut fewest = u32::MAX;
                 for r in &runs {
                     let Some(u) = r.usage.get(&name) else {
                         if r.image_arch >= TC_MIN_ARCH {
                             problems.push(format!("sm_{} {name}: missing", r.target));
                         }
-                        row.push_str(&format!(" {:>7}", "-"));
+                        row.missing();
                         continue;
                     };
-                    row.push_str(&format!(" {:>7}", u.registers));
-                    smem = smem.max(u.smem);
-                    stack = stack.max(u.stack);
-                    spills = spills.max(u.spill_stores + u.spill_loads);
-                    if u.spill_stores + u.spill_loads > 0 || u.stack > 0 {
+                    if row.add(u) {
                         problems.push(format!(
                             "sm_{} {name}: {} B stack, {} B spills",
                             r.target,
@@ -388,8 +420,8 @@ fn ptxas_every_image_no_spills() {
                     }
                 }
                 report.push_str(&format!(
-                    "{row} {smem:>6} {stack:>6} {spills:>6}  ({threads} threads, {fewest} \
-                     blocks/SM by registers at least)\n"
+                    "{}  ({threads} threads, {fewest} blocks/SM by registers at least)\n",
+                    row.line()
                 ));
             }
         }
