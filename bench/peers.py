@@ -1331,6 +1331,53 @@ def compare(gradops, peer_results, dtype="f32"):
     return rows
 
 
+def compare_rounds(round_docs, dtype="f32"):
+    """`--rounds`: per gradops row, the best-peer ratio of each round (medians of that round:
+    gradops and the peers ran minutes apart at most, so a noisy host weighs on both alike),
+    their median and range, and the ratio of the fastest calls over all rounds (best peer's
+    fastest / gradops' fastest)."""
+    per = {}
+    for rnd, (gradops, peer_results) in enumerate(round_docs, 1):
+        for row in compare(gradops, peer_results, dtype):
+            key = (row["workload"], row["gradops_layout"], row["argmax"])
+            g = next(x for x in gradops["results"]
+                     if x.get("workload") == row["workload"]
+                     and x.get("layout") == row["gradops_layout"]
+                     and argmax_kind(x) == row["argmax"] and x.get("median_ms") is not None)
+            peer_min = min(p["min_ms"] for p in peer_results
+                           if p["workload"] == row["workload"] and argmax_kind(p) == row["argmax"]
+                           and p.get("min_ms") is not None and p.get("dtype", "f32") == dtype)
+            per.setdefault(key, []).append(dict(row, round=rnd, gradops_min_ms=g.get("min_ms"),
+                                                best_peer_min_ms=peer_min))
+    rows = []
+    for (wid, layout, kind), rs in per.items():
+        ratios = sorted(r["ratio_best_peer_over_gradops"] for r in rs)
+        gmins = [r["gradops_min_ms"] for r in rs if r["gradops_min_ms"] is not None]
+        fastest = (min(r["best_peer_min_ms"] for r in rs) / min(gmins)) if gmins else None
+        rows.append({"workload": wid, "gradops_layout": layout, "argmax": kind,
+                     "rounds": len(rs), "per_round": rs,
+                     "ratio_median": statistics.median(ratios),
+                     "ratio_min": ratios[0], "ratio_max": ratios[-1],
+                     "ratio_fastest_calls": fastest,
+                     "best_peers": sorted({r["best_peer"] for r in rs})})
+    return rows
+
+
+def print_rounds(rows):
+    print()
+    print("gradops vs best peer over rounds (ratio = best_peer / gradops per round, medians; "
+          "> 1 means gradops is faster)")
+    hdr = f"{'wl':<4} {'layout':<6} {'rounds':>6} {'median':>7} {'range':>12} " \
+          f"{'fastest':>8}  best peers"
+    print(hdr)
+    print("-" * len(hdr))
+    for r in rows:
+        fc = r["ratio_fastest_calls"]
+        print(f"{r['workload']:<4} {str(r['gradops_layout']):<6} {r['rounds']:6d} "
+              f"{r['ratio_median']:7.2f} {r['ratio_min']:5.2f}-{r['ratio_max']:<6.2f} "
+              f"{fc if fc is not None else float('nan'):8.2f}  {', '.join(r['best_peers'])}")
+
+
 def print_comparison(rows, gradops):
     print()
     print(f"gradops vs best peer (gradops device: {gradops.get('device', '?')}; "
@@ -1397,6 +1444,9 @@ def parse_args(argv):
                         "its JSON is read from --gradops-json, or from the command's --json arg. "
                         "GPU mode: a template run once per dtype and layout, with {dtype}, "
                         "{layout} and {reps} replaced; its JSON from its --json")
+    p.add_argument("--rounds", type=int, default=1, metavar="N",
+                   help="CPU: run gradops (--gradops-cmd) and the peers N times in turn and "
+                        "compare round by round (for noisy machines; default 1)")
     p.add_argument("--gradops-order", choices=["before", "after"], default="before",
                    help="run --gradops-cmd before (default) or after the peers")
     g = p.add_argument_group("GPU mode (--device cuda)")
@@ -1442,6 +1492,10 @@ def parse_args(argv):
     if a.gradops_json and len(a.gradops_json) > 1:
         p.error("CPU mode compares with one --gradops-json file (several: --device cuda)")
     a.gradops_json = a.gradops_json[0] if a.gradops_json else None
+    if a.rounds < 1:
+        p.error("--rounds must be at least 1")
+    if a.rounds > 1 and not a.gradops_cmd:
+        p.error("--rounds needs --gradops-cmd (gradops runs in every round)")
     if a.gradops_cmd and not a.gradops_json:
         a.gradops_json = json_arg(a.gradops_cmd)
         if not a.gradops_json:
@@ -1501,15 +1555,25 @@ def main(argv=None):
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     load_before = os.getloadavg()
     gradops_ok = True
-    if args.gradops_cmd and args.gradops_order == "before":
-        gradops_ok = run_gradops_cmd(args.gradops_cmd)
-    versions, results = {}, []
-    for peer in args.peers:
-        out = run_peer(peer, args)
-        versions.update(out["versions"])
-        results.extend(out["results"])
-    if args.gradops_cmd and args.gradops_order == "after":
-        gradops_ok = run_gradops_cmd(args.gradops_cmd)
+    versions, results, round_docs = {}, [], []
+    for rnd in range(args.rounds):
+        if args.rounds > 1:
+            print(f"[round {rnd + 1}/{args.rounds}]", file=sys.stderr, flush=True)
+        if args.gradops_cmd and args.gradops_order == "before":
+            gradops_ok = run_gradops_cmd(args.gradops_cmd) and gradops_ok
+        round_results = []
+        for peer in args.peers:
+            out = run_peer(peer, args)
+            versions.update(out["versions"])
+            round_results.extend(out["results"])
+        if args.gradops_cmd and args.gradops_order == "after":
+            gradops_ok = run_gradops_cmd(args.gradops_cmd) and gradops_ok
+        for r in round_results:
+            r["round"] = rnd + 1
+        results.extend(round_results)
+        if args.rounds > 1 and args.gradops_json and gradops_ok:
+            with open(args.gradops_json) as f:
+                round_docs.append((json.load(f), round_results))
     load_after = os.getloadavg()
 
     machine = machine_info()
@@ -1530,7 +1594,15 @@ def main(argv=None):
                         "torch_channels_last": args.torch_channels_last,
                         "torch_out": args.torch_out, "dtype": args.dtype},
            "results": results}
-    if args.gradops_json and gradops_ok:
+    if args.gradops_json and gradops_ok and round_docs:
+        rows = compare_rounds(round_docs, args.dtype)
+        print_rounds(rows)
+        doc["gradops"] = {"source": args.gradops_json, "command": args.gradops_cmd,
+                          "order": args.gradops_order if args.gradops_cmd else None,
+                          "device": round_docs[0][0].get("device"),
+                          "rounds": [g for g, _ in round_docs]}
+        doc["comparison"] = rows
+    elif args.gradops_json and gradops_ok:
         with open(args.gradops_json) as f:
             gradops = json.load(f)
         rows = compare(gradops, results, args.dtype)

@@ -89,6 +89,28 @@ class Pure(unittest.TestCase):
                 r.update(min_ms=r["median_ms"], max_ms=r["median_ms"], reps=3)
         peers.print_table(p)  # an unsupported row prints without a time
 
+    def test_compare_rounds(self):
+        # --rounds: one ratio per round from that round's medians, their median and range,
+        # and the fastest calls over all rounds (best peer's fastest / gradops' fastest).
+        def rnd(gmed, gmin, pmed, pmin):
+            g = {"results": [{"workload": "W5", "dtype": "f32", "layout": "NHWC", "op": "conv",
+                              "median_ms": gmed, "min_ms": gmin}]}
+            p = [{"workload": "W5", "peer": "pytorch", "dtype": "f32", "layout": "NHWC",
+                  "op": "t", "median_ms": pmed, "min_ms": pmin},
+                 {"workload": "W5", "peer": "tensorflow-onednn", "dtype": "f32", "layout": "NHWC",
+                  "op": "tf", "median_ms": pmed * 2, "min_ms": pmin / 2}]
+            return g, p
+        rows = peers.compare_rounds([rnd(2.0, 1.5, 3.0, 2.0), rnd(4.0, 1.0, 4.0, 3.0),
+                                     rnd(2.0, 2.0, 1.0, 1.0)])
+        self.assertEqual(len(rows), 1)
+        r = rows[0]
+        self.assertEqual((r["rounds"], r["ratio_min"], r["ratio_median"], r["ratio_max"]),
+                         (3, 0.5, 1.0, 1.5))
+        # fastest calls: TF's 0.5 ms (round 3) over gradops' 1.0 ms (round 2)
+        self.assertAlmostEqual(r["ratio_fastest_calls"], 0.5)
+        self.assertEqual(r["best_peers"], ["pytorch"])
+        peers.print_rounds(rows)
+
     def test_compare_gpu(self):
         g = [{"workload": "W4", "variant": "backward", "dtype": "f32", "layout": "NCHW",
               "median_ms": 2.0, "limit_gbps": 100.0, "share_of_limit": 0.5,
