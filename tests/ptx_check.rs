@@ -10,7 +10,7 @@
 //! GRADOPS_REQUIRE_CUDA=1 is set when the tests run).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod built {
@@ -60,6 +60,7 @@ const WIDE_OPS: &[&str] = &["conv2d_backprop_input_tc_vec_wide"];
 /// Their element types and threads per block (GO_TC_WIDE_THREADS).
 const WIDE_DTYPES: [&str; 2] = ["f16", "bf16"];
 const WIDE_THREADS: u32 = 256;
+/// The oldest image architecture that carries the tensor-core kernels (compute_80).
 const TC_MIN_ARCH: u32 = 80;
 
 /// A family of tensor-core kernels for the register report: names, element types, threads
@@ -70,6 +71,7 @@ struct TcKind {
     threads: u32,
     want_blocks: fn(u32) -> u32,
 }
+
 /// Threads per block of the tensor-core kernels (GO_TC_BLOCK_THREADS).
 const TC_THREADS: u32 = 128;
 /// Threads per block of the CUDA-core kernels (GO_BLOCK_THREADS).
@@ -274,6 +276,9 @@ struct Assembly {
     usage: BTreeMap<String, Usage>,
 }
 
+/// The register report's copy under `CARGO_TARGET_TMPDIR` (`target/tmp/`).
+const REPORT_FILE: &str = "ptx-register-report.txt";
+
 #[test]
 fn ptxas_every_image_no_spills() {
     if kernels_or_skip("ptxas_every_image_no_spills").is_none() {
@@ -450,6 +455,10 @@ fn ptxas_every_image_no_spills() {
     }
     println!("{report}");
     eprintln!("{report}");
+    // Kept for CI's report step, which prints it rather than assembling everything again.
+    let kept = Path::new(env!("CARGO_TARGET_TMPDIR")).join(REPORT_FILE);
+    std::fs::write(&kept, &report)
+        .unwrap_or_else(|e| panic!("cannot write {}: {e}", kept.display()));
     assert!(
         problems.is_empty(),
         "register spills / local memory:\n{}",
