@@ -459,9 +459,19 @@ pub(super) fn wino_filter<A: Accum>(
     p: &WinoProblem,
     filt: impl Fn(usize, usize, usize, usize, usize) -> f64,
 ) -> Vec<A> {
+    let mut u = vec![A::zero(); p.groups * 16 * p.cig * p.cog];
+    wino_filter_into(p, filt, &mut u);
+    u
+}
+
+/// [`wino_filter`] into `u` (`groups * 16 * cig * cog` elements, every one written).
+pub(super) fn wino_filter_into<A: Accum>(
+    p: &WinoProblem,
+    filt: impl Fn(usize, usize, usize, usize, usize) -> f64,
+    u: &mut [A],
+) {
     let (cig, cog, groups) = (p.cig, p.cog, p.groups);
     let usz = 16 * cig * cog;
-    let mut u = vec![A::zero(); groups * usz];
     for grp in 0..groups {
         for ci in 0..cig {
             for co in 0..cog {
@@ -487,7 +497,6 @@ pub(super) fn wino_filter<A: Accum>(
             }
         }
     }
-    u
 }
 
 /// F(2x2, 3x3). `filt(grp, c_dst, c_src, a, b)`: the correlation kernel's tap `(a, b)`.

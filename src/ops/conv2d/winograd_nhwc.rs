@@ -1,5 +1,5 @@
 //! CPU Winograd F(2x2, 3x3) for NHWC: the correlation of `winograd_nchw` (`cpu_kernel.rs`,
-//! same [`WinoProblem`], same filter transform [`wino_filter`]) with the channels, contiguous
+//! same [`WinoProblem`], same filter transform [`wino_filter_into`]) with the channels, contiguous
 //! in NHWC, as the vector dimension instead of the tiles. Per block of tile rows: the input
 //! transform `B^T d B` of every 4x4 patch reads the patch's channel vectors straight from
 //! the source (`V[tile][point][c_src]`), one GEMM per transform point
@@ -12,7 +12,7 @@
 use super::conv_direct::{
     pixel_major, scratch_as, store_row, vectors, with_scratch, Row, RowOperands, Segment,
 };
-use super::cpu_kernel::{at4, bt4_rows, wino_filter, WinoProblem};
+use super::cpu_kernel::{at4, bt4_rows, wino_filter_into, WinoProblem};
 use super::filter_direct::{lanes, Level};
 use crate::cpu::gemm::{matmul, MatMut, MatRef};
 use crate::dtype::{Accum, Element};
@@ -35,8 +35,11 @@ pub(super) fn winograd_nhwc<T: Element>(
     if dst.is_empty() {
         return;
     }
-    let f = PointFilter::<T::Acc>::new(p, filt);
-    run::<T>(p, &f, src, dst);
+    with_scratch(|bufs| {
+        let mut own = Vec::new();
+        let f = PointFilter::<T::Acc>::new_in(p, filt, bufs, &mut own);
+        run::<T>(p, &f, src, dst);
+    })
 }
 
 /// `dst` (NCHW) from `src` (NCHW) through the NHWC core, image by image: the source image
@@ -61,7 +64,19 @@ pub(super) fn winograd_nchw_via_nhwc<T: Element>(
     if !serves {
         return false;
     }
-    let f = PointFilter::<f32>::new(p, filt);
+    with_scratch(|bufs| {
+        let mut own = Vec::new();
+        let f = PointFilter::<f32>::new_in(p, filt, bufs, &mut own);
+        nchw_images::<T>(p, &f, src, dst);
+    });
+    true
+}
+
+/// [`winograd_nchw_via_nhwc`]'s images, each transposed to NHWC, run, transposed back.
+fn nchw_images<T: Element>(p: &WinoProblem, f: &PointFilter<f32>, src: &[T], dst: &mut [T]) {
+    let ((hd, wd), (hs, ws)) = (p.dst, p.src);
+    let (cd, cs) = (p.groups * p.cig, p.groups * p.cog);
+    let (dimg, simg) = (hd * wd * cd, hs * ws * cs);
     dst.par_chunks_mut(dimg)
         .zip(src.par_chunks(simg))
         .for_each(|(di, si)| {
@@ -75,7 +90,7 @@ pub(super) fn winograd_nchw_via_nhwc<T: Element>(
                 let Some(s_nhwc) = T::Acc::as_f32(s_nhwc) else {
                     return;
                 };
-                run::<f32>(p, &f, s_nhwc, d_nhwc);
+                run::<f32>(p, f, s_nhwc, d_nhwc);
                 let Some(d_acc) = T::Acc::from_f32_mut(d_nhwc) else {
                     return;
                 };
@@ -84,27 +99,51 @@ pub(super) fn winograd_nchw_via_nhwc<T: Element>(
                 }
             })
         });
-    true
 }
 
 /// The filter's transform points for [`run`]: `u` (`[grp][xi][c_dst][c_src]`, for `gemm`)
 /// and, where the register tiles serve, `blk` in their blocks of `nb` destination channels.
-struct PointFilter<A> {
-    u: Vec<A>,
-    blk: Vec<f32>,
+struct PointFilter<'a, A> {
+    u: &'a [A],
+    blk: &'a [f32],
     nb: Option<usize>,
 }
 
-impl<A: Accum> PointFilter<A> {
-    fn new(p: &WinoProblem, filt: impl Fn(usize, usize, usize, usize, usize) -> f64) -> Self {
-        let u = wino_filter::<A>(p, filt);
-        let nb = match (lanes(Level::Best), A::as_f32(&u)) {
+impl<'a, A: Accum> PointFilter<'a, A> {
+    /// The points in `bufs`, this thread's scratch (f32; `own` holds `u` for other types):
+    /// as fresh `Vec`s, W4's two 256 KB of points were new pages, faulted in and zeroed, on
+    /// every call.
+    fn new_in(
+        p: &WinoProblem,
+        filt: impl Fn(usize, usize, usize, usize, usize) -> f64,
+        [ub, bb]: &'a mut [Vec<f32>; 2],
+        own: &'a mut Vec<A>,
+    ) -> Self {
+        let n = p.groups * 16 * p.cig * p.cog;
+        let scratch = match A::as_f32(&[]) {
+            Some(_) => scratch_as::<A>(ub, n),
+            None => None,
+        };
+        let u: &'a mut [A] = match scratch {
+            Some(u) => u,
+            None => {
+                own.resize(n, A::zero());
+                own
+            }
+        };
+        wino_filter_into(p, filt, u);
+        let u: &'a [A] = u;
+        let nb = match (lanes(Level::Best), A::as_f32(u)) {
             (Some(l), Some(_)) if p.cig.is_multiple_of(l) => Some(vectors(l) * l),
             _ => None,
         };
-        let blk = match (nb, A::as_f32(&u)) {
-            (Some(nb), Some(uf)) => blocked_points(uf, (p.groups, p.cig, p.cog), nb),
-            _ => Vec::new(),
+        let blk: &'a [f32] = match (nb, A::as_f32(u)) {
+            (Some(nb), Some(uf)) => {
+                bb.resize(n, 0.0);
+                blocked_points(uf, (p.groups, p.cig, p.cog), nb, &mut bb[..n]);
+                &bb[..n]
+            }
+            _ => &[],
         };
         PointFilter { u, blk, nb }
     }
@@ -121,7 +160,7 @@ fn run<T: Element>(p: &WinoProblem, f: &PointFilter<T::Acc>, src: &[T], dst: &mu
     }
     let usz = 16 * cig * cog;
     let level = Level::Best;
-    let (u, ublk, nb) = (&f.u[..], &f.blk[..], f.nb);
+    let (u, ublk, nb) = (f.u, f.blk, f.nb);
     let (ntx, nty) = (wd.div_ceil(2), hd.div_ceil(2));
     let br = (NHWC_TILES / ntx).clamp(1, nty);
     // Work items: (image, first tile row) with its destination rows.
@@ -246,10 +285,15 @@ fn run<T: Element>(p: &WinoProblem, f: &PointFilter<T::Acc>, src: &[T], dst: &mu
 }
 
 /// U (`[grp][xi][c_dst][c_src]`, `dims` = groups, destination and source channels per group)
-/// as the register tiles' filter blocks: `[grp][block of nb c_dst][xi][c_src][j]`, the block
-/// of destination channel `c` starting at `(grp * cig + c / nb * nb) * 16 * cog`.
-fn blocked_points(u: &[f32], (groups, cig, cog): (usize, usize, usize), nb: usize) -> Vec<f32> {
-    let mut out = vec![0.0; groups * 16 * cig * cog];
+/// as the register tiles' filter blocks into `out` (as long as `u`, every element written):
+/// `[grp][block of nb c_dst][xi][c_src][j]`, the block of destination channel `c` starting at
+/// `(grp * cig + c / nb * nb) * 16 * cog`.
+fn blocked_points(
+    u: &[f32],
+    (groups, cig, cog): (usize, usize, usize),
+    nb: usize,
+    out: &mut [f32],
+) {
     for grp in 0..groups {
         for ob in (0..cig).step_by(nb) {
             let bw = nb.min(cig - ob);
@@ -264,7 +308,6 @@ fn blocked_points(u: &[f32], (groups, cig, cog): (usize, usize, usize), nb: usiz
             }
         }
     }
-    out
 }
 
 /// The input transform of a block's tiles: `v[(t * 16 + 4 r + s) * n..][..n] = (B^T d B)[r][s]`
