@@ -1363,14 +1363,18 @@ def compare_rounds(round_docs, dtype="f32"):
     return rows
 
 
-def print_rounds(rows):
+def print_table_head(title, hdr):
     print()
-    print("gradops vs best peer over rounds (ratio = best_peer / gradops per round, medians; "
-          "> 1 means gradops is faster)")
-    hdr = f"{'wl':<4} {'layout':<6} {'rounds':>6} {'median':>7} {'range':>12} " \
-          f"{'fastest':>8}  best peers"
+    print(title)
     print(hdr)
     print("-" * len(hdr))
+
+
+def print_rounds(rows):
+    print_table_head("gradops vs best peer over rounds (ratio = best_peer / gradops per round, "
+                     "medians; > 1 means gradops is faster)",
+                     f"{'wl':<4} {'layout':<6} {'rounds':>6} {'median':>7} {'range':>12} "
+                     f"{'fastest':>8}  best peers")
     for r in rows:
         fc = r["ratio_fastest_calls"]
         print(f"{r['workload']:<4} {str(r['gradops_layout']):<6} {r['rounds']:6d} "
@@ -1379,13 +1383,10 @@ def print_rounds(rows):
 
 
 def print_comparison(rows, gradops):
-    print()
-    print(f"gradops vs best peer (gradops device: {gradops.get('device', '?')}; "
-          f"ratio = best_peer / gradops, > 1 means gradops is faster)")
-    hdr = f"{'wl':<3} {'gradops op':<34} {'layout':<6} {'gradops ms':>10} {'best peer':<17} " \
-          f"{'peer ms':>9} {'ratio':>6}  SPEC best peer"
-    print(hdr)
-    print("-" * len(hdr))
+    print_table_head(f"gradops vs best peer (gradops device: {gradops.get('device', '?')}; "
+                     f"ratio = best_peer / gradops, > 1 means gradops is faster)",
+                     f"{'wl':<3} {'gradops op':<34} {'layout':<6} {'gradops ms':>10} "
+                     f"{'best peer':<17} {'peer ms':>9} {'ratio':>6}  SPEC best peer")
     for r in rows:
         ratio = r["ratio_best_peer_over_gradops"]
         op = str(r["gradops_op"]) + (f" [{r['argmax']}]" if r["argmax"] else "")
