@@ -1,11 +1,11 @@
-//! CPU Winograd F(2x2, 3x3) for NHWC: the correlation of `winograd_nchw` (`cpu_kernel.rs`,
-//! same [`WinoProblem`], same filter transform [`wino_filter_into`]) with the channels, contiguous
-//! in NHWC, as the vector dimension instead of the tiles. Per block of tile rows: the input
-//! transform `B^T d B` of every 4x4 patch reads the patch's channel vectors straight from
-//! the source (`V[tile][point][c_src]`), one GEMM per transform point
-//! (`M[point][tile] = V[tile][point] U[point]^T`, the tiles as rows), and the output
-//! transform `A^T M A` writes each tile's 2x2 channel vectors straight into the
-//! destination: no transposes. NCHW f32 runs it too, between two per-image transposes
+//! CPU Winograd F(2x2, 3x3) or F(3x3, 3x3) ([`Tile`]) for NHWC: the correlation of
+//! `winograd_nchw` (`cpu_kernel.rs`, same [`WinoProblem`], F(2x2)'s filter transform
+//! [`wino_filter_into`]) with the channels, contiguous in NHWC, as the vector dimension
+//! instead of the tiles. Per block of tile rows: the input transform `B^T d B` of every 4x4
+//! (5x5) patch reads the patch's channel vectors straight from the source
+//! (`V[tile][point][c_src]`), one GEMM per transform point (`M[point][tile] = V[tile][point]
+//! U[point]^T`, the tiles as rows), and the output transform `A^T M A` writes each tile's
+//! 2x2 (3x3) channel vectors straight into the destination: no transposes. NCHW f32 runs it too, between two per-image transposes
 //! ([`winograd_nchw_via_nhwc`]). Deterministic: fixed sums, each output written once, whole
 //! tile rows per work item (none of it depends on the thread count).
 
@@ -19,8 +19,61 @@ use crate::dtype::{Accum, Element};
 use num_traits::Zero;
 use rayon::prelude::*;
 
-/// Tiles per block (one GEMM per point over them): `V` and `M` of a block stay in L2.
-const NHWC_TILES: usize = 64;
+/// Tiles times transform points per block (one GEMM per point over the block's tiles): `V`
+/// and `M` of a block stay in L2. 64 F(2x2) tiles, 40 F(3x3) ones.
+const NHWC_TILE_POINTS: usize = 64 * 16;
+
+/// The Winograd tile. F(2x2, 3x3): 4x4 patches, 16 points, 4 products per output.
+/// F(3x3, 3x3): 5x5 patches, 25 points (0, 1, -1, -1/2 and infinity), 2.8 products per
+/// output. In f32 its error stays near F(2x2)'s, where F(4x4, 3x3)'s does not
+/// (`winograd4_serves`), for two reasons. The point -1/2: on `tests/reference.rs`'
+/// `winograd_f32_cancellation` data (simulated, exact transforms) 3.9e-6 relative L2 against
+/// 1.2e-5 with 2 and 3.6e-5 with 1/2. And the input transform in f64, rounded once
+/// ([`bt5_rows`]): evaluated in f32 its roundings, amplified by the second pass, gave 1.35e-5 on
+/// that test's backward (measured); in f64, 3.3e-6 (forward 1.4e-6), F(2x2) 3.1e-6 (1.1e-6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Tile {
+    F2,
+    F3,
+}
+
+impl Tile {
+    /// Outputs per tile side.
+    pub(super) const fn m(self) -> usize {
+        match self {
+            Tile::F2 => 2,
+            Tile::F3 => 3,
+        }
+    }
+
+    /// Transform points (the patch side, `m + 2`, squared): one GEMM each.
+    pub(super) const fn points(self) -> usize {
+        (self.m() + 2) * (self.m() + 2)
+    }
+
+    /// The tile for destination plane `(h, w)`: F(3x3) where its products, clipped border
+    /// tiles counted, are at most 90% of F(2x2)'s (its transforms cost more per output).
+    pub(super) fn for_plane((h, w): (usize, usize)) -> Tile {
+        #[cfg(test)]
+        if let Some(t) = FORCE_TILE.with(|f| f.get()) {
+            return t;
+        }
+        let products = |t: Tile| t.points() * h.div_ceil(t.m()) * w.div_ceil(t.m());
+        if 10 * products(Tile::F3) <= 9 * products(Tile::F2) {
+            Tile::F3
+        } else {
+            Tile::F2
+        }
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests' override of [`Tile::for_plane`] on their thread (the tile is chosen there,
+    /// before the work spreads over the pool).
+    pub(super) static FORCE_TILE: std::cell::Cell<Option<Tile>> =
+        const { std::cell::Cell::new(None) };
+}
 
 /// `dst` (NHWC, `groups * cig` channels) from `src` (NHWC, `groups * cog` channels).
 /// `filt(grp, c_dst, c_src, a, b)`: the correlation kernel's tap `(a, b)`. The point GEMMs
@@ -37,16 +90,16 @@ pub(super) fn winograd_nhwc<T: Element>(
     }
     with_scratch(|bufs| {
         let mut own = Vec::new();
-        let f = PointFilter::<T::Acc>::new_in(p, filt, bufs, &mut own);
+        let f = PointFilter::<T::Acc>::new_in(p, Tile::for_plane(p.dst), filt, bufs, &mut own);
         run::<T>(p, &f, src, dst);
     })
 }
 
 /// `dst` (NCHW) from `src` (NCHW) through the NHWC core, image by image: the source image
 /// transposed to NHWC (`pixel_major`), the core, each destination row transposed back
-/// (`store_row`, one rounding). For f32, whose NCHW core is F(2x2) too, where the register
-/// tiles serve and the destination's channels are a multiple of 8: the two transposes cost
-/// less than the NCHW core's loss to this one. `false` (nothing written) elsewhere.
+/// (`store_row`, one rounding). For f32 (whose NCHW core is F(2x2): f32 cannot take F(4x4)),
+/// where the register tiles serve and the destination's channels are a multiple of 8: the two
+/// transposes cost less than the NCHW core's loss to this one. `false` (nothing written) elsewhere.
 pub(super) fn winograd_nchw_via_nhwc<T: Element>(
     p: &WinoProblem,
     src: &[T],
@@ -66,7 +119,7 @@ pub(super) fn winograd_nchw_via_nhwc<T: Element>(
     }
     with_scratch(|bufs| {
         let mut own = Vec::new();
-        let f = PointFilter::<f32>::new_in(p, filt, bufs, &mut own);
+        let f = PointFilter::<f32>::new_in(p, Tile::for_plane(p.dst), filt, bufs, &mut own);
         nchw_images::<T>(p, &f, src, dst);
     });
     true
@@ -104,6 +157,7 @@ fn nchw_images<T: Element>(p: &WinoProblem, f: &PointFilter<f32>, src: &[T], dst
 /// The filter's transform points for [`run`]: `u` (`[grp][xi][c_dst][c_src]`, for `gemm`)
 /// and, where the register tiles serve, `blk` in their blocks of `nb` destination channels.
 struct PointFilter<'a, A> {
+    tile: Tile,
     u: &'a [A],
     blk: &'a [f32],
     nb: Option<usize>,
@@ -115,11 +169,13 @@ impl<'a, A: Accum> PointFilter<'a, A> {
     /// every call.
     fn new_in(
         p: &WinoProblem,
+        tile: Tile,
         filt: impl Fn(usize, usize, usize, usize, usize) -> f64,
         [ub, bb]: &'a mut [Vec<f32>; 2],
         own: &'a mut Vec<A>,
     ) -> Self {
-        let n = p.groups * 16 * p.cig * p.cog;
+        let pts = tile.points();
+        let n = p.groups * pts * p.cig * p.cog;
         let scratch = match A::as_f32(&[]) {
             Some(_) => scratch_as::<A>(ub, n),
             None => None,
@@ -131,7 +187,10 @@ impl<'a, A: Accum> PointFilter<'a, A> {
                 own
             }
         };
-        wino_filter_into(p, filt, u);
+        match tile {
+            Tile::F2 => wino_filter_into(p, filt, u),
+            Tile::F3 => wino3_filter_into(p, filt, u),
+        }
         let u: &'a [A] = u;
         let nb = match (lanes(Level::Best), A::as_f32(u)) {
             (Some(l), Some(_)) if p.cig.is_multiple_of(l) => Some(vectors(l) * l),
@@ -140,12 +199,12 @@ impl<'a, A: Accum> PointFilter<'a, A> {
         let blk: &'a [f32] = match (nb, A::as_f32(u)) {
             (Some(nb), Some(uf)) => {
                 bb.resize(n, 0.0);
-                blocked_points(uf, (p.groups, p.cig, p.cog), nb, &mut bb[..n]);
+                blocked_points(uf, (p.groups, p.cig, p.cog), pts, nb, &mut bb[..n]);
                 &bb[..n]
             }
             _ => &[],
         };
-        PointFilter { u, blk, nb }
+        PointFilter { tile, u, blk, nb }
     }
 }
 
@@ -158,15 +217,16 @@ fn run<T: Element>(p: &WinoProblem, f: &PointFilter<T::Acc>, src: &[T], dst: &mu
     if dst.is_empty() || dimg == 0 {
         return;
     }
-    let usz = 16 * cig * cog;
+    let (tile, u, ublk, nb) = (f.tile, f.u, f.blk, f.nb);
+    let (m, pts) = (tile.m(), tile.points());
+    let usz = pts * cig * cog;
     let level = Level::Best;
-    let (u, ublk, nb) = (f.u, f.blk, f.nb);
-    let (ntx, nty) = (wd.div_ceil(2), hd.div_ceil(2));
-    let br = (NHWC_TILES / ntx).clamp(1, nty);
+    let (ntx, nty) = (wd.div_ceil(m), hd.div_ceil(m));
+    let br = (NHWC_TILE_POINTS / pts / ntx).clamp(1, nty);
     // Work items: (image, first tile row) with its destination rows.
     let mut items = Vec::new();
     for (i, di) in dst.chunks_mut(dimg).enumerate() {
-        for (b, rows) in di.chunks_mut(2 * br * wd * cd).enumerate() {
+        for (b, rows) in di.chunks_mut(m * br * wd * cd).enumerate() {
             items.push((i, b * br, rows));
         }
     }
@@ -183,8 +243,8 @@ fn run<T: Element>(p: &WinoProblem, f: &PointFilter<T::Acc>, src: &[T], dst: &mu
                 Some(s) => (s, 0),
                 None => {
                     let (oy, row) = (p.off.0, ws * cs);
-                    let lo = (2 * ty0 as isize + oy).clamp(0, hs as isize) as usize;
-                    let hi = (2 * (ty0 + tr) as isize + oy + 2).clamp(lo as isize, hs as isize);
+                    let lo = ((m * ty0) as isize + oy).clamp(0, hs as isize) as usize;
+                    let hi = ((m * (ty0 + tr)) as isize + oy + 2).clamp(lo as isize, hs as isize);
                     let n = (hi as usize - lo) * row;
                     sbuf.resize(n, T::Acc::zero());
                     T::slice_to_acc(&si[lo * row..][..n], &mut sbuf[..n]);
@@ -192,8 +252,9 @@ fn run<T: Element>(p: &WinoProblem, f: &PointFilter<T::Acc>, src: &[T], dst: &mu
                 }
             };
             for grp in 0..groups {
-                v.resize(nt * 16 * cog, T::Acc::zero());
+                v.resize(nt * pts * cog, T::Acc::zero());
                 arch.dispatch(NhwcIn {
+                    tile,
                     src: sa,
                     first_row,
                     dims: (hs, ws, cs),
@@ -204,6 +265,7 @@ fn run<T: Element>(p: &WinoProblem, f: &PointFilter<T::Acc>, src: &[T], dst: &mu
                 });
                 let out = |mb: &[T::Acc], (c0, n): (usize, usize), rows: &mut [T]| {
                     arch.dispatch(NhwcOut::<T> {
+                        tile,
                         mb,
                         dims: (hd, wd, cd),
                         chans: (grp * cig + c0, n),
@@ -213,30 +275,30 @@ fn run<T: Element>(p: &WinoProblem, f: &PointFilter<T::Acc>, src: &[T], dst: &mu
                 };
                 if let (Some(nb), Some(vf)) = (nb, T::Acc::as_f32(v)) {
                     // M[xi][t][j] per block of nb destination channels, on the register tiles:
-                    // point xi is one segment of nt pixels (the tiles, 16 * cog apart in V)
+                    // point xi is one segment of nt pixels (the tiles, pts * cog apart in V)
                     // with one tap (its filter block, its column of V).
-                    let segs: Vec<Segment> = (0..16)
+                    let segs: Vec<Segment> = (0..pts)
                         .map(|xi| Segment {
                             x0: xi * nt,
                             sx: 1,
                             n: nt,
-                            lda: 16 * cog,
+                            lda: pts * cog,
                             taps: xi..xi + 1,
                         })
                         .collect();
                     for ob in (0..cig).step_by(nb) {
                         let bw = nb.min(cig - ob);
-                        let at = (grp * cig + ob) * 16 * cog;
+                        let at = (grp * cig + ob) * pts * cog;
                         let taps: Vec<(usize, usize)> =
-                            (0..16).map(|xi| (xi * cog * bw, xi * cog)).collect();
-                        mb.resize(16 * nt * bw, T::Acc::zero());
-                        let Some(mf) = T::Acc::as_f32_mut(&mut mb[..16 * nt * bw]) else {
+                            (0..pts).map(|xi| (xi * cog * bw, xi * cog)).collect();
+                        mb.resize(pts * nt * bw, T::Acc::zero());
+                        let Some(mf) = T::Acc::as_f32_mut(&mut mb[..pts * nt * bw]) else {
                             return;
                         };
                         Row {
                             ops: RowOperands {
                                 a: vf,
-                                wt: &ublk[at..][..16 * cog * bw],
+                                wt: &ublk[at..][..pts * cog * bw],
                                 k: cog,
                                 segs: &segs,
                                 taps: &taps,
@@ -245,12 +307,12 @@ fn run<T: Element>(p: &WinoProblem, f: &PointFilter<T::Acc>, src: &[T], dst: &mu
                             bw,
                         }
                         .run(level);
-                        out(&mb[..16 * nt * bw], (ob, bw), &mut rows[..]);
+                        out(&mb[..pts * nt * bw], (ob, bw), &mut rows[..]);
                     }
                 } else {
-                    mb.resize(16 * nt * cig, T::Acc::zero());
+                    mb.resize(pts * nt * cig, T::Acc::zero());
                     let ug = &u[grp * usz..][..usz];
-                    for xi in 0..16 {
+                    for xi in 0..pts {
                         matmul(
                             MatMut {
                                 data: &mut mb[xi * nt * cig..][..nt * cig],
@@ -263,7 +325,7 @@ fn run<T: Element>(p: &WinoProblem, f: &PointFilter<T::Acc>, src: &[T], dst: &mu
                                 data: &v[xi * cog..],
                                 rows: nt,
                                 cols: cog,
-                                rs: 16 * cog,
+                                rs: pts * cog,
                                 cs: 1,
                             },
                             // U[xi] is [c_dst][c_src]: its transpose through the strides.
@@ -277,32 +339,33 @@ fn run<T: Element>(p: &WinoProblem, f: &PointFilter<T::Acc>, src: &[T], dst: &mu
                             false,
                         );
                     }
-                    out(&mb[..16 * nt * cig], (0, cig), &mut rows[..]);
+                    out(&mb[..pts * nt * cig], (0, cig), &mut rows[..]);
                 }
             }
         },
     );
 }
 
-/// U (`[grp][xi][c_dst][c_src]`, `dims` = groups, destination and source channels per group)
-/// as the register tiles' filter blocks into `out` (as long as `u`, every element written):
-/// `[grp][block of nb c_dst][xi][c_src][j]`, the block of destination channel `c` starting at
-/// `(grp * cig + c / nb * nb) * 16 * cog`.
+/// U (`[grp][xi][c_dst][c_src]`, `dims` = groups, destination and source channels per group,
+/// `pts` points) as the register tiles' filter blocks into `out` (as long as `u`, every element
+/// written): `[grp][block of nb c_dst][xi][c_src][j]`, the block of destination channel `c`
+/// starting at `(grp * cig + c / nb * nb) * pts * cog`.
 fn blocked_points(
     u: &[f32],
     (groups, cig, cog): (usize, usize, usize),
+    pts: usize,
     nb: usize,
     out: &mut [f32],
 ) {
     for grp in 0..groups {
         for ob in (0..cig).step_by(nb) {
             let bw = nb.min(cig - ob);
-            let blk = &mut out[(grp * cig + ob) * 16 * cog..][..16 * cog * bw];
-            for xi in 0..16 {
+            let blk = &mut out[(grp * cig + ob) * pts * cog..][..pts * cog * bw];
+            for xi in 0..pts {
                 for k in 0..cog {
                     for j in 0..bw {
                         blk[(xi * cog + k) * bw + j] =
-                            u[((grp * 16 + xi) * cig + ob + j) * cog + k];
+                            u[((grp * pts + xi) * cig + ob + j) * cog + k];
                     }
                 }
             }
@@ -310,10 +373,51 @@ fn blocked_points(
     }
 }
 
-/// The input transform of a block's tiles: `v[(t * 16 + 4 r + s) * n..][..n] = (B^T d B)[r][s]`
-/// for tile `t`'s 4x4 patch `d` of channel vectors (`n` = `chans.1`), `B^T = [[1, 0, -1, 0],
-/// [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]`; patch elements outside the source are zero.
+/// The F(3x3, 3x3) filter transform `U[grp][xi][c_dst][c_src] = G f G^T` (25 points,
+/// `xi = 5 i + j`) of the correlation kernel `filt(grp, c_dst, c_src, a, b)`, into `u`
+/// (`groups * 25 * cig * cog` elements, every one written), in f64 and rounded once. `G`'s
+/// rows: `g0`, `(g0 + g1 + g2) / 6`, `(g0 - g1 + g2) / 2`, `(-4 g0 + 2 g1 - g2) / 6`, `g2 / 2`
+/// (Toom-Cook at 0, 1, -1, -1/2 and infinity, scaled so that `B^T` and `A^T` are small
+/// integers).
+fn wino3_filter_into<A: Accum>(
+    p: &WinoProblem,
+    filt: impl Fn(usize, usize, usize, usize, usize) -> f64,
+    u: &mut [A],
+) {
+    let (cig, cog) = (p.cig, p.cog);
+    let usz = 25 * cig * cog;
+    let g = |[g0, g1, g2]: [f64; 3]| {
+        [
+            g0,
+            (g0 + g1 + g2) / 6.0,
+            (g0 - g1 + g2) * 0.5,
+            (-4.0 * g0 + 2.0 * g1 - g2) / 6.0,
+            g2 * 0.5,
+        ]
+    };
+    for grp in 0..p.groups {
+        for ci in 0..cig {
+            for co in 0..cog {
+                let f = |a: usize, b: usize| filt(grp, ci, co, a, b);
+                // G f: 5x3, by columns; then (G f) G^T by rows.
+                let cols: [[f64; 5]; 3] = std::array::from_fn(|b| g([f(0, b), f(1, b), f(2, b)]));
+                for i in 0..5 {
+                    let row = g([cols[0][i], cols[1][i], cols[2][i]]);
+                    for (j, &x) in row.iter().enumerate() {
+                        u[grp * usz + ((i * 5 + j) * cig + ci) * cog + co] = A::from_f64_lossy(x);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The input transform of a block's tiles: `v[(t * P + S r + s) * n..][..n] = (B^T d B)[r][s]`
+/// for tile `t`'s `S`x`S` patch `d` of channel vectors (`n` = `chans.1`; `S` the patch side,
+/// `P` the points); patch elements outside the source are zero. F(2x2): `B^T = [[1, 0, -1,
+/// 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]`; F(3x3): [`bt5_rows`].
 struct NhwcIn<'a, A> {
+    tile: Tile,
     /// Rows `first_row..` of the image (`dims` = height, width, channels), NHWC: at least
     /// those the block's patches read inside the image.
     src: &'a [A],
@@ -333,6 +437,7 @@ impl<A: Accum> pulp::WithSimd for NhwcIn<'_, A> {
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _: S) {
         let NhwcIn {
+            tile,
             src,
             first_row,
             dims: (h, w, c),
@@ -341,8 +446,10 @@ impl<A: Accum> pulp::WithSimd for NhwcIn<'_, A> {
             off: (oy, ox),
             v,
         } = self;
+        let (m, pts) = (tile.m(), tile.points());
         let zeros = vec![A::zero(); n];
-        let mut tmp = vec![A::zero(); 16 * n];
+        let mut tmp = vec![A::zero(); pts * n];
+        let mut wide = vec![0f64; if tile == Tile::F3 { pts * n } else { 0 }];
         let at = |y: isize, x: isize| -> &[A] {
             if y < 0 || x < 0 || y as usize >= h || x as usize >= w {
                 &zeros[..]
@@ -350,14 +457,18 @@ impl<A: Accum> pulp::WithSimd for NhwcIn<'_, A> {
                 &src[((y as usize - first_row) * w + x as usize) * c + c0..][..n]
             }
         };
-        for (t, vt) in v.chunks_exact_mut(16 * n).take(tr * ntx).enumerate() {
+        let side = m + 2;
+        for (t, vt) in v.chunks_exact_mut(pts * n).take(tr * ntx).enumerate() {
             let (ty, tx) = (ty0 + t / ntx, t % ntx);
-            let (y0, x0) = (2 * ty as isize + oy, 2 * tx as isize + ox);
-            let d: [&[A]; 16] =
-                std::array::from_fn(|k| at(y0 + (k / 4) as isize, x0 + (k % 4) as isize));
-            let mut outs = vt.chunks_exact_mut(n);
-            let o: [&mut [A]; 16] = std::array::from_fn(|_| outs.next().unwrap_or_default());
-            bt_tile(d, &mut tmp, o);
+            let (y0, x0) = ((m * ty) as isize + oy, (m * tx) as isize + ox);
+            let mut d = [&zeros[..]; 25];
+            for (k, dk) in d[..pts].iter_mut().enumerate() {
+                *dk = at(y0 + (k / side) as isize, x0 + (k % side) as isize);
+            }
+            match tile {
+                Tile::F2 => bt_tile(&d, &mut tmp, split_vectors(vt, n)),
+                Tile::F3 => bt5_tile(&d, &mut wide, split_vectors(vt, n)),
+            }
         }
     }
 }
@@ -366,10 +477,9 @@ impl<A: Accum> pulp::WithSimd for NhwcIn<'_, A> {
 /// into `tmp` (16 channel vectors), then along its rows into `o`, each pass four
 /// four-in/four-out slice loops (`bt4_rows`, which LLVM vectorises).
 #[inline(always)]
-fn bt_tile<A: Accum>(d: [&[A]; 16], tmp: &mut [A], o: [&mut [A]; 16]) {
+fn bt_tile<A: Accum>(d: &[&[A]; 25], tmp: &mut [A], o: [&mut [A]; 16]) {
     let n = o[0].len();
-    let mut it = tmp.chunks_exact_mut(n);
-    let u: [&mut [A]; 16] = std::array::from_fn(|_| it.next().unwrap_or_default());
+    let u: [&mut [A]; 16] = split_vectors(tmp, n);
     let [u0, u1, u2, u3, u4, u5, u6, u7, u8, u9, u10, u11, u12, u13, u14, u15] = u;
     bt4_rows(d[0], d[4], d[8], d[12], u0, u4, u8, u12);
     bt4_rows(d[1], d[5], d[9], d[13], u1, u5, u9, u13);
@@ -382,11 +492,97 @@ fn bt_tile<A: Accum>(d: [&[A]; 16], tmp: &mut [A], o: [&mut [A]; 16]) {
     bt4_rows(u12, u13, u14, u15, o12, o13, o14, o15);
 }
 
-/// The output transform of a block's tiles: `Y = A^T M A`, `A^T = [[1, 1, 1, 0], [0, 1, -1,
-/// -1]]` (the same operation order as `winograd_nchw`'s), from `mb[(xi * nt + t) * n..][..n]`
-/// (`n` = `chans.1`, `nt` the block's tiles) into the block's destination rows (`rows`: from tile row `tiles.0`'s
-/// first, `dims` = height, width, channels), each in-range output once, rounded to `T` once.
+/// [`bt_tile`] for F(3x3): 5x5 patches, ten five-in/five-out passes ([`bt5_rows`]), the
+/// first into `tmp` (25 channel vectors, f64) as `tmp[5 s + r] = (B^T d)[r][s]` so that each
+/// pass writes five adjacent vectors.
+#[inline(always)]
+fn bt5_tile<A: Accum>(d: &[&[A]; 25], tmp: &mut [f64], o: [&mut [A]; 25]) {
+    let n = o[0].len();
+    for (s, ts) in tmp.chunks_exact_mut(5 * n).take(5).enumerate() {
+        let [u0, u1, u2, u3, u4] = split_vectors(ts, n);
+        bt5_rows(
+            d[s],
+            d[5 + s],
+            d[10 + s],
+            d[15 + s],
+            d[20 + s],
+            u0,
+            u1,
+            u2,
+            u3,
+            u4,
+        );
+    }
+    let u = |k: usize| &tmp[k * n..][..n];
+    let [o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13, o14, o15, o16, o17, o18, o19, o20, o21, o22, o23, o24] =
+        o;
+    bt5_rows(u(0), u(5), u(10), u(15), u(20), o0, o1, o2, o3, o4);
+    bt5_rows(u(1), u(6), u(11), u(16), u(21), o5, o6, o7, o8, o9);
+    bt5_rows(u(2), u(7), u(12), u(17), u(22), o10, o11, o12, o13, o14);
+    bt5_rows(u(3), u(8), u(13), u(18), u(23), o15, o16, o17, o18, o19);
+    bt5_rows(u(4), u(9), u(14), u(19), u(24), o20, o21, o22, o23, o24);
+}
+
+/// `K` adjacent vectors of `n` from the start of `s` (empty past its end): built by a loop,
+/// as `array::from_fn`'s closures stayed out of line in the transforms' loops.
+#[inline(always)]
+fn split_vectors<'a, A, const K: usize>(s: &'a mut [A], n: usize) -> [&'a mut [A]; K]
+where
+    [&'a mut [A]; K]: Default,
+{
+    let mut out: [&'a mut [A]; K] = Default::default();
+    for (o, v) in out.iter_mut().zip(s.chunks_exact_mut(n)) {
+        *o = v;
+    }
+    out
+}
+
+/// `u = B^T d` of F(3x3) elementwise over five vectors, `B^T = [[1, 2, -1, -2, 0], [0, 1, 3,
+/// 2, 0], [0, 1, 1, -2, 0], [0, 1, 0, -1, 0], [0, -1, -2, 1, 2]]` (two operations per output,
+/// through `a = d1 - d3`), in f64: the column pass into f64 (exact for these small integer
+/// combinations of f32 values), the row pass rounded once into `V` (see [`Tile`]: in f32 this
+/// transform alone quadrupled the error). Separate slice arguments so that LLVM vectorises
+/// the loop.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn bt5_rows<I: Accum, O: Accum>(
+    d0: &[I],
+    d1: &[I],
+    d2: &[I],
+    d3: &[I],
+    d4: &[I],
+    u0: &mut [O],
+    u1: &mut [O],
+    u2: &mut [O],
+    u3: &mut [O],
+    u4: &mut [O],
+) {
+    let n = u0.len();
+    let (d0, d1, d2, d3, d4) = (&d0[..n], &d1[..n], &d2[..n], &d3[..n], &d4[..n]);
+    let (u1, u2, u3, u4) = (&mut u1[..n], &mut u2[..n], &mut u3[..n], &mut u4[..n]);
+    let out = O::from_f64_lossy;
+    for t in 0..n {
+        let x0 = d0[t].to_f64_exact();
+        let x1 = d1[t].to_f64_exact();
+        let x2 = d2[t].to_f64_exact();
+        let x3 = d3[t].to_f64_exact();
+        let x4 = d4[t].to_f64_exact();
+        let a = x1 - x3;
+        u0[t] = out((x0 - x2) + (a + a));
+        u1[t] = out(a + 3.0 * (x2 + x3));
+        u2[t] = out(a + (x2 - x3));
+        u3[t] = out(a);
+        u4[t] = out((x4 - x2) + (x4 - x2) - a);
+    }
+}
+
+/// The output transform of a block's tiles: `Y = A^T M A` from `mb[(xi * nt + t) * n..][..n]`
+/// (`n` = `chans.1`, `nt` the block's tiles) into the block's destination rows (`rows`: from
+/// tile row `tiles.0`'s first, `dims` = height, width, channels), each in-range output once,
+/// rounded to `T` once. F(2x2): `A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]` (the same operation
+/// order as `winograd_nchw`'s); F(3x3): [`at5_rows`].
 struct NhwcOut<'a, T: Element> {
+    tile: Tile,
     mb: &'a [T::Acc],
     dims: (usize, usize, usize),
     /// (first channel, channels).
@@ -401,65 +597,78 @@ impl<T: Element> pulp::WithSimd for NhwcOut<'_, T> {
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _: S) {
         let NhwcOut {
+            tile,
             mb,
-            dims: (h, w, c),
-            chans: (c0, n),
-            tiles: (ty0, tr, ntx),
+            dims: (_, w, c),
+            chans,
+            tiles: (_, tr, ntx),
             rows,
         } = self;
+        let (m, n, nt) = (tile.m(), chans.1, tr * ntx);
         // Outputs past the destination's edge go here (every tile runs the whole transform).
-        let mut junk = vec![T::from_acc(T::Acc::zero()); 3 * n];
-        let mut acc = vec![T::Acc::zero(); 4 * n];
+        let mut junk = vec![T::from_acc(T::Acc::zero()); (m * m - 1) * n];
+        let mut acc = vec![T::Acc::zero(); m * m * n];
+        let mut tmp = vec![T::Acc::zero(); 15 * n];
         let row_len = w * c;
-        for (lt, pair) in rows.chunks_mut(2 * row_len).take(tr).enumerate() {
-            let (r0, r1) = pair.split_at_mut(row_len.min(pair.len()));
-            let second = 2 * (ty0 + lt) + 1 < h;
+        let pts = tile.points();
+        for (lt, band) in rows.chunks_mut(m * row_len).take(tr).enumerate() {
             for tx in 0..ntx {
                 let t = lt * ntx + tx;
-                let m: [&[T::Acc]; 16] =
-                    std::array::from_fn(|xi| &mb[(xi * tr * ntx + t) * n..][..n]);
-                let x = 2 * tx;
-                let right = x + 1 < w;
-                let (j01, rest) = junk.split_at_mut(n);
-                let (j10, j11) = rest.split_at_mut(n);
-                let (y00, y01) = pixel_pair(r0, x, c, (c0, n), right, j01);
-                let (y10, y11) = if second {
-                    pixel_pair(r1, x, c, (c0, n), right, j11)
-                } else {
-                    (j10, j11)
-                };
-                at_tile::<T>(m, [y00, y01, y10, y11], &mut acc);
+                let mut mt: [&[T::Acc]; 25] = Default::default();
+                for (xi, p) in mt[..pts].iter_mut().enumerate() {
+                    *p = &mb[(xi * nt + t) * n..][..n];
+                }
+                let at = (m, m * tx, (w, c), chans);
+                match tile {
+                    Tile::F2 => {
+                        let mut y: [&mut [T]; 4] = Default::default();
+                        tile_pixels(band, at, &mut junk, &mut y);
+                        at_tile::<T>(&mt, y, &mut acc);
+                    }
+                    Tile::F3 => {
+                        let mut y: [&mut [T]; 9] = Default::default();
+                        tile_pixels(band, at, &mut junk, &mut y);
+                        at5_tile::<T>(&mt, y, &mut acc, &mut tmp);
+                    }
+                }
             }
         }
     }
 }
 
-/// The channel slices `[c0, c0 + n)` of pixels `x` and `x + 1` of a row, `spare` for the
-/// second where `right` is false (past the edge).
+/// Into `y` (`m * m`, row-major), a tile's output pixels: from `band` (the tile row's
+/// destination rows, fewer than `m` at the bottom edge), columns `x..x + m` of width `w`,
+/// channels `c` per pixel, `[c0, c0 + n)` of each; vectors of `junk` (at least `m * m - 1` of
+/// `n`) stand in for the pixels past an edge.
 #[inline(always)]
-fn pixel_pair<'a, T>(
-    row: &'a mut [T],
-    x: usize,
-    c: usize,
-    (c0, n): (usize, usize),
-    right: bool,
-    spare: &'a mut [T],
-) -> (&'a mut [T], &'a mut [T]) {
-    let rest = &mut row[x * c..];
-    let (a, b) = rest.split_at_mut(c.min(rest.len()));
-    let a = &mut a[c0..][..n];
-    if right {
-        (a, &mut b[c0..][..n])
-    } else {
-        (a, spare)
+fn tile_pixels<'a, T>(
+    band: &'a mut [T],
+    (m, x, (w, c), (c0, n)): (usize, usize, (usize, usize), (usize, usize)),
+    junk: &'a mut [T],
+    y: &mut [&'a mut [T]],
+) {
+    let mut spare = junk.chunks_exact_mut(n);
+    let mut lines = band.chunks_mut(w * c);
+    let inside = w.saturating_sub(x).min(m);
+    for yr in y.chunks_mut(m) {
+        let mut pixels = lines.next().map(|r| r[x * c..].chunks_mut(c).take(inside));
+        for slot in yr {
+            *slot = match pixels.as_mut().and_then(Iterator::next) {
+                Some(px) => &mut px[c0..][..n],
+                None => spare.next().unwrap_or_default(),
+            };
+        }
     }
 }
-
 /// `A^T M A` of one tile (`at4`, vectorised over the channels) into `y = [y00, y01, y10,
 /// y11]`: in place where `T` is its accumulation type, else through `acc` (4 channel vectors)
 /// and one rounding.
 #[inline(always)]
-fn at_tile<T: Element>(m: [&[T::Acc]; 16], y: [&mut [T]; 4], acc: &mut [T::Acc]) {
+fn at_tile<T: Element>(mt: &[&[T::Acc]; 25], y: [&mut [T]; 4], acc: &mut [T::Acc]) {
+    let m: [&[T::Acc]; 16] = [
+        mt[0], mt[1], mt[2], mt[3], mt[4], mt[5], mt[6], mt[7], mt[8], mt[9], mt[10], mt[11],
+        mt[12], mt[13], mt[14], mt[15],
+    ];
     let [y00, y01, y10, y11] = y;
     let n = y00.len();
     if let (Some(a00), Some(a01), Some(a10), Some(a11)) = (
@@ -480,5 +689,73 @@ fn at_tile<T: Element>(m: [&[T::Acc]; 16], y: [&mut [T]; 4], acc: &mut [T::Acc])
         .zip([y00, y01, y10, y11])
     {
         T::slice_from_acc(src, dst);
+    }
+}
+
+/// [`at_tile`] for F(3x3): `A^T` along the columns of the 5x5 points into `tmp` (15 channel
+/// vectors, `tmp[3 j + r] = (A^T M)[r][j]`), then along the rows into `y` (row-major 3x3).
+#[inline(always)]
+fn at5_tile<T: Element>(
+    mt: &[&[T::Acc]; 25],
+    y: [&mut [T]; 9],
+    acc: &mut [T::Acc],
+    tmp: &mut [T::Acc],
+) {
+    let n = y[0].len();
+    for (j, tj) in tmp.chunks_exact_mut(3 * n).take(5).enumerate() {
+        let [s0, s1, s2] = split_vectors(tj, n);
+        at5_rows(
+            mt[j],
+            mt[5 + j],
+            mt[10 + j],
+            mt[15 + j],
+            mt[20 + j],
+            s0,
+            s1,
+            s2,
+        );
+    }
+    let s = |k: usize| &tmp[k * n..][..n];
+    if T::as_acc_slice(&[]).is_some() {
+        // T is its accumulation type: straight into the destination.
+        let [y0, y1, y2, y3, y4, y5, y6, y7, y8] =
+            y.map(|v| T::as_acc_slice_mut(v).unwrap_or_default());
+        at5_rows(s(0), s(3), s(6), s(9), s(12), y0, y1, y2);
+        at5_rows(s(1), s(4), s(7), s(10), s(13), y3, y4, y5);
+        at5_rows(s(2), s(5), s(8), s(11), s(14), y6, y7, y8);
+        return;
+    }
+    for (r, ar) in acc.chunks_exact_mut(3 * n).take(3).enumerate() {
+        let [a, b, c] = split_vectors(ar, n);
+        at5_rows(s(r), s(3 + r), s(6 + r), s(9 + r), s(12 + r), a, b, c);
+    }
+    for (src, dst) in acc.chunks_exact(n).zip(y) {
+        T::slice_from_acc(src, dst);
+    }
+}
+
+/// `y = A^T m` of F(3x3) elementwise over five vectors, `A^T = [[1, 1, 1, 4, 0], [0, 1, -1,
+/// -2, 0], [0, 1, 1, 1, 1]]`; separate slice arguments so that LLVM vectorises the loop.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn at5_rows<A: Accum>(
+    m0: &[A],
+    m1: &[A],
+    m2: &[A],
+    m3: &[A],
+    m4: &[A],
+    y0: &mut [A],
+    y1: &mut [A],
+    y2: &mut [A],
+) {
+    let n = y0.len();
+    let (m0, m1, m2, m3, m4) = (&m0[..n], &m1[..n], &m2[..n], &m3[..n], &m4[..n]);
+    let (y1, y2) = (&mut y1[..n], &mut y2[..n]);
+    let (two, four) = (A::from_index(2), A::from_index(4));
+    for t in 0..n {
+        let s = m1[t] + m2[t];
+        y0[t] = (m0[t] + s) + four * m3[t];
+        y1[t] = (m1[t] - m2[t]) - two * m3[t];
+        y2[t] = (s + m3[t]) + m4[t];
     }
 }
