@@ -5,8 +5,8 @@
 //! (5x5) patch reads the patch's channel vectors straight from the source
 //! (`V[tile][point][c_src]`), one GEMM per transform point (`M[point][tile] = V[tile][point]
 //! U[point]^T`, the tiles as rows), and the output transform `A^T M A` writes each tile's
-//! 2x2 (3x3) channel vectors straight into the destination: no transposes. NCHW f32 runs it too, between two per-image transposes
-//! ([`winograd_nchw_via_nhwc`]). Deterministic: fixed sums, each output written once, whole
+//! 2x2 (3x3) channel vectors straight into the destination: no transposes. NCHW f32 runs it
+//! too, between two per-image transposes ([`winograd_nchw_via_nhwc`]). Deterministic: fixed sums, each output written once, whole
 //! tile rows per work item (none of it depends on the thread count).
 
 use super::conv_direct::{
@@ -99,7 +99,8 @@ pub(super) fn winograd_nhwc<T: Element>(
 /// transposed to NHWC (`pixel_major`), the core, each destination row transposed back
 /// (`store_row`, one rounding). For f32 (whose NCHW core is F(2x2): f32 cannot take F(4x4)),
 /// where the register tiles serve and the destination's channels are a multiple of 8: the two
-/// transposes cost less than the NCHW core's loss to this one. `false` (nothing written) elsewhere.
+/// transposes cost less than the NCHW core's loss to this one. `false` (nothing written)
+/// elsewhere.
 pub(super) fn winograd_nchw_via_nhwc<T: Element>(
     p: &WinoProblem,
     src: &[T],
@@ -514,13 +515,23 @@ fn bt5_tile<A: Accum>(d: &[&[A]; 25], tmp: &mut [f64], o: [&mut [A]; 25]) {
         );
     }
     let u = |k: usize| &tmp[k * n..][..n];
-    let [o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10, o11, o12, o13, o14, o15, o16, o17, o18, o19, o20, o21, o22, o23, o24] =
-        o;
-    bt5_rows(u(0), u(5), u(10), u(15), u(20), o0, o1, o2, o3, o4);
-    bt5_rows(u(1), u(6), u(11), u(16), u(21), o5, o6, o7, o8, o9);
-    bt5_rows(u(2), u(7), u(12), u(17), u(22), o10, o11, o12, o13, o14);
-    bt5_rows(u(3), u(8), u(13), u(18), u(23), o15, o16, o17, o18, o19);
-    bt5_rows(u(4), u(9), u(14), u(19), u(24), o20, o21, o22, o23, o24);
+    let mut o = o;
+    for (r, orow) in o.chunks_exact_mut(5).enumerate() {
+        if let [o0, o1, o2, o3, o4] = orow {
+            bt5_rows(
+                u(r),
+                u(5 + r),
+                u(10 + r),
+                u(15 + r),
+                u(20 + r),
+                o0,
+                o1,
+                o2,
+                o3,
+                o4,
+            );
+        }
+    }
 }
 
 /// `K` adjacent vectors of `n` from the start of `s` (empty past its end): built by a loop,
