@@ -27,8 +27,9 @@ const NHWC_TILE_POINTS: usize = 64 * 16;
 /// F(3x3, 3x3): 5x5 patches, 25 points (0, 1, -1, -1/2 and infinity), 2.8 products per
 /// output. In f32 its error stays near F(2x2)'s, where F(4x4, 3x3)'s does not
 /// (`winograd4_serves`), for two reasons. The point -1/2: on `tests/reference.rs`'
-/// `winograd_f32_cancellation` data (simulated, exact transforms) 3.9e-6 relative L2 against
-/// 1.2e-5 with 2 and 3.6e-5 with 1/2. And the input transform in f64, rounded once
+/// `winograd_f32_cancellation` data (simulated with exact transforms:
+/// `bench/results/2026-11-27-cpu-zen3-f3/wino_f32_sim.py`) 3.8e-6 relative L2 against 9.3e-6
+/// with 2 and 1.2e-5 with 1/2 (-2 as -1/2). And the input transform in f64, rounded once
 /// ([`bt5_rows`]): evaluated in f32 its roundings, amplified by the second pass, gave 1.35e-5 on
 /// that test's backward (measured); in f64, 3.3e-6 (forward 1.4e-6), F(2x2) 3.1e-6 (1.1e-6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
