@@ -6,8 +6,9 @@
 //! (`V[tile][point][c_src]`), one GEMM per transform point (`M[point][tile] = V[tile][point]
 //! U[point]^T`, the tiles as rows), and the output transform `A^T M A` writes each tile's
 //! 2x2 (3x3) channel vectors straight into the destination: no transposes. NCHW f32 runs it
-//! too, between two per-image transposes ([`winograd_nchw_via_nhwc`]). Deterministic: fixed sums, each output written once, whole
-//! tile rows per work item (none of it depends on the thread count).
+//! too, between two per-image transposes ([`winograd_nchw_via_nhwc`]). Deterministic: fixed
+//! sums, each output written once, whole tile rows per work item (none of it depends on the
+//! thread count).
 
 use super::conv_direct::{
     pixel_major, scratch_as, store_row, vectors, with_scratch, Row, RowOperands, Segment,
@@ -475,9 +476,9 @@ impl<A: Accum> pulp::WithSimd for NhwcIn<'_, A> {
     }
 }
 
-/// `B^T d B` of one patch, vectorised over the channels: `B^T` along the patch's columns
-/// into `tmp` (16 channel vectors), then along its rows into `o`, each pass four
-/// four-in/four-out slice loops (`bt4_rows`, which LLVM vectorises).
+/// `B^T d B` of one patch (`d`'s first 16 vectors, row-major), vectorised over the channels:
+/// `B^T` along the patch's columns into `tmp` (16 channel vectors), then along its rows into
+/// `o`, each pass four four-in/four-out slice loops (`bt4_rows`, which LLVM vectorises).
 #[inline(always)]
 fn bt_tile<A: Accum>(d: &[&[A]; 25], tmp: &mut [A], o: [&mut [A]; 16]) {
     let n = o[0].len();
@@ -672,9 +673,10 @@ fn tile_pixels<'a, T>(
         }
     }
 }
-/// `A^T M A` of one tile (`at4`, vectorised over the channels) into `y = [y00, y01, y10,
-/// y11]`: in place where `T` is its accumulation type, else through `acc` (4 channel vectors)
-/// and one rounding.
+
+/// `A^T M A` of one tile (`at4` on `mt`'s first 16 points, vectorised over the channels) into
+/// `y = [y00, y01, y10, y11]`: in place where `T` is its accumulation type, else through
+/// `acc` (4 channel vectors) and one rounding.
 #[inline(always)]
 fn at_tile<T: Element>(mt: &[&[T::Acc]; 25], y: [&mut [T]; 4], acc: &mut [T::Acc]) {
     let m: [&[T::Acc]; 16] = [
