@@ -108,13 +108,14 @@ template <typename T> struct GoTcGeom {
 
 // A warp's accumulators: m-fragment i of GoTcTraits<T>::FM rows, n8 fragment j, CE
 // registers each.
-template <typename T>
-using GoTcAcc = typename GoTcTraits<T>::Acc[GoTcGeom<T>::MF][TC_NFRAG][GoTcTraits<T>::CE];
+// WM: the warp tile's rows (TC_WM, or GO_TC_TALL_WARP_M for the tall kernels).
+template <typename T, int WM = TC_WM>
+using GoTcAcc = typename GoTcTraits<T>::Acc[WM / GoTcTraits<T>::FM][TC_NFRAG][GoTcTraits<T>::CE];
 
-template <typename T>
-GO_DEV void go_tc_acc_zero(GoTcAcc<T>& acc) {
+template <typename T, int WM = TC_WM>
+GO_DEV void go_tc_acc_zero(GoTcAcc<T, WM>& acc) {
 #pragma unroll
-    for (int i = 0; i < GoTcGeom<T>::MF; ++i)
+    for (int i = 0; i < WM / GoTcTraits<T>::FM; ++i)
 #pragma unroll
         for (int j = 0; j < TC_NFRAG; ++j)
 #pragma unroll
@@ -389,11 +390,11 @@ GO_DEV void go_tc_gather(const GoTcProblem& P, const T* __restrict__ src,
 // TF32 product per term (big*big) instead of 3xTF32. A is staged [m][k] (row stride LD),
 // or [k][m] with AKM (row stride LDKN: the NHWC filter gradient, whose A rows are
 // contiguous along m); B [nn][k], or [k][nn] with BKN.
-template <typename T, bool BKN, bool TF32, bool AKM = false>
+template <typename T, bool BKN, bool TF32, bool AKM = false, int WM = TC_WM>
 GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
                             const typename GoTcTraits<T>::S* bs, int wm, int wn, int lane,
-                            GoTcAcc<T>& acc) {
-    constexpr int BK = GoTcTraits<T>::BK, LD = GoTcGeom<T>::LD, MF = GoTcGeom<T>::MF;
+                            GoTcAcc<T, WM>& acc) {
+    constexpr int BK = GoTcTraits<T>::BK, LD = GoTcGeom<T>::LD, MF = WM / GoTcTraits<T>::FM;
     constexpr int LDKN = GoTcGeom<T>::LDKN;
     const int g = lane / 4, tq = lane % 4;
     if constexpr (sizeof(typename GoTcTraits<T>::S) == 2) {
@@ -405,9 +406,9 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
             for (int i = 0; i < MF; ++i) {
                 if constexpr (AKM)  // [k][m]: matrices (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), ...
                     go_ldmatrix_x4_trans(af[i], as + (ks + lane % 8 + (lane / 16) * 8) * LDKN +
-                                                    wm * TC_WM + i * 16 + ((lane / 8) % 2) * 8);
+                                                    wm * WM + i * 16 + ((lane / 8) % 2) * 8);
                 else
-                    go_ldmatrix_x4(af[i], as + (wm * TC_WM + i * 16 + lane % 16) * LD + ks +
+                    go_ldmatrix_x4(af[i], as + (wm * WM + i * 16 + lane % 16) * LD + ks +
                                               (lane / 16) * 8);
             }
 #pragma unroll
@@ -438,7 +439,7 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
             for (int i = 0; i < MF; ++i)
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
-                    const int m = wm * TC_WM + i * 16 + g + (e % 2) * 8, k = ks + tq + (e / 2) * 4;
+                    const int m = wm * WM + i * 16 + g + (e % 2) * 8, k = ks + tq + (e / 2) * 4;
                     const float v = AKM ? as[k * LDKN + m] : as[m * LD + k];
                     ab[i][e] = go_cvt_tf32(v);
                     if constexpr (!TF32) asm_[i][e] = go_cvt_tf32(v - go_u32_as_f32(ab[i][e]));
@@ -471,7 +472,7 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
             double af[MF], bf[TC_NFRAG];
 #pragma unroll
             for (int i = 0; i < MF; ++i) {
-                const int m = wm * TC_WM + i * 8 + g, k = ks + tq;
+                const int m = wm * WM + i * 8 + g, k = ks + tq;
                 af[i] = AKM ? as[k * LDKN + m] : as[m * LD + k];
             }
 #pragma unroll
@@ -513,11 +514,11 @@ GO_DEV void go_store_pair(S* dst, S a, S b) {
 
 // Epilogue, first half: the warp's accumulators rounded once into the tile Cs [m][nn]
 // (row stride CLD), two adjacent columns a store.
-template <typename T>
-GO_DEV void go_tc_stage_acc(const GoTcAcc<T>& acc, typename GoTcTraits<T>::S* Cs, int wm,
+template <typename T, int WM = TC_WM>
+GO_DEV void go_tc_stage_acc(const GoTcAcc<T, WM>& acc, typename GoTcTraits<T>::S* Cs, int wm,
                             int wn, int lane) {
     typedef GoTcTraits<T> Tr;
-    constexpr int MF = GoTcGeom<T>::MF, CLD = GoTcGeom<T>::CLD;
+    constexpr int MF = WM / Tr::FM, CLD = GoTcGeom<T>::CLD;
     const int g = lane / 4, tq = lane % 4;
 #pragma unroll
     for (int i = 0; i < MF; ++i)
@@ -525,7 +526,7 @@ GO_DEV void go_tc_stage_acc(const GoTcAcc<T>& acc, typename GoTcTraits<T>::S* Cs
         for (int j = 0; j < TC_NFRAG; ++j)
 #pragma unroll
             for (int e = 0; e < Tr::CE; e += 2) {  // e, e + 1: adjacent columns
-                const int row = wm * TC_WM + i * Tr::FM + g + (e >= 2 ? 8 : 0);
+                const int row = wm * WM + i * Tr::FM + g + (e >= 2 ? 8 : 0);
                 const int col = wn * TC_WN + j * 8 + 2 * tq;
                 go_store_pair(Cs + row * CLD + col, go_bits(go_from_acc<T>(acc[i][j][e])),
                               go_bits(go_from_acc<T>(acc[i][j][e + 1])));
@@ -764,11 +765,12 @@ GO_DEV void go_tc_pixel(const GoTcProblem& P, unsigned pix, unsigned* img, unsig
 
 // Which of the lean tiles' copies go through L1 (cp.async.ca) instead of L2 only (cg): bit 0
 // A (the source: a block's taps re-read overlapping pixel rows), bit 1 B (the filter, which
-// every block on an SM reads). A build-time experiment (GRADOPS_NVCC_FLAGS=-DGO_TC_VEC_L1=3):
-// ncu on an H200 (W4 f16 NHWC, 2026-11-27) put L2 throughput at 52%, the highest unit, with
-// an L1 hit rate of 0; not yet timed on a GPU, so the default stays cg.
+// every block on an SM reads). Both by default: on an H200 (2026-11-27, W4 f16 NHWC) ncu put
+// L2 throughput at 52%, the busiest unit, with an L1 hit rate of 0 under cg; through L1 the
+// 16-bit NHWC rows ran 11-17% faster, f32 NHWC 1-6%, the rest within 1% (BENCHMARKS.md).
+// GRADOPS_NVCC_FLAGS=-DGO_TC_VEC_L1=0 builds the cg copies, for comparison.
 #ifndef GO_TC_VEC_L1
-#define GO_TC_VEC_L1 0
+#define GO_TC_VEC_L1 3
 #endif
 template <int BIT>
 GO_DEV void go_tc_vec_copy16(void* dst, const void* src, int src_bytes) {
@@ -778,9 +780,9 @@ GO_DEV void go_tc_vec_copy16(void* dst, const void* src, int src_bytes) {
 
 // One block tile as go_tc_tile's, for parameters where go_tc_vec_params_ok holds: BM pixels
 // (TC_BM, or GO_TC_WIDE_TILE_M for the wide kernels) x TC_BN channels, THREADS threads (one
-// warp per TC_WM x TC_WN warp tile), a STAGES-deep pipeline.
+// warp per WM x TC_WN warp tile), a STAGES-deep pipeline.
 template <typename T, int L, bool BKN, bool TF32, int BM = TC_BM, int THREADS = TC_THREADS,
-          int STAGES = TC_VSTAGES>
+          int STAGES = TC_VSTAGES, int WM = TC_WM>
 GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
                            const T* __restrict__ w, T* __restrict__ out, go_i64 m_base,
                            go_i64 n_base, unsigned char* smem, go_i64* out_base) {
@@ -793,33 +795,39 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     constexpr bool NC = L == GO_LAYOUT_NCHW;
     // NCHW: A elements a thread loads per stage (one pixel, AE consecutive channels).
     constexpr int AE = BM * BK / THREADS;
-    constexpr int NR = NC ? 1 : 2;  // A rows (pixels) per thread
+    // NHWC: A chunks per thread, and of those, consecutive ones of one row (pixel): a whole
+    // row where a thread has KCH chunks or more (one row pointer and mask, the copies at
+    // constant offsets from it: the tall tile), else one chunk of each of NR rows.
+    constexpr int ACH = BM * KCH / THREADS;
+    constexpr int CC = NC ? 1 : (ACH >= KCH ? KCH : 1);
+    constexpr int TPR = KCH / CC;                    // threads per row of a stage
+    constexpr int NR = NC ? 1 : ACH / CC;           // A rows (pixels) per thread
     static_assert(BM * BK == AE * THREADS && AE % VEC == 0, "whole chunks per thread");
-    static_assert(THREADS == 32 * (BM / TC_WM) * (TC_BN / TC_WN), "one warp per warp tile");
+    static_assert(THREADS == 32 * (BM / WM) * (TC_BN / TC_WN), "one warp per warp tile");
     // B chunks per thread per stage (a stage of B is TC_BN x BK either way: 256 chunks).
     constexpr int NB = TC_BN * KCH / THREADS;
     static_assert(NB * THREADS == TC_BN * KCH && (NB == 1 || NB == 2), "whole B chunks");
-    static_assert(NC || BM * KCH == NR * THREADS, "two A chunks per thread (NHWC)");
+    static_assert(NC || BM * KCH == NR * CC * THREADS, "whole A chunks per thread (NHWC)");
     const int t = threadIdx.x, lane = t % 32, warp = t / 32;
-    const int wm = warp % (BM / TC_WM), wn = warp / (BM / TC_WM);
+    const int wm = warp % (BM / WM), wn = warp / (BM / WM);
     S* As = reinterpret_cast<S*>(smem);
     S* Bs = reinterpret_cast<S*>(smem + STAGES * BM * TC_ROW_BYTES);
 
-    // A, NHWC: rows t / KCH and t / KCH + THREADS / KCH, channels (t % KCH) * VEC of
-    // the chunk (16-byte copies); NCHW: row t % BM, channels (t / BM) * AE (AE
+    // A, NHWC: rows t / TPR + r * (THREADS / TPR), channels (t % TPR) * CC * VEC of the
+    // chunk, CC 16-byte copies each; NCHW: row t % BM, channels (t / BM) * AE (AE
     // channel planes, loaded into registers: threads walk pixels, so the loads coalesce).
     // Row pointer at the pixel's own position (a*a_sy, b*a_sx) and the chunk's channel; a
     // tap adds tap_y * a_row + tap_x * a_col + j0 * a_j. Bit i of amask[r]: tap i lands
     // inside. Shared-memory destinations: row 1's are row 0's plus a constant (registers).
     const T* arow[NR];
     unsigned amask[NR];
-    const int akg = NC ? (t / BM) * AE : (t % KCH) * VEC;
-    const int adst = (NC ? t % BM : t / KCH) * LD + akg;
-    constexpr int ADST1 = (THREADS / KCH) * LD;
+    const int akg = NC ? (t / BM) * AE : (t % TPR) * CC * VEC;
+    const int adst = (NC ? t % BM : t / TPR) * LD + akg;
+    constexpr int ADST1 = (THREADS / TPR) * LD;
     const int nty = (int)(P.ntaps / P.ntx), ntx = (int)P.ntx;
 #pragma unroll
     for (int r = 0; r < NR; ++r) {
-        const int m = NC ? t % BM : t / KCH + r * (THREADS / KCH);
+        const int m = NC ? t % BM : t / TPR + r * (THREADS / TPR);
         const go_i64 pix = m_base + m;
         unsigned img = 0, a = 0, b = 0;
         if (pix < P.npix) go_tc_pixel(P, (unsigned)pix, &img, &a, &b);
@@ -860,8 +868,8 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     }
     const int brow1 = (int)(BKN ? (THREADS / (TC_BN / VEC)) * P.b_j
                                 : (THREADS / KCH) * P.b_n);
-    GoTcAcc<T> acc;
-    go_tc_acc_zero<T>(acc);
+    GoTcAcc<T, WM> acc;
+    go_tc_acc_zero<T, WM>(acc);
 
     // The cursor: the current tap's column index ix and first channel j0; the chunk's A and
     // B offsets atap (NHWC: + j0), btap (backprop_input: + j0); bit 0 of amask[r] says
@@ -896,8 +904,10 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
                 const bool in = (amask[r] & 1u) != 0;
                 // Masked out: nothing is read (src-size 0), from an address that exists
                 // (w's, which is live anyway: one pointer fewer to hold).
-                go_tc_vec_copy16<1>(as + adst + r * ADST1, in ? arow[r] + aoff : w,
-                                    in ? 16 : 0);
+#pragma unroll
+                for (int c = 0; c < CC; ++c)
+                    go_tc_vec_copy16<1>(as + adst + r * ADST1 + c * VEC,
+                                        in ? arow[r] + aoff + c * VEC : w, in ? 16 : 0);
             }
         }
 #pragma unroll
@@ -959,7 +969,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
             advance();
         }
         go_cp_async_commit();
-        go_tc_stage_mma<T, BKN, TF32>(As + s_read * BM * LD, Bs + s_read * TC_BN * LD, wm,
+        go_tc_stage_mma<T, BKN, TF32, false, WM>(As + s_read * BM * LD, Bs + s_read * TC_BN * LD, wm,
                                       wn, lane, acc);
         s_read = s_read + 1 == STAGES ? 0 : s_read + 1;
         s_load = s_load + 1 == STAGES ? 0 : s_load + 1;
@@ -983,7 +993,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         out_base[m] = o;
     }
     S* Cs = reinterpret_cast<S*>(smem);
-    go_tc_stage_acc<T>(acc, Cs, wm, wn, lane);
+    go_tc_stage_acc<T, WM>(acc, Cs, wm, wn, lane);
     __syncthreads();
     const bool ovec = !NC && P.nlen % VEC == 0 && P.o_col % VEC == 0 && P.o_off % VEC == 0 &&
                       reinterpret_cast<uintptr_t>(out) % 16 == 0;
@@ -1000,14 +1010,19 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     __syncthreads();  // the next tile's prologue overwrites Cs and out_base
 }
 
-// The tile kinds conv2d_tc_layout runs: the general go_tc_tile, the lean go_tc_tile_vec, and
-// the lean tile GO_TC_WIDE_TILE_M pixels high on GO_TC_WIDE_THREADS threads (8 warps, 3
-// stages: the wide kernels).
-enum GoTcTileKind { GO_TC_GENERAL = 0, GO_TC_LEAN = 1, GO_TC_WIDE = 2 };
+// The tile kinds conv2d_tc_layout runs: the general go_tc_tile, the lean go_tc_tile_vec, the
+// lean tile GO_TC_WIDE_TILE_M pixels high on GO_TC_WIDE_THREADS threads (8 warps, 3 stages:
+// the wide kernels), and the lean tile GO_TC_TALL_TILE_M pixels high on 4 warps of
+// GO_TC_TALL_WARP_M x TC_WN (3 stages, which fit the 48 KB of static shared memory: the tall
+// kernels).
+enum GoTcTileKind { GO_TC_GENERAL = 0, GO_TC_LEAN = 1, GO_TC_WIDE = 2, GO_TC_TALL = 3 };
 template <int KIND> struct GoTcTileShape {
-    static constexpr int BM = KIND == GO_TC_WIDE ? GO_TC_WIDE_TILE_M : TC_BM;
+    static constexpr int BM = KIND == GO_TC_WIDE   ? GO_TC_WIDE_TILE_M
+                              : KIND == GO_TC_TALL ? GO_TC_TALL_TILE_M
+                                                   : TC_BM;
     static constexpr int THREADS = KIND == GO_TC_WIDE ? GO_TC_WIDE_THREADS : TC_THREADS;
-    static constexpr int STAGES = KIND == GO_TC_WIDE ? 3 : TC_VSTAGES;
+    static constexpr int STAGES = KIND == GO_TC_WIDE || KIND == GO_TC_TALL ? 3 : TC_VSTAGES;
+    static constexpr int WM = KIND == GO_TC_TALL ? GO_TC_TALL_WARP_M : TC_WM;
 };
 
 // Grid: x strides over pixel tiles, y over groups x channel tiles, z over stride phases
@@ -1034,7 +1049,7 @@ GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64*
             const go_i64 mtiles = (Ps->npix + Sh::BM - 1) / Sh::BM;
             for (go_i64 mt = blockIdx.x; mt < mtiles; mt += gridDim.x) {
                 if constexpr (KIND != GO_TC_GENERAL)
-                    go_tc_tile_vec<T, L, BKN, TF32, Sh::BM, Sh::THREADS, Sh::STAGES>(
+                    go_tc_tile_vec<T, L, BKN, TF32, Sh::BM, Sh::THREADS, Sh::STAGES, Sh::WM>(
                         *Ps, src, w, out, mt * Sh::BM, n_base, smem, out_base);
                 else
                     go_tc_tile<T, L, BKN, TF32, FWD || GoTcTraits<T>::STAGED_BACKPROP>(
@@ -1126,6 +1141,9 @@ GO_TC_VEC_BODY(conv2d_forward_tc_vec_nchw_body, true, GO_LAYOUT_NCHW, GO_TC_LEAN
 // The wide kernel (backprop_input, 16-bit types, NHWC): GO_TC_WIDE_TILE_M x TC_BN tiles on
 // 8 warps. (The forward's twin spilled on sm_120 at two blocks per SM: not built.)
 GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_wide_body, false, GO_LAYOUT_NHWC, GO_TC_WIDE)
+// The tall kernel (backprop_input, 16-bit types, NHWC): GO_TC_TALL_TILE_M x TC_BN tiles on
+// 4 warps of GO_TC_TALL_WARP_M x TC_WN.
+GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_tall_body, false, GO_LAYOUT_NHWC, GO_TC_TALL)
 #undef GO_TC_VEC_BODY
 template <typename T>
 GO_DEV void conv2d_backprop_input_tc_body(const GoConvParams& p) {
@@ -1158,12 +1176,15 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 #else  // sm_80's ptxas spills the wide backprop_input at 128 registers
 #define GO_TC_BOUNDS_WIDE __launch_bounds__(GO_TC_WIDE_THREADS, 1)
 #endif
+// The tall kernel: 64 accumulators a thread, three blocks per SM (168 registers).
+#define GO_TC_BOUNDS_TALL __launch_bounds__(GO_TC_BLOCK_THREADS, 3)
 #else
 #define GO_TC_BOUNDS_4
 #define GO_TC_BOUNDS_3_90
 #define GO_TC_BOUNDS_3
 #define GO_TC_BOUNDS_2
 #define GO_TC_BOUNDS_WIDE
+#define GO_TC_BOUNDS_TALL
 #endif
 // Every element type (the emulator's list is GO_DTYPES), 16-bit ones with bounds B16, f32
 // with B32, f64 with B64.
@@ -1196,6 +1217,11 @@ GO_TC_INSTANTIATE(conv2d_forward_tc_vec_nchw, conv2d_forward_tc_vec_nchw_body, G
     GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_WIDE, f16, __half) \
     GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_WIDE, bf16, __nv_bfloat16)
 GO_TC_WIDE_INSTANTIATE(conv2d_backprop_input_tc_vec_wide, conv2d_backprop_input_tc_vec_wide_body)
+// The tall kernel, 16-bit types only (as the wide one).
+#define GO_TC_TALL_INSTANTIATE(NAME, BODY)                                        \
+    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_TALL, f16, __half) \
+    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_TALL, bf16, __nv_bfloat16)
+GO_TC_TALL_INSTANTIATE(conv2d_backprop_input_tc_vec_tall, conv2d_backprop_input_tc_vec_tall_body)
 
 // ---------------------------------------------------------------------------------------
 // conv2d_backprop_filter_partial_tc: the filter gradient's split-K partial sums (same

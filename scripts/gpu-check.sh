@@ -93,17 +93,18 @@ if [[ "$MODE" == prebuild ]]; then
     m="$(basename "$ptx" .compute_90.ptx)"
     "$ptxas" -arch=sm_90 "$ptx" -o "target/gpu-bundle/$m.sm_90.cubin" || FAILED=1
   done
-  # The build-time experiment GO_TC_VEC_L1=3 (kernels/conv_tc.cuh: the lean conv tiles'
-  # copies through L1), as gradops-l1 and cuda_ops-l1 beside the default build, for a
-  # same-run comparison (scripts/gpu-session.sh, step experiments). L1_VARIANT=0 skips it.
+  # The build-time comparison GO_TC_VEC_L1=0 (kernels/conv_tc.cuh: the lean conv tiles'
+  # copies through L2 only, cp.async.cg; the default, 3, goes through L1), as gradops-cg and
+  # cuda_ops-cg beside the default build, for a same-run comparison (scripts/gpu-session.sh,
+  # step experiments). Off unless CG_VARIANT=1 (it doubles the build).
   variants=()
-  if [[ "${L1_VARIANT:-1}" == 1 ]]; then
-    if CARGO_TARGET_DIR=target/l1-variant GRADOPS_NVCC_FLAGS=-DGO_TC_VEC_L1=3 \
-        step build_l1 cargo build --release -p gradops-cli; then
-      cp target/l1-variant/release/gradops target/gpu-bundle/gradops-l1
-      exe="$(CARGO_TARGET_DIR=target/l1-variant GRADOPS_NVCC_FLAGS=-DGO_TC_VEC_L1=3 test_exe cuda_ops)"
-      [[ -n "$exe" ]] && cp "$exe" target/gpu-bundle/cuda_ops-l1
-      variants=(gradops-l1 cuda_ops-l1)
+  if [[ "${CG_VARIANT:-0}" == 1 ]]; then
+    if CARGO_TARGET_DIR=target/cg-variant GRADOPS_NVCC_FLAGS=-DGO_TC_VEC_L1=0 \
+        step build_cg cargo build --release -p gradops-cli; then
+      cp target/cg-variant/release/gradops target/gpu-bundle/gradops-cg
+      exe="$(CARGO_TARGET_DIR=target/cg-variant GRADOPS_NVCC_FLAGS=-DGO_TC_VEC_L1=0 test_exe cuda_ops)"
+      [[ -n "$exe" ]] && cp "$exe" target/gpu-bundle/cuda_ops-cg
+      variants=(gradops-cg cuda_ops-cg)
     else
       FAILED=1
     fi

@@ -2482,7 +2482,8 @@ const TF32_TOL: f64 = 2e-3;
 /// integer data, within the dtype's tolerance on random data. Every case also runs on a
 /// tiny grid and once more on the natural one: all three results bitwise identical
 /// (deterministic, and independent of the grid). Where the host's rule picks the lean
-/// kernels (`_vec`, `_vec_nchw`, and for 16-bit NHWC backprop_input the wide `_vec_wide`),
+/// kernels (`_vec`, `_vec_nchw`, and for 16-bit NHWC backprop_input the wide `_vec_wide`
+/// and the tall `_vec_tall`),
 /// they run on both grids too and must give the general kernel's bits.
 #[test]
 fn emulated_conv2d_tensor_core() {
@@ -2593,6 +2594,7 @@ fn emulated_conv2d_tensor_core() {
         "conv2d_forward_tc_vec_nchw",
         "conv2d_backprop_input_tc_vec_nchw",
         "conv2d_backprop_input_tc_vec_wide",
+        "conv2d_backprop_input_tc_vec_tall",
     ] {
         for dt in [Dt::F16, Dt::BF16] {
             let name = format!("{f}_{}", dt.suffix());
@@ -2867,22 +2869,28 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                     l.grid
                 );
             }
-            // The wide twin (backprop_input, 16-bit NHWC): 128-pixel tiles on 8 warps, the
-            // same warp tiles.
+            // The wide and tall twins (backprop_input, 16-bit NHWC): 128-pixel tiles on 8
+            // warps of the same warp tiles, or on 4 warps of 64 x 32.
             if !forward && layout == NHWC && dt.size() == 2 {
-                let wide_kernel = format!("{name}_vec_wide_{}", dt.suffix());
-                let wide = launch::conv_tc_wide(&p, forward).expect("the wide launch");
-                let wide_tiny = launch::Launch {
-                    grid: (1, wide.grid.1.min(2), wide.grid.2.min(2)),
-                    block: wide.block,
-                };
-                for l in [wide, wide_tiny] {
-                    let r = run_kernel(&wide_kernel, l, &as_bytes(&p), &bufs);
-                    assert!(
-                        r[out_at] == outs[0],
-                        "{what}: {wide_kernel} (grid {:?}) differs from {kernel}",
-                        l.grid
-                    );
+                let twins: [(&str, fn(&GoConvParams, bool) -> Option<launch::Launch>); 2] = [
+                    ("wide", launch::conv_tc_wide),
+                    ("tall", launch::conv_tc_tall),
+                ];
+                for (kind, plan) in twins {
+                    let twin_kernel = format!("{name}_vec_{kind}_{}", dt.suffix());
+                    let twin = plan(&p, forward).expect("the twin's launch");
+                    let twin_tiny = launch::Launch {
+                        grid: (1, twin.grid.1.min(2), twin.grid.2.min(2)),
+                        block: twin.block,
+                    };
+                    for l in [twin, twin_tiny] {
+                        let r = run_kernel(&twin_kernel, l, &as_bytes(&p), &bufs);
+                        assert!(
+                            r[out_at] == outs[0],
+                            "{what}: {twin_kernel} (grid {:?}) differs from {kernel}",
+                            l.grid
+                        );
+                    }
                 }
             }
         }

@@ -57,6 +57,8 @@ const TC_OPS: &[&str] = &[
 ];
 /// The wide lean kernel (f16 and bf16 only), in the compute_80+ images only.
 const WIDE_OPS: &[&str] = &["conv2d_backprop_input_tc_vec_wide"];
+/// The tall lean kernel (f16 and bf16 only, GO_TC_BLOCK_THREADS threads), likewise.
+const TALL_OPS: &[&str] = &["conv2d_backprop_input_tc_vec_tall"];
 /// Their element types and threads per block (GO_TC_WIDE_THREADS).
 const WIDE_DTYPES: [&str; 2] = ["f16", "bf16"];
 const WIDE_THREADS: u32 = 256;
@@ -256,7 +258,7 @@ fn ptx_isa_and_kernel_names() {
                     assert_eq!(ptx.contains(&entry), want, "{image}: {op}_{d}");
                 }
             }
-            for op in WIDE_OPS {
+            for op in WIDE_OPS.iter().chain(TALL_OPS) {
                 for d in DTYPES {
                     let entry = format!(".entry {op}_{d}(");
                     let want = *arch >= TC_MIN_ARCH && WIDE_DTYPES.contains(&d);
@@ -371,7 +373,7 @@ fn ptxas_every_image_no_spills() {
     // The tensor-core kernels: absent from pre-sm_80 images; no spills or stack; enough
     // blocks per SM by registers on each target: two for TC_OPS (their static shared memory,
     // 31-35 KB, allows more on every sm_80+ part); the wide kernel two on sm_90+ and one on
-    // sm_80 (its launch bounds there: at two its ptxas spills).
+    // sm_80 (its launch bounds there: at two its ptxas spills); the tall kernel three.
     let tc_kinds = [
         TcKind {
             ops: TC_OPS,
@@ -384,6 +386,12 @@ fn ptxas_every_image_no_spills() {
             dtypes: &WIDE_DTYPES,
             threads: WIDE_THREADS,
             want_blocks: |target| if target >= 90 { 2 } else { 1 },
+        },
+        TcKind {
+            ops: TALL_OPS,
+            dtypes: &WIDE_DTYPES,
+            threads: TC_THREADS,
+            want_blocks: |_| 3,
         },
     ];
     for TcKind {

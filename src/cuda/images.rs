@@ -7,6 +7,7 @@
 //! 12.0, through the driver's JIT) compute_90. A device older than every image (sm_70 and
 //! older with the default set) is `CudaUnavailable`.
 
+use super::launch::ConvTcGrid;
 use super::ptx::{build_info, image, PtxImage};
 use crate::{Error, F32Precision, Result};
 
@@ -155,38 +156,65 @@ pub fn conv_tensor_cores_for_all_dtypes() -> bool {
     })
 }
 
-/// Environment variable for the block tile of the lean tensor-core conv kernels: `wide`
-/// (case-insensitive, surrounding whitespace ignored) runs f16 and bf16 NHWC
-/// `conv2d_backprop_input` calls on the wide kernel (`conv2d_backprop_input_tc_vec_wide_*`:
-/// 128-pixel tiles on 8 warps instead of 64 on 4, the same warp tiles, so the same results
-/// bit for bit); unset or any other value, the 64-pixel lean kernels (as measured in
-/// BENCHMARKS.md). An experiment for the next GPU run, not yet timed. Read once per process.
+/// Environment variable for the block tile of 16-bit NHWC `conv2d_backprop_input` calls on the
+/// lean tensor-core kernels ([`ConvTcTile`]): `lean` or `tall` (case-insensitive, surrounding
+/// whitespace ignored) picks that tile; unset or any other value, the wide one. Every tile
+/// gives the same results bit for bit (the same warp-level arithmetic in the same order).
+/// Read once per process.
 pub const CONV_TC_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_TILE";
 
-/// Whether 16-bit NHWC lean backprop_input calls run the wide kernel ([`CONV_TC_TILE_ENV`] is `wide`;
-/// read on first use).
-pub fn conv_tc_wide_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| {
-        std::env::var(CONV_TC_TILE_ENV).is_ok_and(|v| v.trim().eq_ignore_ascii_case("wide"))
-    })
+/// The block tile of 16-bit NHWC `conv2d_backprop_input` calls on the lean tensor-core
+/// kernels ([`CONV_TC_TILE_ENV`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConvTcTile {
+    /// `conv2d_backprop_input_tc_vec_wide_*` (the default): 128-pixel tiles on 8 warps of
+    /// 32 x 32; half the filter traffic per pixel of the lean tile, 1-4% faster on an H200
+    /// (BENCHMARKS.md).
+    Wide,
+    /// `conv2d_backprop_input_tc_vec_*`: 64-pixel tiles on 4 warps of 32 x 32.
+    Lean,
+    /// `conv2d_backprop_input_tc_vec_tall_*`: 128-pixel tiles on 4 warps of 64 x 32 (fewer
+    /// fragment loads, barriers and cursor steps per mma, three blocks per SM). An
+    /// experiment, not yet timed on a GPU.
+    Tall,
 }
 
-/// Environment variable for the grid of the lean tensor-core conv kernels: `wave`
-/// (case-insensitive, surrounding whitespace ignored) launches one wave of resident blocks
-/// (the device's SMs times the kernel's blocks per SM), each running several pixel tiles
-/// (the same results: each tile is computed the same way by whichever block runs it); unset
-/// or any other value, one block per tile (as measured in BENCHMARKS.md). An experiment for
-/// the next GPU run, not yet timed. Read once per process.
+/// The 16-bit NHWC backprop_input tile ([`CONV_TC_TILE_ENV`], read on first use).
+pub fn conv_tc_tile() -> ConvTcTile {
+    static T: std::sync::OnceLock<ConvTcTile> = std::sync::OnceLock::new();
+    *T.get_or_init(|| conv_tc_tile_from_env(std::env::var(CONV_TC_TILE_ENV).ok().as_deref()))
+}
+
+/// [`CONV_TC_TILE_ENV`]'s reading.
+fn conv_tc_tile_from_env(v: Option<&str>) -> ConvTcTile {
+    match v.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+        Some("lean") => ConvTcTile::Lean,
+        Some("tall") => ConvTcTile::Tall,
+        _ => ConvTcTile::Wide,
+    }
+}
+
+/// Environment variable for the grid of the lean tensor-core conv kernels: `wave` launches
+/// one wave of resident blocks (the device's SMs times the kernel's blocks per SM), each
+/// running several pixel tiles, for every call; `tiles` launches one block per tile for
+/// every call (values case-insensitive, surrounding whitespace ignored); unset or any other
+/// value, [`ConvTcGrid::Auto`]. Either way the same results: each tile is computed the same
+/// way by whichever block runs it. Read once per process.
 pub const CONV_TC_GRID_ENV: &str = "GRADOPS_CUDA_CONV_TC_GRID";
 
-/// Whether the lean tensor-core conv kernels launch one wave of blocks ([`CONV_TC_GRID_ENV`]
-/// is `wave`; read on first use).
-pub fn conv_tc_one_wave() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| {
-        std::env::var(CONV_TC_GRID_ENV).is_ok_and(|v| v.trim().eq_ignore_ascii_case("wave"))
-    })
+/// The lean kernels' grid choice ([`CONV_TC_GRID_ENV`], read on first use).
+pub fn conv_tc_grid() -> ConvTcGrid {
+    static G: std::sync::OnceLock<ConvTcGrid> = std::sync::OnceLock::new();
+    *G.get_or_init(|| conv_tc_grid_from_env(std::env::var(CONV_TC_GRID_ENV).ok().as_deref()))
+}
+
+/// [`CONV_TC_GRID_ENV`]'s reading.
+fn conv_tc_grid_from_env(v: Option<&str>) -> ConvTcGrid {
+    match v.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+        Some("wave") => ConvTcGrid::Wave,
+        Some("tiles") => ConvTcGrid::Tiles,
+        _ => ConvTcGrid::Auto,
+    }
 }
 
 /// Environment variable for the lean tensor-core conv kernels (`conv2d_forward_tc_vec_*`,
@@ -313,6 +341,19 @@ mod tests {
     use super::*;
 
     const DEFAULT: &[u32] = &[75, 80, 90];
+
+    #[test]
+    fn lean_conv_tile_and_grid_env_readings() {
+        assert_eq!(conv_tc_tile_from_env(None), ConvTcTile::Wide);
+        assert_eq!(conv_tc_tile_from_env(Some("wide")), ConvTcTile::Wide);
+        assert_eq!(conv_tc_tile_from_env(Some("")), ConvTcTile::Wide);
+        assert_eq!(conv_tc_tile_from_env(Some(" Lean ")), ConvTcTile::Lean);
+        assert_eq!(conv_tc_tile_from_env(Some("TALL")), ConvTcTile::Tall);
+        assert_eq!(conv_tc_grid_from_env(None), ConvTcGrid::Auto);
+        assert_eq!(conv_tc_grid_from_env(Some("auto")), ConvTcGrid::Auto);
+        assert_eq!(conv_tc_grid_from_env(Some(" WAVE")), ConvTcGrid::Wave);
+        assert_eq!(conv_tc_grid_from_env(Some("tiles ")), ConvTcGrid::Tiles);
+    }
 
     #[test]
     fn highest_image_not_newer_than_the_device() {
@@ -497,8 +538,11 @@ mod tests {
                     );
                 }
             }
-            // The wide lean kernel: f16 and bf16 only.
-            for k in ["conv2d_backprop_input_tc_vec_wide"] {
+            // The wide and tall lean kernels: f16 and bf16 only.
+            for k in [
+                "conv2d_backprop_input_tc_vec_wide",
+                "conv2d_backprop_input_tc_vec_tall",
+            ] {
                 for d in crate::DType::ALL {
                     let entry = format!(".entry {k}_{}(", d.name());
                     let want = arch >= CONV_TENSOR_CORE_ARCH && d.size() == 2;

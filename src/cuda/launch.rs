@@ -6,8 +6,8 @@ use super::params::{
     GoConvFilterParams, GoConvParams, GoPoolParams, GoResizeParams, GO_BLOCK_THREADS,
     GO_CONV_FILTER_TILE_K, GO_CONV_FILTER_TILE_M, GO_CONV_FILTER_TILE_N, GO_CONV_TILE_C,
     GO_CONV_TILE_P, GO_FILTER_HWIO, GO_LAYOUT_NCHW, GO_LAYOUT_NHWC, GO_POOL_TILE_SMEM,
-    GO_RESIZE_TILE_SMEM, GO_TC_BLOCK_THREADS, GO_TC_TILE_M, GO_TC_TILE_N, GO_TC_WIDE_THREADS,
-    GO_TC_WIDE_TILE_M,
+    GO_RESIZE_TILE_SMEM, GO_TC_BLOCK_THREADS, GO_TC_TALL_TILE_M, GO_TC_TILE_M, GO_TC_TILE_N,
+    GO_TC_WIDE_THREADS, GO_TC_WIDE_TILE_M,
 };
 
 /// Threads per block for every kernel but the tensor-core ones (`GO_TC_BLOCK_THREADS`)
@@ -455,6 +455,13 @@ pub fn conv_tc_wide(p: &GoConvParams, forward: bool) -> Option<Launch> {
     conv_tc_tiled(p, forward, (GO_TC_WIDE_TILE_M, GO_TC_WIDE_THREADS))
 }
 
+/// The tall lean kernel `conv2d_backprop_input_tc_vec_tall_*` (`forward` false; the
+/// parameter keeps [`conv_tc`]'s shape): as [`conv_tc`] with `GO_TC_TALL_TILE_M`-pixel tiles
+/// on `GO_TC_BLOCK_THREADS` threads.
+pub fn conv_tc_tall(p: &GoConvParams, forward: bool) -> Option<Launch> {
+    conv_tc_tiled(p, forward, (GO_TC_TALL_TILE_M, GO_TC_BLOCK_THREADS))
+}
+
 fn conv_tc_tiled(p: &GoConvParams, forward: bool, (tile_m, threads): (u32, u32)) -> Option<Launch> {
     let groups = nonneg(p.groups).max(1);
     let (pix, nlen, phases) = if forward {
@@ -487,6 +494,43 @@ pub fn one_wave(l: Launch, resident: u64) -> Launch {
     Launch {
         grid: (cap(u64::from(x).min(cap_x), MAX_GRID_X), y, z),
         ..l
+    }
+}
+
+/// The grid of the lean tensor-core conv kernels (`GRADOPS_CUDA_CONV_TC_GRID`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConvTcGrid {
+    /// One wave of blocks where the launch has one stride phase (every forward call,
+    /// stride-1 backprop_input), one block per tile elsewhere. A block of the wave runs the
+    /// tiles of its own phase, and phases differ in taps (W5: 4, 2, 2, 1), so a one-wave
+    /// grid over several phases leaves the light phases' SMs idle while the heavy ones finish
+    /// (an H200, 2026-11-27: W5 f32 12-16% slower), where one block per tile lets the
+    /// hardware balance them; with one phase the wave saves each tile's problem setup (W4
+    /// 5-16% faster; BENCHMARKS.md).
+    Auto,
+    /// One block per tile.
+    Tiles,
+    /// One wave of resident blocks.
+    Wave,
+}
+
+/// The lean tensor-core kernels' launch `l` under the grid choice `grid`, `resident` the
+/// blocks the device runs at once: [`one_wave`] for `Wave`, and for `Auto` where the launch
+/// has one stride phase (grid.z 1); `l` itself otherwise.
+pub fn lean_grid(l: Launch, resident: u64, grid: ConvTcGrid) -> Launch {
+    if lean_grid_is_wave(&l, grid) {
+        one_wave(l, resident)
+    } else {
+        l
+    }
+}
+
+/// Whether [`lean_grid`] caps `l` to one wave.
+pub fn lean_grid_is_wave(l: &Launch, grid: ConvTcGrid) -> bool {
+    match grid {
+        ConvTcGrid::Wave => true,
+        ConvTcGrid::Auto => l.grid.2 == 1,
+        ConvTcGrid::Tiles => false,
     }
 }
 
@@ -684,8 +728,7 @@ mod tests {
         }
     }
 
-    /// The wave grid caps grid.x only, to the resident blocks over grid.y x grid.z, at least
-    /// one.
+    /// The wide and the tall tiles (128 pixels) halve grid.x; the wide one on 8 warps.
     #[test]
     fn wide_tiles_halve_grid_x() {
         let p = w4(64, 64, 1);
@@ -697,8 +740,12 @@ mod tests {
         assert_eq!((w.grid.1, w.grid.2), (l.grid.1, l.grid.2));
         assert_eq!(w.block, (GO_TC_WIDE_THREADS, 1, 1));
         assert_eq!(l.block, (GO_TC_BLOCK_THREADS, 1, 1));
+        let t = conv_tc_tall(&p, false).unwrap();
+        assert_eq!((t.grid, t.block), (w.grid, l.block));
     }
 
+    /// The wave grid caps grid.x only, to the resident blocks over grid.y x grid.z, at least
+    /// one.
     #[test]
     fn one_wave_caps_x_only() {
         let l = Launch {
@@ -716,6 +763,34 @@ mod tests {
         };
         assert_eq!(one_wave(wide, 528).grid, (1, 600, 1));
         assert_eq!(one_wave(l, 0).grid, (1, 1, 4));
+    }
+
+    /// Auto: one wave for one stride phase, one block per tile for several; the overrides
+    /// apply to both.
+    #[test]
+    fn lean_grid_waves_one_phase_only_by_default() {
+        let phases = |z| Launch {
+            grid: (1568, 1, z),
+            block: (128, 1, 1),
+        };
+        assert_eq!(
+            lean_grid(phases(1), 528, ConvTcGrid::Auto).grid,
+            (528, 1, 1)
+        );
+        assert_eq!(
+            lean_grid(phases(4), 528, ConvTcGrid::Auto).grid,
+            (1568, 1, 4)
+        );
+        assert_eq!(
+            lean_grid(phases(4), 528, ConvTcGrid::Wave).grid,
+            (132, 1, 4)
+        );
+        assert_eq!(
+            lean_grid(phases(1), 528, ConvTcGrid::Tiles).grid,
+            (1568, 1, 1)
+        );
+        assert!(lean_grid_is_wave(&phases(1), ConvTcGrid::Auto));
+        assert!(!lean_grid_is_wave(&phases(2), ConvTcGrid::Auto));
     }
 
     /// Only the stride phases with pixels are launched: a stride past the image gives

@@ -49,13 +49,13 @@ mod tensor;
 pub mod host;
 
 pub use images::{
-    arch_for, conv_tc_one_wave, conv_tc_vec_enabled, conv_tc_wide_enabled, conv_tensor_core_choice,
+    arch_for, conv_tc_grid, conv_tc_tile, conv_tc_vec_enabled, conv_tensor_core_choice,
     conv_tensor_core_policy, conv_tensor_cores_for_all_dtypes, conv_uses_tensor_cores, image_for,
-    kernel_variant, op_kernels, op_kernels_for, pick_arch, selected_image, OpKernel,
+    kernel_variant, op_kernels, op_kernels_for, pick_arch, selected_image, ConvTcTile, OpKernel,
     CONV_TC_GRID_ENV, CONV_TC_TILE_ENV, CONV_TC_VEC_ENV, CONV_TENSOR_CORE_ARCH,
     CONV_TENSOR_CORE_ENV, CONV_TENSOR_CORE_NOTE, OP_KERNELS, TILED_FALLBACK_NOTE,
 };
-pub use launch::PoolKernel;
+pub use launch::{ConvTcGrid, PoolKernel};
 pub use ops::{
     conv2d, conv2d_backprop_filter, conv2d_backprop_filter_into, conv2d_backprop_input,
     conv2d_backprop_input_into, conv2d_into, conv_kernel, conv_kernel_for, max_pool, max_pool_grad,

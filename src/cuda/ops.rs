@@ -10,8 +10,8 @@ use cudarc::driver::{
 };
 
 use super::images::{
-    conv_tc_one_wave, conv_tc_vec_enabled, conv_tc_wide_enabled, conv_tensor_core_choice,
-    conv_tensor_cores_for_all_dtypes,
+    conv_tc_grid, conv_tc_tile, conv_tc_vec_enabled, conv_tensor_core_choice,
+    conv_tensor_cores_for_all_dtypes, ConvTcTile,
 };
 use super::launch::{self, Launch};
 use super::params::{
@@ -712,7 +712,8 @@ pub fn conv_kernel_for<T: Element>(
 /// The tensor-core kernel family a call with parameters `p` launches: the lean `_vec` (NHWC)
 /// and `_vec_nchw` kernels where [`launch::conv_tc_vec_eligible`] holds and the source and filter
 /// addresses are 16-byte aligned (unless `GRADOPS_CUDA_CONV_TC_VEC=off`; 16-bit NHWC backprop_input calls
-/// the `_vec_wide` one with `GRADOPS_CUDA_CONV_TC_TILE=wide`), else the general ones.
+/// the `_vec_wide` one, or the tile `GRADOPS_CUDA_CONV_TC_TILE` names: [`ConvTcTile`]), else the
+/// general ones.
 fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize) -> &'static str {
     let src = if forward { p.x } else { p.y };
     let vec = conv_tc_vec_enabled()
@@ -720,11 +721,16 @@ fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize) -> &'stati
         && src.is_multiple_of(16)
         && p.w.is_multiple_of(16);
     let nchw = p.layout == GO_LAYOUT_NCHW as i32;
-    let wide = vec && !forward && !nchw && elem_bytes == 2 && conv_tc_wide_enabled();
-    match (forward, vec, nchw, wide) {
+    let tile = if vec && !forward && !nchw && elem_bytes == 2 {
+        conv_tc_tile()
+    } else {
+        ConvTcTile::Lean
+    };
+    match (forward, vec, nchw, tile) {
         (false, false, _, _) => "conv2d_backprop_input_tc",
-        (false, true, false, false) => "conv2d_backprop_input_tc_vec",
-        (false, true, false, true) => "conv2d_backprop_input_tc_vec_wide",
+        (false, true, false, ConvTcTile::Lean) => "conv2d_backprop_input_tc_vec",
+        (false, true, false, ConvTcTile::Wide) => "conv2d_backprop_input_tc_vec_wide",
+        (false, true, false, ConvTcTile::Tall) => "conv2d_backprop_input_tc_vec_tall",
         (false, true, true, _) => "conv2d_backprop_input_tc_vec_nchw",
         (true, false, _, _) => "conv2d_forward_tc",
         (true, true, false, _) => "conv2d_forward_tc_vec",
@@ -736,25 +742,28 @@ fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize) -> &'stati
 fn conv_tc_launch(p: &GoConvParams, forward: bool, family: &str) -> Option<Launch> {
     if family.ends_with("_wide") {
         launch::conv_tc_wide(p, forward)
+    } else if family.ends_with("_tall") {
+        launch::conv_tc_tall(p, forward)
     } else {
         launch::conv_tc(p, forward)
     }
 }
 
-/// The launch of conv kernel `kernel` (function `f`, planned as `l`): one wave of resident
-/// blocks for the lean tensor-core kernels where [`conv_tc_one_wave`] asks for it (they
-/// grid-stride along x), else `l`.
+/// The launch of conv kernel `kernel` (function `f`, planned as `l`): for the lean
+/// tensor-core kernels (they grid-stride along x), [`launch::lean_grid`] under
+/// [`conv_tc_grid`]'s choice; else `l`.
 fn conv_tc_vec_grid(
     stream: &Arc<CudaStream>,
     op: &'static str,
     kernel: &str,
     (f, l): (&CudaFunction, Launch),
 ) -> Result<Launch> {
-    if !(conv_tc_one_wave() && kernel.contains("_tc_vec")) {
+    let grid = conv_tc_grid();
+    if !kernel.contains("_tc_vec") || !launch::lean_grid_is_wave(&l, grid) {
         return Ok(l);
     }
     let resident = resident_blocks(stream, op, (f, l.block.0))?;
-    Ok(launch::one_wave(l, resident))
+    Ok(launch::lean_grid(l, resident, grid))
 }
 
 /// The filter gradient's partial-sum kernel family: the FFMA one, or the tensor-core one of

@@ -461,19 +461,30 @@ fn bench_cuda_typed<T: Element>(
                 .to_string(),
         );
     }
-    if gradops::cuda::conv_tc_wide_enabled() {
-        notes.push(format!(
-            "{}=wide: f16/bf16 NHWC conv2d_backprop_input ran the wide lean kernel \
-             (128-pixel tiles on 8 warps)",
-            gradops::cuda::CONV_TC_TILE_ENV
-        ));
+    match gradops::cuda::conv_tc_tile() {
+        gradops::cuda::ConvTcTile::Wide => {}
+        t => notes.push(format!(
+            "{}: f16/bf16 NHWC conv2d_backprop_input ran the {} lean kernel, not the wide one \
+             (128-pixel tiles on 8 warps of 32 x 32)",
+            gradops::cuda::CONV_TC_TILE_ENV,
+            if t == gradops::cuda::ConvTcTile::Tall {
+                "tall (128-pixel tiles on 4 warps of 64 x 32)"
+            } else {
+                "64-pixel"
+            }
+        )),
     }
-    if gradops::cuda::conv_tc_one_wave() {
-        notes.push(format!(
-            "{}=wave: the lean tensor-core conv kernels (_tc_vec) ran one wave of resident \
-             blocks, several pixel tiles each",
-            gradops::cuda::CONV_TC_GRID_ENV
-        ));
+    match gradops::cuda::conv_tc_grid() {
+        gradops::cuda::ConvTcGrid::Auto => {}
+        g => notes.push(format!(
+            "{}: the lean tensor-core conv kernels (_tc_vec) ran {} for every call",
+            gradops::cuda::CONV_TC_GRID_ENV,
+            if g == gradops::cuda::ConvTcGrid::Wave {
+                "one wave of resident blocks, several pixel tiles each"
+            } else {
+                "one block per pixel tile"
+            }
+        )),
     }
     let limit_source = format!(
         "device-to-device copy (memcpy_dtod) of {} MiB timed with CUDA events, bytes read + \
