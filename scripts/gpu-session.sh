@@ -17,7 +17,7 @@
 # (GRADOPS_CUDA_CONV_TC_VEC=off); PROP_CASES / PROP_LIMIT size the property tests;
 # SAN_FILTER picks the cuda_ops tests the sanitizers run (default all). The experiments step
 # times the lean conv kernels' overrides against the default in turn
-# (GRADOPS_CUDA_CONV_TC_GRID=wave and =tiles, GRADOPS_CUDA_CONV_TC_TILE=lean; gradops-cg,
+# (GRADOPS_CUDA_CONV_TC_GRID=wave and =tiles, GRADOPS_CUDA_CONV_TC_TILE=lean and =tall; gradops-cg,
 # built with GO_TC_VEC_L1=0 by a prebuild with CG_VARIANT=1) on EXP_DTYPES (default
 # f16,f32) and checks them with the cuda_ops conv tests.
 # Exit status: non-zero if any step failed.
@@ -78,7 +78,7 @@ if has experiments; then
   export STALL_METRICS='regex:^(smsp__average_warps_issue_stalled_.*_per_issue_active|l1tex__data_bank_conflicts_pipe_lsu_mem_shared|smsp__inst_executed(\.sum)?$|sm__inst_executed_pipe_tensor)'
   # Variants: name|environment|executable suffix (gradops-cg: built with GO_TC_VEC_L1=0).
   VARIANTS=("base||" "wave|GRADOPS_CUDA_CONV_TC_GRID=wave|" "tiles|GRADOPS_CUDA_CONV_TC_GRID=tiles|"
-    "lean|GRADOPS_CUDA_CONV_TC_TILE=lean|" "cg||-cg")
+    "lean|GRADOPS_CUDA_CONV_TC_TILE=lean|" "tall|GRADOPS_CUDA_CONV_TC_TILE=tall|" "cg||-cg")
   # Correctness first: the conv tests under each variant (the same bits as the default).
   for v in "${VARIANTS[@]:1}"; do
     IFS='|' read -r name envs sfx <<<"$v"

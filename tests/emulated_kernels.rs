@@ -2872,7 +2872,8 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
             // The wide and tall twins (backprop_input, 16-bit NHWC): 128-pixel tiles on 8
             // warps of the same warp tiles, or on 4 warps of 64 x 32.
             if !forward && layout == NHWC && dt.size() == 2 {
-                let twins: [(&str, fn(&GoConvParams, bool) -> Option<launch::Launch>); 2] = [
+                type Plan = fn(&GoConvParams, bool) -> Option<launch::Launch>;
+                let twins: [(&str, Plan); 2] = [
                     ("wide", launch::conv_tc_wide),
                     ("tall", launch::conv_tc_tall),
                 ];

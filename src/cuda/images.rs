@@ -175,7 +175,8 @@ pub enum ConvTcTile {
     Lean,
     /// `conv2d_backprop_input_tc_vec_tall_*`: 128-pixel tiles on 4 warps of 64 x 32 (fewer
     /// fragment loads, barriers and cursor steps per mma, three blocks per SM). An
-    /// experiment, not yet timed on a GPU.
+    /// experiment: half the instructions, but at three stages it waits on its copies, 25%
+    /// slower than the wide tile on W4 (an H200, 2026-11-27, BENCHMARKS.md).
     Tall,
 }
 
