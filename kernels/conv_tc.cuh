@@ -767,7 +767,8 @@ GO_DEV void go_tc_pixel(const GoTcProblem& P, unsigned pix, unsigned* img, unsig
 // A (the source: a block's taps re-read overlapping pixel rows), bit 1 B (the filter, which
 // every block on an SM reads). Both by default: on an H200 (2026-11-27, W4 f16 NHWC) ncu put
 // L2 throughput at 52%, the busiest unit, with an L1 hit rate of 0 under cg; through L1 the
-// 16-bit NHWC rows ran 11-17% faster, f32 NHWC 1-6%, the rest within 1% (BENCHMARKS.md).
+// 16-bit NHWC rows took 11-17% less time, the others 0-6% (none more than 0.6% slower;
+// BENCHMARKS.md).
 // GRADOPS_NVCC_FLAGS=-DGO_TC_VEC_L1=0 builds the cg copies, for comparison.
 #ifndef GO_TC_VEC_L1
 #define GO_TC_VEC_L1 3

@@ -504,9 +504,9 @@ pub enum ConvTcGrid {
     /// stride-1 backprop_input), one block per tile elsewhere. A block of the wave runs the
     /// tiles of its own phase, and phases differ in taps (W5: 4, 2, 2, 1), so a one-wave
     /// grid over several phases leaves the light phases' SMs idle while the heavy ones finish
-    /// (an H200, 2026-11-27: W5 f32 12-16% slower), where one block per tile lets the
+    /// (an H200, 2026-11-27: W5 f32 12-23% slower), where one block per tile lets the
     /// hardware balance them; with one phase the wave saves each tile's problem setup (W4
-    /// 5-16% faster; BENCHMARKS.md).
+    /// 4-13% less time; BENCHMARKS.md).
     Auto,
     /// One block per tile.
     Tiles,
