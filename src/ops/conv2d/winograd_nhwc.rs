@@ -621,7 +621,8 @@ impl<T: Element> pulp::WithSimd for NhwcOut<'_, T> {
         // Outputs past the destination's edge go here (every tile runs the whole transform).
         let mut junk = vec![T::from_acc(T::Acc::zero()); (m * m - 1) * n];
         let mut acc = vec![T::Acc::zero(); m * m * n];
-        let mut tmp = vec![T::Acc::zero(); 15 * n];
+        // F(3x3)'s output transform goes through 15 channel vectors; F(2x2)'s needs none.
+        let mut tmp = vec![T::Acc::zero(); if tile == Tile::F3 { 15 * n } else { 0 }];
         let row_len = w * c;
         let pts = tile.points();
         for (lt, band) in rows.chunks_mut(m * row_len).take(tr).enumerate() {
