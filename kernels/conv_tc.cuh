@@ -780,8 +780,8 @@ GO_DEV void go_tc_vec_copy16(void* dst, const void* src, int src_bytes) {
 }
 
 // One block tile as go_tc_tile's, for parameters where go_tc_vec_params_ok holds: BM pixels
-// (TC_BM, or GO_TC_WIDE_TILE_M for the wide kernels) x TC_BN channels, THREADS threads (one
-// warp per WM x TC_WN warp tile), a STAGES-deep pipeline.
+// (TC_BM, or GO_TC_WIDE_TILE_M / GO_TC_TALL_TILE_M for the wide / tall kernels) x TC_BN
+// channels, THREADS threads (one warp per WM x TC_WN warp tile), a STAGES-deep pipeline.
 template <typename T, int L, bool BKN, bool TF32, int BM = TC_BM, int THREADS = TC_THREADS,
           int STAGES = TC_VSTAGES, int WM = TC_WM>
 GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
