@@ -32,9 +32,9 @@
 // version divided by the chunk count and the taps in 64 bits on every stage (949 SASS
 // instructions per 16 HMMA in its sm_90 main loop, about 510 now).
 // The forward's HWIO filter is contiguous along nn instead: B is then staged [k][nn]
-// (16-byte copies along nn) and read with ldmatrix.trans (BKN). The epilogue stages the rounded tile through shared memory
-// and writes it with threads walking the layout's innermost dimension (pixels for NCHW,
-// channels for NHWC). Deterministic: each output written once by one thread, the
+// (16-byte copies along nn) and read with ldmatrix.trans (BKN). The epilogue stages the
+// rounded tile through shared memory ([nn][m] for NCHW, [m][nn] for NHWC) and writes it with
+// threads walking the layout's innermost dimension (pixels for NCHW, channels for NHWC). Deterministic: each output written once by one thread, the
 // reduction order fixed (taps ascending, then j ascending, one mma's k at a time).
 #pragma once
 
@@ -512,9 +512,20 @@ GO_DEV void go_store_pair(S* dst, S a, S b) {
 #endif
 }
 
-// Epilogue, first half: the warp's accumulators rounded once into the tile Cs [m][nn]
-// (row stride CLD), two adjacent columns a store.
-template <typename T, int WM = TC_WM>
+// The NCHW epilogue's staged tile, transposed: [nn][m], rows of BM + VEC elements (16 bytes
+// of padding), so the fragment stores (8 rows x 4 column pairs a warp) and the pixel-walking
+// reads both fall in distinct banks; the [m][nn] tile's column reads were 4-way conflicts
+// (H200 ncu, 2026-11-27: 14x the NHWC kernel's conflicts). Never larger than the [m][nn]
+// tile where BM >= TC_BN.
+template <typename T, int BM> struct GoTcTransTile {
+    static constexpr int LD = BM + GoTcGeom<T>::VEC;
+    static_assert(TC_BN * LD <= BM * GoTcGeom<T>::CLD, "fits where the [m][nn] tile does");
+};
+
+// Epilogue, first half: the warp's accumulators rounded once into the tile Cs: [m][nn] (row
+// stride CLD, two adjacent columns a store) or, where TBM is a tile height, [nn][m]
+// (GoTcTransTile<T, TBM>, one element a store).
+template <typename T, int WM = TC_WM, int TBM = 0>
 GO_DEV void go_tc_stage_acc(const GoTcAcc<T, WM>& acc, typename GoTcTraits<T>::S* Cs, int wm,
                             int wn, int lane) {
     typedef GoTcTraits<T> Tr;
@@ -528,13 +539,20 @@ GO_DEV void go_tc_stage_acc(const GoTcAcc<T, WM>& acc, typename GoTcTraits<T>::S
             for (int e = 0; e < Tr::CE; e += 2) {  // e, e + 1: adjacent columns
                 const int row = wm * WM + i * Tr::FM + g + (e >= 2 ? 8 : 0);
                 const int col = wn * TC_WN + j * 8 + 2 * tq;
-                go_store_pair(Cs + row * CLD + col, go_bits(go_from_acc<T>(acc[i][j][e])),
-                              go_bits(go_from_acc<T>(acc[i][j][e + 1])));
+                if constexpr (TBM > 0) {
+                    constexpr int LDT = GoTcTransTile<T, TBM>::LD;
+                    Cs[col * LDT + row] = go_bits(go_from_acc<T>(acc[i][j][e]));
+                    Cs[(col + 1) * LDT + row] = go_bits(go_from_acc<T>(acc[i][j][e + 1]));
+                } else {
+                    go_store_pair(Cs + row * CLD + col, go_bits(go_from_acc<T>(acc[i][j][e])),
+                                  go_bits(go_from_acc<T>(acc[i][j][e + 1])));
+                }
             }
 }
 
-// Epilogue, second half, element by element: threads walk pixels (NCHW) or channels
-// (NHWC) of the staged tile; out_base[m] is row m's output offset (-1: no pixel).
+// Epilogue, second half, element by element: threads walk pixels (NCHW: Cs staged [nn][m],
+// GoTcTransTile) or channels (NHWC: [m][nn]) of the staged tile; out_base[m] is row m's
+// output offset (-1: no pixel).
 template <typename T, int L, int BM = TC_BM, int THREADS = TC_THREADS>
 GO_DEV void go_tc_write_tile(const GoTcProblem& P, const typename GoTcTraits<T>::S* Cs,
                              const go_i64* out_base, T* __restrict__ out, go_i64 n_base) {
@@ -544,7 +562,8 @@ GO_DEV void go_tc_write_tile(const GoTcProblem& P, const typename GoTcTraits<T>:
         const int nn = L == GO_LAYOUT_NCHW ? idx / BM : idx % TC_BN;
         const go_i64 ob = out_base[m];
         if (ob < 0 || n_base + nn >= P.nlen) continue;
-        out[ob + (n_base + nn) * P.o_c] = go_from_bits<T>(Cs[m * CLD + nn]);
+        const int at = L == GO_LAYOUT_NCHW ? nn * GoTcTransTile<T, BM>::LD + m : m * CLD + nn;
+        out[ob + (n_base + nn) * P.o_c] = go_from_bits<T>(Cs[at]);
     }
 }
 
@@ -666,10 +685,10 @@ GO_DEV void go_tc_tile(const GoTcProblem& P, const T* __restrict__ src, const T*
     go_cp_async_wait<0>();  // only empty groups can remain; nothing may outlive the tile
     __syncthreads();
 
-    // Epilogue: round once, stage the tile [m][nn] in shared memory, then write it with
-    // threads walking pixels (NCHW) or channels (NHWC).
+    // Epilogue: round once, stage the tile in shared memory ([nn][m] for NCHW, [m][nn] for
+    // NHWC), then write it with threads walking pixels (NCHW) or channels (NHWC).
     S* Cs = reinterpret_cast<S*>(smem);
-    go_tc_stage_acc<T>(acc, Cs, wm, wn, lane);
+    go_tc_stage_acc<T, TC_WM, L == GO_LAYOUT_NCHW ? TC_BM : 0>(acc, Cs, wm, wn, lane);
     __syncthreads();
     go_tc_write_tile<T, L>(P, Cs, out_base, out, n_base);
     __syncthreads();  // the next tile's prologue overwrites Cs and out_base
@@ -978,8 +997,8 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     go_cp_async_wait<0>();
     __syncthreads();
 
-    // Epilogue: round once, stage the tile [m][nn], write NHWC in 16-byte chunks along
-    // channels where they are whole and aligned, else element by element. The
+    // Epilogue: round once, stage the tile ([nn][m] for NCHW), write NHWC in 16-byte chunks
+    // along channels where they are whole and aligned, else element by element. The
     // output offset of each tile row (-1: past the last pixel) is taken here, not before
     // the main loop, where it would hold registers.
     for (int m = t; m < BM; m += THREADS) {
@@ -994,7 +1013,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         out_base[m] = o;
     }
     S* Cs = reinterpret_cast<S*>(smem);
-    go_tc_stage_acc<T, WM>(acc, Cs, wm, wn, lane);
+    go_tc_stage_acc<T, WM, NC ? BM : 0>(acc, Cs, wm, wn, lane);
     __syncthreads();
     const bool ovec = !NC && P.nlen % VEC == 0 && P.o_col % VEC == 0 && P.o_off % VEC == 0 &&
                       reinterpret_cast<uintptr_t>(out) % 16 == 0;
