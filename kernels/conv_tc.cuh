@@ -34,8 +34,9 @@
 // The forward's HWIO filter is contiguous along nn instead: B is then staged [k][nn]
 // (16-byte copies along nn) and read with ldmatrix.trans (BKN). The epilogue stages the
 // rounded tile through shared memory ([nn][m] for NCHW, [m][nn] for NHWC) and writes it with
-// threads walking the layout's innermost dimension (pixels for NCHW, channels for NHWC). Deterministic: each output written once by one thread, the
-// reduction order fixed (taps ascending, then j ascending, one mma's k at a time).
+// threads walking the layout's innermost dimension (pixels for NCHW, channels for NHWC).
+// Deterministic: each output written once by one thread, the reduction order fixed (taps
+// ascending, then j ascending, one mma's k at a time).
 #pragma once
 
 #include "mma.cuh"
