@@ -60,6 +60,12 @@
 // ldmatrix (or a fragment's 8 lanes groups) reads fall in distinct banks.
 #define TC_ROW_BYTES 80
 #define TC_STAGE_BYTES ((TC_BM + TC_BN) * TC_ROW_BYTES)
+// The tall kernel's A chunks per thread per pixel row: 2, two threads a row, two rows a
+// thread, so that each copy instruction of a warp reads 16 rows' whole 32-byte sectors. At
+// 4 (one thread a row: one row pointer and mask) each read half sectors of 32 rows and the
+// tile ran W4 25% slower than the wide tile; at 2, 1% faster (each against the wide tile in
+// its own H200 run, 2026-11-27, BENCHMARKS.md).
+#define GO_TC_TALL_ROW_CHUNKS 2
 
 // Per element type: shared-memory element S, reduction chunk BK (64 bytes of S), elements
 // per 16-byte copy VEC, row stride LD (80 bytes), accumulator Acc, the mma's rows FM and
@@ -803,7 +809,7 @@ GO_DEV void go_tc_vec_copy16(void* dst, const void* src, int src_bytes) {
 // (TC_BM, or GO_TC_WIDE_TILE_M / GO_TC_TALL_TILE_M for the wide / tall kernels) x TC_BN
 // channels, THREADS threads (one warp per WM x TC_WN warp tile), a STAGES-deep pipeline.
 template <typename T, int L, bool BKN, bool TF32, int BM = TC_BM, int THREADS = TC_THREADS,
-          int STAGES = TC_VSTAGES, int WM = TC_WM>
+          int STAGES = TC_VSTAGES, int WM = TC_WM, int ACC = 0>
 GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
                            const T* __restrict__ w, T* __restrict__ out, go_i64 m_base,
                            go_i64 n_base, unsigned char* smem, go_i64* out_base) {
@@ -816,11 +822,12 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     constexpr bool NC = L == GO_LAYOUT_NCHW;
     // NCHW: A elements a thread loads per stage (one pixel, AE consecutive channels).
     constexpr int AE = BM * BK / THREADS;
-    // NHWC: A chunks per thread, and of those, consecutive ones of one row (pixel): a whole
-    // row where a thread has KCH chunks or more (one row pointer and mask, the copies at
-    // constant offsets from it: the tall tile), else one chunk of each of NR rows.
+    // NHWC: A chunks per thread, and of those, CC of one row (pixel): ACC where the tile
+    // kind sets it (the tall tile: fewer row pointers and masks), else one chunk of each
+    // of NR rows. A row's TPR threads take interleaved chunks (thread p: chunks p, p + TPR,
+    // ...), so each copy instruction of a warp reads whole 32-byte sectors of its rows.
     constexpr int ACH = BM * KCH / THREADS;
-    constexpr int CC = NC ? 1 : (ACH >= KCH ? KCH : 1);
+    constexpr int CC = NC ? 1 : (ACC > 0 ? ACC : 1);
     constexpr int TPR = KCH / CC;                    // threads per row of a stage
     constexpr int NR = NC ? 1 : ACH / CC;           // A rows (pixels) per thread
     static_assert(BM * BK == AE * THREADS && AE % VEC == 0, "whole chunks per thread");
@@ -828,21 +835,22 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     // B chunks per thread per stage (a stage of B is TC_BN x BK either way: 256 chunks).
     constexpr int NB = TC_BN * KCH / THREADS;
     static_assert(NB * THREADS == TC_BN * KCH && (NB == 1 || NB == 2), "whole B chunks");
-    static_assert(NC || BM * KCH == NR * CC * THREADS, "whole A chunks per thread (NHWC)");
+    static_assert(NC || (KCH % CC == 0 && BM * KCH == NR * CC * THREADS),
+                  "whole A chunks per thread (NHWC)");
     const int t = threadIdx.x, lane = t % 32, warp = t / 32;
     const int wm = warp % (BM / WM), wn = warp / (BM / WM);
     S* As = reinterpret_cast<S*>(smem);
     S* Bs = reinterpret_cast<S*>(smem + STAGES * BM * TC_ROW_BYTES);
 
-    // A, NHWC: rows t / TPR + r * (THREADS / TPR), channels (t % TPR) * CC * VEC of the
-    // chunk, CC 16-byte copies each; NCHW: row t % BM, channels (t / BM) * AE (AE
+    // A, NHWC: rows t / TPR + r * (THREADS / TPR), channels (t % TPR + c * TPR) * VEC of
+    // the chunk, CC 16-byte copies each; NCHW: row t % BM, channels (t / BM) * AE (AE
     // channel planes, loaded into registers: threads walk pixels, so the loads coalesce).
     // Row pointer at the pixel's own position (a*a_sy, b*a_sx) and the chunk's channel; a
     // tap adds tap_y * a_row + tap_x * a_col + j0 * a_j. Bit i of amask[r]: tap i lands
     // inside. Shared-memory destinations: row 1's are row 0's plus a constant (registers).
     const T* arow[NR];
     unsigned amask[NR];
-    const int akg = NC ? (t / BM) * AE : (t % TPR) * CC * VEC;
+    const int akg = NC ? (t / BM) * AE : (t % TPR) * VEC;
     const int adst = (NC ? t % BM : t / TPR) * LD + akg;
     constexpr int ADST1 = (THREADS / TPR) * LD;
     const int nty = (int)(P.ntaps / P.ntx), ntx = (int)P.ntx;
@@ -927,8 +935,8 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
                 // (w's, which is live anyway: one pointer fewer to hold).
 #pragma unroll
                 for (int c = 0; c < CC; ++c)
-                    go_tc_vec_copy16<1>(as + adst + r * ADST1 + c * VEC,
-                                        in ? arow[r] + aoff + c * VEC : w, in ? 16 : 0);
+                    go_tc_vec_copy16<1>(as + adst + r * ADST1 + c * TPR * VEC,
+                                        in ? arow[r] + aoff + c * TPR * VEC : w, in ? 16 : 0);
             }
         }
 #pragma unroll
@@ -1035,7 +1043,8 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
 // lean tile GO_TC_WIDE_TILE_M pixels high on GO_TC_WIDE_THREADS threads (8 warps, 3 stages:
 // the wide kernels), and the lean tile GO_TC_TALL_TILE_M pixels high on 4 warps of
 // GO_TC_TALL_WARP_M x TC_WN (3 stages, which fit the 48 KB of static shared memory: the tall
-// kernels).
+// kernels, the default of 16-bit NHWC backprop_input). Four stages in dynamic shared memory
+// measured within 1% of three for both (an H200, 2026-11-27).
 enum GoTcTileKind { GO_TC_GENERAL = 0, GO_TC_LEAN = 1, GO_TC_WIDE = 2, GO_TC_TALL = 3 };
 template <int KIND> struct GoTcTileShape {
     static constexpr int BM = KIND == GO_TC_WIDE   ? GO_TC_WIDE_TILE_M
@@ -1044,6 +1053,8 @@ template <int KIND> struct GoTcTileShape {
     static constexpr int THREADS = KIND == GO_TC_WIDE ? GO_TC_WIDE_THREADS : TC_THREADS;
     static constexpr int STAGES = KIND == GO_TC_WIDE || KIND == GO_TC_TALL ? 3 : TC_VSTAGES;
     static constexpr int WM = KIND == GO_TC_TALL ? GO_TC_TALL_WARP_M : TC_WM;
+    // A chunks a thread copies per pixel row (0: one; see go_tc_tile_vec).
+    static constexpr int ACC = KIND == GO_TC_TALL ? GO_TC_TALL_ROW_CHUNKS : 0;
 };
 
 // Grid: x strides over pixel tiles, y over groups x channel tiles, z over stride phases
@@ -1070,8 +1081,9 @@ GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64*
             const go_i64 mtiles = (Ps->npix + Sh::BM - 1) / Sh::BM;
             for (go_i64 mt = blockIdx.x; mt < mtiles; mt += gridDim.x) {
                 if constexpr (KIND != GO_TC_GENERAL)
-                    go_tc_tile_vec<T, L, BKN, TF32, Sh::BM, Sh::THREADS, Sh::STAGES, Sh::WM>(
-                        *Ps, src, w, out, mt * Sh::BM, n_base, smem, out_base);
+                    go_tc_tile_vec<T, L, BKN, TF32, Sh::BM, Sh::THREADS, Sh::STAGES, Sh::WM,
+                                   Sh::ACC>(*Ps, src, w, out, mt * Sh::BM, n_base, smem,
+                                            out_base);
                 else
                     go_tc_tile<T, L, BKN, TF32, FWD || GoTcTraits<T>::STAGED_BACKPROP>(
                         *Ps, src, w, out, mt * TC_BM, n_base, smem, out_base);

@@ -17,7 +17,7 @@
 # (GRADOPS_CUDA_CONV_TC_VEC=off); PROP_CASES / PROP_LIMIT size the property tests;
 # SAN_FILTER picks the cuda_ops tests the sanitizers run (default all). The experiments step
 # times the lean conv kernels' overrides against the default in turn
-# (GRADOPS_CUDA_CONV_TC_GRID=wave and =tiles, GRADOPS_CUDA_CONV_TC_TILE=lean and =tall; gradops-cg,
+# (GRADOPS_CUDA_CONV_TC_GRID=wave and =tiles, GRADOPS_CUDA_CONV_TC_TILE=lean and =wide; gradops-cg,
 # built with GO_TC_VEC_L1=0 by a prebuild with CG_VARIANT=1) on EXP_DTYPES (default
 # f16,f32) and checks them with the cuda_ops conv tests.
 # Exit status: non-zero if any step failed.
@@ -78,7 +78,7 @@ if has experiments; then
   export STALL_METRICS='regex:^(smsp__average_warps_issue_stalled_.*_per_issue_active|l1tex__data_bank_conflicts_pipe_lsu_mem_shared|smsp__inst_executed(\.sum)?$|sm__inst_executed_pipe_tensor)'
   # Variants: name|environment|executable suffix (gradops-cg: built with GO_TC_VEC_L1=0).
   VARIANTS=("base||" "wave|GRADOPS_CUDA_CONV_TC_GRID=wave|" "tiles|GRADOPS_CUDA_CONV_TC_GRID=tiles|"
-    "lean|GRADOPS_CUDA_CONV_TC_TILE=lean|" "tall|GRADOPS_CUDA_CONV_TC_TILE=tall|" "cg||-cg")
+    "lean|GRADOPS_CUDA_CONV_TC_TILE=lean|" "wide|GRADOPS_CUDA_CONV_TC_TILE=wide|" "cg||-cg")
   # Correctness first: the conv tests under each variant (the same bits as the default).
   for v in "${VARIANTS[@]:1}"; do
     IFS='|' read -r name envs sfx <<<"$v"
@@ -110,7 +110,7 @@ if has experiments; then
     for v in "${VARIANTS[@]:0:4}"; do
       IFS='|' read -r name envs sfx <<<"$v"
       [[ -x "$BUNDLE/gradops$sfx" ]] || continue
-      k=conv2d_backprop_input_tc_vec_wide_f16
+      k=conv2d_backprop_input_tc_vec_tall_f16
       [[ "$name" == lean ]] && k=conv2d_backprop_input_tc_vec_f16
       echo "##### experiment $name: W4 $k NHWC" >>"$OUT/ncu-exp.txt"
       step "exp_ncu_$name" 60 env $envs bash -c '"$0" --clock-control none -k "$1" -s 2 -c 1 \
@@ -121,9 +121,9 @@ if has experiments; then
     done
     # Why the warps wait (the sections above give only the average wait per instruction):
     # the stall reasons per issued instruction and the shared-memory bank conflicts, for the
-    # default NHWC (wide) and NCHW kernels and the 64-pixel NHWC tile; a metric set of its own, so a name this
+    # default NHWC (tall) and NCHW kernels and the 64-pixel NHWC tile; a metric set of its own, so a name this
     # ncu lacks cannot cost the sections above.
-    for v in "base|conv2d_backprop_input_tc_vec_wide_f16|nhwc" "base|conv2d_backprop_input_tc_vec_nchw_f16|nchw" \
+    for v in "base|conv2d_backprop_input_tc_vec_tall_f16|nhwc" "base|conv2d_backprop_input_tc_vec_nchw_f16|nchw" \
       "lean|conv2d_backprop_input_tc_vec_f16|nhwc"; do
       IFS='|' read -r name k lay <<<"$v"
       envs=""
@@ -200,7 +200,7 @@ if has ncu && [[ -n "$NCU" ]]; then
   # tensor cores by default, so the FFMA kernels launch only with the opt-out).
   for spec in ${NCU_SPECS:-W1:resize_tile_f32 W2:resize_tile_f32 W3:resize_box_f32 \
     W6:max_pool_tile_k3_grad_f32 W6:max_pool_tile_k3_grad_argmax_f32 W6:max_pool_direct_k3_forward_f32 \
-    W4:conv2d_backprop_input_tc_vec_nchw_f16:f16 W4:conv2d_backprop_input_tc_vec_wide_f16:f16 \
+    W4:conv2d_backprop_input_tc_vec_nchw_f16:f16 W4:conv2d_backprop_input_tc_vec_tall_f16:f16 \
     W5:conv2d_backprop_input_tc_vec_nchw_f16:f16 W4f:conv2d_forward_tc_vec_nchw_f16:f16 \
     W4:conv2d_backprop_input_f32 \
     W7:conv2d_backprop_filter_partial_tc_f16:f16 W8:conv2d_backprop_filter_partial_tc_f16:f16 \

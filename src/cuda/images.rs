@@ -157,8 +157,8 @@ pub fn conv_tensor_cores_for_all_dtypes() -> bool {
 }
 
 /// Environment variable for the block tile of 16-bit NHWC `conv2d_backprop_input` calls on the
-/// lean tensor-core kernels ([`ConvTcTile`]): `lean` or `tall` (case-insensitive, surrounding
-/// whitespace ignored) picks that tile; unset or any other value, the wide one. Every tile
+/// lean tensor-core kernels ([`ConvTcTile`]): `lean` or `wide` (case-insensitive, surrounding
+/// whitespace ignored) picks that tile; unset or any other value, the tall one. Every tile
 /// gives the same results bit for bit (the same warp-level arithmetic in the same order).
 /// Read once per process.
 pub const CONV_TC_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_TILE";
@@ -167,16 +167,17 @@ pub const CONV_TC_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_TILE";
 /// kernels ([`CONV_TC_TILE_ENV`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConvTcTile {
-    /// `conv2d_backprop_input_tc_vec_wide_*` (the default): 128-pixel tiles on 8 warps of
-    /// 32 x 32; half the filter traffic per pixel of the lean tile, 1-4% faster on an H200
+    /// `conv2d_backprop_input_tc_vec_wide_*`: 128-pixel tiles on 8 warps of 32 x 32; half
+    /// the filter traffic per pixel of the lean tile, 1-4% faster than it on an H200
     /// (BENCHMARKS.md).
     Wide,
     /// `conv2d_backprop_input_tc_vec_*`: 64-pixel tiles on 4 warps of 32 x 32.
     Lean,
-    /// `conv2d_backprop_input_tc_vec_tall_*`: 128-pixel tiles on 4 warps of 64 x 32 (fewer
-    /// fragment loads, barriers and cursor steps per mma, three blocks per SM). An
-    /// experiment: half the instructions, but at three stages it waits on its copies, 25%
-    /// slower than the wide tile on W4 (an H200, 2026-11-27, BENCHMARKS.md).
+    /// `conv2d_backprop_input_tc_vec_tall_*` (the default): 128-pixel tiles on 4 warps of
+    /// 64 x 32 (half the fragment loads, barriers and cursor steps per mma of the wide tile,
+    /// three blocks per SM). Since its copies read whole sectors (two threads a pixel row):
+    /// within 2% of the wide tile on W4, 10-12% faster on W5 (three H200 runs, 2026-11-27,
+    /// BENCHMARKS.md).
     Tall,
 }
 
@@ -190,8 +191,8 @@ pub fn conv_tc_tile() -> ConvTcTile {
 fn conv_tc_tile_from_env(v: Option<&str>) -> ConvTcTile {
     match v.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
         Some("lean") => ConvTcTile::Lean,
-        Some("tall") => ConvTcTile::Tall,
-        _ => ConvTcTile::Wide,
+        Some("wide") => ConvTcTile::Wide,
+        _ => ConvTcTile::Tall,
     }
 }
 
@@ -345,9 +346,9 @@ mod tests {
 
     #[test]
     fn lean_conv_tile_and_grid_env_readings() {
-        assert_eq!(conv_tc_tile_from_env(None), ConvTcTile::Wide);
-        assert_eq!(conv_tc_tile_from_env(Some("wide")), ConvTcTile::Wide);
-        assert_eq!(conv_tc_tile_from_env(Some("")), ConvTcTile::Wide);
+        assert_eq!(conv_tc_tile_from_env(None), ConvTcTile::Tall);
+        assert_eq!(conv_tc_tile_from_env(Some(" Wide")), ConvTcTile::Wide);
+        assert_eq!(conv_tc_tile_from_env(Some("")), ConvTcTile::Tall);
         assert_eq!(conv_tc_tile_from_env(Some(" Lean ")), ConvTcTile::Lean);
         assert_eq!(conv_tc_tile_from_env(Some("TALL")), ConvTcTile::Tall);
         assert_eq!(conv_tc_grid_from_env(None), ConvTcGrid::Auto);

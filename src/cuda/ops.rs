@@ -712,7 +712,7 @@ pub fn conv_kernel_for<T: Element>(
 /// The tensor-core kernel family a call with parameters `p` launches: the lean `_vec` (NHWC)
 /// and `_vec_nchw` kernels where [`launch::conv_tc_vec_eligible`] holds and the source and filter
 /// addresses are 16-byte aligned (unless `GRADOPS_CUDA_CONV_TC_VEC=off`; 16-bit NHWC backprop_input calls
-/// the `_vec_wide` one, or the tile `GRADOPS_CUDA_CONV_TC_TILE` names: [`ConvTcTile`]), else the
+/// the `_vec_tall` one, or the tile `GRADOPS_CUDA_CONV_TC_TILE` names: [`ConvTcTile`]), else the
 /// general ones.
 fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize) -> &'static str {
     let src = if forward { p.x } else { p.y };

@@ -462,13 +462,13 @@ fn bench_cuda_typed<T: Element>(
         );
     }
     match gradops::cuda::conv_tc_tile() {
-        gradops::cuda::ConvTcTile::Wide => {}
+        gradops::cuda::ConvTcTile::Tall => {}
         t => notes.push(format!(
-            "{}: f16/bf16 NHWC conv2d_backprop_input ran the {} lean kernel, not the wide one \
-             (128-pixel tiles on 8 warps of 32 x 32)",
+            "{}: f16/bf16 NHWC conv2d_backprop_input ran the {} lean kernel, not the tall one \
+             (128-pixel tiles on 4 warps of 64 x 32)",
             gradops::cuda::CONV_TC_TILE_ENV,
-            if t == gradops::cuda::ConvTcTile::Tall {
-                "tall (128-pixel tiles on 4 warps of 64 x 32)"
+            if t == gradops::cuda::ConvTcTile::Wide {
+                "wide (128-pixel tiles on 8 warps of 32 x 32)"
             } else {
                 "64-pixel"
             }
