@@ -63,8 +63,8 @@
 // The tall kernel's A chunks per thread per pixel row: 2, two threads a row, two rows a
 // thread, so that each copy instruction of a warp reads 16 rows' whole 32-byte sectors. At
 // 4 (one thread a row: one row pointer and mask) each read half sectors of 32 rows and the
-// tile ran W4 25% slower than the wide tile; at 2, 1% faster (each against the wide tile in
-// its own H200 run, 2026-11-27, BENCHMARKS.md).
+// tile ran W4 25% slower than the wide tile; at 2, W4 within 2% of it and W5 12% faster
+// (each against the wide tile in its own H200 runs, 2026-11-27, BENCHMARKS.md).
 #define GO_TC_TALL_ROW_CHUNKS 2
 
 // Per element type: shared-memory element S, reduction chunk BK (64 bytes of S), elements
