@@ -115,16 +115,17 @@ template <typename T> struct GoTcGeom {
 
 // A warp's accumulators: m-fragment i of GoTcTraits<T>::FM rows, n8 fragment j, CE
 // registers each.
-// WM: the warp tile's rows (TC_WM, or GO_TC_TALL_WARP_M for the tall kernels).
-template <typename T, int WM = TC_WM>
-using GoTcAcc = typename GoTcTraits<T>::Acc[WM / GoTcTraits<T>::FM][TC_NFRAG][GoTcTraits<T>::CE];
+// WM: the warp tile's rows (TC_WM, or GO_TC_TALL_WARP_M for the tall and square kernels);
+// WN its channels (TC_WN, or GO_TC_SQUARE_WARP_N).
+template <typename T, int WM = TC_WM, int WN = TC_WN>
+using GoTcAcc = typename GoTcTraits<T>::Acc[WM / GoTcTraits<T>::FM][WN / 8][GoTcTraits<T>::CE];
 
-template <typename T, int WM = TC_WM>
-GO_DEV void go_tc_acc_zero(GoTcAcc<T, WM>& acc) {
+template <typename T, int WM = TC_WM, int WN = TC_WN>
+GO_DEV void go_tc_acc_zero(GoTcAcc<T, WM, WN>& acc) {
 #pragma unroll
     for (int i = 0; i < WM / GoTcTraits<T>::FM; ++i)
 #pragma unroll
-        for (int j = 0; j < TC_NFRAG; ++j)
+        for (int j = 0; j < WN / 8; ++j)
 #pragma unroll
             for (int e = 0; e < GoTcTraits<T>::CE; ++e)
                 acc[i][j][e] = typename GoTcTraits<T>::Acc(0);
@@ -397,18 +398,18 @@ GO_DEV void go_tc_gather(const GoTcProblem& P, const T* __restrict__ src,
 // TF32 product per term (big*big) instead of 3xTF32. A is staged [m][k] (row stride LD),
 // or [k][m] with AKM (row stride LDKN: the NHWC filter gradient, whose A rows are
 // contiguous along m); B [nn][k], or [k][nn] with BKN.
-template <typename T, bool BKN, bool TF32, bool AKM = false, int WM = TC_WM>
+template <typename T, bool BKN, bool TF32, bool AKM = false, int WM = TC_WM, int WN = TC_WN>
 GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
                             const typename GoTcTraits<T>::S* bs, int wm, int wn, int lane,
-                            GoTcAcc<T, WM>& acc) {
+                            GoTcAcc<T, WM, WN>& acc) {
     constexpr int BK = GoTcTraits<T>::BK, LD = GoTcGeom<T>::LD, MF = WM / GoTcTraits<T>::FM;
-    constexpr int LDKN = GoTcGeom<T>::LDKN;
+    constexpr int LDKN = GoTcGeom<T>::LDKN, NF = WN / 8;
     const int g = lane / 4, tq = lane % 4;
     if constexpr (sizeof(typename GoTcTraits<T>::S) == 2) {
         typedef typename GoMmaKind<T>::type Kind;
 #pragma unroll
         for (int ks = 0; ks < BK; ks += 16) {
-            uint32_t af[MF][4], bf[TC_NFRAG][2];
+            uint32_t af[MF][4], bf[NF][2];
 #pragma unroll
             for (int i = 0; i < MF; ++i) {
                 if constexpr (AKM)  // [k][m]: matrices (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), ...
@@ -419,13 +420,13 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
                                               (lane / 16) * 8);
             }
 #pragma unroll
-            for (int j = 0; j < TC_NFRAG; j += 2) {
+            for (int j = 0; j < NF; j += 2) {
                 uint32_t r[4];
                 if constexpr (BKN)  // [k][nn]: the transposing load gives B's column fragments
                     go_ldmatrix_x4_trans(r, bs + (ks + lane % 8 + ((lane / 8) % 2) * 8) * LDKN +
-                                                wn * TC_WN + j * 8 + (lane / 16) * 8);
+                                                wn * WN + j * 8 + (lane / 16) * 8);
                 else
-                    go_ldmatrix_x4(r, bs + (wn * TC_WN + j * 8 + lane % 8 + (lane / 16) * 8) * LD +
+                    go_ldmatrix_x4(r, bs + (wn * WN + j * 8 + lane % 8 + (lane / 16) * 8) * LD +
                                           ks + ((lane / 8) % 2) * 8);
                 bf[j][0] = r[0]; bf[j][1] = r[1];
                 bf[j + 1][0] = r[2]; bf[j + 1][1] = r[3];
@@ -433,7 +434,7 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
 #pragma unroll
             for (int i = 0; i < MF; ++i)
 #pragma unroll
-                for (int j = 0; j < TC_NFRAG; ++j)
+                for (int j = 0; j < NF; ++j)
                     go_mma_m16n8k16(Kind(), acc[i][j], af[i], bf[j], acc[i][j]);
         }
     } else if constexpr (sizeof(typename GoTcTraits<T>::S) == 4) {
@@ -441,7 +442,7 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
         // column tq (the 80-byte rows put the 8 rows x 4 columns in 32 distinct banks).
 #pragma unroll
         for (int ks = 0; ks < BK; ks += 8) {
-            uint32_t ab[MF][4], asm_[MF][4], bb[TC_NFRAG][2], bsm[TC_NFRAG][2];
+            uint32_t ab[MF][4], asm_[MF][4], bb[NF][2], bsm[NF][2];
 #pragma unroll
             for (int i = 0; i < MF; ++i)
 #pragma unroll
@@ -452,10 +453,10 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
                     if constexpr (!TF32) asm_[i][e] = go_cvt_tf32(v - go_u32_as_f32(ab[i][e]));
                 }
 #pragma unroll
-            for (int j = 0; j < TC_NFRAG; ++j)
+            for (int j = 0; j < NF; ++j)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
-                    const int n = wn * TC_WN + j * 8 + g, k = ks + tq + e * 4;
+                    const int n = wn * WN + j * 8 + g, k = ks + tq + e * 4;
                     const float v = BKN ? bs[k * LDKN + n] : bs[n * LD + k];
                     bb[j][e] = go_cvt_tf32(v);
                     if constexpr (!TF32) bsm[j][e] = go_cvt_tf32(v - go_u32_as_f32(bb[j][e]));
@@ -463,7 +464,7 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
 #pragma unroll
             for (int i = 0; i < MF; ++i)
 #pragma unroll
-                for (int j = 0; j < TC_NFRAG; ++j) {
+                for (int j = 0; j < NF; ++j) {
                     if constexpr (!TF32) {
                         // The small cross terms first, then the big product (CUTLASS's order).
                         go_mma_m16n8k8_tf32(acc[i][j], asm_[i], bb[j], acc[i][j]);
@@ -476,21 +477,21 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
         // f64, m8n8k4: lane g*4 + tq holds A[g][tq] and B[tq][g].
 #pragma unroll
         for (int ks = 0; ks < BK; ks += 4) {
-            double af[MF], bf[TC_NFRAG];
+            double af[MF], bf[NF];
 #pragma unroll
             for (int i = 0; i < MF; ++i) {
                 const int m = wm * WM + i * 8 + g, k = ks + tq;
                 af[i] = AKM ? as[k * LDKN + m] : as[m * LD + k];
             }
 #pragma unroll
-            for (int j = 0; j < TC_NFRAG; ++j) {
-                const int n = wn * TC_WN + j * 8 + g, k = ks + tq;
+            for (int j = 0; j < NF; ++j) {
+                const int n = wn * WN + j * 8 + g, k = ks + tq;
                 bf[j] = BKN ? bs[k * LDKN + n] : bs[n * LD + k];
             }
 #pragma unroll
             for (int i = 0; i < MF; ++i)
 #pragma unroll
-                for (int j = 0; j < TC_NFRAG; ++j)
+                for (int j = 0; j < NF; ++j)
                     go_mma_m8n8k4_f64(acc[i][j], af[i], bf[j], acc[i][j]);
         }
     }
@@ -532,8 +533,8 @@ template <typename T, int BM> struct GoTcTransTile {
 // Epilogue, first half: the warp's accumulators rounded once into the tile Cs: [m][nn] (row
 // stride CLD, two adjacent columns a store) or, where TBM is a tile height, [nn][m]
 // (GoTcTransTile<T, TBM>, one element a store).
-template <typename T, int WM = TC_WM, int TBM = 0>
-GO_DEV void go_tc_stage_acc(const GoTcAcc<T, WM>& acc, typename GoTcTraits<T>::S* Cs, int wm,
+template <typename T, int WM = TC_WM, int TBM = 0, int WN = TC_WN>
+GO_DEV void go_tc_stage_acc(const GoTcAcc<T, WM, WN>& acc, typename GoTcTraits<T>::S* Cs, int wm,
                             int wn, int lane) {
     typedef GoTcTraits<T> Tr;
     constexpr int MF = WM / Tr::FM, CLD = GoTcGeom<T>::CLD;
@@ -541,11 +542,11 @@ GO_DEV void go_tc_stage_acc(const GoTcAcc<T, WM>& acc, typename GoTcTraits<T>::S
 #pragma unroll
     for (int i = 0; i < MF; ++i)
 #pragma unroll
-        for (int j = 0; j < TC_NFRAG; ++j)
+        for (int j = 0; j < (WN / 8); ++j)
 #pragma unroll
             for (int e = 0; e < Tr::CE; e += 2) {  // e, e + 1: adjacent columns
                 const int row = wm * WM + i * Tr::FM + g + (e >= 2 ? 8 : 0);
-                const int col = wn * TC_WN + j * 8 + 2 * tq;
+                const int col = wn * WN + j * 8 + 2 * tq;
                 if constexpr (TBM > 0) {
                     constexpr int LDT = GoTcTransTile<T, TBM>::LD;
                     Cs[col * LDT + row] = go_bits(go_from_acc<T>(acc[i][j][e]));
@@ -809,7 +810,7 @@ GO_DEV void go_tc_vec_copy16(void* dst, const void* src, int src_bytes) {
 // (TC_BM, or GO_TC_WIDE_TILE_M / GO_TC_TALL_TILE_M for the wide / tall kernels) x TC_BN
 // channels, THREADS threads (one warp per WM x TC_WN warp tile), a STAGES-deep pipeline.
 template <typename T, int L, bool BKN, bool TF32, int BM = TC_BM, int THREADS = TC_THREADS,
-          int STAGES = TC_VSTAGES, int WM = TC_WM, int ACC = 0>
+          int STAGES = TC_VSTAGES, int WM = TC_WM, int ACC = 0, int WN = TC_WN>
 GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
                            const T* __restrict__ w, T* __restrict__ out, go_i64 m_base,
                            go_i64 n_base, unsigned char* smem, go_i64* out_base) {
@@ -831,10 +832,10 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     constexpr int TPR = KCH / CC;                    // threads per row of a stage
     constexpr int NR = NC ? 1 : ACH / CC;           // A rows (pixels) per thread
     static_assert(BM * BK == AE * THREADS && AE % VEC == 0, "whole chunks per thread");
-    static_assert(THREADS == 32 * (BM / WM) * (TC_BN / TC_WN), "one warp per warp tile");
+    static_assert(THREADS == 32 * (BM / WM) * (TC_BN / WN), "one warp per warp tile");
     // B chunks per thread per stage (a stage of B is TC_BN x BK either way: 256 chunks).
     constexpr int NB = TC_BN * KCH / THREADS;
-    static_assert(NB * THREADS == TC_BN * KCH && (NB == 1 || NB == 2), "whole B chunks");
+    static_assert(NB * THREADS == TC_BN * KCH && NB <= 4, "whole B chunks");
     static_assert(NC || (KCH % CC == 0 && BM * KCH == NR * CC * THREADS),
                   "whole A chunks per thread (NHWC)");
     const int t = threadIdx.x, lane = t % 32, warp = t / 32;
@@ -881,7 +882,8 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     // B: [nn][k] rows t / KCH (+ THREADS / KCH), VEC consecutive k; or [k][nn] (BKN)
     // row k = t / (TC_BN / VEC) (+ THREADS / (TC_BN / VEC)), VEC consecutive nn. A
     // chunk past the group's channels (nlen) is zero-filled for the whole tile.
-    // Row 1's filter pointer is row 0's plus brow1 (rows 16 k or 32 nn further on).
+    // Row r's filter pointer is row 0's plus r * brow1 (THREADS / KCH nn rows, or
+    // THREADS / (TC_BN / VEC) k rows, further on).
     const T* brow;
     bool bin[NB];
     const int bdst = BKN ? (t / (TC_BN / VEC)) * LDKN + (t % (TC_BN / VEC)) * VEC
@@ -897,8 +899,8 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     }
     const int brow1 = (int)(BKN ? (THREADS / (TC_BN / VEC)) * P.b_j
                                 : (THREADS / KCH) * P.b_n);
-    GoTcAcc<T, WM> acc;
-    go_tc_acc_zero<T, WM>(acc);
+    GoTcAcc<T, WM, WN> acc;
+    go_tc_acc_zero<T, WM, WN>(acc);
 
     // The cursor: the current tap's column index ix and first channel j0; the chunk's A and
     // B offsets atap (NHWC: + j0), btap (backprop_input: + j0); bit 0 of amask[r] says
@@ -998,8 +1000,8 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
             advance();
         }
         go_cp_async_commit();
-        go_tc_stage_mma<T, BKN, TF32, false, WM>(As + s_read * BM * LD, Bs + s_read * TC_BN * LD, wm,
-                                      wn, lane, acc);
+        go_tc_stage_mma<T, BKN, TF32, false, WM, WN>(As + s_read * BM * LD,
+                                                     Bs + s_read * TC_BN * LD, wm, wn, lane, acc);
         s_read = s_read + 1 == STAGES ? 0 : s_read + 1;
         s_load = s_load + 1 == STAGES ? 0 : s_load + 1;
     }
@@ -1022,7 +1024,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         out_base[m] = o;
     }
     S* Cs = reinterpret_cast<S*>(smem);
-    go_tc_stage_acc<T, WM, NC ? BM : 0>(acc, Cs, wm, wn, lane);
+    go_tc_stage_acc<T, WM, NC ? BM : 0, WN>(acc, Cs, wm, wn, lane);
     __syncthreads();
     const bool ovec = !NC && P.nlen % VEC == 0 && P.o_col % VEC == 0 && P.o_off % VEC == 0 &&
                       reinterpret_cast<uintptr_t>(out) % 16 == 0;
@@ -1043,18 +1045,29 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
 // lean tile GO_TC_WIDE_TILE_M pixels high on GO_TC_WIDE_THREADS threads (8 warps, 3 stages:
 // the wide kernels), and the lean tile GO_TC_TALL_TILE_M pixels high on 4 warps of
 // GO_TC_TALL_WARP_M x TC_WN (3 stages, which fit the 48 KB of static shared memory: the tall
-// kernels, the default of 16-bit NHWC backprop_input). Four stages in dynamic shared memory
-// measured within 1% of three for both (an H200, 2026-11-27).
-enum GoTcTileKind { GO_TC_GENERAL = 0, GO_TC_LEAN = 1, GO_TC_WIDE = 2, GO_TC_TALL = 3 };
+// kernels, the default of 16-bit NHWC backprop_input and forward). Four stages in dynamic
+// shared memory measured within 1% of three for both (an H200, 2026-11-27). The square
+// tile: 128 pixels on 2 warps of GO_TC_TALL_WARP_M x GO_TC_SQUARE_WARP_N (3 stages): every A
+// fragment is read from shared memory by one warp instead of two (14% fewer instructions
+// than the tall tile), but at 255 registers only 8 warps fit an SM and they wait on
+// latencies the tall tile's 12 hide (H200, 2026-11-28: W4 10% slower, W5f 6%).
+enum GoTcTileKind { GO_TC_GENERAL = 0, GO_TC_LEAN = 1, GO_TC_WIDE = 2, GO_TC_TALL = 3,
+                    GO_TC_SQUARE = 4 };
 template <int KIND> struct GoTcTileShape {
-    static constexpr int BM = KIND == GO_TC_WIDE   ? GO_TC_WIDE_TILE_M
-                              : KIND == GO_TC_TALL ? GO_TC_TALL_TILE_M
-                                                   : TC_BM;
-    static constexpr int THREADS = KIND == GO_TC_WIDE ? GO_TC_WIDE_THREADS : TC_THREADS;
-    static constexpr int STAGES = KIND == GO_TC_WIDE || KIND == GO_TC_TALL ? 3 : TC_VSTAGES;
-    static constexpr int WM = KIND == GO_TC_TALL ? GO_TC_TALL_WARP_M : TC_WM;
+    static constexpr int BM = KIND == GO_TC_WIDE     ? GO_TC_WIDE_TILE_M
+                              : KIND == GO_TC_TALL   ? GO_TC_TALL_TILE_M
+                              : KIND == GO_TC_SQUARE ? GO_TC_SQUARE_TILE_M
+                                                     : TC_BM;
+    static constexpr int THREADS = KIND == GO_TC_WIDE     ? GO_TC_WIDE_THREADS
+                                   : KIND == GO_TC_SQUARE ? GO_TC_SQUARE_THREADS
+                                                          : TC_THREADS;
+    static constexpr int STAGES = KIND == GO_TC_LEAN ? TC_VSTAGES : 3;
+    static constexpr int WM =
+        KIND == GO_TC_TALL || KIND == GO_TC_SQUARE ? GO_TC_TALL_WARP_M : TC_WM;
+    static constexpr int WN = KIND == GO_TC_SQUARE ? GO_TC_SQUARE_WARP_N : TC_WN;
     // A chunks a thread copies per pixel row (0: one; see go_tc_tile_vec).
-    static constexpr int ACC = KIND == GO_TC_TALL ? GO_TC_TALL_ROW_CHUNKS : 0;
+    static constexpr int ACC =
+        KIND == GO_TC_TALL || KIND == GO_TC_SQUARE ? GO_TC_TALL_ROW_CHUNKS : 0;
 };
 
 // Grid: x strides over pixel tiles, y over groups x channel tiles, z over stride phases
@@ -1082,8 +1095,8 @@ GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64*
             for (go_i64 mt = blockIdx.x; mt < mtiles; mt += gridDim.x) {
                 if constexpr (KIND != GO_TC_GENERAL)
                     go_tc_tile_vec<T, L, BKN, TF32, Sh::BM, Sh::THREADS, Sh::STAGES, Sh::WM,
-                                   Sh::ACC>(*Ps, src, w, out, mt * Sh::BM, n_base, smem,
-                                            out_base);
+                                   Sh::ACC, Sh::WN>(*Ps, src, w, out, mt * Sh::BM, n_base, smem,
+                                                    out_base);
                 else
                     go_tc_tile<T, L, BKN, TF32, FWD || GoTcTraits<T>::STAGED_BACKPROP>(
                         *Ps, src, w, out, mt * TC_BM, n_base, smem, out_base);
@@ -1174,9 +1187,14 @@ GO_TC_VEC_BODY(conv2d_forward_tc_vec_nchw_body, true, GO_LAYOUT_NCHW, GO_TC_LEAN
 // The wide kernel (backprop_input, 16-bit types, NHWC): GO_TC_WIDE_TILE_M x TC_BN tiles on
 // 8 warps. (The forward's twin spilled on sm_120 at two blocks per SM: not built.)
 GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_wide_body, false, GO_LAYOUT_NHWC, GO_TC_WIDE)
-// The tall kernel (backprop_input, 16-bit types, NHWC): GO_TC_TALL_TILE_M x TC_BN tiles on
-// 4 warps of GO_TC_TALL_WARP_M x TC_WN.
+// The tall kernels (backprop_input and forward, 16-bit types, NHWC; the default of both):
+// GO_TC_TALL_TILE_M x TC_BN tiles on 4 warps of GO_TC_TALL_WARP_M x TC_WN.
 GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_tall_body, false, GO_LAYOUT_NHWC, GO_TC_TALL)
+GO_TC_VEC_BODY(conv2d_forward_tc_vec_tall_body, true, GO_LAYOUT_NHWC, GO_TC_TALL)
+// The square kernels (backprop_input and forward, 16-bit types, NHWC): GO_TC_SQUARE_TILE_M x
+// TC_BN tiles on 2 warps of GO_TC_TALL_WARP_M x GO_TC_SQUARE_WARP_N.
+GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_square_body, false, GO_LAYOUT_NHWC, GO_TC_SQUARE)
+GO_TC_VEC_BODY(conv2d_forward_tc_vec_square_body, true, GO_LAYOUT_NHWC, GO_TC_SQUARE)
 #undef GO_TC_VEC_BODY
 template <typename T>
 GO_DEV void conv2d_backprop_input_tc_body(const GoConvParams& p) {
@@ -1211,6 +1229,9 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 #endif
 // The tall kernel: 64 accumulators a thread, three blocks per SM (168 registers).
 #define GO_TC_BOUNDS_TALL __launch_bounds__(GO_TC_BLOCK_THREADS, 3)
+// The square kernel: 128 accumulators a thread, four blocks of 2 warps per SM (255
+// registers).
+#define GO_TC_BOUNDS_SQUARE __launch_bounds__(GO_TC_SQUARE_THREADS, 4)
 #else
 #define GO_TC_BOUNDS_4
 #define GO_TC_BOUNDS_3_90
@@ -1218,6 +1239,7 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 #define GO_TC_BOUNDS_2
 #define GO_TC_BOUNDS_WIDE
 #define GO_TC_BOUNDS_TALL
+#define GO_TC_BOUNDS_SQUARE
 #endif
 // Every element type (the emulator's list is GO_DTYPES), 16-bit ones with bounds B16, f32
 // with B32, f64 with B64.
@@ -1250,11 +1272,19 @@ GO_TC_INSTANTIATE(conv2d_forward_tc_vec_nchw, conv2d_forward_tc_vec_nchw_body, G
     GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_WIDE, f16, __half) \
     GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_WIDE, bf16, __nv_bfloat16)
 GO_TC_WIDE_INSTANTIATE(conv2d_backprop_input_tc_vec_wide, conv2d_backprop_input_tc_vec_wide_body)
-// The tall kernel, 16-bit types only (as the wide one).
+// The tall kernels, 16-bit types only (as the wide one).
 #define GO_TC_TALL_INSTANTIATE(NAME, BODY)                                        \
     GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_TALL, f16, __half) \
     GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_TALL, bf16, __nv_bfloat16)
 GO_TC_TALL_INSTANTIATE(conv2d_backprop_input_tc_vec_tall, conv2d_backprop_input_tc_vec_tall_body)
+GO_TC_TALL_INSTANTIATE(conv2d_forward_tc_vec_tall, conv2d_forward_tc_vec_tall_body)
+// The square kernels, 16-bit types only.
+#define GO_TC_SQUARE_INSTANTIATE(NAME, BODY)                                        \
+    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_SQUARE, f16, __half) \
+    GO_INSTANTIATE_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_SQUARE, bf16, __nv_bfloat16)
+GO_TC_SQUARE_INSTANTIATE(conv2d_backprop_input_tc_vec_square,
+                         conv2d_backprop_input_tc_vec_square_body)
+GO_TC_SQUARE_INSTANTIATE(conv2d_forward_tc_vec_square, conv2d_forward_tc_vec_square_body)
 
 // ---------------------------------------------------------------------------------------
 // conv2d_backprop_filter_partial_tc: the filter gradient's split-K partial sums (same

@@ -52,12 +52,19 @@
  * warps, 4 x 2); launch as the other tensor-core kernels with those. */
 #define GO_TC_WIDE_TILE_M 128
 #define GO_TC_WIDE_THREADS 256
-/* The tall lean kernel (conv2d_backprop_input_tc_vec_tall_<f16|bf16>, NHWC): warp tiles
+/* The tall lean kernels (conv2d_{backprop_input,forward}_tc_vec_tall_<f16|bf16>, NHWC): warp tiles
  * GO_TC_TALL_WARP_M x GO_TC_WARP_N (two m16 fragments more per warp: fewer fragment loads,
  * barriers and cursor steps per mma), GO_TC_TALL_TILE_M x GO_TC_TILE_N block tiles on
  * GO_TC_BLOCK_THREADS threads (4 warps, 2 x 2); launch as the other tensor-core kernels. */
 #define GO_TC_TALL_TILE_M 128
 #define GO_TC_TALL_WARP_M 64
+/* The square lean kernels (conv2d_{backprop_input,forward}_tc_vec_square_<f16|bf16>, NHWC):
+ * warp tiles GO_TC_TALL_WARP_M x GO_TC_SQUARE_WARP_N (each A fragment read by one warp, not
+ * two), GO_TC_SQUARE_TILE_M x GO_TC_TILE_N block tiles on GO_TC_SQUARE_THREADS threads
+ * (2 warps, 2 x 1); launch as the other tensor-core kernels with those. */
+#define GO_TC_SQUARE_TILE_M 128
+#define GO_TC_SQUARE_WARP_N 64
+#define GO_TC_SQUARE_THREADS 64
 #define GO_TC_STAGES 3
 
 /* conv2d_backprop_filter_partial tile: GO_CONV_FILTER_TILE_M filter rows (ky, kx, ci) x

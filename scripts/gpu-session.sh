@@ -17,7 +17,8 @@
 # (GRADOPS_CUDA_CONV_TC_VEC=off); PROP_CASES / PROP_LIMIT size the property tests;
 # SAN_FILTER picks the cuda_ops tests the sanitizers run (default all). The experiments step
 # times the lean conv kernels' overrides against the default in turn
-# (GRADOPS_CUDA_CONV_TC_GRID=wave and =tiles, GRADOPS_CUDA_CONV_TC_TILE=lean and =wide; gradops-cg,
+# (GRADOPS_CUDA_CONV_TC_GRID=wave and =tiles, GRADOPS_CUDA_CONV_TC_TILE=lean, =wide and =square,
+# GRADOPS_CUDA_CONV_TC_FORWARD_TILE=lean and =square; gradops-cg,
 # built with GO_TC_VEC_L1=0 by a prebuild with CG_VARIANT=1) on EXP_DTYPES (default
 # f16,f32) and checks them with the cuda_ops conv tests.
 # Exit status: non-zero if any step failed.
@@ -78,7 +79,10 @@ if has experiments; then
   export STALL_METRICS='regex:^(smsp__average_warps_issue_stalled_.*_per_issue_active|l1tex__data_bank_conflicts_pipe_lsu_mem_shared|smsp__inst_executed(\.sum)?$|sm__inst_executed_pipe_tensor)'
   # Variants: name|environment|executable suffix (gradops-cg: built with GO_TC_VEC_L1=0).
   VARIANTS=("base||" "wave|GRADOPS_CUDA_CONV_TC_GRID=wave|" "tiles|GRADOPS_CUDA_CONV_TC_GRID=tiles|"
-    "lean|GRADOPS_CUDA_CONV_TC_TILE=lean|" "wide|GRADOPS_CUDA_CONV_TC_TILE=wide|" "cg||-cg")
+    "lean|GRADOPS_CUDA_CONV_TC_TILE=lean GRADOPS_CUDA_CONV_TC_FORWARD_TILE=lean|"
+    "wide|GRADOPS_CUDA_CONV_TC_TILE=wide|"
+    "square|GRADOPS_CUDA_CONV_TC_TILE=square GRADOPS_CUDA_CONV_TC_FORWARD_TILE=square|"
+    "cg||-cg")
   # Correctness first: the conv tests under each variant (the same bits as the default).
   for v in "${VARIANTS[@]:1}"; do
     IFS='|' read -r name envs sfx <<<"$v"
@@ -202,6 +206,7 @@ if has ncu && [[ -n "$NCU" ]]; then
     W6:max_pool_tile_k3_grad_f32 W6:max_pool_tile_k3_grad_argmax_f32 W6:max_pool_direct_k3_forward_f32 \
     W4:conv2d_backprop_input_tc_vec_nchw_f16:f16 W4:conv2d_backprop_input_tc_vec_tall_f16:f16 \
     W5:conv2d_backprop_input_tc_vec_nchw_f16:f16 W4f:conv2d_forward_tc_vec_nchw_f16:f16 \
+    W4f:conv2d_forward_tc_vec_tall_f16:f16 \
     W4:conv2d_backprop_input_f32 \
     W7:conv2d_backprop_filter_partial_tc_f16:f16 W8:conv2d_backprop_filter_partial_tc_f16:f16 \
     W7:conv2d_backprop_filter_partial_tc_nhwc_f16:f16 \

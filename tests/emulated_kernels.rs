@@ -2482,8 +2482,8 @@ const TF32_TOL: f64 = 2e-3;
 /// integer data, within the dtype's tolerance on random data. Every case also runs on a
 /// tiny grid and once more on the natural one: all three results bitwise identical
 /// (deterministic, and independent of the grid). Where the host's rule picks the lean
-/// kernels (`_vec`, `_vec_nchw`, and for 16-bit NHWC backprop_input the wide `_vec_wide`
-/// and the tall `_vec_tall`),
+/// kernels (`_vec`, `_vec_nchw`, and for 16-bit NHWC backprop_input the wide `_vec_wide`,
+/// the tall `_vec_tall` and the square `_vec_square`),
 /// they run on both grids too and must give the general kernel's bits.
 #[test]
 fn emulated_conv2d_tensor_core() {
@@ -2595,6 +2595,9 @@ fn emulated_conv2d_tensor_core() {
         "conv2d_backprop_input_tc_vec_nchw",
         "conv2d_backprop_input_tc_vec_wide",
         "conv2d_backprop_input_tc_vec_tall",
+        "conv2d_backprop_input_tc_vec_square",
+        "conv2d_forward_tc_vec_square",
+        "conv2d_forward_tc_vec_tall",
     ] {
         for dt in [Dt::F16, Dt::BF16] {
             let name = format!("{f}_{}", dt.suffix());
@@ -2869,15 +2872,18 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                     l.grid
                 );
             }
-            // The wide and tall twins (backprop_input, 16-bit NHWC): 128-pixel tiles on 8
-            // warps of the same warp tiles, or on 4 warps of 64 x 32.
-            if !forward && layout == NHWC && dt.size() == 2 {
+            // The wide, tall and square twins (16-bit NHWC; the forward has no wide one):
+            // 128-pixel tiles on 8 warps of the same warp tiles, on 4 warps of 64 x 32, or on
+            // 2 of 64 x 64.
+            if layout == NHWC && dt.size() == 2 {
                 type Plan = fn(&GoConvParams, bool) -> Option<launch::Launch>;
-                let twins: [(&str, Plan); 2] = [
+                let twins: [(&str, Plan); 3] = [
                     ("wide", launch::conv_tc_wide),
                     ("tall", launch::conv_tc_tall),
+                    ("square", launch::conv_tc_square),
                 ];
-                for (kind, plan) in twins {
+                let twins = twins.iter().filter(|(kind, _)| !forward || *kind != "wide");
+                for &(kind, plan) in twins {
                     let twin_kernel = format!("{name}_vec_{kind}_{}", dt.suffix());
                     let twin = plan(&p, forward).expect("the twin's launch");
                     let twin_tiny = launch::Launch {

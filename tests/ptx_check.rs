@@ -57,8 +57,17 @@ const TC_OPS: &[&str] = &[
 ];
 /// The wide lean kernel (f16 and bf16 only), in the compute_80+ images only.
 const WIDE_OPS: &[&str] = &["conv2d_backprop_input_tc_vec_wide"];
-/// The tall lean kernel (f16 and bf16 only, GO_TC_BLOCK_THREADS threads), likewise.
-const TALL_OPS: &[&str] = &["conv2d_backprop_input_tc_vec_tall"];
+/// The tall lean kernels (f16 and bf16 only, GO_TC_BLOCK_THREADS threads), likewise.
+const TALL_OPS: &[&str] = &[
+    "conv2d_backprop_input_tc_vec_tall",
+    "conv2d_forward_tc_vec_tall",
+];
+/// The square lean kernels (f16 and bf16 only, GO_TC_SQUARE_THREADS threads), likewise.
+const SQUARE_OPS: &[&str] = &[
+    "conv2d_backprop_input_tc_vec_square",
+    "conv2d_forward_tc_vec_square",
+];
+const SQUARE_THREADS: u32 = 64;
 /// Their element types and threads per block (GO_TC_WIDE_THREADS).
 const WIDE_DTYPES: [&str; 2] = ["f16", "bf16"];
 const WIDE_THREADS: u32 = 256;
@@ -258,7 +267,7 @@ fn ptx_isa_and_kernel_names() {
                     assert_eq!(ptx.contains(&entry), want, "{image}: {op}_{d}");
                 }
             }
-            for op in WIDE_OPS.iter().chain(TALL_OPS) {
+            for op in WIDE_OPS.iter().chain(TALL_OPS).chain(SQUARE_OPS) {
                 for d in DTYPES {
                     let entry = format!(".entry {op}_{d}(");
                     let want = *arch >= TC_MIN_ARCH && WIDE_DTYPES.contains(&d);
@@ -392,6 +401,12 @@ fn ptxas_every_image_no_spills() {
             dtypes: &WIDE_DTYPES,
             threads: TC_THREADS,
             want_blocks: |_| 3,
+        },
+        TcKind {
+            ops: SQUARE_OPS,
+            dtypes: &WIDE_DTYPES,
+            threads: SQUARE_THREADS,
+            want_blocks: |_| 4,
         },
     ];
     for TcKind {

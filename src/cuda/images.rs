@@ -157,10 +157,10 @@ pub fn conv_tensor_cores_for_all_dtypes() -> bool {
 }
 
 /// Environment variable for the block tile of 16-bit NHWC `conv2d_backprop_input` calls on the
-/// lean tensor-core kernels ([`ConvTcTile`]): `lean` or `wide` (case-insensitive, surrounding
-/// whitespace ignored) picks that tile; unset or any other value, the tall one. Every tile
-/// gives the same results bit for bit (the same warp-level arithmetic in the same order).
-/// Read once per process.
+/// lean tensor-core kernels ([`ConvTcTile`]): `lean`, `wide` or `square` (case-insensitive,
+/// surrounding whitespace ignored) picks that tile; unset or any other value, the tall one.
+/// Every tile gives the same results bit for bit (the same warp-level arithmetic in the same
+/// order). Read once per process.
 pub const CONV_TC_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_TILE";
 
 /// The block tile of 16-bit NHWC `conv2d_backprop_input` calls on the lean tensor-core
@@ -177,8 +177,13 @@ pub enum ConvTcTile {
     /// 64 x 32 (half the fragment loads, barriers and cursor steps per mma of the wide tile,
     /// three blocks per SM). Since its copies read whole sectors (two threads a pixel row):
     /// within 2% of the wide tile on W4, 10-12% faster on W5 (three H200 runs, 2026-11-27,
-    /// BENCHMARKS.md).
+    /// BENCHMARKS.md). The forward's default too ([`CONV_TC_FORWARD_TILE_ENV`]).
     Tall,
+    /// `conv2d_backprop_input_tc_vec_square_*`: 128-pixel tiles on 2 warps of 64 x 64 (each
+    /// A fragment read from shared memory by one warp, not two: 14% fewer instructions than
+    /// the tall tile), four blocks per SM (8 warps: too few to hide the latencies; W4 10%
+    /// and W5 8% slower than the tall tile on an H200, BENCHMARKS.md). Kept for comparison.
+    Square,
 }
 
 /// The 16-bit NHWC backprop_input tile ([`CONV_TC_TILE_ENV`], read on first use).
@@ -187,11 +192,37 @@ pub fn conv_tc_tile() -> ConvTcTile {
     *T.get_or_init(|| conv_tc_tile_from_env(std::env::var(CONV_TC_TILE_ENV).ok().as_deref()))
 }
 
+/// Environment variable for the block tile of 16-bit NHWC `conv2d` (forward) calls on the lean
+/// tensor-core kernels: `lean` (`conv2d_forward_tc_vec_*`, 64-pixel tiles, the default before
+/// 2026-11-28) or `square` (`conv2d_forward_tc_vec_square_*`), read as [`CONV_TC_TILE_ENV`];
+/// unset or any other value, the tall tile (`conv2d_forward_tc_vec_tall_*`: on an H200 W4f 5%
+/// and W5f 22% less time than the lean tile, 5-11% less than the square one, BENCHMARKS.md).
+/// Every tile gives the same results bit for bit. Read once per process.
+pub const CONV_TC_FORWARD_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_FORWARD_TILE";
+
+/// The 16-bit NHWC forward's tile ([`CONV_TC_FORWARD_TILE_ENV`], read on first use).
+pub fn conv_tc_forward_tile() -> ConvTcTile {
+    static T: std::sync::OnceLock<ConvTcTile> = std::sync::OnceLock::new();
+    *T.get_or_init(|| {
+        conv_tc_forward_tile_from_env(std::env::var(CONV_TC_FORWARD_TILE_ENV).ok().as_deref())
+    })
+}
+
+/// [`CONV_TC_FORWARD_TILE_ENV`]'s reading (the forward has no wide twin).
+fn conv_tc_forward_tile_from_env(v: Option<&str>) -> ConvTcTile {
+    match v.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+        Some("lean") => ConvTcTile::Lean,
+        Some("square") => ConvTcTile::Square,
+        _ => ConvTcTile::Tall,
+    }
+}
+
 /// [`CONV_TC_TILE_ENV`]'s reading.
 fn conv_tc_tile_from_env(v: Option<&str>) -> ConvTcTile {
     match v.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
         Some("lean") => ConvTcTile::Lean,
         Some("wide") => ConvTcTile::Wide,
+        Some("square") => ConvTcTile::Square,
         _ => ConvTcTile::Tall,
     }
 }
@@ -351,6 +382,12 @@ mod tests {
         assert_eq!(conv_tc_tile_from_env(Some("")), ConvTcTile::Tall);
         assert_eq!(conv_tc_tile_from_env(Some(" Lean ")), ConvTcTile::Lean);
         assert_eq!(conv_tc_tile_from_env(Some("TALL")), ConvTcTile::Tall);
+        assert_eq!(conv_tc_tile_from_env(Some("square\n")), ConvTcTile::Square);
+        assert_eq!(conv_tc_forward_tile_from_env(None), ConvTcTile::Tall);
+        let forward = |v| conv_tc_forward_tile_from_env(Some(v));
+        assert_eq!(forward(" LEAN"), ConvTcTile::Lean);
+        assert_eq!(forward("square"), ConvTcTile::Square);
+        assert_eq!(forward("wide"), ConvTcTile::Tall);
         assert_eq!(conv_tc_grid_from_env(None), ConvTcGrid::Auto);
         assert_eq!(conv_tc_grid_from_env(Some("auto")), ConvTcGrid::Auto);
         assert_eq!(conv_tc_grid_from_env(Some(" WAVE")), ConvTcGrid::Wave);
@@ -540,10 +577,13 @@ mod tests {
                     );
                 }
             }
-            // The wide and tall lean kernels: f16 and bf16 only.
+            // The wide, tall and square lean kernels: f16 and bf16 only.
             for k in [
                 "conv2d_backprop_input_tc_vec_wide",
                 "conv2d_backprop_input_tc_vec_tall",
+                "conv2d_backprop_input_tc_vec_square",
+                "conv2d_forward_tc_vec_square",
+                "conv2d_forward_tc_vec_tall",
             ] {
                 for d in crate::DType::ALL {
                     let entry = format!(".entry {k}_{}(", d.name());

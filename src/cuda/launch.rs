@@ -6,8 +6,8 @@ use super::params::{
     GoConvFilterParams, GoConvParams, GoPoolParams, GoResizeParams, GO_BLOCK_THREADS,
     GO_CONV_FILTER_TILE_K, GO_CONV_FILTER_TILE_M, GO_CONV_FILTER_TILE_N, GO_CONV_TILE_C,
     GO_CONV_TILE_P, GO_FILTER_HWIO, GO_LAYOUT_NCHW, GO_LAYOUT_NHWC, GO_POOL_TILE_SMEM,
-    GO_RESIZE_TILE_SMEM, GO_TC_BLOCK_THREADS, GO_TC_TALL_TILE_M, GO_TC_TILE_M, GO_TC_TILE_N,
-    GO_TC_WIDE_THREADS, GO_TC_WIDE_TILE_M,
+    GO_RESIZE_TILE_SMEM, GO_TC_BLOCK_THREADS, GO_TC_SQUARE_THREADS, GO_TC_SQUARE_TILE_M,
+    GO_TC_TALL_TILE_M, GO_TC_TILE_M, GO_TC_TILE_N, GO_TC_WIDE_THREADS, GO_TC_WIDE_TILE_M,
 };
 
 /// Threads per block for every kernel but the tensor-core ones (`GO_TC_BLOCK_THREADS`)
@@ -462,6 +462,12 @@ pub fn conv_tc_tall(p: &GoConvParams, forward: bool) -> Option<Launch> {
     conv_tc_tiled(p, forward, (GO_TC_TALL_TILE_M, GO_TC_BLOCK_THREADS))
 }
 
+/// The square lean kernel `conv2d_backprop_input_tc_vec_square_*` (`forward` false): as
+/// [`conv_tc`] with `GO_TC_SQUARE_TILE_M`-pixel tiles on `GO_TC_SQUARE_THREADS` threads.
+pub fn conv_tc_square(p: &GoConvParams, forward: bool) -> Option<Launch> {
+    conv_tc_tiled(p, forward, (GO_TC_SQUARE_TILE_M, GO_TC_SQUARE_THREADS))
+}
+
 fn conv_tc_tiled(p: &GoConvParams, forward: bool, (tile_m, threads): (u32, u32)) -> Option<Launch> {
     let groups = nonneg(p.groups).max(1);
     let (pix, nlen, phases) = if forward {
@@ -728,7 +734,8 @@ mod tests {
         }
     }
 
-    /// The wide and the tall tiles (128 pixels) halve grid.x; the wide one on 8 warps.
+    /// The wide, tall and square tiles (128 pixels) halve grid.x; the wide one on 8 warps,
+    /// the square one on 2.
     #[test]
     fn wide_tiles_halve_grid_x() {
         let p = w4(64, 64, 1);
@@ -742,6 +749,8 @@ mod tests {
         assert_eq!(l.block, (GO_TC_BLOCK_THREADS, 1, 1));
         let t = conv_tc_tall(&p, false).unwrap();
         assert_eq!((t.grid, t.block), (w.grid, l.block));
+        let s = conv_tc_square(&p, false).unwrap();
+        assert_eq!((s.grid, s.block), (w.grid, (GO_TC_SQUARE_THREADS, 1, 1)));
     }
 
     /// The wave grid caps grid.x only, to the resident blocks over grid.y x grid.z, at least

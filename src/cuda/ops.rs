@@ -10,7 +10,7 @@ use cudarc::driver::{
 };
 
 use super::images::{
-    conv_tc_grid, conv_tc_tile, conv_tc_vec_enabled, conv_tensor_core_choice,
+    conv_tc_forward_tile, conv_tc_grid, conv_tc_tile, conv_tc_vec_enabled, conv_tensor_core_choice,
     conv_tensor_cores_for_all_dtypes, ConvTcTile,
 };
 use super::launch::{self, Launch};
@@ -712,8 +712,8 @@ pub fn conv_kernel_for<T: Element>(
 /// The tensor-core kernel family a call with parameters `p` launches: the lean `_vec` (NHWC)
 /// and `_vec_nchw` kernels where [`launch::conv_tc_vec_eligible`] holds and the source and filter
 /// addresses are 16-byte aligned (unless `GRADOPS_CUDA_CONV_TC_VEC=off`; 16-bit NHWC backprop_input calls
-/// the `_vec_tall` one, or the tile `GRADOPS_CUDA_CONV_TC_TILE` names: [`ConvTcTile`]), else the
-/// general ones.
+/// the `_vec_tall` one, or the tile `GRADOPS_CUDA_CONV_TC_TILE` names: [`ConvTcTile`]; the 16-bit
+/// NHWC forward the one `GRADOPS_CUDA_CONV_TC_FORWARD_TILE` names), else the general ones.
 fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize) -> &'static str {
     let src = if forward { p.x } else { p.y };
     let vec = conv_tc_vec_enabled()
@@ -721,8 +721,12 @@ fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize) -> &'stati
         && src.is_multiple_of(16)
         && p.w.is_multiple_of(16);
     let nchw = p.layout == GO_LAYOUT_NCHW as i32;
-    let tile = if vec && !forward && !nchw && elem_bytes == 2 {
-        conv_tc_tile()
+    let tile = if vec && !nchw && elem_bytes == 2 {
+        if forward {
+            conv_tc_forward_tile()
+        } else {
+            conv_tc_tile()
+        }
     } else {
         ConvTcTile::Lean
     };
@@ -731,8 +735,11 @@ fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize) -> &'stati
         (false, true, false, ConvTcTile::Lean) => "conv2d_backprop_input_tc_vec",
         (false, true, false, ConvTcTile::Wide) => "conv2d_backprop_input_tc_vec_wide",
         (false, true, false, ConvTcTile::Tall) => "conv2d_backprop_input_tc_vec_tall",
+        (false, true, false, ConvTcTile::Square) => "conv2d_backprop_input_tc_vec_square",
         (false, true, true, _) => "conv2d_backprop_input_tc_vec_nchw",
         (true, false, _, _) => "conv2d_forward_tc",
+        (true, true, false, ConvTcTile::Square) => "conv2d_forward_tc_vec_square",
+        (true, true, false, ConvTcTile::Tall) => "conv2d_forward_tc_vec_tall",
         (true, true, false, _) => "conv2d_forward_tc_vec",
         (true, true, true, _) => "conv2d_forward_tc_vec_nchw",
     }
@@ -744,6 +751,8 @@ fn conv_tc_launch(p: &GoConvParams, forward: bool, family: &str) -> Option<Launc
         launch::conv_tc_wide(p, forward)
     } else if family.ends_with("_tall") {
         launch::conv_tc_tall(p, forward)
+    } else if family.ends_with("_square") {
+        launch::conv_tc_square(p, forward)
     } else {
         launch::conv_tc(p, forward)
     }

@@ -461,18 +461,33 @@ fn bench_cuda_typed<T: Element>(
                 .to_string(),
         );
     }
-    match gradops::cuda::conv_tc_tile() {
-        gradops::cuda::ConvTcTile::Tall => {}
-        t => notes.push(format!(
-            "{}: f16/bf16 NHWC conv2d_backprop_input ran the {} lean kernel, not the tall one \
-             (128-pixel tiles on 4 warps of 64 x 32)",
+    use gradops::cuda::ConvTcTile;
+    let tile_name = |t: ConvTcTile| match t {
+        ConvTcTile::Wide => "wide (128-pixel tiles on 8 warps of 32 x 32)",
+        ConvTcTile::Tall => "tall (128-pixel tiles on 4 warps of 64 x 32)",
+        ConvTcTile::Square => "square (128-pixel tiles on 2 warps of 64 x 64)",
+        ConvTcTile::Lean => "64-pixel (4 warps of 32 x 32)",
+    };
+    // Both 16-bit NHWC GEMMs default to the tall tile.
+    for (env, op, tile) in [
+        (
             gradops::cuda::CONV_TC_TILE_ENV,
-            if t == gradops::cuda::ConvTcTile::Wide {
-                "wide (128-pixel tiles on 8 warps of 32 x 32)"
-            } else {
-                "64-pixel"
-            }
-        )),
+            "conv2d_backprop_input",
+            gradops::cuda::conv_tc_tile(),
+        ),
+        (
+            gradops::cuda::CONV_TC_FORWARD_TILE_ENV,
+            "conv2d",
+            gradops::cuda::conv_tc_forward_tile(),
+        ),
+    ] {
+        if tile != ConvTcTile::Tall {
+            notes.push(format!(
+                "{env}: f16/bf16 NHWC {op} ran the {} lean kernel, not the default {}",
+                tile_name(tile),
+                tile_name(ConvTcTile::Tall)
+            ));
+        }
     }
     match gradops::cuda::conv_tc_grid() {
         gradops::cuda::ConvTcGrid::Auto => {}
