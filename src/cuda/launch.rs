@@ -455,15 +455,16 @@ pub fn conv_tc_wide(p: &GoConvParams, forward: bool) -> Option<Launch> {
     conv_tc_tiled(p, forward, (GO_TC_WIDE_TILE_M, GO_TC_WIDE_THREADS))
 }
 
-/// The tall lean kernel `conv2d_backprop_input_tc_vec_tall_*` (`forward` false; the
-/// parameter keeps [`conv_tc`]'s shape): as [`conv_tc`] with `GO_TC_TALL_TILE_M`-pixel tiles
-/// on `GO_TC_BLOCK_THREADS` threads.
+/// The tall lean kernels `conv2d_backprop_input_tc_vec_tall_*` (`forward` false) and
+/// `conv2d_forward_tc_vec_tall_*` (`forward` true): as [`conv_tc`] with
+/// `GO_TC_TALL_TILE_M`-pixel tiles on `GO_TC_BLOCK_THREADS` threads.
 pub fn conv_tc_tall(p: &GoConvParams, forward: bool) -> Option<Launch> {
     conv_tc_tiled(p, forward, (GO_TC_TALL_TILE_M, GO_TC_BLOCK_THREADS))
 }
 
-/// The square lean kernel `conv2d_backprop_input_tc_vec_square_*` (`forward` false): as
-/// [`conv_tc`] with `GO_TC_SQUARE_TILE_M`-pixel tiles on `GO_TC_SQUARE_THREADS` threads.
+/// The square lean kernels `conv2d_backprop_input_tc_vec_square_*` (`forward` false) and
+/// `conv2d_forward_tc_vec_square_*` (`forward` true): as [`conv_tc`] with
+/// `GO_TC_SQUARE_TILE_M`-pixel tiles on `GO_TC_SQUARE_THREADS` threads.
 pub fn conv_tc_square(p: &GoConvParams, forward: bool) -> Option<Launch> {
     conv_tc_tiled(p, forward, (GO_TC_SQUARE_TILE_M, GO_TC_SQUARE_THREADS))
 }
