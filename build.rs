@@ -14,6 +14,10 @@
 //! file is compiled once per architecture, all in parallel, with `__CUDA_ARCH__` set to
 //! that architecture (`800` for compute_80), so kernels can put newer-hardware code behind
 //! `#if __CUDA_ARCH__ >= 800`. PTX JITs forward to newer GPUs (compute_90 on sm_100/sm_120).
+//! Where compute_90 is built, the files of [`SM90A_FILES`] are also compiled for compute_90a
+//! (Hopper's architecture-specific features, `wgmma`; `__CUDA_ARCH_FEAT_SM90_ALL` defined),
+//! into a second table: such PTX runs on compute capability 9.0 only (no JIT forward), so the
+//! runtime loads it beside, never instead of, the portable images.
 
 use std::env;
 use std::fs;
@@ -22,6 +26,8 @@ use std::process::Command;
 
 /// Kernel files, in the order of the generated table. Module name = file stem.
 const KERNEL_FILES: &[&str] = &["resize", "conv", "pool"];
+/// Kernel files also compiled for compute_90a (when compute_90 is built).
+const SM90A_FILES: &[&str] = &["conv"];
 const DEFAULT_ARCHS: &str = "75,80,90";
 const INSTALL_HINT: &str = "bash scripts/install-cuda-toolchain.sh";
 
@@ -122,17 +128,29 @@ fn main() {
         .map(|s| s.split_whitespace().map(String::from).collect())
         .unwrap_or_default();
 
-    // Compile every (file, arch) pair in parallel (nvcc is single-threaded per file).
-    let jobs: Vec<(&str, u32)> = KERNEL_FILES
+    // Compile every (file, arch) pair in parallel (nvcc is single-threaded per file), and
+    // the compute_90a images ("a" after the architecture).
+    let mut jobs: Vec<(&str, u32, &str)> = KERNEL_FILES
         .iter()
-        .flat_map(|name| archs.iter().map(move |&a| (*name, a)))
+        .flat_map(|name| archs.iter().map(move |&a| (*name, a, "")))
         .collect();
-    let results: Vec<(&str, u32, Result<PathBuf, String>)> = std::thread::scope(|s| {
+    if archs.contains(&90) {
+        jobs.extend(SM90A_FILES.iter().map(|name| (*name, 90, "a")));
+    }
+    let results: Vec<(&str, u32, &str, Result<PathBuf, String>)> = std::thread::scope(|s| {
         let handles: Vec<_> = jobs
             .iter()
-            .map(|&(name, arch)| {
+            .map(|&(name, arch, feat)| {
                 let (nvcc, kdir, out, extra) = (&nvcc, &kdir, &out, &extra);
-                s.spawn(move || (name, arch, compile(nvcc, kdir, out, name, arch, extra)))
+                let tag = format!("{arch}{feat}");
+                s.spawn(move || {
+                    (
+                        name,
+                        arch,
+                        feat,
+                        compile(nvcc, kdir, out, name, &tag, extra),
+                    )
+                })
             })
             .collect();
         handles
@@ -143,10 +161,10 @@ fn main() {
 
     let errors: Vec<String> = results
         .iter()
-        .filter_map(|(n, a, r)| {
+        .filter_map(|(n, a, f, r)| {
             r.as_ref()
                 .err()
-                .map(|e| format!("{n}.cu (compute_{a}): {e}"))
+                .map(|e| format!("{n}.cu (compute_{a}{f}): {e}"))
         })
         .collect();
     if !errors.is_empty() {
@@ -163,10 +181,20 @@ fn main() {
         "/// (module name, virtual architecture, PTX) for every compiled image, by module then \
          architecture.\npub const PTX_IMAGES: &[(&str, u32, &str)] = &[\n",
     );
-    for (name, arch, r) in &results {
+    for (name, arch, _, r) in results.iter().filter(|r| r.2.is_empty()) {
         let ptx = r.as_ref().expect("checked above");
         src.push_str(&format!(
             "    ({name:?}, {arch}, include_str!({:?})),\n",
+            ptx.display().to_string()
+        ));
+    }
+    src.push_str("];\n");
+    src.push_str(SM90A_DOC);
+    src.push_str("pub const PTX_IMAGES_SM90A: &[(&str, &str)] = &[\n");
+    for (name, _, _, r) in results.iter().filter(|r| !r.2.is_empty()) {
+        let ptx = r.as_ref().expect("checked above");
+        src.push_str(&format!(
+            "    ({name:?}, include_str!({:?})),\n",
             ptx.display().to_string()
         ));
     }
@@ -199,9 +227,15 @@ fn fail_or_cpu(
         "/// (module name, virtual architecture, PTX) for every compiled image: none.\n\
          pub const PTX_IMAGES: &[(&str, u32, &str)] = &[];\n",
     );
+    src.push_str(SM90A_DOC);
+    src.push_str("pub const PTX_IMAGES_SM90A: &[(&str, &str)] = &[];\n");
     write_out(out, &src);
     std::process::exit(0);
 }
+
+const SM90A_DOC: &str =
+    "/// (module name, PTX) of the compute_90a images (compute capability 9.0 only), \
+                         where compute_90 was built.\n";
 
 fn header(compiled: bool, nvcc: &Path, version: &str, archs: &[u32], reason: &str) -> String {
     let names: Vec<String> = archs.iter().map(|a| format!("compute_{a}")).collect();
@@ -239,7 +273,7 @@ fn compile(
     kdir: &Path,
     out: &Path,
     name: &str,
-    arch: u32,
+    arch: &str,
     extra: &[String],
 ) -> Result<PathBuf, String> {
     let src = kdir.join(format!("{name}.cu"));

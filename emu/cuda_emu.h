@@ -15,6 +15,12 @@
 // commit closes a group; wait_group(N) performs every group but the newest N, so data is
 // in shared memory only after the wait (as the PTX ISA guarantees it, not earlier), and a
 // block that ends with copies still queued aborts the run.
+// Warpgroups (4 warps, 128 threads: wgmma.mma_async, kernels/mma.cuh): each thread's issue
+// records the (uniform) operation and where its accumulators live; commit closes a group
+// for the whole warpgroup (a warpgroup barrier); wait_group(N) performs every group of the
+// warpgroup but the newest N, reading shared memory then, so accumulators read or shared
+// memory overwritten before the wait show up as wrong results; a block that ends with
+// operations still pending aborts the run.
 #pragma once
 
 #include <barrier>
@@ -22,6 +28,7 @@
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -58,6 +65,23 @@ struct Warp {
 };
 extern std::vector<Warp>* g_warps;
 extern thread_local unsigned t_linear;  // linear thread id in the block
+
+// One wgmma.mma_async as issued: the kind (f16 or bf16 inputs), the shared-memory
+// descriptors' bits and addresses, and each of the warpgroup's 128 threads' accumulators.
+struct WgmmaOp {
+    int kind;
+    uint64_t abits, bbits;
+    const unsigned char *ap, *bp;
+    float* acc[128];
+};
+struct WarpGroup {
+    std::unique_ptr<std::barrier<>> bar;
+    std::mutex mu;
+    std::vector<WgmmaOp> open;                 // issued, not yet committed
+    std::deque<std::vector<WgmmaOp>> groups;   // committed, oldest first
+};
+extern std::vector<WarpGroup>* g_warpgroups;
+extern thread_local unsigned t_wg_issued;  // this thread's operations in the open group
 
 inline int lane_id() { return (int)(t_linear % 32); }
 inline Warp& this_warp() { return (*g_warps)[t_linear / 32]; }
@@ -114,7 +138,9 @@ dim3 gridDim;
 namespace emu {
 std::barrier<>* g_block_barrier = nullptr;
 std::vector<Warp>* g_warps = nullptr;
+std::vector<WarpGroup>* g_warpgroups = nullptr;
 thread_local unsigned t_linear = 0;
+thread_local unsigned t_wg_issued = 0;
 thread_local AsyncQueue t_async;
 
 // Run kernel(params) over grid x block: one OS thread per thread of a block, the
@@ -133,6 +159,10 @@ void launch(void (*kernel)(P), dim3 grid, dim3 block, const P& params) {
         warps[w].bar = std::make_unique<std::barrier<>>((std::ptrdiff_t)lanes);
     }
     g_warps = &warps;
+    // Whole warpgroups only (a block of 32 or 64 threads has none).
+    std::vector<WarpGroup> warpgroups(nthreads / 128);
+    for (WarpGroup& wg : warpgroups) wg.bar = std::make_unique<std::barrier<>>(128);
+    g_warpgroups = &warpgroups;
     std::vector<std::thread> threads;
     threads.reserve(nthreads);
     for (unsigned t = 0; t < nthreads; ++t) {
@@ -151,6 +181,15 @@ void launch(void (*kernel)(P), dim3 grid, dim3 block, const P& params) {
                                          "with copies never waited for\n", t, bx, by, bz);
                             std::abort();
                         }
+                        if (t < 128 * warpgroups.size()) {
+                            WarpGroup& wg = warpgroups[t / 128];
+                            std::lock_guard<std::mutex> lock(wg.mu);
+                            if (!wg.open.empty() || !wg.groups.empty()) {
+                                std::fprintf(stderr, "wgmma: thread %u of block (%u,%u,%u) ended "
+                                             "with operations never waited for\n", t, bx, by, bz);
+                                std::abort();
+                            }
+                        }
                         bar.arrive_and_wait();
                     }
         });
@@ -158,6 +197,7 @@ void launch(void (*kernel)(P), dim3 grid, dim3 block, const P& params) {
     for (auto& th : threads) th.join();
     g_block_barrier = nullptr;
     g_warps = nullptr;
+    g_warpgroups = nullptr;
 }
 }  // namespace emu
 #endif

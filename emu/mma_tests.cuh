@@ -103,3 +103,53 @@ void emu_mma_test_f64(GoEmuMmaTestParams p) {
     d[g * 8 + 2 * t] = acc[0];
     d[g * 8 + 2 * t + 1] = acc[1];
 }
+
+// emu_wgmma_test_<f16|bf16>, one warpgroup (128 threads): D (64x64 f32, row-major) = A * B +
+// C, A 64x16 b16 row-major, B given as [n][k] (64x16), C 64x64 f32 row-major, through one
+// go_wgmma_m64n64k16 (k 0-15) or two (k 0-15 from the first half of each 64-byte row,
+// then 16-31 from the second, with A and B of 64x32; p.k32) on operands staged in the
+// 64-byte swizzle the conv kernel uses.
+struct GoEmuWgmmaTestParams {
+    uint64_t a, b, c, d;
+    int32_t k32;
+    int32_t pad;
+};
+
+template <typename T>
+void emu_wgmma_test_body(GoEmuWgmmaTestParams p) {
+    typedef typename GoMmaKind<T>::type Kind;
+    __shared__ __align__(512) uint16_t As[64 * 32];
+    __shared__ __align__(512) uint16_t Bs[64 * 32];
+    const int K = p.k32 ? 32 : 16;
+    const uint16_t* a = reinterpret_cast<const uint16_t*>(p.a);
+    const uint16_t* b = reinterpret_cast<const uint16_t*>(p.b);
+    const float* c = reinterpret_cast<const float*>(p.c);
+    float* dout = reinterpret_cast<float*>(p.d);
+    const int tid = threadIdx.x;
+    // Element k of row r at chunk (k / 8) ^ ((r >> 1) & 3) of the row's 64 bytes.
+    for (int i = tid; i < 64 * K; i += 128) {
+        const int r = i / K, k = i % K;
+        const int at = r * 32 + (((k / 8) ^ ((r >> 1) & 3)) * 8) + k % 8;
+        As[at] = a[i];
+        Bs[at] = b[i];
+    }
+    go_fence_proxy_async_smem();
+    __syncthreads();
+    const int w = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    float d[32];
+    for (int i = 0; i < 8; ++i)
+        for (int e = 0; e < 4; ++e)
+            d[4 * i + e] = c[(16 * w + g + (e >= 2 ? 8 : 0)) * 64 + 8 * i + 2 * t + e % 2];
+    const GoWgmmaDesc da = go_wgmma_desc_sw64(As), db = go_wgmma_desc_sw64(Bs);
+    go_wgmma_fence();
+    for (int ks = 0; ks < K / 16; ++ks)
+        go_wgmma_m64n64k16(Kind(), d, go_wgmma_desc_add(da, 32 * ks),
+                           go_wgmma_desc_add(db, 32 * ks));
+    go_wgmma_commit();
+    go_wgmma_wait<0>();
+    for (int i = 0; i < 8; ++i)
+        for (int e = 0; e < 4; ++e)
+            dout[(16 * w + g + (e >= 2 ? 8 : 0)) * 64 + 8 * i + 2 * t + e % 2] = d[4 * i + e];
+}
+void emu_wgmma_test_f16(GoEmuWgmmaTestParams p) { emu_wgmma_test_body<__half>(p); }
+void emu_wgmma_test_bf16(GoEmuWgmmaTestParams p) { emu_wgmma_test_body<__nv_bfloat16>(p); }

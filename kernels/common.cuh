@@ -122,8 +122,17 @@ GO_DEV go_i64 go_mod(go_i64 a, go_i64 b) { go_i64 r = a % b; return r < 0 ? r + 
     X(NAME, PARAMS, BODY, BOUNDS, bf16, __nv_bfloat16) \
     X(NAME, PARAMS, BODY, BOUNDS, f32, float)    \
     X(NAME, PARAMS, BODY, BOUNDS, f64, double)
-#define GO_INSTANTIATE_ONE(NAME, PARAMS, BODY, BOUNDS, SUFFIX, T) \
+// A compute_90a image (build.rs: Hopper's architecture-specific kernels, loaded beside the
+// portable compute_90 image) holds only the kernels instantiated with
+// GO_INSTANTIATE_SM90A_ONE; every other instantiation is left out of it.
+#define GO_INSTANTIATE_SM90A_ONE(NAME, PARAMS, BODY, BOUNDS, SUFFIX, T) \
     extern "C" __global__ void BOUNDS NAME##_##SUFFIX(PARAMS p) { BODY<T>(p); }
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define GO_INSTANTIATE_ONE(NAME, PARAMS, BODY, BOUNDS, SUFFIX, T)
+#else
+#define GO_INSTANTIATE_ONE(NAME, PARAMS, BODY, BOUNDS, SUFFIX, T) \
+    GO_INSTANTIATE_SM90A_ONE(NAME, PARAMS, BODY, BOUNDS, SUFFIX, T)
+#endif
 #define GO_INSTANTIATE(NAME, PARAMS, BODY) \
     GO_DTYPES(GO_INSTANTIATE_ONE, NAME, PARAMS, BODY, GO_LAUNCH_BOUNDS)
 

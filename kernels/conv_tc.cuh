@@ -497,6 +497,27 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
     }
 }
 
+#if GO_HAS_WGMMA
+// The warpgroup's share of one stage on the wgmma tile: its 64 rows of A (from row 64 * wg)
+// times B's 64 channels, BK = 32 k in two m64n64k16, one wgmma group. A and B are staged
+// K-major in the 64-byte swizzle (go_tc_tile_vec's WG); d: the warp's 32 accumulators
+// (GoTcAcc<T, 16, 64>, whose layout is wgmma's D fragment, kernels/mma.cuh).
+template <typename T>
+GO_DEV void go_tc_stage_wgmma(const typename GoTcTraits<T>::S* as,
+                              const typename GoTcTraits<T>::S* bs, int wg, float* d) {
+    typedef typename GoMmaKind<T>::type Kind;
+    static_assert(GoTcTraits<T>::BK == 32, "two k16 steps of one 64-byte row");
+    const GoWgmmaDesc da = go_wgmma_desc_sw64(as + wg * 64 * GoTcTraits<T>::BK);
+    const GoWgmmaDesc db = go_wgmma_desc_sw64(bs);
+    go_wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks)
+        go_wgmma_m64n64k16(Kind(), d, go_wgmma_desc_add(da, 32 * ks),
+                           go_wgmma_desc_add(db, 32 * ks));
+    go_wgmma_commit();
+}
+#endif
+
 // Two adjacent shared-memory elements as one store (dst aligned to twice their size).
 template <typename S>
 GO_DEV void go_store_pair(S* dst, S a, S b) {
@@ -810,7 +831,7 @@ GO_DEV void go_tc_vec_copy16(void* dst, const void* src, int src_bytes) {
 // (TC_BM, or GO_TC_WIDE_TILE_M / GO_TC_TALL_TILE_M for the wide / tall kernels) x TC_BN
 // channels, THREADS threads (one warp per WM x TC_WN warp tile), a STAGES-deep pipeline.
 template <typename T, int L, bool BKN, bool TF32, int BM = TC_BM, int THREADS = TC_THREADS,
-          int STAGES = TC_VSTAGES, int WM = TC_WM, int ACC = 0, int WN = TC_WN>
+          int STAGES = TC_VSTAGES, int WM = TC_WM, int ACC = 0, int WN = TC_WN, bool WG = false>
 GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
                            const T* __restrict__ w, T* __restrict__ out, go_i64 m_base,
                            go_i64 n_base, unsigned char* smem, go_i64* out_base) {
@@ -821,6 +842,9 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     constexpr int CLD = GoTcGeom<T>::CLD;
     constexpr int KCH = BK / VEC;  // 16-byte chunks per row of a stage
     constexpr bool NC = L == GO_LAYOUT_NCHW;
+    // A stage's row stride in S: LD (80-byte rows), or for the wgmma tile (WG) 64-byte rows
+    // in the 64-byte swizzle of kernels/mma.cuh (chunk c of row r at c ^ ((r >> 1) & 3)).
+    constexpr int SLD = WG ? BK : LD;
     // NCHW: A elements a thread loads per stage (one pixel, AE consecutive channels).
     constexpr int AE = BM * BK / THREADS;
     // NHWC: A chunks per thread, and of those, CC of one row (pixel): ACC where the tile
@@ -838,10 +862,20 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     static_assert(NB * THREADS == TC_BN * KCH && NB <= 4, "whole B chunks");
     static_assert(NC || (KCH % CC == 0 && BM * KCH == NR * CC * THREADS),
                   "whole A chunks per thread (NHWC)");
+    static_assert(!WG || (sizeof(S) == 2 && !NC && !BKN && CC == 1 && KCH == 4 &&
+                          (THREADS / TPR) % 8 == 0 && (THREADS / KCH) % 8 == 0 &&
+                          WM == 16 && WN == 64 && BM == 16 * (THREADS / 32)),
+                  "the wgmma tile: 16-bit NHWC, [nn][k] B, one chunk a copy, copy rows 8 "
+                  "apart (one swizzle phase per thread), a warp's m16 x 64 the C fragments "
+                  "of its warpgroup's m64n64");
     const int t = threadIdx.x, lane = t % 32, warp = t / 32;
     const int wm = warp % (BM / WM), wn = warp / (BM / WM);
     S* As = reinterpret_cast<S*>(smem);
-    S* Bs = reinterpret_cast<S*>(smem + STAGES * BM * TC_ROW_BYTES);
+    S* Bs = reinterpret_cast<S*>(smem + STAGES * BM * SLD * (int)sizeof(S));
+    // A stage's element offset of chunk c of row r.
+    auto sdst = [](int r, int c) {
+        return WG ? r * SLD + (c ^ ((r >> 1) & 3)) * VEC : r * SLD + c * VEC;
+    };
 
     // A, NHWC: rows t / TPR + r * (THREADS / TPR), channels (t % TPR + c * TPR) * VEC of
     // the chunk, CC 16-byte copies each; NCHW: row t % BM, channels (t / BM) * AE (AE
@@ -852,8 +886,8 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     const T* arow[NR];
     unsigned amask[NR];
     const int akg = NC ? (t / BM) * AE : (t % TPR) * VEC;
-    const int adst = (NC ? t % BM : t / TPR) * LD + akg;
-    constexpr int ADST1 = (THREADS / TPR) * LD;
+    const int adst = NC ? (t % BM) * LD + akg : sdst(t / TPR, t % TPR);
+    constexpr int ADST1 = (THREADS / TPR) * SLD;
     const int nty = (int)(P.ntaps / P.ntx), ntx = (int)P.ntx;
 #pragma unroll
     for (int r = 0; r < NR; ++r) {
@@ -887,8 +921,8 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     const T* brow;
     bool bin[NB];
     const int bdst = BKN ? (t / (TC_BN / VEC)) * LDKN + (t % (TC_BN / VEC)) * VEC
-                         : (t / KCH) * LD + (t % KCH) * VEC;
-    constexpr int BDST1 = BKN ? (THREADS / (TC_BN / VEC)) * LDKN : (THREADS / KCH) * LD;
+                         : sdst(t / KCH, t % KCH);
+    constexpr int BDST1 = BKN ? (THREADS / (TC_BN / VEC)) * LDKN : (THREADS / KCH) * SLD;
 #pragma unroll
     for (int r = 0; r < NB; ++r) {
         const int q = t + THREADS * r;
@@ -918,8 +952,8 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     // ones one per 32-bit register, as loaded.
     typename GoTcWide<S>::type av[NC ? AE : 1];
     auto gather = [&](int stage) {
-        S* as = As + stage * BM * LD;
-        S* bs = Bs + stage * TC_BN * LD;
+        S* as = As + stage * BM * SLD;
+        S* bs = Bs + stage * TC_BN * SLD;
         // backprop_input's B (HWIO, [nn][k]) has k = o contiguous (b_j = 1).
         const int boff = (int)(BKN ? btap : btap + j0);
         if constexpr (NC) {
@@ -993,6 +1027,14 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     int s_read = 0, s_load = STAGES - 1;
     for (int it = 0; it < kiters; ++it) {
         go_cp_async_wait<STAGES - 2>();
+#if GO_HAS_WGMMA
+        if constexpr (WG) {
+            // The last stage's wgmma has read it (the gather below refills it); this
+            // thread's copies visible to the wgmma of the stage read next.
+            go_wgmma_wait<0>();
+            go_fence_proxy_async_smem();
+        }
+#endif
         __syncthreads();
         if (NC && it + STAGES - 2 < kiters) put(s_load == 0 ? STAGES - 1 : s_load - 1);
         if (it + STAGES - 1 < kiters) {
@@ -1000,11 +1042,21 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
             advance();
         }
         go_cp_async_commit();
-        go_tc_stage_mma<T, BKN, TF32, false, WM, WN>(As + s_read * BM * LD,
-                                                     Bs + s_read * TC_BN * LD, wm, wn, lane, acc);
+#if GO_HAS_WGMMA
+        if constexpr (WG)
+            go_tc_stage_wgmma<T>(As + s_read * BM * SLD, Bs + s_read * TC_BN * SLD, warp / 4,
+                                 &acc[0][0][0]);
+        else
+#endif
+            go_tc_stage_mma<T, BKN, TF32, false, WM, WN>(As + s_read * BM * LD,
+                                                         Bs + s_read * TC_BN * LD, wm, wn, lane,
+                                                         acc);
         s_read = s_read + 1 == STAGES ? 0 : s_read + 1;
         s_load = s_load + 1 == STAGES ? 0 : s_load + 1;
     }
+#if GO_HAS_WGMMA
+    if constexpr (WG) go_wgmma_wait<0>();
+#endif
     go_cp_async_wait<0>();
     __syncthreads();
 
@@ -1051,20 +1103,29 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
 // fragment is read from shared memory by one warp instead of two (14% fewer instructions
 // than the tall tile), but at 255 registers only 8 warps fit an SM and they wait on
 // latencies the tall tile's 12 hide (H200, 2026-11-28: W4 10% slower, W5f 6%).
+// The wgmma tile (sm_90a images only, GO_HAS_WGMMA): the wide tile's 128 pixels on 8 warps,
+// two warpgroups of one m64n64 each per k16 (warp w's m16 x 64 C fragments are rows 16w..),
+// A and B staged in the 64-byte swizzle and read by wgmma straight from shared memory: no
+// fragment loads or mma.sync in the main loop, 32 accumulators a thread (3 stages).
 enum GoTcTileKind { GO_TC_GENERAL = 0, GO_TC_LEAN = 1, GO_TC_WIDE = 2, GO_TC_TALL = 3,
-                    GO_TC_SQUARE = 4 };
+                    GO_TC_SQUARE = 4, GO_TC_WGMMA = 5 };
 template <int KIND> struct GoTcTileShape {
-    static constexpr int BM = KIND == GO_TC_WIDE     ? GO_TC_WIDE_TILE_M
+    static constexpr bool WG = KIND == GO_TC_WGMMA;
+    static constexpr int BM = KIND == GO_TC_WIDE || WG ? GO_TC_WIDE_TILE_M
                               : KIND == GO_TC_TALL   ? GO_TC_TALL_TILE_M
                               : KIND == GO_TC_SQUARE ? GO_TC_SQUARE_TILE_M
                                                      : TC_BM;
-    static constexpr int THREADS = KIND == GO_TC_WIDE     ? GO_TC_WIDE_THREADS
+    static constexpr int THREADS = KIND == GO_TC_WIDE || WG ? GO_TC_WIDE_THREADS
                                    : KIND == GO_TC_SQUARE ? GO_TC_SQUARE_THREADS
                                                           : TC_THREADS;
     static constexpr int STAGES = KIND == GO_TC_LEAN ? TC_VSTAGES : 3;
     static constexpr int WM =
-        KIND == GO_TC_TALL || KIND == GO_TC_SQUARE ? GO_TC_TALL_WARP_M : TC_WM;
-    static constexpr int WN = KIND == GO_TC_SQUARE ? GO_TC_SQUARE_WARP_N : TC_WN;
+        KIND == GO_TC_TALL || KIND == GO_TC_SQUARE ? GO_TC_TALL_WARP_M : WG ? 16 : TC_WM;
+    static constexpr int WN = KIND == GO_TC_SQUARE || WG ? GO_TC_SQUARE_WARP_N : TC_WN;
+    // Bytes of a stage row, and the shared memory's alignment (the wgmma tile: whole
+    // 512-byte swizzle atoms).
+    static constexpr int ROW_BYTES = WG ? 64 : TC_ROW_BYTES;
+    static constexpr int ALIGN = WG ? 512 : 16;
     // A chunks a thread copies per pixel row (0: one; see go_tc_tile_vec).
     static constexpr int ACC =
         KIND == GO_TC_TALL || KIND == GO_TC_SQUARE ? GO_TC_TALL_ROW_CHUNKS : 0;
@@ -1095,8 +1156,8 @@ GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64*
             for (go_i64 mt = blockIdx.x; mt < mtiles; mt += gridDim.x) {
                 if constexpr (KIND != GO_TC_GENERAL)
                     go_tc_tile_vec<T, L, BKN, TF32, Sh::BM, Sh::THREADS, Sh::STAGES, Sh::WM,
-                                   Sh::ACC, Sh::WN>(*Ps, src, w, out, mt * Sh::BM, n_base, smem,
-                                                    out_base);
+                                   Sh::ACC, Sh::WN, Sh::WG>(*Ps, src, w, out, mt * Sh::BM,
+                                                            n_base, smem, out_base);
                 else
                     go_tc_tile<T, L, BKN, TF32, FWD || GoTcTraits<T>::STAGED_BACKPROP>(
                         *Ps, src, w, out, mt * TC_BM, n_base, smem, out_base);
@@ -1164,13 +1225,14 @@ GO_DEV void conv2d_tc_vec_entry(const GoConvParams& p, unsigned char* smem, go_i
 // is larger.
 template <typename T, int KIND> struct GoTcVecSmem {
     typedef GoTcTileShape<KIND> Sh;
-    static constexpr int STAGE_BYTES = (Sh::BM + TC_BN) * TC_ROW_BYTES;
+    static constexpr int STAGE_BYTES = (Sh::BM + TC_BN) * Sh::ROW_BYTES;
     static constexpr int TILE_BYTES = Sh::BM * GoTcGeom<T>::CLD * (int)sizeof(typename GoTcTraits<T>::S);
     static constexpr int BYTES =
         Sh::STAGES * STAGE_BYTES > TILE_BYTES ? Sh::STAGES * STAGE_BYTES : TILE_BYTES;
 };
 #define GO_TC_VEC_SMEM(KIND)                                                        \
-    __shared__ __align__(16) unsigned char smem[GoTcVecSmem<T, KIND>::BYTES];       \
+    __shared__ __align__(GoTcTileShape<KIND>::ALIGN) unsigned char                 \
+        smem[GoTcVecSmem<T, KIND>::BYTES];                                          \
     __shared__ go_i64 out_base[GoTcTileShape<KIND>::BM];                            \
     __shared__ GoTcProblem problem;
 // One lean entry body: its shared memory, then the layout L's lean tiles of kind KIND.
@@ -1195,6 +1257,10 @@ GO_TC_VEC_BODY(conv2d_forward_tc_vec_tall_body, true, GO_LAYOUT_NHWC, GO_TC_TALL
 // TC_BN tiles on 2 warps of GO_TC_TALL_WARP_M x GO_TC_SQUARE_WARP_N.
 GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_square_body, false, GO_LAYOUT_NHWC, GO_TC_SQUARE)
 GO_TC_VEC_BODY(conv2d_forward_tc_vec_square_body, true, GO_LAYOUT_NHWC, GO_TC_SQUARE)
+#if GO_HAS_WGMMA
+// The wgmma kernel (backprop_input, 16-bit types, NHWC; sm_90a images and the emulator).
+GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_wgmma_body, false, GO_LAYOUT_NHWC, GO_TC_WGMMA)
+#endif
 #undef GO_TC_VEC_BODY
 template <typename T>
 GO_DEV void conv2d_backprop_input_tc_body(const GoConvParams& p) {
@@ -1232,6 +1298,8 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 // The square kernel: 128 accumulators a thread, four blocks of 2 warps per SM (255
 // registers).
 #define GO_TC_BOUNDS_SQUARE __launch_bounds__(GO_TC_SQUARE_THREADS, 4)
+// The wgmma kernel: 32 accumulators a thread, no fragments; two blocks of 8 warps per SM.
+#define GO_TC_BOUNDS_WGMMA __launch_bounds__(GO_TC_WIDE_THREADS, 2)
 #else
 #define GO_TC_BOUNDS_4
 #define GO_TC_BOUNDS_3_90
@@ -1240,6 +1308,7 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 #define GO_TC_BOUNDS_WIDE
 #define GO_TC_BOUNDS_TALL
 #define GO_TC_BOUNDS_SQUARE
+#define GO_TC_BOUNDS_WGMMA
 #endif
 // Every element type (the emulator's list is GO_DTYPES), 16-bit ones with bounds B16, f32
 // with B32, f64 with B64.
@@ -1285,6 +1354,14 @@ GO_TC_TALL_INSTANTIATE(conv2d_forward_tc_vec_tall, conv2d_forward_tc_vec_tall_bo
 GO_TC_SQUARE_INSTANTIATE(conv2d_backprop_input_tc_vec_square,
                          conv2d_backprop_input_tc_vec_square_body)
 GO_TC_SQUARE_INSTANTIATE(conv2d_forward_tc_vec_square, conv2d_forward_tc_vec_square_body)
+#if GO_HAS_WGMMA
+// The wgmma kernels, 16-bit types only: the compute_90a image's only kernels.
+GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_wgmma, GoConvParams,
+                         conv2d_backprop_input_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA, f16, __half)
+GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_wgmma, GoConvParams,
+                         conv2d_backprop_input_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA, bf16,
+                         __nv_bfloat16)
+#endif
 
 // ---------------------------------------------------------------------------------------
 // conv2d_backprop_filter_partial_tc: the filter gradient's split-K partial sums (same

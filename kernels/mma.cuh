@@ -314,4 +314,213 @@ template <int N> GO_DEV void go_cp_async_wait() { emu::cp_async_wait(N); }
 
 #endif  // __CUDA_ARCH__
 
+// ---------------------------------------------------------------------------------------
+// Warpgroup MMA (Hopper, sm_90a images only: wgmma.mma_async; GO_HAS_WGMMA): one
+// m64n64k16 for the warpgroup's 4 warps (128 threads), A (64 x 16) and B (64 x 16, [n][k])
+// read from shared memory through matrix descriptors, f32 accumulators in registers:
+// thread l of warp w holds, per n8 chunk i, d[4i..4i+3] = D[16w + g][8i + 2t, +1],
+// D[16w + g + 8][8i + 2t, +1] (g = l / 4, t = l % 4: the m16n8 C fragment of rows
+// 16w..16w+15). Asynchronous: issued after wgmma.fence, closed into a group by
+// commit_group, complete (accumulators written, shared memory read) only after
+// wait_group; shared memory written by the threads (cp.async included) is made visible to
+// it by fence.proxy.async before the barrier that precedes the issue.
+// The descriptor (PTX ISA, "Matrix Descriptor Format"): bits 0-13 start address >> 4, 16-29
+// leading-dimension byte offset >> 4, 32-45 stride-dimension byte offset >> 4, 49-51 base
+// offset (0: the swizzle atoms are aligned), 62-63 swizzle (0 none, 1 128-byte, 2 64-byte,
+// 3 32-byte). The kernels use K-major operands with the 64-byte swizzle: rows of 64 bytes
+// (32 16-bit k), 8-row atoms of 512 bytes, 512-byte aligned, the 16-byte chunk c of row r
+// stored at chunk c ^ ((r >> 1) & 3) (address bits 4-5 ^= bits 7-8); stride byte offset 512
+// (atom to atom), leading byte offset unused (16); the second k16 of a row starts 32 bytes
+// in.
+#if (defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)) || !defined(__CUDACC__)
+#define GO_HAS_WGMMA 1
+#else
+#define GO_HAS_WGMMA 0
+#endif
+
+#if GO_HAS_WGMMA
+#define GO_WGMMA_SW64 2u
+#define GO_WGMMA_SW64_SBO 512u
+// The descriptor's bits for a shared address (its low 18 bits), offsets and swizzle mode.
+GO_DEV uint64_t go_wgmma_desc_bits(uint32_t addr, uint32_t lbo, uint32_t sbo, uint32_t mode) {
+    return (uint64_t)((addr & 0x3FFFFu) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFFu) << 16) |
+           ((uint64_t)((sbo >> 4) & 0x3FFFu) << 32) | ((uint64_t)(mode & 3u) << 62);
+}
+#if defined(__CUDA_ARCH__)
+typedef uint64_t GoWgmmaDesc;
+// K-major, 64-byte swizzle, the operand starting at p (shared memory).
+GO_DEV GoWgmmaDesc go_wgmma_desc_sw64(const void* p) {
+    return go_wgmma_desc_bits(go_smem_addr(p), 16u, GO_WGMMA_SW64_SBO, GO_WGMMA_SW64);
+}
+GO_DEV void go_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+GO_DEV void go_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> GO_DEV void go_wgmma_wait() {
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// The block's shared-memory writes (this thread's) visible to the async proxy (wgmma).
+GO_DEV void go_fence_proxy_async_smem() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+#define GO_WGMMA_REGS32 \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, " \
+    "%14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, " \
+    "%26, %27, %28, %29, %30, %31"
+#define GO_WGMMA_ACC32(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), \
+    "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), \
+    "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), \
+    "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), \
+    "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), \
+    "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define GO_WGMMA_M64N64K16(TYPE)                                                          \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                             \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " {"         \
+                 GO_WGMMA_REGS32 "}, %32, %33, p, 1, 1, 0, 0;\n}\n"                       \
+                 : GO_WGMMA_ACC32(d)                                                      \
+                 : "l"(a), "l"(b), "r"(1))
+// D += A * B (scale-d 1), A and B K-major.
+GO_DEV void go_wgmma_m64n64k16(GoMmaF16, float d[32], GoWgmmaDesc a, GoWgmmaDesc b) {
+    GO_WGMMA_M64N64K16("f16");
+}
+GO_DEV void go_wgmma_m64n64k16(GoMmaBf16, float d[32], GoWgmmaDesc a, GoWgmmaDesc b) {
+    GO_WGMMA_M64N64K16("bf16");
+}
+#undef GO_WGMMA_M64N64K16
+#undef GO_WGMMA_ACC32
+#undef GO_WGMMA_REGS32
+#else  // the emulator's host model (emu/cuda_emu.h's warpgroups)
+// The bits as the device builds them (from the address's low 18 bits) and the address
+// itself, which the model reads through after checking the bits agree with it.
+struct GoWgmmaDesc {
+    uint64_t bits;
+    const unsigned char* p;
+};
+GO_DEV GoWgmmaDesc go_wgmma_desc_sw64(const void* p) {
+    return {go_wgmma_desc_bits((uint32_t)reinterpret_cast<uintptr_t>(p), 16u,
+                               GO_WGMMA_SW64_SBO, GO_WGMMA_SW64),
+            static_cast<const unsigned char*>(p)};
+}
+namespace emu_mma {
+// Element (row, k) of a K-major operand (16-bit elements) under descriptor d.
+GO_DEV uint16_t wgmma_elem(uint64_t bits, const unsigned char* p, int row, int k) {
+    const uint32_t mode = (uint32_t)(bits >> 62);
+    const uint64_t lbo = ((bits >> 16) & 0x3FFFu) << 4, sbo = ((bits >> 32) & 0x3FFFu) << 4;
+    uintptr_t addr;
+    if (mode == 0) {  // core matrices of 8 rows x 16 bytes: LBO along k, SBO along rows
+        addr = reinterpret_cast<uintptr_t>(p) + (row / 8) * sbo + (k / 8) * lbo + (row % 8) * 16 +
+               (k % 8) * 2;
+    } else {
+        const uintptr_t sw = mode == 1 ? 128 : mode == 2 ? 64 : 32;  // bytes of a swizzled row
+        addr = reinterpret_cast<uintptr_t>(p) + (row / 8) * sbo + (row % 8) * sw + k * 2;
+        addr ^= ((addr >> 7) & (sw / 16 - 1)) << 4;
+    }
+    uint16_t v;
+    std::memcpy(&v, reinterpret_cast<const void*>(addr), 2);
+    return v;
+}
+GO_DEV void wgmma_check_desc(const GoWgmmaDesc& d) {
+    const uintptr_t p = reinterpret_cast<uintptr_t>(d.p);
+    const uint32_t mode = (uint32_t)(d.bits >> 62);
+    const uintptr_t sw = mode == 1 ? 128 : mode == 2 ? 64 : mode == 3 ? 32 : 0;
+    bool ok = (d.bits & 0x3FFFu) == ((p & 0x3FFFFu) >> 4) && p % 16 == 0 &&
+              ((d.bits >> 49) & 7u) == 0;
+    // A swizzled operand's 16 k (32 bytes) lie within one row of the swizzle.
+    if (sw) ok = ok && p % sw + 32 <= sw;
+    if (!ok) {
+        std::fprintf(stderr, "wgmma: descriptor %016llx does not describe %p\n",
+                     (unsigned long long)d.bits, d.p);
+        std::abort();
+    }
+}
+// The operation, for every thread of the warpgroup: d = (((d + p0) + p1) + ... + p15) in
+// f32, p_k = A[row][k] * B[col][k], k ascending (the order of the mma.sync model).
+GO_DEV void wgmma_perform(const emu::WgmmaOp& op) {
+    for (int tid = 0; tid < 128; ++tid) {
+        float* d = op.acc[tid];
+        if (!d) {
+            std::fprintf(stderr, "wgmma: thread %d of the warpgroup never issued an operation\n",
+                         tid);
+            std::abort();
+        }
+        const int w = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+        for (int i = 0; i < 8; ++i)
+            for (int e = 0; e < 4; ++e) {
+                const int row = 16 * w + g + (e >= 2 ? 8 : 0), col = 8 * i + 2 * t + e % 2;
+                float acc = d[4 * i + e];
+                for (int k = 0; k < 16; ++k) {
+                    const uint16_t a = wgmma_elem(op.abits, op.ap, row, k);
+                    const uint16_t b = wgmma_elem(op.bbits, op.bp, col, k);
+                    acc += op.kind ? to_f(GoMmaBf16(), a) * to_f(GoMmaBf16(), b)
+                                   : to_f(GoMmaF16(), a) * to_f(GoMmaF16(), b);
+                }
+                d[4 * i + e] = acc;
+            }
+    }
+}
+GO_DEV emu::WarpGroup& this_warpgroup() {
+    if (!emu::g_warpgroups || emu::t_linear / 128 >= emu::g_warpgroups->size()) {
+        std::fprintf(stderr, "wgmma: thread %u is in no whole warpgroup\n", emu::t_linear);
+        std::abort();
+    }
+    return (*emu::g_warpgroups)[emu::t_linear / 128];
+}
+GO_DEV void wgmma_issue(int kind, float* d, const GoWgmmaDesc& a, const GoWgmmaDesc& b) {
+    wgmma_check_desc(a);
+    wgmma_check_desc(b);
+    emu::WarpGroup& wg = this_warpgroup();
+    std::lock_guard<std::mutex> lock(wg.mu);
+    const unsigned idx = emu::t_wg_issued++;
+    if (wg.open.size() <= idx) {
+        emu::WgmmaOp op{kind, a.bits, b.bits, a.p, b.p, {}};
+        wg.open.push_back(op);
+    }
+    emu::WgmmaOp& op = wg.open[idx];
+    if (op.kind != kind || op.abits != a.bits || op.bbits != b.bits || op.ap != a.p ||
+        op.bp != b.p || op.acc[emu::t_linear % 128]) {
+        std::fprintf(stderr, "wgmma: thread %u issued an operation its warpgroup did not\n",
+                     emu::t_linear);
+        std::abort();
+    }
+    op.acc[emu::t_linear % 128] = d;
+}
+GO_DEV void wgmma_commit() {
+    emu::WarpGroup& wg = this_warpgroup();
+    wg.bar->arrive_and_wait();  // every thread's operations are in the open group
+    if (emu::t_linear % 128 == 0) {
+        wg.groups.push_back(std::move(wg.open));
+        wg.open.clear();
+    }
+    emu::t_wg_issued = 0;
+    wg.bar->arrive_and_wait();
+}
+GO_DEV void wgmma_wait(int pending) {
+    emu::WarpGroup& wg = this_warpgroup();
+    std::lock_guard<std::mutex> lock(wg.mu);
+    while ((int)wg.groups.size() > pending) {
+        for (const emu::WgmmaOp& op : wg.groups.front()) wgmma_perform(op);
+        wg.groups.pop_front();
+    }
+}
+}  // namespace emu_mma
+GO_DEV void go_wgmma_fence() {}
+GO_DEV void go_wgmma_commit() { emu_mma::wgmma_commit(); }
+template <int N> GO_DEV void go_wgmma_wait() { emu_mma::wgmma_wait(N); }
+GO_DEV void go_fence_proxy_async_smem() {}
+GO_DEV void go_wgmma_m64n64k16(GoMmaF16, float d[32], GoWgmmaDesc a, GoWgmmaDesc b) {
+    emu_mma::wgmma_issue(0, d, a, b);
+}
+GO_DEV void go_wgmma_m64n64k16(GoMmaBf16, float d[32], GoWgmmaDesc a, GoWgmmaDesc b) {
+    emu_mma::wgmma_issue(1, d, a, b);
+}
+#endif  // __CUDA_ARCH__
+// The descriptor of the operand `bytes` further on (a multiple of 16).
+GO_DEV GoWgmmaDesc go_wgmma_desc_add(GoWgmmaDesc d, int bytes) {
+#if defined(__CUDA_ARCH__)
+    return d + (uint64_t)(bytes >> 4);
+#else
+    return {d.bits + (uint64_t)(bytes >> 4), d.p + bytes};
+#endif
+}
+#endif  // GO_HAS_WGMMA
+
 #endif  // GO_HAS_TC

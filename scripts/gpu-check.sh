@@ -93,6 +93,12 @@ if [[ "$MODE" == prebuild ]]; then
     m="$(basename "$ptx" .compute_90.ptx)"
     "$ptxas" -arch=sm_90 "$ptx" -o "target/gpu-bundle/$m.sm_90.cubin" || FAILED=1
   done
+  # And of the compute_90a image (the wgmma kernels).
+  for ptx in "$out_dir"/*.compute_90a.ptx; do
+    [[ -e "$ptx" && -x "$ptxas" ]] || continue
+    m="$(basename "$ptx" .compute_90a.ptx)"
+    "$ptxas" -arch=sm_90a "$ptx" -o "target/gpu-bundle/$m.sm_90a.cubin" || FAILED=1
+  done
   # The build-time comparison GO_TC_VEC_L1=0 (kernels/conv_tc.cuh: the lean conv tiles'
   # copies through L2 only, cp.async.cg; the default, 3, goes through L1), as gradops-cg and
   # cuda_ops-cg beside the default build, for a same-run comparison (scripts/gpu-session.sh,

@@ -17,7 +17,8 @@
 # (GRADOPS_CUDA_CONV_TC_VEC=off); PROP_CASES / PROP_LIMIT size the property tests;
 # SAN_FILTER picks the cuda_ops tests the sanitizers run (default all). The experiments step
 # times the lean conv kernels' overrides against the default in turn
-# (GRADOPS_CUDA_CONV_TC_GRID=wave and =tiles, GRADOPS_CUDA_CONV_TC_TILE=lean, =wide and =square,
+# (GRADOPS_CUDA_CONV_TC_GRID=wave and =tiles, GRADOPS_CUDA_CONV_TC_TILE=lean, =wide, =square
+# and =wgmma (compute capability 9.0; elsewhere its calls run the tall tile),
 # GRADOPS_CUDA_CONV_TC_FORWARD_TILE=lean and =square; gradops-cg,
 # built with GO_TC_VEC_L1=0 by a prebuild with CG_VARIANT=1) on EXP_DTYPES (default
 # f16,f32) and checks them with the cuda_ops conv tests.
@@ -82,6 +83,7 @@ if has experiments; then
     "lean|GRADOPS_CUDA_CONV_TC_TILE=lean GRADOPS_CUDA_CONV_TC_FORWARD_TILE=lean|"
     "wide|GRADOPS_CUDA_CONV_TC_TILE=wide|"
     "square|GRADOPS_CUDA_CONV_TC_TILE=square GRADOPS_CUDA_CONV_TC_FORWARD_TILE=square|"
+    "wgmma|GRADOPS_CUDA_CONV_TC_TILE=wgmma|"
     "cg||-cg")
   # Correctness first: the conv tests under each variant (the same bits as the default).
   for v in "${VARIANTS[@]:1}"; do

@@ -2184,6 +2184,17 @@ struct EmuMmaTestParams {
 
 #[repr(C)]
 #[derive(Clone, Copy)]
+struct EmuWgmmaTestParams {
+    a: u64,
+    b: u64,
+    c: u64,
+    d: u64,
+    k32: i32,
+    pad: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
 struct EmuCpAsyncTestParams {
     src: u64,
     out: u64,
@@ -2193,6 +2204,48 @@ const ONE_WARP: launch::Launch = launch::Launch {
     grid: (1, 1, 1),
     block: (32, 1, 1),
 };
+
+/// Operands of a warp-primitive model test: A (`na` values) and B (`nb`), 16-bit values
+/// (small integers where `exact`), and C (`nc`, f32; integers where `exact`).
+fn model_operands(
+    rng: &mut Rng,
+    dt: Dt,
+    exact: bool,
+    (na, nb, nc): (usize, usize, usize),
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let val = |rng: &mut Rng| {
+        if exact {
+            rng.range(-3, 3) as f64
+        } else {
+            dt.round(rng.unit())
+        }
+    };
+    let a: Vec<f64> = (0..na).map(|_| val(rng)).collect();
+    let b: Vec<f64> = (0..nb).map(|_| val(rng)).collect();
+    let c: Vec<f64> = (0..nc)
+        .map(|_| {
+            if exact {
+                rng.range(-8, 8) as f64
+            } else {
+                rng.unit() as f32 as f64
+            }
+        })
+        .collect();
+    (a, b, c)
+}
+
+/// A model test's result against the product computed here: bitwise where `exact`, else
+/// within f32 rounding of the sum.
+fn check_model(got: f64, want: f64, exact: bool, what: &str) {
+    if exact {
+        assert_eq!(got, want, "{what}");
+    } else {
+        assert!(
+            (got - want).abs() <= 1e-5 * (1.0 + want.abs()),
+            "{what}: {got} vs {want}"
+        );
+    }
+}
 
 /// The host model of mma.sync m16n8k16 + ldmatrix (kernels/mma.cuh), through a one-warp
 /// kernel that loads A and B fragments from shared memory with ldmatrix (B as [n][k], and
@@ -2210,24 +2263,8 @@ fn emulated_mma_and_ldmatrix_model() {
     for dt in [Dt::F16, Dt::BF16] {
         for trans in [0, 1] {
             for exact in [true, false] {
-                let val = |rng: &mut Rng| {
-                    if exact {
-                        rng.range(-3, 3) as f64
-                    } else {
-                        dt.round(rng.unit())
-                    }
-                };
-                let a: Vec<f64> = (0..256).map(|_| val(&mut rng)).collect(); // [m][k]
-                let bkn: Vec<f64> = (0..256).map(|_| val(&mut rng)).collect(); // [k][n]
-                let c: Vec<f64> = (0..256)
-                    .map(|_| {
-                        if exact {
-                            rng.range(-8, 8) as f64
-                        } else {
-                            rng.unit() as f32 as f64
-                        }
-                    })
-                    .collect();
+                // A [m][k], B [k][n].
+                let (a, bkn, c) = model_operands(&mut rng, dt, exact, (256, 256, 256));
                 // The buffer as the kernel reads it: [n][k] for ldmatrix, [k][n] for .trans.
                 let bbuf: Vec<f64> = if trans == 1 {
                     bkn.clone()
@@ -2260,16 +2297,65 @@ fn emulated_mma_and_ldmatrix_model() {
                             + (0..16)
                                 .map(|k| a[m * 16 + k] * bkn[k * 16 + n])
                                 .sum::<f64>();
-                        let got = d[m * 16 + n];
                         let what = format!("{dt:?} trans={trans} exact={exact} D[{m}][{n}]");
-                        if exact {
-                            assert_eq!(got, want, "{what}");
-                        } else {
-                            assert!(
-                                (got - want).abs() <= 1e-5 * (1.0 + want.abs()),
-                                "{what}: {got} vs {want}"
-                            );
-                        }
+                        check_model(d[m * 16 + n], want, exact, &what);
+                    }
+                }
+                runs += 1;
+            }
+        }
+    }
+    assert_eq!(runs, 8);
+}
+
+/// The wgmma model (kernels/mma.cuh, emu/cuda_emu.h): one warpgroup's m64n64k16 on K-major
+/// operands in the 64-byte swizzle, once (k 16) or twice (k 32, the second from 32 bytes
+/// into each row, as the conv kernel's second k16), against A * B + C computed here: every
+/// element of D where the accumulator layout (thread l of warp w: rows 16w + l/4, + 8;
+/// columns 8i + 2(l%4), + 1) and the swizzle (chunk c of row r at c ^ ((r >> 1) & 3))
+/// put it. Exact on integer data, f32 rounding on random data.
+#[test]
+fn emulated_wgmma_model() {
+    let Some(_) = runner_or_skip("emulated_wgmma_model") else {
+        return;
+    };
+    let mut rng = Rng(0x5eed_0c90);
+    let mut runs = 0;
+    for dt in [Dt::F16, Dt::BF16] {
+        for k32 in [0, 1] {
+            for exact in [true, false] {
+                let kk = if k32 == 1 { 32 } else { 16 };
+                // A [m][k], B [n][k].
+                let (a, b, c) = model_operands(&mut rng, dt, exact, (64 * kk, 64 * kk, 64 * 64));
+                let p = EmuWgmmaTestParams {
+                    a: 1,
+                    b: 2,
+                    c: 3,
+                    d: 4,
+                    k32,
+                    pad: 0,
+                };
+                let r = run_kernel(
+                    &format!("emu_wgmma_test_{}", dt.suffix()),
+                    launch::Launch {
+                        grid: (1, 1, 1),
+                        block: (128, 1, 1),
+                    },
+                    &as_bytes(&p),
+                    &[
+                        BufSpec::In(dt.encode(&a)),
+                        BufSpec::In(dt.encode(&b)),
+                        BufSpec::In(Dt::F32.encode(&c)),
+                        BufSpec::Out(64 * 64 * 4),
+                    ],
+                );
+                let d = Dt::F32.decode(&r[3]);
+                for m in 0..64 {
+                    for n in 0..64 {
+                        let want: f64 = c[m * 64 + n]
+                            + (0..kk).map(|k| a[m * kk + k] * b[n * kk + k]).sum::<f64>();
+                        let what = format!("{dt:?} k32={k32} exact={exact} D[{m}][{n}]");
+                        check_model(d[m * 64 + n], want, exact, &what);
                     }
                 }
                 runs += 1;
@@ -2482,9 +2568,9 @@ const TF32_TOL: f64 = 2e-3;
 /// integer data, within the dtype's tolerance on random data. Every case also runs on a
 /// tiny grid and once more on the natural one: all three results bitwise identical
 /// (deterministic, and independent of the grid). Where the host's rule picks the lean
-/// kernels (`_vec`, `_vec_nchw`, and for 16-bit NHWC backprop_input the wide `_vec_wide`,
-/// the tall `_vec_tall` and the square `_vec_square`),
-/// they run on both grids too and must give the general kernel's bits.
+/// kernels (`_vec`, `_vec_nchw`, and for 16-bit NHWC the tall `_vec_tall` and the square
+/// `_vec_square` of both ops, the wide `_vec_wide` and the wgmma `_vec_wgmma` of
+/// backprop_input), they run on both grids too and must give the general kernel's bits.
 #[test]
 fn emulated_conv2d_tensor_core() {
     let Some(_) = runner_or_skip("emulated_conv2d_tensor_core") else {
@@ -2598,6 +2684,7 @@ fn emulated_conv2d_tensor_core() {
         "conv2d_backprop_input_tc_vec_square",
         "conv2d_forward_tc_vec_square",
         "conv2d_forward_tc_vec_tall",
+        "conv2d_backprop_input_tc_vec_wgmma",
     ] {
         for dt in [Dt::F16, Dt::BF16] {
             let name = format!("{f}_{}", dt.suffix());
@@ -2872,17 +2959,20 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                     l.grid
                 );
             }
-            // The wide, tall and square twins (16-bit NHWC; the forward has no wide one):
-            // 128-pixel tiles on 8 warps of the same warp tiles, on 4 warps of 64 x 32, or on
-            // 2 of 64 x 64.
+            // The wide, tall, square and wgmma twins (16-bit NHWC; the forward has no wide
+            // or wgmma one): 128-pixel tiles on 8 warps of the same warp tiles, on 4 warps of
+            // 64 x 32, on 2 of 64 x 64, or on 2 warpgroups of m64n64 wgmma (the wide launch).
             if layout == NHWC && dt.size() == 2 {
                 type Plan = fn(&GoConvParams, bool) -> Option<launch::Launch>;
-                let twins: [(&str, Plan); 3] = [
+                let twins: [(&str, Plan); 4] = [
                     ("wide", launch::conv_tc_wide),
                     ("tall", launch::conv_tc_tall),
                     ("square", launch::conv_tc_square),
+                    ("wgmma", launch::conv_tc_wide),
                 ];
-                let twins = twins.iter().filter(|(kind, _)| !forward || *kind != "wide");
+                let twins = twins
+                    .iter()
+                    .filter(|(kind, _)| !forward || (*kind != "wide" && *kind != "wgmma"));
                 for &(kind, plan) in twins {
                     let twin_kernel = format!("{name}_vec_{kind}_{}", dt.suffix());
                     let twin = plan(&p, forward).expect("the twin's launch");

@@ -495,3 +495,90 @@ fn ptxas_every_image_no_spills() {
         problems.join("\n")
     );
 }
+
+/// The compute_90a image (built where compute_90 is): `conv` only, targeting sm_90a, PTX ISA
+/// at most 9.0, holding exactly the wgmma kernels (every other kernel stays in the portable
+/// images), which assemble for sm_90a without spills or stack, within the registers of two
+/// 256-thread blocks per SM, and without ptxas serializing their wgmma (its "Potential
+/// Performance Loss" warning: accumulators touched between issue and wait, or the like).
+#[test]
+fn sm90a_image_holds_the_wgmma_kernels() {
+    if kernels_or_skip("sm90a_image_holds_the_wgmma_kernels").is_none() {
+        return;
+    }
+    if !built::CUDA_ARCHS.contains(&90) {
+        assert!(
+            built::PTX_IMAGES_SM90A.is_empty(),
+            "compute_90a without compute_90"
+        );
+        println!("no compute_90 in this build: no compute_90a image");
+        return;
+    }
+    let modules: Vec<&str> = built::PTX_IMAGES_SM90A.iter().map(|i| i.0).collect();
+    assert_eq!(modules, ["conv"], "the compute_90a images");
+    let ptx = built::PTX_IMAGES_SM90A[0].1;
+    let target = ptx
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(".target "))
+        .expect(".target line");
+    assert_eq!(target.trim(), "sm_90a");
+    let version = ptx
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(".version "))
+        .expect(".version line");
+    assert!(version.trim() <= "9.0", "PTX ISA {version}");
+    let mut entries: Vec<&str> = ptx
+        .lines()
+        .filter_map(|l| l.split(".entry ").nth(1))
+        .map(|r| r.trim_end_matches('('))
+        .collect();
+    entries.sort_unstable();
+    let mut want: Vec<String> = WIDE_DTYPES
+        .iter()
+        .map(|d| format!("conv2d_backprop_input_tc_vec_wgmma_{d}"))
+        .collect();
+    want.sort_unstable();
+    assert_eq!(entries, want, "conv.compute_90a's kernels");
+    assert!(ptx.contains("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"));
+    assert!(ptx.contains("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"));
+
+    let dir = std::env::temp_dir().join(format!("gradops-ptxas-90a-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("conv.compute_90a.ptx");
+    std::fs::write(&file, ptx).unwrap();
+    let out = Command::new(ptxas())
+        .args(["-v", "-arch=sm_90a", "-o", "/dev/null"])
+        .arg(&file)
+        .output()
+        .expect("ptxas");
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "ptxas -arch=sm_90a failed:\n{text}");
+    assert!(
+        !text.contains("Performance Loss") && !text.contains("serialized"),
+        "ptxas serializes the wgmma:\n{text}"
+    );
+    let usage = parse_ptxas(&text);
+    for k in &want {
+        let u = usage
+            .get(k.as_str())
+            .unwrap_or_else(|| panic!("{k}: no ptxas report"));
+        println!(
+            "{k}: sm_90a {} registers, {} bytes smem, {} stack, {} spilled",
+            u.registers,
+            u.smem,
+            u.stack,
+            u.spill_stores + u.spill_loads
+        );
+        assert!(
+            u.stack == 0 && u.spill_stores + u.spill_loads == 0,
+            "{k} spills on sm_90a: {u:?}"
+        );
+        assert!(
+            blocks_per_sm_by_registers(u.registers, WIDE_THREADS) >= 2,
+            "{k}: {} registers leave fewer than two blocks per SM",
+            u.registers
+        );
+    }
+}

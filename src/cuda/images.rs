@@ -157,10 +157,11 @@ pub fn conv_tensor_cores_for_all_dtypes() -> bool {
 }
 
 /// Environment variable for the block tile of 16-bit NHWC `conv2d_backprop_input` calls on the
-/// lean tensor-core kernels ([`ConvTcTile`]): `lean`, `wide` or `square` (case-insensitive,
-/// surrounding whitespace ignored) picks that tile; unset or any other value, the tall one.
-/// Every tile gives the same results bit for bit (the same warp-level arithmetic in the same
-/// order). Read once per process.
+/// lean tensor-core kernels ([`ConvTcTile`]): `lean`, `wide`, `square` or `wgmma`
+/// (case-insensitive, surrounding whitespace ignored) picks that tile; unset or any other
+/// value, the tall one. `wgmma` runs on compute capability 9.0 only (the compute_90a image);
+/// elsewhere its calls run the tall tile. Every tile gives the same results bit for bit in the
+/// emulator (the same products summed in the same order). Read once per process.
 pub const CONV_TC_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_TILE";
 
 /// The block tile of 16-bit NHWC `conv2d_backprop_input` calls on the lean tensor-core
@@ -184,12 +185,26 @@ pub enum ConvTcTile {
     /// the tall tile), four blocks per SM (8 warps: too few to hide the latencies; W4 10%
     /// and W5 8% slower than the tall tile on an H200, BENCHMARKS.md). Kept for comparison.
     Square,
+    /// `conv2d_backprop_input_tc_vec_wgmma_*` (compute_90a image, compute capability 9.0):
+    /// the wide tile's 128 pixels on two warpgroups, each one `wgmma.mma_async` m64n64k16 per
+    /// 16 channels of the reduction, operands read by the tensor cores straight from shared
+    /// memory (64-byte swizzle): no fragment loads in the main loop, 32 accumulators a
+    /// thread. Opt-in: checked in the emulator only so far (not yet run on a GPU).
+    Wgmma,
 }
 
 /// The 16-bit NHWC backprop_input tile ([`CONV_TC_TILE_ENV`], read on first use).
 pub fn conv_tc_tile() -> ConvTcTile {
     static T: std::sync::OnceLock<ConvTcTile> = std::sync::OnceLock::new();
     *T.get_or_init(|| conv_tc_tile_from_env(std::env::var(CONV_TC_TILE_ENV).ok().as_deref()))
+}
+
+/// Whether this process's device (device 0) runs the wgmma conv tile
+/// ([`ConvTcTile::Wgmma`]): compute capability 9.0 and a build with the compute_90a image.
+/// False where CUDA is unusable.
+pub fn conv_tc_wgmma_available() -> bool {
+    super::ptx::sm90a_image("conv").is_some()
+        && super::probe().is_ok_and(|d| d.compute_capability == (9, 0))
 }
 
 /// Environment variable for the block tile of 16-bit NHWC `conv2d` (forward) calls on the lean
@@ -208,21 +223,24 @@ pub fn conv_tc_forward_tile() -> ConvTcTile {
     })
 }
 
-/// [`CONV_TC_FORWARD_TILE_ENV`]'s reading (the forward has no wide twin).
+/// [`CONV_TC_FORWARD_TILE_ENV`]'s reading (the forward has no wide or wgmma twin).
 fn conv_tc_forward_tile_from_env(v: Option<&str>) -> ConvTcTile {
-    match v.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
-        Some("lean") => ConvTcTile::Lean,
-        Some("square") => ConvTcTile::Square,
-        _ => ConvTcTile::Tall,
-    }
+    conv_tc_tile_reading(v, true)
 }
 
 /// [`CONV_TC_TILE_ENV`]'s reading.
 fn conv_tc_tile_from_env(v: Option<&str>) -> ConvTcTile {
-    match v.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
-        Some("lean") => ConvTcTile::Lean,
-        Some("wide") => ConvTcTile::Wide,
-        Some("square") => ConvTcTile::Square,
+    conv_tc_tile_reading(v, false)
+}
+
+/// A tile variable's value: the tile it names where the op (`forward` or not) has one, else
+/// the tall tile.
+fn conv_tc_tile_reading(v: Option<&str>, forward: bool) -> ConvTcTile {
+    match (v.map(|v| v.trim().to_ascii_lowercase()).as_deref(), forward) {
+        (Some("lean"), _) => ConvTcTile::Lean,
+        (Some("square"), _) => ConvTcTile::Square,
+        (Some("wide"), false) => ConvTcTile::Wide,
+        (Some("wgmma"), false) => ConvTcTile::Wgmma,
         _ => ConvTcTile::Tall,
     }
 }
@@ -388,6 +406,8 @@ mod tests {
         assert_eq!(forward(" LEAN"), ConvTcTile::Lean);
         assert_eq!(forward("square"), ConvTcTile::Square);
         assert_eq!(forward("wide"), ConvTcTile::Tall);
+        assert_eq!(forward("wgmma"), ConvTcTile::Tall);
+        assert_eq!(conv_tc_tile_from_env(Some(" WGMMA")), ConvTcTile::Wgmma);
         assert_eq!(conv_tc_grid_from_env(None), ConvTcGrid::Auto);
         assert_eq!(conv_tc_grid_from_env(Some("auto")), ConvTcGrid::Auto);
         assert_eq!(conv_tc_grid_from_env(Some(" WAVE")), ConvTcGrid::Wave);

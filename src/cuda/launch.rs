@@ -448,7 +448,8 @@ pub fn conv_tc(p: &GoConvParams, forward: bool) -> Option<Launch> {
     conv_tc_tiled(p, forward, (GO_TC_TILE_M, GO_TC_BLOCK_THREADS))
 }
 
-/// The wide lean kernel `conv2d_backprop_input_tc_vec_wide_*` (`forward` false; the
+/// The wide lean kernel `conv2d_backprop_input_tc_vec_wide_*` and the wgmma one
+/// `conv2d_backprop_input_tc_vec_wgmma_*` (the same block tile; `forward` false, the
 /// parameter keeps [`conv_tc`]'s shape): as [`conv_tc`] with `GO_TC_WIDE_TILE_M`-pixel tiles
 /// on `GO_TC_WIDE_THREADS` threads.
 pub fn conv_tc_wide(p: &GoConvParams, forward: bool) -> Option<Launch> {

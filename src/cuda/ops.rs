@@ -18,7 +18,10 @@ use super::params::{
     GoConvFilterParams, GoConvParams, GoPoolParams, GoResizeParams, GO_F32_PRECISION_EXACT,
     GO_F32_PRECISION_TF32, GO_FILTER_HWIO, GO_FILTER_OIHW, GO_LAYOUT_NCHW, GO_LAYOUT_NHWC,
 };
-use super::runtime::{cuda_err, function, resident_blocks, stream_arch};
+use super::ptx::sm90a_image;
+use super::runtime::{
+    cuda_err, function, function_sm90a, resident_blocks, stream_arch, stream_runs_sm90a,
+};
 use super::tensor::{
     same_context, same_layout, DeviceFilterRef, DeviceTensor, DeviceTensorMut, DeviceTensorRef,
 };
@@ -706,7 +709,17 @@ pub fn conv_kernel_for<T: Element>(
         return Ok(name);
     }
     let p = conv_params("conv_kernel_for", g, layout, filter_layout, [0; 3])?;
-    Ok(conv_tc_family(&p, forward, std::mem::size_of::<T>()).to_string() + "_" + T::SUFFIX)
+    let sm90a = !forward
+        && conv_tc_tile() == ConvTcTile::Wgmma
+        && super::probe()?.compute_capability == (9, 0)
+        && sm90a_image("conv").is_some();
+    Ok(conv_tc_family(&p, forward, std::mem::size_of::<T>(), sm90a).to_string() + "_" + T::SUFFIX)
+}
+
+/// Whether a 16-bit NHWC `conv2d_backprop_input` call on the stream runs the wgmma tile:
+/// `GRADOPS_CUDA_CONV_TC_TILE=wgmma` and a device that runs the compute_90a image.
+fn conv_tc_wgmma_runs(stream: &Arc<CudaStream>, op: &'static str) -> Result<bool> {
+    Ok(conv_tc_tile() == ConvTcTile::Wgmma && stream_runs_sm90a(stream, op, "conv")?)
 }
 
 /// The tensor-core kernel family a call with parameters `p` launches: the lean `_vec` (NHWC)
@@ -714,7 +727,9 @@ pub fn conv_kernel_for<T: Element>(
 /// addresses are 16-byte aligned (unless `GRADOPS_CUDA_CONV_TC_VEC=off`; 16-bit NHWC backprop_input calls
 /// the `_vec_tall` one, or the tile `GRADOPS_CUDA_CONV_TC_TILE` names: [`ConvTcTile`]; the 16-bit
 /// NHWC forward the one `GRADOPS_CUDA_CONV_TC_FORWARD_TILE` names), else the general ones.
-fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize) -> &'static str {
+/// `sm90a`: the device runs the compute_90a image, which the wgmma tile needs (without it
+/// that tile's calls run the tall one).
+fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize, sm90a: bool) -> &'static str {
     let src = if forward { p.x } else { p.y };
     let vec = conv_tc_vec_enabled()
         && launch::conv_tc_vec_eligible(p, forward, elem_bytes)
@@ -730,12 +745,18 @@ fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize) -> &'stati
     } else {
         ConvTcTile::Lean
     };
+    let tile = if tile == ConvTcTile::Wgmma && !sm90a {
+        ConvTcTile::Tall
+    } else {
+        tile
+    };
     match (forward, vec, nchw, tile) {
         (false, false, _, _) => "conv2d_backprop_input_tc",
         (false, true, false, ConvTcTile::Lean) => "conv2d_backprop_input_tc_vec",
         (false, true, false, ConvTcTile::Wide) => "conv2d_backprop_input_tc_vec_wide",
         (false, true, false, ConvTcTile::Tall) => "conv2d_backprop_input_tc_vec_tall",
         (false, true, false, ConvTcTile::Square) => "conv2d_backprop_input_tc_vec_square",
+        (false, true, false, ConvTcTile::Wgmma) => "conv2d_backprop_input_tc_vec_wgmma",
         (false, true, true, _) => "conv2d_backprop_input_tc_vec_nchw",
         (true, false, _, _) => "conv2d_forward_tc",
         (true, true, false, ConvTcTile::Square) => "conv2d_forward_tc_vec_square",
@@ -747,7 +768,7 @@ fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize) -> &'stati
 
 /// The launch of tensor-core kernel family `family` ([`conv_tc_family`]).
 fn conv_tc_launch(p: &GoConvParams, forward: bool, family: &str) -> Option<Launch> {
-    if family.ends_with("_wide") {
+    if family.ends_with("_wide") || family.ends_with("_wgmma") {
         launch::conv_tc_wide(p, forward)
     } else if family.ends_with("_tall") {
         launch::conv_tc_tall(p, forward)
@@ -816,7 +837,8 @@ fn conv_backprop_input_raw<T: Element>(
     // kernel with GRADOPS_CUDA_CONV_TC=simt, unless f32 is allowed TF32); else FFMA.
     let tc = conv_pick_tc::<T>(stream, OP, prec, &mut p)?;
     let (l, name) = if tc {
-        let family = conv_tc_family(&p, false, std::mem::size_of::<T>());
+        let sm90a = conv_tc_wgmma_runs(stream, OP)?;
+        let family = conv_tc_family(&p, false, std::mem::size_of::<T>(), sm90a);
         (conv_tc_launch(&p, false, family), family)
     } else {
         (launch::conv_backprop_input(&p), "conv2d_backprop_input")
@@ -825,7 +847,11 @@ fn conv_backprop_input_raw<T: Element>(
         return Ok(());
     };
     let kernel = format!("{name}_{}", T::SUFFIX);
-    let f = function(stream, OP, "conv", &kernel)?;
+    let f = if name.ends_with("_wgmma") {
+        function_sm90a(stream, OP, "conv", &kernel)?
+    } else {
+        function(stream, OP, "conv", &kernel)?
+    };
     let l = conv_tc_vec_grid(stream, OP, &kernel, (&f, l))?;
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
@@ -980,7 +1006,7 @@ fn conv_forward_raw<T: Element>(
     // kernel with GRADOPS_CUDA_CONV_TC=simt, unless f32 is allowed TF32); else FFMA.
     let tc = conv_pick_tc::<T>(stream, OP, prec, &mut p)?;
     let (l, name) = if tc {
-        let family = conv_tc_family(&p, true, std::mem::size_of::<T>());
+        let family = conv_tc_family(&p, true, std::mem::size_of::<T>(), false);
         (conv_tc_launch(&p, true, family), family)
     } else {
         (launch::conv_forward(&p), "conv2d_forward")

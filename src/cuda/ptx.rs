@@ -11,14 +11,17 @@ pub struct PtxImage {
     pub module: &'static str,
     /// Virtual architecture: `80` for `compute_80` (`__CUDA_ARCH__` was `800`).
     pub arch: u32,
+    /// The architecture-specific feature suffix: `""`, or `"a"` for a compute_90a image
+    /// (Hopper's `wgmma`; loadable on compute capability 9.0 only).
+    pub feature: &'static str,
     /// The PTX text.
     pub ptx: &'static str,
 }
 
 impl std::fmt::Display for PtxImage {
-    /// `conv.compute_80`.
+    /// `conv.compute_80`, `conv.compute_90a`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.compute_{}", self.module, self.arch)
+        write!(f, "{}.compute_{}{}", self.module, self.arch, self.feature)
     }
 }
 
@@ -43,11 +46,29 @@ pub struct BuildInfo {
 }
 
 impl BuildInfo {
-    /// Every embedded image, by module then architecture (none when not compiled).
+    /// Every embedded portable image, by module then architecture (none when not compiled).
     pub fn images(&self) -> impl Iterator<Item = PtxImage> {
         built::PTX_IMAGES
             .iter()
-            .map(|&(module, arch, ptx)| PtxImage { module, arch, ptx })
+            .map(|&(module, arch, ptx)| PtxImage {
+                module,
+                arch,
+                feature: "",
+                ptx,
+            })
+    }
+
+    /// The compute_90a images (built where compute_90 is): kernels that use Hopper's
+    /// architecture-specific instructions, loadable on compute capability 9.0 only.
+    pub fn sm90a_images(&self) -> impl Iterator<Item = PtxImage> {
+        built::PTX_IMAGES_SM90A
+            .iter()
+            .map(|&(module, ptx)| PtxImage {
+                module,
+                arch: 90,
+                feature: "a",
+                ptx,
+            })
     }
 }
 
@@ -86,4 +107,9 @@ pub(crate) fn image(module: &str, arch: u32) -> Option<PtxImage> {
     build_info()
         .images()
         .find(|i| i.module == module && i.arch == arch)
+}
+
+/// The compute_90a image of `module`, if compiled.
+pub(crate) fn sm90a_image(module: &str) -> Option<PtxImage> {
+    build_info().sm90a_images().find(|i| i.module == module)
 }

@@ -10,7 +10,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 
 use super::images::arch_for;
-use super::ptx::{build_info, image};
+use super::ptx::{build_info, image, sm90a_image};
 use crate::{Error, Result};
 
 /// What the probe found.
@@ -159,6 +159,10 @@ struct ContextKernels {
     /// context it was chosen for (held, so the handle cannot be recycled under it).
     arch: Option<(u32, Arc<CudaContext>)>,
     modules: HashMap<&'static str, Arc<CudaModule>>,
+    /// The compute_90a images' modules (compute capability 9.0 only), by module name.
+    modules_sm90a: HashMap<&'static str, Arc<CudaModule>>,
+    /// Whether the context's device is compute capability 9.0, asked on first use.
+    sm90: Option<bool>,
     functions: HashMap<String, CudaFunction>,
     /// Per kernel (its `CUfunction` handle, held alive by `modules`) and block size, the
     /// blocks the device runs at once ([`resident_blocks`]).
@@ -223,33 +227,95 @@ pub(crate) fn function(
         });
     }
     with_context_kernels(stream, |ctx, entry| {
-        context_function(ctx, entry, (op, module, kernel))
+        context_function(ctx, entry, (op, module, kernel), false)
     })
 }
 
-/// [`function`] on the context's entry, under the lock.
+/// Whether the stream's device runs `module`'s compute_90a image: compute capability 9.0
+/// (an H100 or H200; the image's `wgmma` has no JIT forward to newer devices) and a build
+/// that has the image.
+pub(crate) fn stream_runs_sm90a(
+    stream: &Arc<CudaStream>,
+    op: &'static str,
+    module: &str,
+) -> Result<bool> {
+    if sm90a_image(module).is_none() {
+        return Ok(false);
+    }
+    with_context_kernels(stream, |ctx, entry| {
+        if let Some(b) = entry.sm90 {
+            return Ok(b);
+        }
+        let cc = ctx
+            .compute_capability()
+            .map_err(|e| cuda_err(op, "querying the compute capability", e))?;
+        entry.sm90 = Some(cc == (9, 0));
+        Ok(cc == (9, 0))
+    })
+}
+
+/// `kernel` from `module`'s compute_90a image, loaded into the stream's context on first
+/// use. Only where [`stream_runs_sm90a`] holds (else `CudaUnavailable`).
+pub(crate) fn function_sm90a(
+    stream: &Arc<CudaStream>,
+    op: &'static str,
+    module: &'static str,
+    kernel: &str,
+) -> Result<CudaFunction> {
+    let unavailable = |why: &str| Error::CudaUnavailable {
+        reason: format!("kernel {kernel} needs module {module}'s compute_90a image: {why}"),
+    };
+    if sm90a_image(module).is_none() {
+        return Err(unavailable("not in this build"));
+    }
+    if !stream_runs_sm90a(stream, op, module)? {
+        return Err(unavailable("the device is not compute capability 9.0"));
+    }
+    with_context_kernels(stream, |ctx, entry| {
+        context_function(ctx, entry, (op, module, kernel), true)
+    })
+}
+
+/// [`function`] (`sm90a` false) or [`function_sm90a`] (true) on the context's entry, under
+/// the lock.
 fn context_function(
     ctx: &Arc<CudaContext>,
     entry: &mut ContextKernels,
     (op, module, kernel): (&'static str, &'static str, &str),
+    sm90a: bool,
 ) -> Result<CudaFunction> {
     if let Some(f) = entry.functions.get(kernel) {
         return Ok(f.clone());
     }
-    let arch = context_arch(entry, ctx, op)?;
-    let m = match entry.modules.get(module) {
-        Some(m) => m.clone(),
+    let loaded = if sm90a {
+        entry.modules_sm90a.get(module)
+    } else {
+        entry.modules.get(module)
+    };
+    let m = match loaded.cloned() {
+        Some(m) => m,
         None => {
-            let img = image(module, arch).ok_or_else(|| Error::CudaUnavailable {
-                reason: format!("this build has no PTX module {module:?} for compute_{arch}"),
-            })?;
+            let missing = |image: String| Error::CudaUnavailable {
+                reason: format!("this build has no PTX module {module:?} for {image}"),
+            };
+            let img = if sm90a {
+                sm90a_image(module).ok_or_else(|| missing("compute_90a".into()))?
+            } else {
+                let arch = context_arch(entry, ctx, op)?;
+                image(module, arch).ok_or_else(|| missing(format!("compute_{arch}")))?
+            };
             let m = ctx
                 .load_module(Ptx::from_src(img.ptx))
                 .map_err(|e| Error::Cuda {
                     op,
                     msg: format!("loading PTX module {img}: {e}"),
                 })?;
-            entry.modules.insert(module, m.clone());
+            let modules = if sm90a {
+                &mut entry.modules_sm90a
+            } else {
+                &mut entry.modules
+            };
+            modules.insert(module, m.clone());
             m
         }
     };

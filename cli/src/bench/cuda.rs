@@ -467,6 +467,7 @@ fn bench_cuda_typed<T: Element>(
         ConvTcTile::Tall => "tall (128-pixel tiles on 4 warps of 64 x 32)",
         ConvTcTile::Square => "square (128-pixel tiles on 2 warps of 64 x 64)",
         ConvTcTile::Lean => "64-pixel (4 warps of 32 x 32)",
+        ConvTcTile::Wgmma => "wgmma (128-pixel tiles on 2 warpgroups of m64n64 wgmma)",
     };
     // Both 16-bit NHWC GEMMs default to the tall tile.
     for (env, op, tile) in [
@@ -481,7 +482,13 @@ fn bench_cuda_typed<T: Element>(
             gradops::cuda::conv_tc_forward_tile(),
         ),
     ] {
-        if tile != ConvTcTile::Tall {
+        if tile == ConvTcTile::Wgmma && !gradops::cuda::conv_tc_wgmma_available() {
+            notes.push(format!(
+                "{env}=wgmma: this device or build has no compute_90a image (compute capability \
+                 9.0 only): f16/bf16 NHWC {op} ran the default {}",
+                tile_name(ConvTcTile::Tall)
+            ));
+        } else if tile != ConvTcTile::Tall {
             notes.push(format!(
                 "{env}: f16/bf16 NHWC {op} ran the {} lean kernel, not the default {}",
                 tile_name(tile),

@@ -82,6 +82,17 @@ fn info() {
         archs.join(", "),
         sizes.join(", ")
     );
+    let sm90a: Vec<String> = build
+        .sm90a_images()
+        .map(|i| format!("{i} ({} KiB)", i.ptx.len().div_ceil(1024)))
+        .collect();
+    if !sm90a.is_empty() {
+        println!(
+            "cuda compute_90a images (compute capability 9.0 only: the wgmma conv tile, \
+             GRADOPS_CUDA_CONV_TC_TILE=wgmma): {}",
+            sm90a.join(", ")
+        );
+    }
     match &device {
         Ok(d) => {
             let (major, minor) = d.compute_capability;

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# PREPARED, NOT YET RUN (2026-11-28: no GPU was lent to the session that built it).
+# The wgmma tile (conv2d_backprop_input_tc_vec_wgmma_{f16,bf16}, compute_90a image, H100/H200
+# only; GRADOPS_CUDA_CONV_TC_TILE=wgmma) checked on the GPU first (the conv tests under it,
+# racecheck, synccheck, memcheck on the parity test), then timed against the tall default,
+# three times in turn, with cuDNN (channels_last) before and after in the same run; ncu on one
+# W4 and one W5 f16 call of the wgmma kernel and of the tall one.
+# Usage: run1.sh BUNDLE OUT   (BUNDLE: the unpacked target/gpu-carry/bundle.tar.xz)
+# About 4-5 minutes; give it timeout_s 420.
+B="$1" O="$2"; W=/tmp/wg1; rm -rf "$W"; mkdir -p "$W" "$O"; L="$W/log.txt"
+reap() { pkill -9 -f "$B/" ; pkill -9 -f bench/peers.py; pkill -9 -x ncu; sleep 1; } 2>/dev/null
+st() { local n=$1 lim=$2; shift 2; local t0=$SECONDS; echo "=== $n: $*" >>"$L"; timeout "$lim" "$@" >>"$L" 2>&1; echo "=== $n: rc=$? ($((SECONDS-t0)) s)" | tee -a "$L"; }
+{ date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,compute_cap --format=csv
+  python3 -c 'import torch; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version())'; } >>"$L" 2>&1
+st info 30 "$B/gradops" info
+# 1. Correctness first: the conv tests under the wgmma tile; the sanitizers on the parity test
+#    (every dtype and layout; the 16-bit NHWC calls run the wgmma kernel).
+GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma st wgmma_tests 120 "$B/cuda_ops" --test-threads=1 conv
+SAN="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)"
+for tool in racecheck synccheck memcheck; do
+  GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma st "${tool}_wgmma" 90 "$SAN" --tool $tool \
+    --error-exitcode 99 "$B/cuda_ops" --test-threads=1 gpu_conv2d_parity
+done
+# The backprop_input property test under the tile (random geometry against the CPU; 16-bit
+# NHWC cases with whole chunks run the wgmma kernel).
+GRADOPS_PROP_CASES=150 GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma st prop_wgmma 60 \
+  "$B/properties" --exact conv2d_backprop_input_geometry_cuda --nocapture
+reap
+# 2. cuDNN (f16/bf16 NHWC W4, W5: channels_last), the tiles in turn, cuDNN again.
+PYTHONUNBUFFERED=1 st peers_a 120 python3 bench/peers.py --device cuda --reps 50 --dtypes f16,bf16 \
+  --layouts nhwc --workloads W4,W5 --nhwc-workloads W4,W5 --json "$W/peers-a.json"; reap
+for rep in 1 2 3; do
+  for v in tall wgmma; do
+    for d in f16 bf16; do
+      GRADOPS_CUDA_CONV_TC_TILE=$v st "t${rep}_${v}_$d" 30 \
+        "$B/gradops" bench --device cuda --dtype $d --layout nhwc --workload W4,W5 --reps 50 \
+        --json "$W/t$rep-$v-$d.json"
+    done
+  done
+done
+PYTHONUNBUFFERED=1 st peers_b 120 python3 bench/peers.py --device cuda --reps 50 --dtypes f16,bf16 \
+  --layouts nhwc --workloads W4,W5 --nhwc-workloads W4,W5 --json "$W/peers-b.json"; reap
+# 3. ncu on one W4 and one W5 f16 call of the wgmma kernel and the tall one.
+NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)"
+M='regex:^(smsp__average_warps_issue_stalled_.*_per_issue_active|l1tex__data_bank_conflicts_pipe_lsu_mem_shared|smsp__inst_executed(\.sum)?$|sm__inst_executed_pipe_tensor|l1tex__data_pipe_lsu_wavefronts_mem_shared(\.sum)?$)'
+for spec in wgmma:W4 tall:W4 wgmma:W5; do
+  IFS=: read -r v wl <<<"$spec"
+  GRADOPS_CUDA_CONV_TC_TILE=$v st "ncu_${v}_$wl" 40 "$NCU" --clock-control none \
+    -k "conv2d_backprop_input_tc_vec_${v}_f16" -s 2 -c 1 --section SpeedOfLight --section Occupancy \
+    --section SchedulerStats --section MemoryWorkloadAnalysis --metrics "$M" "$B/gradops" bench \
+    --device cuda --dtype f16 --layout nhwc --workload "$wl" --reps 3
+done
+# 4. The wgmma kernel's SASS (the bundle's conv.sm_90a.cubin): HGMMA count, the main loop.
+OBJ="$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump | head -1)"
+st sass 30 bash -c '"$0" -sass -fun conv2d_backprop_input_tc_vec_wgmma_f16 "$1/conv.sm_90a.cubin" \
+  > "$2/sass-wgmma.txt"; grep -cE "HGMMA" "$2/sass-wgmma.txt"; grep -cE "^ +/\*[0-9a-f]{4}\*/" "$2/sass-wgmma.txt"' \
+  "$OBJ" "$B" "$W"
+python3 - "$W" <<'PY' | tee -a "$L"
+import glob, json, os, sys
+w = sys.argv[1]
+r = {}
+for f in sorted(glob.glob(w + "/t*.json")):
+    rep, v, d = os.path.basename(f)[:-5].split("-")
+    for x in json.load(open(f))["results"]:
+        r.setdefault((d, x["workload"]), {}).setdefault(v, []).append(x["median_ms"])
+peer = {}
+for f in sorted(glob.glob(w + "/peers-*.json")):
+    for x in json.load(open(f)).get("results", []):
+        if x.get("peer") == "pytorch" and x.get("layout") == "NHWC" and x.get("median_ms"):
+            peer.setdefault((x.get("dtype"), x.get("workload")), []).append(x["median_ms"])
+print("tiles: median ms per call (16-bit NHWC backprop_input; runs in turn) | cuDNN before/after")
+for (d, wl), v in sorted(r.items()):
+    c = peer.get((d, wl), [])
+    print(f"  {d:<5} {wl:<3} " + "  ".join(f"{k} " + "/".join(f"{y:.4f}" for y in ys) for k, ys in sorted(v.items()))
+          + "  | cudnn " + "/".join(f"{y:.4f}" for y in c))
+PY
+cp "$L" "$O/log.txt"
+tar cf "$O/json.tar" -C "$W" $(cd "$W" && ls *.json); cp "$W/sass-wgmma.txt" "$O/" 2>/dev/null
+grep -hE "rc=" "$L" | grep -v "rc=0 "; grep -hE "rc=" "$L" | wc -l
+tail -8 "$L"
