@@ -10,15 +10,14 @@ use cudarc::driver::{
 };
 
 use super::images::{
-    conv_tc_forward_tile, conv_tc_grid, conv_tc_tile, conv_tc_vec_enabled, conv_tensor_core_choice,
-    conv_tensor_cores_for_all_dtypes, ConvTcTile,
+    conv_tc_forward_tile, conv_tc_grid, conv_tc_tile, conv_tc_vec_enabled, conv_tc_wgmma_available,
+    conv_tensor_core_choice, conv_tensor_cores_for_all_dtypes, ConvTcTile,
 };
 use super::launch::{self, Launch};
 use super::params::{
     GoConvFilterParams, GoConvParams, GoPoolParams, GoResizeParams, GO_F32_PRECISION_EXACT,
     GO_F32_PRECISION_TF32, GO_FILTER_HWIO, GO_FILTER_OIHW, GO_LAYOUT_NCHW, GO_LAYOUT_NHWC,
 };
-use super::ptx::sm90a_image;
 use super::runtime::{
     cuda_err, function, function_sm90a, resident_blocks, stream_arch, stream_runs_sm90a,
 };
@@ -709,10 +708,7 @@ pub fn conv_kernel_for<T: Element>(
         return Ok(name);
     }
     let p = conv_params("conv_kernel_for", g, layout, filter_layout, [0; 3])?;
-    let sm90a = !forward
-        && conv_tc_tile() == ConvTcTile::Wgmma
-        && super::probe()?.compute_capability == (9, 0)
-        && sm90a_image("conv").is_some();
+    let sm90a = !forward && conv_tc_tile() == ConvTcTile::Wgmma && conv_tc_wgmma_available();
     Ok(conv_tc_family(&p, forward, std::mem::size_of::<T>(), sm90a).to_string() + "_" + T::SUFFIX)
 }
 
