@@ -514,7 +514,7 @@ pub(super) fn backprop_input_phase_winograd<T: Element>(
                                             let at = img.at(grp * cig + cb, y);
                                             img.store::<T>(
                                                 &rows[u * wi * bw..][..wi * bw],
-                                                (wi, bw),
+                                                (1, bw),
                                                 &mut dxi[at..],
                                             );
                                         }
@@ -937,14 +937,12 @@ pub(super) fn forward_row_winograd<T: Element>(
                                             );
                                         }
                                     }
-                                    for u in 0..nrows {
-                                        let at = img.at(grp * cog + ob, b * ub + u);
-                                        img.store::<T>(
-                                            &rowbuf[u * wo * bw..][..wo * bw],
-                                            (wo, bw),
-                                            &mut yi[at..],
-                                        );
-                                    }
+                                    let at = img.at(grp * cog + ob, b * ub);
+                                    img.store::<T>(
+                                        &rowbuf[..nrows * wo * bw],
+                                        (nrows, bw),
+                                        &mut yi[at..],
+                                    );
                                 }
                             }
                         }

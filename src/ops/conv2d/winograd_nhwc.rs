@@ -11,7 +11,7 @@
 //! thread count).
 
 use super::conv_direct::{
-    pixel_major, scratch_as, store_row, vectors, with_scratch, Row, RowOperands, Segment,
+    pixel_major, scratch_as, store_rows, vectors, with_scratch, Row, RowOperands, Segment,
 };
 use super::cpu_kernel::{at4, bt4_rows, wino_filter_into, WinoProblem};
 use super::filter_direct::{lanes, Level};
@@ -98,8 +98,8 @@ pub(super) fn winograd_nhwc<T: Element>(
 }
 
 /// `dst` (NCHW) from `src` (NCHW) through the NHWC core, image by image: the source image
-/// transposed to NHWC (`pixel_major`), the core, each destination row transposed back
-/// (`store_row`, one rounding). For f32 (whose NCHW core is F(2x2): f32 cannot take F(4x4)),
+/// transposed to NHWC (`pixel_major`), the core, the destination transposed back
+/// (`store_rows`, one rounding). For f32 (whose NCHW core is F(2x2): f32 cannot take F(4x4)),
 /// where the register tiles serve and the destination's channels are a multiple of 8: the two
 /// transposes cost less than the NCHW core's loss to this one. `false` (nothing written)
 /// elsewhere.
@@ -150,9 +150,7 @@ fn nchw_images<T: Element>(p: &WinoProblem, f: &PointFilter<f32>, src: &[T], dst
                 let Some(d_acc) = T::Acc::from_f32_mut(d_nhwc) else {
                     return;
                 };
-                for (y, row) in d_acc.chunks_exact(wd * cd).enumerate() {
-                    store_row::<T>(row, (wd, cd), hd * wd, &mut di[y * wd..]);
-                }
+                store_rows::<T>(d_acc, (hd, wd, cd), hd * wd, di);
             })
         });
 }
