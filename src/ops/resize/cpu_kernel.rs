@@ -325,8 +325,14 @@ fn gather_nchw<T: Element>(plan: &ResizePlan<T::Acc>, src: &[T], dst: &mut [T]) 
                     for (r, w) in ty.entries(i) {
                         axpy(&mut s.row, w, &plane[r * sw..(r + 1) * sw]);
                     }
-                    horizontal.run(&s.row, &mut s.acc, &mut s.phases);
-                    store::<T>(&s.acc, &mut d[i * dw..(i + 1) * dw]);
+                    let drow = &mut d[i * dw..(i + 1) * dw];
+                    match T::as_acc_slice_mut(drow) {
+                        Some(out) => horizontal.run(&s.row, out, &mut s.phases),
+                        None => {
+                            horizontal.run(&s.row, &mut s.acc, &mut s.phases);
+                            store::<T>(&s.acc, drow);
+                        }
+                    }
                 }
             } else {
                 s.tmp.resize(sh * dw, zero);
@@ -337,12 +343,20 @@ fn gather_nchw<T: Element>(plan: &ResizePlan<T::Acc>, src: &[T], dst: &mut [T]) 
                         &mut s.phases,
                     );
                 }
-                for i in 0..dh {
-                    s.acc.fill(zero);
+                for (i, drow) in d.chunks_exact_mut(dw).enumerate() {
+                    // f32/f64 rows accumulate in place: a scratch row then copied stalled on
+                    // the copy's stores.
+                    let acc = match T::as_acc_slice_mut(drow) {
+                        Some(a) => a,
+                        None => &mut s.acc[..],
+                    };
+                    acc.fill(zero);
                     for (r, w) in ty.entries(i) {
-                        axpy(&mut s.acc, w, &s.tmp[r * dw..(r + 1) * dw]);
+                        axpy(acc, w, &s.tmp[r * dw..(r + 1) * dw]);
                     }
-                    store::<T>(&s.acc, &mut d[i * dw..(i + 1) * dw]);
+                    if T::as_acc_slice(drow).is_none() {
+                        store::<T>(&s.acc, drow);
+                    }
                 }
             }
         });
@@ -355,8 +369,14 @@ fn gather_nhwc<T: Element>(plan: &ResizePlan<T::Acc>, src: &[T], dst: &mut [T]) 
     let zero = T::Acc::zero();
     dst.par_chunks_mut(dw * c).enumerate().for_each_init(
         || (Vec::new(), vec![zero; dw * c]),
-        |(rowbuf, acc), (idx, d)| {
+        |(rowbuf, scratch), (idx, d)| {
             let (n, i) = (idx / dh, idx % dh);
+            // f32/f64 rows accumulate in place (see `gather_nchw`).
+            let in_place = T::as_acc_slice(d).is_some();
+            let acc = match T::as_acc_slice_mut(d) {
+                Some(a) => a,
+                None => &mut scratch[..],
+            };
             acc.fill(zero);
             for (r, wy) in ty.entries(i) {
                 let base = (n * sh + r) * sw * c;
@@ -368,7 +388,9 @@ fn gather_nhwc<T: Element>(plan: &ResizePlan<T::Acc>, src: &[T], dst: &mut [T]) 
                     }
                 }
             }
-            store::<T>(acc, d);
+            if !in_place {
+                store::<T>(scratch, d);
+            }
         },
     );
 }
