@@ -55,25 +55,7 @@ OBJ="$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump | head -1)"
 st sass 30 bash -c '"$0" -sass -fun conv2d_backprop_input_tc_vec_wgmma_f16 "$1/conv.sm_90a.cubin" \
   > "$2/sass-wgmma.txt"; grep -cE "HGMMA" "$2/sass-wgmma.txt"; grep -cE "^ +/\*[0-9a-f]{4}\*/" "$2/sass-wgmma.txt"' \
   "$OBJ" "$B" "$W"
-python3 - "$W" <<'PY' | tee -a "$L"
-import glob, json, os, sys
-w = sys.argv[1]
-r = {}
-for f in sorted(glob.glob(w + "/t*.json")):
-    rep, v, d = os.path.basename(f)[:-5].split("-")
-    for x in json.load(open(f))["results"]:
-        r.setdefault((d, x["workload"]), {}).setdefault(v, []).append(x["median_ms"])
-peer = {}
-for f in sorted(glob.glob(w + "/peers-*.json")):
-    for x in json.load(open(f)).get("results", []):
-        if x.get("peer") == "pytorch" and x.get("layout") == "NHWC" and x.get("median_ms"):
-            peer.setdefault((x.get("dtype"), x.get("workload")), []).append(x["median_ms"])
-print("tiles: median ms per call (16-bit NHWC backprop_input; runs in turn) | cuDNN before/after")
-for (d, wl), v in sorted(r.items()):
-    c = peer.get((d, wl), [])
-    print(f"  {d:<5} {wl:<3} " + "  ".join(f"{k} " + "/".join(f"{y:.4f}" for y in ys) for k, ys in sorted(v.items()))
-          + "  | cudnn " + "/".join(f"{y:.4f}" for y in c))
-PY
+python3 bench/variant_summary.py "$W" "tiles (16-bit NHWC backprop_input)" | tee -a "$L"
 cp "$L" "$O/log.txt"
 tar cf "$O/json.tar" -C "$W" $(cd "$W" && ls *.json); cp "$W/sass-wgmma.txt" "$O/" 2>/dev/null
 grep -hE "rc=" "$L" | grep -v "rc=0 "; grep -hE "rc=" "$L" | wc -l

@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Median ms per call of kernel variants timed in turn on the GPU, beside cuDNN from the same run.
+
+Reads, in the folder DIR that a prepared GPU run script (`bench/results/*/run*.sh`) writes:
+`t<rep>-<variant>-<dtype>.json` (`gradops bench --device cuda --json`, one per variant, dtype
+and repetition) and `peers-*.json` (`bench/peers.py --device cuda --json`, PyTorch NHWC rows:
+cuDNN with `channels_last`). Prints one line per (dtype, workload): each variant's medians in
+run order, then cuDNN's.
+
+Usage: variant_summary.py DIR [TITLE]
+"""
+import glob
+import json
+import os
+import sys
+
+
+def main() -> None:
+    w = sys.argv[1]
+    title = sys.argv[2] if len(sys.argv) > 2 else "variants"
+    r: dict = {}
+    for f in sorted(glob.glob(os.path.join(w, "t*.json"))):
+        _rep, v, d = os.path.basename(f)[:-5].split("-")
+        for x in json.load(open(f))["results"]:
+            r.setdefault((d, x["workload"]), {}).setdefault(v, []).append(x["median_ms"])
+    peer: dict = {}
+    for f in sorted(glob.glob(os.path.join(w, "peers-*.json"))):
+        for x in json.load(open(f)).get("results", []):
+            if x.get("peer") == "pytorch" and x.get("layout") == "NHWC" and x.get("median_ms"):
+                peer.setdefault((x.get("dtype"), x.get("workload")), []).append(x["median_ms"])
+    print(f"{title}: median ms per call (runs in turn) | cuDNN before/after")
+    for (d, wl), v in sorted(r.items()):
+        c = peer.get((d, wl), [])
+        runs = "  ".join(f"{k} " + "/".join(f"{y:.4f}" for y in ys) for k, ys in sorted(v.items()))
+        print(f"  {d:<5} {wl:<3} {runs}  | cudnn " + "/".join(f"{y:.4f}" for y in c))
+
+
+if __name__ == "__main__":
+    main()
