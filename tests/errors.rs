@@ -608,24 +608,28 @@ fn max_pool_grad_errors() {
     let a = MaxPoolAttrs::new([2, 2])
         .strides([2, 2])
         .padding(Padding::Valid);
-    // NHWC, 2 channels: index 1 is in range but belongs to channel 1, not window 0's channel 0.
-    let mut dx = vec![0.0f32; 8];
-    let e = gradops::max_pool_grad_with_argmax_into(
-        TensorRef::new(&[1.0f32, 2.0], [1, 1, 1, 2], Layout::Nhwc),
-        &[1, 1],
-        [1, 2, 2, 2],
-        &a,
-        &mut dx,
-    )
-    .unwrap_err();
-    has(
-        &e.to_string(),
-        &["argmax", "index 1 at position 0", "channel 0"],
-    );
-    assert!(
-        dx.iter().all(|v| v.is_nan()),
-        "a rejected call must not leave dx looking valid: {dx:?}"
-    );
+    // NHWC, 2 or 3 channels (the channel test masks or divides): index 1 is in range but
+    // belongs to channel 1, not window 0's channel 0; the other windows name their own cell 0.
+    for c in [2usize, 3] {
+        let mut dx = vec![0.0f32; 4 * c];
+        let argmax: Vec<i64> = (0..c as i64).map(|k| if k == 0 { 1 } else { k }).collect();
+        let e = gradops::max_pool_grad_with_argmax_into(
+            TensorRef::new(&vec![1.0f32; c], [1, 1, 1, c], Layout::Nhwc),
+            &argmax,
+            [1, 2, 2, c],
+            &a,
+            &mut dx,
+        )
+        .unwrap_err();
+        has(
+            &e.to_string(),
+            &["argmax", "index 1 at position 0", "channel 0"],
+        );
+        assert!(
+            dx.iter().all(|v| v.is_nan()),
+            "a rejected call must not leave dx looking valid: {dx:?}"
+        );
+    }
     for bad in [4i64, -2, 1 << 40] {
         let e = max_pool_grad_with_argmax(
             TensorRef::new(&[1.0f32], [1, 1, 1, 1], Layout::Nhwc),

@@ -336,13 +336,33 @@ fn scatter_unit<A: Accum>(
     c: usize,
 ) -> Option<usize> {
     acc.fill(A::zero());
+    // In the window's channel: i % c == ch. NCHW (c == 1): always; another power of two by a
+    // mask; any other `c` divides (a division per window).
+    if c == 1 {
+        scatter(acc, dy, argmax, lo, c, |_, _| true)
+    } else if c.is_power_of_two() {
+        scatter(acc, dy, argmax, lo, c, |i, ch| i & (c - 1) == ch)
+    } else {
+        scatter(acc, dy, argmax, lo, c, |i, ch| i % c == ch)
+    }
+}
+
+/// [`scatter_unit`]'s loop, `in_channel(i, ch)` the channel test.
+#[inline(always)]
+fn scatter<A: Accum>(
+    acc: &mut [A],
+    dy: &[A],
+    argmax: &[i64],
+    lo: i64,
+    c: usize,
+    in_channel: impl Fn(usize, usize) -> bool,
+) -> Option<usize> {
     let xl = acc.len() as u64;
     // The window's channel, counted rather than divided for (NHWC: o % c; NCHW: 0).
     let mut ch = 0usize;
     for (o, (&d, &a)) in dy.iter().zip(argmax).enumerate() {
         let i = a.wrapping_sub(lo) as u64;
-        // In range, and in the window's channel: i % c == ch (c == 1: always).
-        if i < xl && (c == 1 || i as usize % c == ch) {
+        if i < xl && in_channel(i as usize, ch) {
             acc[i as usize] = acc[i as usize] + d;
         } else if a != -1 {
             return Some(o);
