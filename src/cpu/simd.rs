@@ -8,6 +8,13 @@ use multiversion::multiversion;
 /// `acc[i] += w * x[i]`.
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
 pub(crate) fn axpy<A: Accum>(acc: &mut [A], w: A, x: &[A]) {
+    axpy_inline(acc, w, x);
+}
+
+/// [`axpy`]'s loop, for callers that are themselves compiled per SIMD level and call it on
+/// short slices (where a dispatched call per slice would cost more than the loop).
+#[inline(always)]
+pub(crate) fn axpy_inline<A: Accum>(acc: &mut [A], w: A, x: &[A]) {
     for (a, &v) in acc.iter_mut().zip(x) {
         *a = *a + w * v;
     }

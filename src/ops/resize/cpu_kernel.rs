@@ -3,6 +3,7 @@
 use crate::dtype::{Accum, Element};
 use crate::geometry::resize::{AxisTable, ResizePlan};
 use crate::tensor::Layout;
+use multiversion::multiversion;
 use num_traits::Zero;
 use rayon::prelude::*;
 use std::borrow::Cow;
@@ -362,6 +363,28 @@ fn gather_nchw<T: Element>(plan: &ResizePlan<T::Acc>, src: &[T], dst: &mut [T]) 
         });
 }
 
+/// `acc[j][..] = sum over rows (row, wy), then entries (xi, wx) of tx[j]: wy * wx *
+/// row[xi][..]` for every destination pixel `j`, `c` channels each, one pixel at a time (its
+/// channels stay in L1 for all its terms; row by row, a 32 KiB W1 destination row left L1
+/// between source rows). Compiled per SIMD level with the channel loop inlined: a dispatched
+/// `axpy` per term (16 a pixel for W1, 64 channels each) cost as much as the arithmetic.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+fn sum_pixels_nhwc<A: Accum>(
+    acc: &mut [A],
+    rows: &[(Cow<'_, [A]>, A)],
+    tx: &AxisTable<A>,
+    c: usize,
+) {
+    for (j, a) in acc.chunks_exact_mut(c).enumerate() {
+        a.fill(A::zero());
+        for (row, wy) in rows {
+            for (xi, wx) in tx.entries(j) {
+                simd::axpy_inline(a, *wy * wx, &row[xi * c..(xi + 1) * c]);
+            }
+        }
+    }
+}
+
 /// One destination row (all of W x C) at a time, channels innermost.
 fn gather_nhwc<T: Element>(plan: &ResizePlan<T::Acc>, src: &[T], dst: &mut [T]) {
     let (sh, sw, dh, dw, c) = (plan.src.h, plan.src.w, plan.dst.h, plan.dst.w, plan.src.c);
@@ -369,7 +392,7 @@ fn gather_nhwc<T: Element>(plan: &ResizePlan<T::Acc>, src: &[T], dst: &mut [T]) 
     let zero = T::Acc::zero();
     dst.par_chunks_mut(dw * c).enumerate().for_each_init(
         || (Vec::new(), vec![zero; dw * c]),
-        |(rowbuf, scratch), (idx, d)| {
+        |(rowbufs, scratch): &mut (Vec<Vec<T::Acc>>, Vec<T::Acc>), (idx, d)| {
             let (n, i) = (idx / dh, idx % dh);
             // f32/f64 rows accumulate in place (see `gather_nchw`).
             let in_place = T::as_acc_slice(d).is_some();
@@ -377,17 +400,17 @@ fn gather_nhwc<T: Element>(plan: &ResizePlan<T::Acc>, src: &[T], dst: &mut [T]) 
                 Some(a) => a,
                 None => &mut scratch[..],
             };
-            acc.fill(zero);
-            for (r, wy) in ty.entries(i) {
-                let base = (n * sh + r) * sw * c;
-                let row = acc_view(&src[base..base + sw * c], rowbuf);
-                for j in 0..dw {
-                    let a = &mut acc[j * c..(j + 1) * c];
-                    for (xi, wx) in tx.entries(j) {
-                        axpy(a, wy * wx, &row[xi * c..(xi + 1) * c]);
-                    }
-                }
-            }
+            // The source rows this destination row reads (f16/bf16: converted, one buffer each).
+            rowbufs.resize_with(ty.entries(i).count(), Vec::new);
+            let rows: Vec<_> = ty
+                .entries(i)
+                .zip(rowbufs.iter_mut())
+                .map(|((r, wy), buf)| {
+                    let base = (n * sh + r) * sw * c;
+                    (acc_view(&src[base..base + sw * c], buf), wy)
+                })
+                .collect();
+            sum_pixels_nhwc(acc, &rows, tx, c);
             if !in_place {
                 store::<T>(scratch, d);
             }
