@@ -368,7 +368,7 @@ fn gather_nchw<T: Element>(plan: &ResizePlan<T::Acc>, src: &[T], dst: &mut [T]) 
 /// channels stay in L1 for all its terms; summed source row by source row, a destination row
 /// of W x C, 32-64 KiB on W1-W3, left L1 in between). Compiled per SIMD level with the channel
 /// loop inlined, not a dispatched `axpy` per term (64 channels each). One thread, Zen 4: W2
-/// and W3 17-30% faster, W1 unchanged.
+/// 12-17% and W3 18-30% faster, W1 unchanged.
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
 fn sum_pixels_nhwc<A: Accum>(
     acc: &mut [A],
