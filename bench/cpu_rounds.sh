@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Same-run rounds of a gradops binary against the strongest CPU peers (PyTorch, with
+# `channels_last` for NHWC; TensorFlow + oneDNN), layout by layout: `bench/peers.py --rounds`,
+# writing OUT/PREFIX{peers,gradops}-LAYOUT.json and OUT/PREFIXlog-LAYOUT.txt. Table rows from
+# them: `bench/results/2026-11-28-cpu-zen4-rounds/summary.py OUT/*peers-*.json`.
+# Usage: bench/cpu_rounds.sh GRADOPS OUT LAYOUTS WORKLOADS ROUNDS [THREADS] [PREFIX]
+#   bench/cpu_rounds.sh target/release/gradops /tmp/r nchw,nhwc W4,W5,W4f,W5f 5
+#   bench/cpu_rounds.sh target/release/gradops /tmp/r nhwc,nchw W4,W5,W4f,W5f 3 1 1thread-
+# THREADS (default 2): the peers' --threads and gradops' RAYON_NUM_THREADS. PYTHON: the
+# interpreter with the peers (default bench/.venv/bin/python, from bench/setup.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=$1 out=$2 layouts=$3 workloads=$4 rounds=$5 threads=${6:-2} prefix=${7:-}
+py=${PYTHON:-bench/.venv/bin/python}
+mkdir -p "$out"
+for l in ${layouts//,/ }; do
+  cl=()
+  [[ $l == nhwc ]] && cl=(--torch-channels-last)
+  RAYON_NUM_THREADS=$threads "$py" bench/peers.py --threads "$threads" --rounds "$rounds" \
+    --peers pytorch,tensorflow-onednn "${cl[@]}" --workloads "$workloads" \
+    --json "$out/${prefix}peers-$l.json" \
+    --gradops-cmd "$bin bench --device cpu --layout $l --workload $workloads --json $out/${prefix}gradops-$l.json" \
+    >"$out/${prefix}log-$l.txt" 2>&1
+done
