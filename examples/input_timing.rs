@@ -1,5 +1,5 @@
 //! Times `conv2d_backprop_input_into` (W4, W5) and the forward `conv2d_into` (W4f, W5f) on the
-//! SPEC's shapes (f32; NCHW, and NHWC unless `nchw` is asked for): median and min of `REPS`
+//! SPEC's shapes (f32; NCHW and NHWC, or the one layout named: `nchw`, `nhwc`): median and min of `REPS`
 //! calls. `cargo run --release --example input_timing [reps] [filter]`, e.g.
 //! `RAYON_NUM_THREADS=1 target/release/examples/input_timing 40 W4,nchw`.
 use gradops::{
@@ -23,7 +23,9 @@ fn main() {
             continue;
         }
         for layout in [Layout::Nchw, Layout::Nhwc] {
-            if only.contains("nchw") && layout != Layout::Nchw {
+            if (only.contains("nchw") && layout != Layout::Nchw)
+                || (only.contains("nhwc") && layout != Layout::Nhwc)
+            {
                 continue;
             }
             let (n, c, h) = (8usize, 64usize, 56usize);

@@ -206,15 +206,22 @@ fn x_transform(y: &[f32], (len, nbx, c0, k): (usize, usize, usize, usize), u: &m
     }
 }
 
-/// The output transform of a block row: each `dx` pixel of the row's blocks (`rows`:
-/// `[u][x][c]`, `wi` pixels, `bw` channels) as the sum of its points' GEMM results `m`
-/// (`[(a, b)][j][c]`), in point order; `nx` phase outputs along x, at `ph + stride * q`.
+/// `out` as f32 where it is f32: the output transforms write it directly.
+fn f32_view<T: Element>(out: &mut [T]) -> Option<&mut [f32]> {
+    T::as_acc_slice_mut(out).and_then(T::Acc::as_f32_mut)
+}
+
+/// The output transform of a block row: each `dx` pixel of the row's first `nu` rows (`rows`:
+/// row `u`'s pixel `x` at `u * rs + x * ps`, `bw` channels) as the sum of its points' GEMM
+/// results `m` (`[(a, b)][j][c]`), in point order; `nx` phase outputs along x, at
+/// `ph + stride * q`.
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
 fn output_transform(
     m: &[f32],
     (two_y, two_x): (bool, bool),
     (nbx, nx, bw): (usize, usize, usize),
-    (ph, stride, wi): (usize, usize, usize),
+    (ph, stride): (usize, usize),
+    (nu, rs, ps): (usize, usize, usize),
     rows: &mut [f32],
 ) {
     let terms = |two: bool, u: usize| -> &'static [usize] {
@@ -230,7 +237,7 @@ fn output_transform(
         1 + two_y as usize,
     );
     let mv = |a: usize, b: usize, j: usize| &m[((a * px + b) * nbx + j) * bw..][..bw];
-    for u in 0..by {
+    for u in 0..by.min(nu) {
         let ay = terms(two_y, u);
         for v in 0..bx {
             let bs = terms(two_x, v);
@@ -239,7 +246,7 @@ fn output_transform(
                 if qx >= nx {
                     continue;
                 }
-                let d = &mut rows[(u * wi + ph + stride * qx) * bw..][..bw];
+                let d = &mut rows[u * rs + (ph + stride * qx) * ps..][..bw];
                 match (ay, bs) {
                     ([a], [b]) => d.copy_from_slice(mv(*a, *b, j)),
                     ([a], [b0, b1]) => {
@@ -383,6 +390,7 @@ pub(super) fn backprop_input_phase_winograd<T: Element>(
                             w: wi,
                             c: g.ci,
                         };
+                        let direct = layout == Layout::Nhwc && f32_view::<T>(dxi).is_some();
                         let mut rowsel: [Vec<f32>; 3] = Default::default();
                         for grp in 0..g.groups {
                             for (iy, yp) in ya.iter().enumerate() {
@@ -440,6 +448,10 @@ pub(super) fn backprop_input_phase_winograd<T: Element>(
                                         }
                                     }
                                     let ub = yp.block();
+                                    // The block row's dx rows: phase rows i * ub.., of which
+                                    // `nu` lie inside dx, the first at dx row y0.
+                                    let nu = ub.min(yp.n - i * ub);
+                                    let y0 = yp.ph + g.h.stride * i * ub;
                                     for cb in (0..cig).step_by(nb) {
                                         let bw = nb.min(cig - cb);
                                         let vtb =
@@ -496,14 +508,33 @@ pub(super) fn backprop_input_phase_winograd<T: Element>(
                                                 bw,
                                             }
                                             .run(level);
-                                            // The output transform into the dx rows (pixel-major).
-                                            output_transform(
-                                                mbuf,
-                                                (yp.two(), xp.two()),
-                                                (nbx, xp.n, bw),
-                                                (xp.ph, g.w.stride, wi),
-                                                rows_f,
-                                            );
+                                            // The output transform: into dx itself where it
+                                            // is f32 NHWC (a staged row's copy was a tenth of
+                                            // W5's time), else into the staged rows.
+                                            let phase = (yp.two(), xp.two());
+                                            let geom = (nbx, xp.n, bw);
+                                            let xs = (xp.ph, g.w.stride);
+                                            match direct.then(|| f32_view::<T>(dxi)).flatten() {
+                                                Some(d) => output_transform(
+                                                    mbuf,
+                                                    phase,
+                                                    geom,
+                                                    xs,
+                                                    (nu, g.h.stride * wi * g.ci, g.ci),
+                                                    &mut d[img.at(grp * cig + cb, y0)..],
+                                                ),
+                                                None => output_transform(
+                                                    mbuf,
+                                                    phase,
+                                                    geom,
+                                                    xs,
+                                                    (ub, wi * bw, bw),
+                                                    rows_f,
+                                                ),
+                                            }
+                                        }
+                                        if direct {
+                                            continue;
                                         }
                                         for u in 0..ub {
                                             let qy = i * ub + u;
@@ -676,31 +707,31 @@ impl ForwardY {
 
 /// Group `gi`'s part of a block's output rows, from its GEMM results `m` (`[p][j][c]`, five x
 /// points, `nbx` blocks): along x, output `2j + u` is `(m[u] + m[u + 1]) + m[3 + u]` (the
-/// F(2,2) parity, then the one-tap parity); into each output row `r < nrows` (of `rows`,
-/// `[r][x][c]`, `wo` pixels each) whose [`ForwardY::output_groups`] name `gi`: stored if `gi`
-/// is the row's first group, else added (the groups come in ascending order, so each row
-/// sums its groups in a fixed order).
+/// F(2,2) parity, then the one-tap parity); into each output row `r < nrows` (of `rows`: row
+/// `r`'s pixel `x` at `r * rs + x * ps`, `bw` channels, `wo` pixels a row) whose
+/// [`ForwardY::output_groups`] name `gi`: stored if `gi` is the row's first group, else added
+/// (the groups come in ascending order, so each row sums its groups in a fixed order).
 #[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
 fn row_output_transform(
     m: &[f32],
     (nbx, bw, wo): (usize, usize, usize),
     (fy, gi, nrows): (&ForwardY, usize, usize),
+    (rs, ps): (usize, usize),
     rows: &mut [f32],
 ) {
     let mv = |p: usize, j: usize| &m[(p * nbx + j) * bw..][..bw];
-    let rowlen = wo * bw;
     for r in 0..nrows {
         let Some(n) = fy.output_groups(r).iter().position(|&g| g == gi) else {
             continue;
         };
-        let row = &mut rows[r * rowlen..][..rowlen];
+        let row = &mut rows[r * rs..];
         for j in 0..nbx {
             for u in 0..2 {
                 let x = 2 * j + u;
                 if x >= wo {
                     continue;
                 }
-                let d = &mut row[x * bw..][..bw];
+                let d = &mut row[x * ps..][..bw];
                 let terms = d
                     .iter_mut()
                     .zip(mv(u, j))
@@ -836,6 +867,7 @@ pub(super) fn forward_row_winograd<T: Element>(
                             w: wo,
                             c: g.co,
                         };
+                        let direct = layout == Layout::Nhwc && f32_view::<T>(yi).is_some();
                         let Some(work) = T::Acc::as_f32_mut(work) else {
                             return;
                         };
@@ -887,6 +919,7 @@ pub(super) fn forward_row_winograd<T: Element>(
                                     // Group by group: its GEMM results (five x points, at
                                     // most 18 KB) are added to the rows while in L1.
                                     let nrows = ub.min(ho - b * ub);
+                                    let at = img.at(grp * cog + ob, b * ub);
                                     for gi in 0..ngroups {
                                         taps.clear();
                                         segs.clear();
@@ -926,18 +959,29 @@ pub(super) fn forward_row_winograd<T: Element>(
                                             bw,
                                         }
                                         .run(level);
-                                        if let Some(r) =
+                                        // Into y itself where it is f32 NHWC (as the
+                                        // backprop_input's transform), else the staged rows.
+                                        let geom = (nbx, bw, wo);
+                                        let rows = (&fy, gi, nrows);
+                                        if direct {
+                                            if let Some(y) = f32_view::<T>(yi) {
+                                                row_output_transform(
+                                                    mv,
+                                                    geom,
+                                                    rows,
+                                                    (wo * g.co, g.co),
+                                                    &mut y[at..],
+                                                );
+                                            }
+                                        } else if let Some(r) =
                                             T::Acc::as_f32_mut(&mut rowbuf[..nrows * wo * bw])
                                         {
-                                            row_output_transform(
-                                                mv,
-                                                (nbx, bw, wo),
-                                                (&fy, gi, nrows),
-                                                r,
-                                            );
+                                            row_output_transform(mv, geom, rows, (wo * bw, bw), r);
                                         }
                                     }
-                                    let at = img.at(grp * cog + ob, b * ub);
+                                    if direct {
+                                        continue;
+                                    }
                                     img.store::<T>(
                                         &rowbuf[..nrows * wo * bw],
                                         (nrows, bw),
