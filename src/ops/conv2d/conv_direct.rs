@@ -50,26 +50,24 @@ thread_local! {
 /// Runs `f` with `N` scratch vectors of this thread, kept across calls: the per-image buffers
 /// are hundreds of KB, and allocating them per call cost page faults and zero fills every
 /// call (batch 1 of W5: 1.0 ms a call instead of 0.5). Their contents are whatever the last
-/// user left: callers write before they read. A nested use on the same thread (a rayon job
-/// run while another waits) gets fresh vectors. Each thread keeps its largest buffers.
+/// user left: callers write before they read. The thread's vectors are a stack: a call takes
+/// the top `N` and puts them back in the same order, so a nested use (a rayon job run on this
+/// thread while another waits, as the NCHW Winograd's per-tile jobs inside its per-image
+/// ones) takes the next ones down and each nesting level keeps its own buffers across calls.
 pub(super) fn with_scratch<const N: usize, R>(f: impl FnOnce(&mut [Vec<f32>; N]) -> R) -> R {
-    let take = |pool: &mut Vec<Vec<f32>>| -> [Vec<f32>; N] {
-        std::array::from_fn(|i| pool.get_mut(i).map(std::mem::take).unwrap_or_default())
-    };
-    let mut bufs = SCRATCH.with(|c| c.try_borrow_mut().map(|mut p| take(&mut p)).ok());
-    let mut fresh = || std::array::from_fn(|_| Vec::new());
-    let out = f(bufs.get_or_insert_with(&mut fresh));
-    if let Some(bufs) = bufs {
+    let taken = SCRATCH.with(|c| {
+        let mut pool = c.try_borrow_mut().ok()?;
+        let at = pool.len().saturating_sub(N);
+        let mut top = pool.drain(at..);
+        Some(std::array::from_fn(|_| top.next().unwrap_or_default()))
+    });
+    let returned = taken.is_some();
+    let mut bufs = taken.unwrap_or_else(|| std::array::from_fn(|_| Vec::new()));
+    let out = f(&mut bufs);
+    if returned {
         SCRATCH.with(|c| {
             if let Ok(mut pool) = c.try_borrow_mut() {
-                if pool.len() < N {
-                    pool.resize_with(N, Vec::new);
-                }
-                for (slot, b) in pool.iter_mut().zip(bufs) {
-                    if b.capacity() >= slot.capacity() {
-                        *slot = b;
-                    }
-                }
+                pool.extend(bufs);
             }
         });
     }
@@ -80,6 +78,22 @@ pub(super) fn with_scratch<const N: usize, R>(f: impl FnOnce(&mut [Vec<f32>; N])
 pub(super) fn scratch_as<A: Accum>(v: &mut Vec<f32>, n: usize) -> Option<&mut [A]> {
     v.resize(n, 0.0);
     A::from_f32_mut(v)
+}
+
+/// `n` elements of `A`: the scratch vector `v` where `A` is f32, else `own` (resized, new
+/// elements zero; nothing else written).
+pub(super) fn scratch_or_own<'a, A: Accum>(
+    v: &'a mut Vec<f32>,
+    own: &'a mut Vec<A>,
+    n: usize,
+) -> &'a mut [A] {
+    if A::as_f32(&[]).is_some() {
+        if let Some(s) = scratch_as::<A>(v, n) {
+            return s;
+        }
+    }
+    own.resize(n, A::zero());
+    &mut own[..n]
 }
 
 /// Whether the direct kernels serve a call with `out_ch` output channels (of the kernel's

@@ -11,7 +11,8 @@
 //! thread count).
 
 use super::conv_direct::{
-    pixel_major, scratch_as, store_rows, vectors, with_scratch, Row, RowOperands, Segment,
+    pixel_major, scratch_as, scratch_or_own, store_rows, vectors, with_scratch, Row, RowOperands,
+    Segment,
 };
 use super::cpu_kernel::{at4, bt4_rows, wino_filter_into, WinoProblem};
 use super::filter_direct::{lanes, Level};
@@ -177,17 +178,7 @@ impl<'a, A: Accum> PointFilter<'a, A> {
     ) -> Self {
         let pts = tile.points();
         let n = p.groups * pts * p.cig * p.cog;
-        let scratch = match A::as_f32(&[]) {
-            Some(_) => scratch_as::<A>(ub, n),
-            None => None,
-        };
-        let u: &'a mut [A] = match scratch {
-            Some(u) => u,
-            None => {
-                own.resize(n, A::zero());
-                own
-            }
-        };
+        let u = scratch_or_own(ub, own, n);
         match tile {
             Tile::F2 => wino_filter_into(p, filt, u),
             Tile::F3 => wino3_filter_into(p, filt, u),
@@ -234,115 +225,119 @@ fn run<T: Element>(p: &WinoProblem, f: &PointFilter<T::Acc>, src: &[T], dst: &mu
     let arch = pulp::Arch::new();
     items.into_par_iter().for_each_init(
         || (Vec::new(), Vec::new(), Vec::new()),
-        |(v, mb, sbuf), (i, ty0, rows)| {
-            let si = &src[i * simg..][..simg];
-            let tr = br.min(nty - ty0);
-            let nt = tr * ntx;
-            // The source rows this block's patches read, as the accumulation type: in place
-            // for f32/f64, else converted (only these rows: an image holds many blocks).
-            let (sa, first_row) = match T::as_acc_slice(si) {
-                Some(s) => (s, 0),
-                None => {
-                    let (oy, row) = (p.off.0, ws * cs);
-                    let lo = ((m * ty0) as isize + oy).clamp(0, hs as isize) as usize;
-                    let hi = ((m * (ty0 + tr)) as isize + oy + 2).clamp(lo as isize, hs as isize);
-                    let n = (hi as usize - lo) * row;
-                    sbuf.resize(n, T::Acc::zero());
-                    T::slice_to_acc(&si[lo * row..][..n], &mut sbuf[..n]);
-                    (&sbuf[..n], lo)
-                }
-            };
-            for grp in 0..groups {
-                v.resize(nt * pts * cog, T::Acc::zero());
-                arch.dispatch(NhwcIn {
-                    tile,
-                    src: sa,
-                    first_row,
-                    dims: (hs, ws, cs),
-                    chans: (grp * cog, cog),
-                    tiles: (ty0, tr, ntx),
-                    off: p.off,
-                    v: &mut v[..],
-                });
-                let out = |mb: &[T::Acc], (c0, n): (usize, usize), rows: &mut [T]| {
-                    arch.dispatch(NhwcOut::<T> {
-                        tile,
-                        mb,
-                        dims: (hd, wd, cd),
-                        chans: (grp * cig + c0, n),
-                        tiles: (ty0, tr, ntx),
-                        rows,
-                    })
+        |(own_v, own_m, own_s), (i, ty0, rows)| {
+            with_scratch(|[vs, ms, ss]| {
+                let si = &src[i * simg..][..simg];
+                let tr = br.min(nty - ty0);
+                let nt = tr * ntx;
+                // The thread's scratch (kept across calls: per-job buffers of hundreds of KB cost
+                // W4 page faults and zero fills every call), or for f64 the job's own.
+                let v = scratch_or_own(vs, own_v, nt * pts * cog);
+                let mb = scratch_or_own(ms, own_m, pts * nt * cig);
+                // The source rows this block's patches read, as the accumulation type: in place
+                // for f32/f64, else converted (only these rows: an image holds many blocks).
+                let (sa, first_row) = match T::as_acc_slice(si) {
+                    Some(s) => (s, 0),
+                    None => {
+                        let (oy, row) = (p.off.0, ws * cs);
+                        let lo = ((m * ty0) as isize + oy).clamp(0, hs as isize) as usize;
+                        let hi =
+                            ((m * (ty0 + tr)) as isize + oy + 2).clamp(lo as isize, hs as isize);
+                        let n = (hi as usize - lo) * row;
+                        let sbuf = scratch_or_own(ss, own_s, n);
+                        T::slice_to_acc(&si[lo * row..][..n], sbuf);
+                        (&*sbuf, lo)
+                    }
                 };
-                if let (Some(nb), Some(vf)) = (nb, T::Acc::as_f32(v)) {
-                    // M[xi][t][j] per block of nb destination channels, on the register tiles:
-                    // point xi is one segment of nt pixels (the tiles, pts * cog apart in V)
-                    // with one tap (its filter block, its column of V).
-                    let segs: Vec<Segment> = (0..pts)
-                        .map(|xi| Segment {
-                            x0: xi * nt,
-                            sx: 1,
-                            n: nt,
-                            lda: pts * cog,
-                            taps: xi..xi + 1,
+                for grp in 0..groups {
+                    arch.dispatch(NhwcIn {
+                        tile,
+                        src: sa,
+                        first_row,
+                        dims: (hs, ws, cs),
+                        chans: (grp * cog, cog),
+                        tiles: (ty0, tr, ntx),
+                        off: p.off,
+                        v: &mut *v,
+                    });
+                    let out = |mb: &[T::Acc], (c0, n): (usize, usize), rows: &mut [T]| {
+                        arch.dispatch(NhwcOut::<T> {
+                            tile,
+                            mb,
+                            dims: (hd, wd, cd),
+                            chans: (grp * cig + c0, n),
+                            tiles: (ty0, tr, ntx),
+                            rows,
                         })
-                        .collect();
-                    for ob in (0..cig).step_by(nb) {
-                        let bw = nb.min(cig - ob);
-                        let at = (grp * cig + ob) * pts * cog;
-                        let taps: Vec<(usize, usize)> =
-                            (0..pts).map(|xi| (xi * cog * bw, xi * cog)).collect();
-                        mb.resize(pts * nt * bw, T::Acc::zero());
-                        let Some(mf) = T::Acc::as_f32_mut(&mut mb[..pts * nt * bw]) else {
-                            return;
-                        };
-                        Row {
-                            ops: RowOperands {
-                                a: vf,
-                                wt: &ublk[at..][..pts * cog * bw],
-                                k: cog,
-                                segs: &segs,
-                                taps: &taps,
-                            },
-                            row: mf,
-                            bw,
+                    };
+                    if let (Some(nb), Some(vf)) = (nb, T::Acc::as_f32(v)) {
+                        // M[xi][t][j] per block of nb destination channels, on the register tiles:
+                        // point xi is one segment of nt pixels (the tiles, pts * cog apart in V)
+                        // with one tap (its filter block, its column of V).
+                        let segs: Vec<Segment> = (0..pts)
+                            .map(|xi| Segment {
+                                x0: xi * nt,
+                                sx: 1,
+                                n: nt,
+                                lda: pts * cog,
+                                taps: xi..xi + 1,
+                            })
+                            .collect();
+                        for ob in (0..cig).step_by(nb) {
+                            let bw = nb.min(cig - ob);
+                            let at = (grp * cig + ob) * pts * cog;
+                            let taps: Vec<(usize, usize)> =
+                                (0..pts).map(|xi| (xi * cog * bw, xi * cog)).collect();
+                            let Some(mf) = T::Acc::as_f32_mut(&mut mb[..pts * nt * bw]) else {
+                                return;
+                            };
+                            Row {
+                                ops: RowOperands {
+                                    a: vf,
+                                    wt: &ublk[at..][..pts * cog * bw],
+                                    k: cog,
+                                    segs: &segs,
+                                    taps: &taps,
+                                },
+                                row: mf,
+                                bw,
+                            }
+                            .run(level);
+                            out(&mb[..pts * nt * bw], (ob, bw), &mut rows[..]);
                         }
-                        .run(level);
-                        out(&mb[..pts * nt * bw], (ob, bw), &mut rows[..]);
+                    } else {
+                        let ug = &u[grp * usz..][..usz];
+                        for xi in 0..pts {
+                            matmul(
+                                MatMut {
+                                    data: &mut mb[xi * nt * cig..][..nt * cig],
+                                    rows: nt,
+                                    cols: cig,
+                                    rs: cig,
+                                    cs: 1,
+                                },
+                                MatRef {
+                                    data: &v[xi * cog..],
+                                    rows: nt,
+                                    cols: cog,
+                                    rs: pts * cog,
+                                    cs: 1,
+                                },
+                                // U[xi] is [c_dst][c_src]: its transpose through the strides.
+                                MatRef {
+                                    data: &ug[xi * cig * cog..][..cig * cog],
+                                    rows: cog,
+                                    cols: cig,
+                                    rs: 1,
+                                    cs: cog,
+                                },
+                                false,
+                            );
+                        }
+                        out(&mb[..pts * nt * cig], (0, cig), &mut rows[..]);
                     }
-                } else {
-                    mb.resize(pts * nt * cig, T::Acc::zero());
-                    let ug = &u[grp * usz..][..usz];
-                    for xi in 0..pts {
-                        matmul(
-                            MatMut {
-                                data: &mut mb[xi * nt * cig..][..nt * cig],
-                                rows: nt,
-                                cols: cig,
-                                rs: cig,
-                                cs: 1,
-                            },
-                            MatRef {
-                                data: &v[xi * cog..],
-                                rows: nt,
-                                cols: cog,
-                                rs: pts * cog,
-                                cs: 1,
-                            },
-                            // U[xi] is [c_dst][c_src]: its transpose through the strides.
-                            MatRef {
-                                data: &ug[xi * cig * cog..][..cig * cog],
-                                rows: cog,
-                                cols: cig,
-                                rs: 1,
-                                cs: cog,
-                            },
-                            false,
-                        );
-                    }
-                    out(&mb[..pts * nt * cig], (0, cig), &mut rows[..]);
                 }
-            }
+            })
         },
     );
 }
