@@ -701,3 +701,40 @@ fn tile<S: Simd, const NR: usize, const NV: usize>(simd: S, t: TileArgs) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::with_scratch;
+
+    /// Nested uses of the thread scratch (a rayon job run inside another's) each keep their
+    /// own buffers across calls: the second round reuses the first round's allocations at
+    /// both levels instead of trading them between the levels (or allocating anew).
+    #[test]
+    fn scratch_levels_keep_their_buffers() {
+        // The test thread's own pool, from empty.
+        std::thread::spawn(|| {
+            let mut seen = Vec::new();
+            for round in 0..3 {
+                with_scratch(|[a, b]| {
+                    a.resize(1000, 1.0);
+                    b.resize(3000, 2.0);
+                    let outer = (a.as_ptr(), b.as_ptr());
+                    let inner = with_scratch(|[c, d, e]| {
+                        for (v, n) in [(&mut *c, 5000), (&mut *d, 7000), (&mut *e, 9000)] {
+                            v.resize(n, 3.0);
+                        }
+                        (c.as_ptr(), d.as_ptr(), e.as_ptr())
+                    });
+                    // The inner level's buffers are not the outer's.
+                    assert!(![inner.0, inner.1, inner.2].contains(&outer.0));
+                    assert!(![inner.0, inner.1, inner.2].contains(&outer.1));
+                    assert_eq!((a.len(), b.len()), (1000, 3000), "round {round}");
+                    seen.push((outer, inner));
+                });
+            }
+            assert!(seen.windows(2).all(|w| w[0] == w[1]), "{seen:?}");
+        })
+        .join()
+        .unwrap();
+    }
+}
