@@ -1,7 +1,8 @@
 //! Times `conv2d_backprop_filter_into` on W7/W8 shapes (NCHW and NHWC, f32): median of
 //! `REPS` calls, and the CPU time per call of all threads together (from
 //! `/proc/self/task/*/schedstat`: contention on a shared machine hardly changes it, so it is
-//! the figure for A/B work). `cargo run --release --example filter_timing [reps] [W7|W8|nchw]`.
+//! the figure for A/B work). `cargo run --release --example filter_timing [reps] [W7|W8|nchw|nhwc]`
+//! (comma-separated).
 use gradops::{conv2d_backprop_filter_into, Conv2dAttrs, Layout, Padding, TensorRef};
 use std::time::Instant;
 
@@ -26,7 +27,9 @@ fn main() {
             continue;
         }
         for layout in [Layout::Nchw, Layout::Nhwc] {
-            if only.contains("nchw") && layout != Layout::Nchw {
+            if (only.contains("nchw") && layout != Layout::Nchw)
+                || (only.contains("nhwc") && layout != Layout::Nhwc)
+            {
                 continue;
             }
             let (n, c, h) = (8usize, 64usize, 56usize);
