@@ -392,14 +392,18 @@ fn gather_nhwc<T: Element>(plan: &ResizePlan<T::Acc>, src: &[T], dst: &mut [T]) 
     let (ty, tx) = (&plan.y, &plan.x);
     let zero = T::Acc::zero();
     dst.par_chunks_mut(dw * c).enumerate().for_each_init(
-        || (Vec::new(), vec![zero; dw * c]),
+        || (Vec::new(), Vec::new()),
         |(rowbufs, scratch): &mut (Vec<Vec<T::Acc>>, Vec<T::Acc>), (idx, d)| {
             let (n, i) = (idx / dh, idx % dh);
-            // f32/f64 rows accumulate in place (see `gather_nchw`).
+            // f32/f64 rows accumulate in place (see `gather_nchw`); f16/bf16 in an f32 row
+            // (sized on first use: the in-place types never allocate it).
             let in_place = T::as_acc_slice(d).is_some();
             let acc = match T::as_acc_slice_mut(d) {
                 Some(a) => a,
-                None => &mut scratch[..],
+                None => {
+                    scratch.resize(dw * c, zero);
+                    &mut scratch[..]
+                }
             };
             // The source rows this destination row reads (f16/bf16: converted, one buffer each).
             rowbufs.resize_with(ty.entries(i).count(), Vec::new);
