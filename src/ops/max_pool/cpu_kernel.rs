@@ -186,6 +186,17 @@ fn image_argmax<A: Accum>(
     }
 }
 
+/// Where `src` is strictly greater than `best` (false for NaN on either side), its value and
+/// `cell`; a select, not a branch.
+#[inline(always)]
+fn keep_greater<A: Accum>(best: &mut [A], at: &mut [u32], src: &[A], cell: usize) {
+    for ((b, i), &s) in best.iter_mut().zip(at.iter_mut()).zip(src) {
+        let gt = s > *b;
+        *b = if gt { s } else { *b };
+        *i = if gt { cell as u32 } else { *i };
+    }
+}
+
 /// Channels [`window_argmax`] keeps in registers at a time.
 const ARGMAX_CHUNK: usize = 32;
 
@@ -212,12 +223,7 @@ fn window_argmax<A: Accum>(
         for y in yr.clone() {
             for xx in xr.clone() {
                 let cell = y * w + xx;
-                let src = &x[cell * c + c0..][..ARGMAX_CHUNK];
-                for ((b, bi), &s) in v.iter_mut().zip(i.iter_mut()).zip(src) {
-                    let gt = s > *b;
-                    *b = if gt { s } else { *b };
-                    *bi = if gt { cell as u32 } else { *bi };
-                }
+                keep_greater(&mut v, &mut i, &x[cell * c + c0..][..ARGMAX_CHUNK], cell);
             }
         }
         best[c0..c0 + ARGMAX_CHUNK].copy_from_slice(&i);
@@ -229,12 +235,7 @@ fn window_argmax<A: Accum>(
         for y in yr {
             for xx in xr.clone() {
                 let cell = y * w + xx;
-                let src = &x[cell * c + whole..(cell + 1) * c];
-                for ((b, bi), &s) in bv.iter_mut().zip(best.iter_mut()).zip(src) {
-                    let gt = s > *b;
-                    *b = if gt { s } else { *b };
-                    *bi = if gt { cell as u32 } else { *bi };
-                }
+                keep_greater(bv, best, &x[cell * c + whole..(cell + 1) * c], cell);
             }
         }
     }
