@@ -90,10 +90,7 @@ fn plane_argmax<A: Accum>(
             let dst = &mut sc.phases[y * s * plen..(y + 1) * s * plen];
             if s == 2 {
                 let (p0, p1) = dst.split_at_mut(plen);
-                for ((c, a), b) in row.chunks_exact(2).zip(p0.iter_mut()).zip(p1.iter_mut()) {
-                    *a = c[0];
-                    *b = c[1];
-                }
+                simd::deinterleave2(row, p0, p1);
                 if w % 2 == 1 {
                     p0[plen - 1] = row[w - 1];
                 }

@@ -255,10 +255,7 @@ impl<'a, A: Accum> Horizontal<'a, A> {
             let (ph, tail) = (phases.as_mut_slice(), row.len() / a.s);
             if a.s == 2 {
                 let (p0, p1) = ph.split_at_mut(plen);
-                for ((c, x0), x1) in row.chunks_exact(2).zip(p0.iter_mut()).zip(p1.iter_mut()) {
-                    *x0 = c[0];
-                    *x1 = c[1];
-                }
+                simd::deinterleave2(row, p0, p1);
             } else {
                 for (m, c) in row.chunks_exact(a.s).enumerate() {
                     for (p, &v) in c.iter().enumerate() {
