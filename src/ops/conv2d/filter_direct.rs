@@ -1,20 +1,21 @@
-//! CPU `conv2d_backprop_filter` for NCHW in f32 registers without im2col: `dW[(ky, kx, c), co]
-//! += x[c][y(oy, ky)][s ox + kx d - left] * dy[co][oy][ox]` as register tiles of `R` filter rows
-//! (one tap, `R` channels) by up to four vectors of output channels, accumulated over output
-//! pixels.
+//! CPU `conv2d_backprop_filter` in f32 registers without im2col, either layout: `dW[(ky, kx, c),
+//! co] += x[c][y(oy, ky)][s ox + kx d - left] * dy[co][oy][ox]` as register tiles of `R` filter
+//! rows (one tap, `R` channels) by up to four vectors of output channels, accumulated over
+//! output pixels.
 //!
 //! Why not the GEMM path: in NCHW both operands of `im2col(x)^T * dy` have the pixels (the
 //! reduction) contiguous, so the GEMM needs `x` copied into nine column blocks and then packed
-//! again, and `dy` packed per tile. Here the `x` operand is read in place, one element
-//! broadcast per filter row and pixel (at the column stride; a tap's pixels whose input column
-//! lies in the padding are skipped, their products being zero), and `dy` is transposed once
-//! per image into pixel-major blocks of a tile's output channels, loaded as vectors. On W8
-//! (one thread) the register tile runs near the FMA peak and the copies shrink to the
-//! transpose.
+//! again, and `dy` packed per tile; in NHWC the column blocks are copies too (a tenth of W8's
+//! time, one thread). Here the `x` operand is read in place, one element broadcast per filter
+//! row and pixel (at the column stride; a tap's pixels whose input column lies in the padding
+//! are skipped, their products being zero), and `dy`'s output channels of a pixel are loaded
+//! as vectors: NHWC `dy` in place, NCHW `dy` transposed once per image into pixel-major blocks
+//! of a tile's output channels. On W8 (one thread) the register tile runs near the FMA peak
+//! and the copies shrink to NCHW's transpose.
 //!
-//! NHWC keeps the GEMM path: made channel-major once per image (`x` transposed, `dy`
-//! re-blocked) and run here, W8 took 4.75-4.81 ms on one thread against the GEMM path's
-//! 4.37-4.61 ms (the transpose of `x`, twice `dy`'s size, costs more than the packing saved).
+//! (An earlier NHWC version transposed `x` to channel-major and re-blocked `dy` per image for
+//! the NCHW tiles: slower than the GEMM path, 4.75-4.81 against 4.37-4.61 ms on one Zen 5
+//! thread. The tiles now take either layout's strides.)
 //!
 //! Determinism: the same fixed (image, row tile) ranges and range-ordered sum of partial
 //! filters as the GEMM path; within a range, pixels are added in order.
@@ -25,6 +26,7 @@ use super::filter_kernel::{store_filter, sum_partials};
 use crate::dtype::{Accum, Element};
 use crate::geometry::window::ConvGeometry;
 use crate::ops::conv2d::FilterLayout;
+use crate::tensor::Layout;
 use multiversion::multiversion;
 use num_traits::Zero;
 use pulp::Simd;
@@ -38,7 +40,7 @@ const R: usize = 6;
 /// `4 x 16` floats) stay within about 32 KiB of L1.
 const UNIT_PIXELS: usize = 128;
 
-/// Whether the direct kernel serves this call (NCHW is the caller's check): f32 accumulation,
+/// Whether the direct kernel serves this call: f32 accumulation,
 /// column stride 1 or 2, an x86 CPU with AVX2+FMA or AVX-512, and output channels per group a
 /// multiple of the vector width.
 pub(super) fn applies<T: Element>(g: &ConvGeometry, level: Level) -> bool {
@@ -102,10 +104,12 @@ pub(super) fn split(g: &ConvGeometry) -> FilterSplit {
     FilterSplit::with_rows(g, rows)
 }
 
-/// `dw` (`filter_layout` order) from NCHW `x` and `dy`; [`applies`] must hold (else `dw` is
-/// left alone and `false` returned).
+/// `dw` (`filter_layout` order) from `x` and `dy` (both in `layout`); [`applies`] must hold
+/// (else `dw` is left alone and `false` returned).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn backprop_filter_direct<T: Element>(
     g: &ConvGeometry,
+    layout: Layout,
     x: &[T],
     dy: &[T],
     filter_layout: FilterLayout,
@@ -141,7 +145,15 @@ pub(super) fn backprop_filter_direct<T: Element>(
                             ximg
                         },
                     ),
-                    scratch_as::<T::Acc>(dyav, dyimg),
+                    // NHWC f32 `dy` is read in place.
+                    scratch_as::<T::Acc>(
+                        dyav,
+                        if layout == Layout::Nhwc && T::as_acc_slice(&dy[..0]).is_some() {
+                            0
+                        } else {
+                            dyimg
+                        },
+                    ),
                 ) else {
                     return;
                 };
@@ -155,18 +167,34 @@ pub(super) fn backprop_filter_direct<T: Element>(
                             T::slice_to_acc(xi, xa);
                         }
                         let dyi = &dy[i * dyimg..][..dyimg];
-                        block_transpose_into::<T>(dyi, (g.co, g.co / g.groups, np, nb), dya);
+                        match layout {
+                            Layout::Nchw => {
+                                block_transpose_into::<T>(dyi, (g.co, g.co / g.groups, np, nb), dya)
+                            }
+                            // NHWC `dy` is read in place (f16/bf16 converted once per image).
+                            Layout::Nhwc if T::as_acc_slice(dyi).is_none() => {
+                                T::slice_to_acc(dyi, dya)
+                            }
+                            Layout::Nhwc => {}
+                        }
                         cur = i;
                     }
+                    let dyi = &dy[i * dyimg..][..dyimg];
+                    let dy_in_place = layout == Layout::Nhwc && T::as_acc_slice(dyi).is_some();
                     let (Some(xf), Some(dyt)) = (
                         T::Acc::as_f32(T::as_acc_slice(xi).unwrap_or(xa)),
-                        T::Acc::as_f32(dya),
+                        T::Acc::as_f32(if dy_in_place {
+                            T::as_acc_slice(dyi).unwrap_or(dya)
+                        } else {
+                            dya
+                        }),
                     ) else {
                         return;
                     };
                     let oy0 = t * split.rows;
                     let unit = Unit {
                         g,
+                        layout,
                         x: xf,
                         dyt,
                         oy: (oy0, split.rows.min(ho - oy0)),
@@ -310,9 +338,10 @@ pub(super) fn transpose8_with<S: Copy, D: Copy>(
 /// element type, so the register tiles are compiled once, here, whoever calls the op.
 struct Unit<'a> {
     g: &'a ConvGeometry,
-    /// The image's `x` (NCHW).
+    layout: Layout,
+    /// The image's `x` (in `layout`).
     x: &'a [f32],
-    /// The image's `dy` in [`block_transpose`] order.
+    /// The image's `dy`: NCHW in [`block_transpose_into`] order, NHWC as it is.
     dyt: &'a [f32],
     /// (first output row, rows).
     oy: (usize, usize),
@@ -335,6 +364,7 @@ impl pulp::WithSimd for Unit<'_> {
     fn with_simd<S: Simd>(self, simd: S) {
         let Unit {
             g,
+            layout,
             x: xf,
             dyt,
             oy: (oy0, tr),
@@ -346,7 +376,11 @@ impl pulp::WithSimd for Unit<'_> {
         let (hi, wi, ho, wo) = (g.h.input, g.w.input, g.h.output, g.w.output);
         let (cig, cog, kw) = (g.ci / g.groups, g.co / g.groups, g.w.kernel);
         let np = ho * wo;
-        let plane = hi * wi;
+        // x: elements between channels and between columns; dy: between pixels.
+        let (xc, xp) = match layout {
+            Layout::Nchw => (hi * wi, 1),
+            Layout::Nhwc => (1, g.ci),
+        };
         for grp in 0..g.groups {
             // Output-channel blocks outermost: the block's `dy` pixels (at most 32 KiB)
             // stay in L1 for every tap and channel tile.
@@ -354,12 +388,18 @@ impl pulp::WithSimd for Unit<'_> {
                 let nv = (cog - cb).min(nb) / lanes;
                 let col = grp * cog + cb;
                 let w = nv * lanes;
-                let b = &dyt[col * np + oy0 * wo * w..][..tr * wo * w];
+                let (b, bp) = match layout {
+                    Layout::Nchw => (&dyt[col * np + oy0 * wo * w..][..tr * wo * w], w),
+                    Layout::Nhwc => (
+                        &dyt[oy0 * wo * g.co + col..][..(tr * wo - 1) * g.co + w],
+                        g.co,
+                    ),
+                };
                 for ky in 0..g.h.kernel {
                     runs.clear();
                     for oy in oy0..oy0 + tr {
                         if let Some(y) = g.h.input_index(oy, ky) {
-                            runs.push((y * wi, (oy - oy0) * wo * w));
+                            runs.push((y * wi * xp, (oy - oy0) * wo * bp));
                         }
                     }
                     for kx in 0..kw {
@@ -378,11 +418,12 @@ impl pulp::WithSimd for Unit<'_> {
                                 _ => 1,
                             };
                             let t = TileArgs {
-                                x: &xf[(grp * cig + c0) * plane + first..],
-                                plane,
+                                x: &xf[(grp * cig + c0) * xc + first * xp..],
+                                xs: (xc, xp),
                                 runs,
                                 q: (q.start, q.len()),
                                 b,
+                                bp,
                                 c: &mut part[((ky * kw + kx) * cig + c0) * g.co + col..],
                                 ldc: g.co,
                             };
@@ -396,16 +437,17 @@ impl pulp::WithSimd for Unit<'_> {
     }
 }
 
-/// A register tile's operands: `nr` filter rows of `x` (channel planes `plane` apart), each
-/// run's input row at its first offset; the output columns `q.0..q.0 + q.1` of every run;
-/// `b` the output-channel block's pixels (`nv` vectors each, consecutive), each run's row at
-/// its second offset; `c` rows `ldc` apart.
+/// A register tile's operands: `nr` filter rows of `x` (`xs.0` apart: channel planes or
+/// channels; input columns `xs.1` apart), each run's input row at its first offset; the output
+/// columns `q.0..q.0 + q.1` of every run; `b` the output-channel block's pixels (`nv` vectors
+/// each, `bp` apart), each run's row at its second offset; `c` rows `ldc` apart.
 struct TileArgs<'a> {
     x: &'a [f32],
-    plane: usize,
+    xs: (usize, usize),
     runs: &'a [(usize, usize)],
     q: (usize, usize),
     b: &'a [f32],
+    bp: usize,
     c: &'a mut [f32],
     ldc: usize,
 }
@@ -426,16 +468,17 @@ fn tile_dispatch<S: Simd>(simd: S, stride: usize, nr: usize, nv: usize, t: TileA
     go!(6, 4; 6, 3; 6, 2; 6, 1; 4, 4; 4, 3; 4, 2; 4, 1; 2, 4; 2, 3; 2, 2; 2, 1; 1, 4; 1, 3; 1, 2; 1, 1)
 }
 
-/// `c[r][v] += sum over runs and output columns q of x[r plane + run.0 + ST (q - q0)] *
-/// b[run.1 + q NV lanes][v]`.
+/// `c[r][v] += sum over runs and output columns q of x[r xs.0 + run.0 + ST xs.1 (q - q0)] *
+/// b[run.1 + q bp][v]`.
 #[inline(always)]
 fn tile<S: Simd, const ST: usize, const NR: usize, const NV: usize>(simd: S, t: TileArgs) {
     let TileArgs {
         x,
-        plane,
+        xs: (xc, xp),
         runs,
         q: (q0, nq),
         b,
+        bp,
         c,
         ldc,
     } = t;
@@ -449,16 +492,18 @@ fn tile<S: Simd, const ST: usize, const NR: usize, const NV: usize>(simd: S, t: 
             *a = load(&c[r * ldc + v * lanes..][..lanes]);
         }
     }
+    let step = ST * xp;
     for &(ao, bo) in runs {
-        // Pixel q's element is a[r][ST q]: exactly the slice's reach, so no bounds checks.
+        // Pixel q's element is a[r][step q]: exactly the slice's reach, so no bounds checks.
         let mut a: [&[f32]; NR] = [&[]; NR];
         for (r, ar) in a.iter_mut().enumerate() {
-            *ar = &x[r * plane + ao..][..ST * (nq - 1) + 1];
+            *ar = &x[r * xc + ao..][..step * (nq - 1) + 1];
         }
-        let (bv, _) = S::as_simd_f32s(&b[bo + q0 * NV * lanes..][..nq * NV * lanes]);
-        for (q, bq) in bv.chunks_exact(NV).enumerate() {
+        let bs = &b[bo + q0 * bp..][..(nq - 1) * bp + NV * lanes];
+        for (q, bq) in bs.chunks(bp).enumerate() {
+            let (bq, _) = S::as_simd_f32s(&bq[..NV * lanes]);
             for r in 0..NR {
-                let av = simd.splat_f32s(a[r][ST * q]);
+                let av = simd.splat_f32s(a[r][step * q]);
                 for v in 0..NV {
                     acc[r][v] = simd.mul_add_f32s(av, bq[v], acc[r][v]);
                 }

@@ -99,17 +99,16 @@ pub(crate) fn backprop_filter<T: Element>(
     if winograd_applies(g) {
         return backprop_filter_winograd(g, layout, x, dy, filter_layout, dw, MAX_SPLITS);
     }
-    if layout == Layout::Nchw
-        && super::filter_direct::backprop_filter_direct(
-            g,
-            x,
-            dy,
-            filter_layout,
-            dw,
-            super::filter_direct::split(g),
-            super::filter_direct::Level::Best,
-        )
-    {
+    if super::filter_direct::backprop_filter_direct(
+        g,
+        layout,
+        x,
+        dy,
+        filter_layout,
+        dw,
+        super::filter_direct::split(g),
+        super::filter_direct::Level::Best,
+    ) {
         return;
     }
     let split = FilterSplit::new(g);
@@ -927,11 +926,11 @@ mod tests {
         assert!(checked > 50, "only {checked} valid cases");
     }
 
-    /// The direct NCHW kernel (AVX-512 where present, and AVX2) against naive loops on
-    /// integer data (every f32 sum exact: equal bits): channel counts that leave every
-    /// register-tile remainder (rows 6/4/2/1, 1-4 vectors), column strides 1 and 2 with any
-    /// row stride, dilations, left/right padding (skipped edge pixels), groups, several
-    /// splits; bf16 within its tolerance.
+    /// The direct kernel (AVX-512 where present, and AVX2; NCHW and NHWC by turns) against
+    /// naive loops on integer data (every f32 sum exact: equal bits): channel counts that
+    /// leave every register-tile remainder (rows 6/4/2/1, 1-4 vectors), column strides 1 and 2
+    /// with any row stride, dilations, left/right padding (skipped edge pixels), groups,
+    /// several splits; bf16 within its tolerance.
     #[test]
     fn direct_matches_naive() {
         use super::super::filter_direct::{backprop_filter_direct, split as direct_split, Level};
@@ -974,7 +973,12 @@ mod tests {
             let dy: Vec<f64> = (0..n * g.co * g.h.output * g.w.output)
                 .map(|i| ((i * 5 + 3 * case) % 11) as f64 - 5.0)
                 .collect();
-            let want = naive(&g, Layout::Nchw, &x, &dy);
+            let layout = if case % 2 == 0 {
+                Layout::Nchw
+            } else {
+                Layout::Nhwc
+            };
+            let want = naive(&g, layout, &x, &dy);
             let (x32, dy32): (Vec<f32>, Vec<f32>) = (
                 x.iter().map(|&v| v as f32).collect(),
                 dy.iter().map(|&v| v as f32).collect(),
@@ -993,6 +997,7 @@ mod tests {
                     let mut got = vec![f32::NAN; want.len()];
                     assert!(backprop_filter_direct(
                         &g,
+                        layout,
                         &x32,
                         &dy32,
                         FilterLayout::Hwio,
@@ -1001,7 +1006,7 @@ mod tests {
                         level
                     ));
                     let got: Vec<f64> = got.iter().map(|&v| v as f64).collect();
-                    assert_eq!(got, want, "case {case} {level:?} {split:?}: {g:?}");
+                    assert_eq!(got, want, "case {case} {layout} {level:?} {split:?}: {g:?}");
                 }
                 // bf16: inputs rounded (integers up to 6: exact), sums rounded once.
                 let (xb, dyb): (Vec<half::bf16>, Vec<half::bf16>) = (
@@ -1011,6 +1016,7 @@ mod tests {
                 let mut got = vec![half::bf16::NAN; want.len()];
                 assert!(backprop_filter_direct(
                     &g,
+                    layout,
                     &xb,
                     &dyb,
                     FilterLayout::Hwio,
