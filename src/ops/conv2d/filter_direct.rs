@@ -28,7 +28,6 @@ use crate::geometry::window::ConvGeometry;
 use crate::ops::conv2d::FilterLayout;
 use crate::tensor::Layout;
 use multiversion::multiversion;
-use num_traits::Zero;
 use pulp::Simd;
 use rayon::prelude::*;
 
@@ -212,12 +211,11 @@ pub(super) fn backprop_filter_direct<T: Element>(
                 })
             });
         sum_partials(partials, flen);
-        let mut hwio = vec![T::Acc::zero(); flen];
-        // Only f32 reaches here ([`applies`]).
-        if let Some(h) = T::Acc::as_f32_mut(&mut hwio) {
-            h.copy_from_slice(&partials[..flen]);
+        // The summed partial is the HWIO filter (only f32 accumulation reaches here:
+        // [`applies`]).
+        if let Some(hwio) = T::Acc::from_f32_mut(&mut partials[..flen]) {
+            store_filter(g, hwio, filter_layout, dw);
         }
-        store_filter(g, &hwio, filter_layout, dw);
     });
     true
 }
