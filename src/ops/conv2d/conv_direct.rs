@@ -413,7 +413,7 @@ pub(super) struct Segment {
 /// written) in runs of rows rather than one row (at W5f's 56 columns, 224 bytes per plane
 /// and row: too short for the hardware prefetchers; one-thread perf on a Zen 4 put the
 /// loads of the one-row order at 11% of NCHW W5f).
-const ROWS_PER_PASS: usize = 8;
+pub(super) const ROWS_PER_PASS: usize = 8;
 
 /// `dst[(oy * len + padl + ox) * co + o] = dy[o][oy][ox]` (one image; 8x8 blocks), the
 /// other columns of each row zero.

@@ -25,7 +25,7 @@
 
 use super::conv_direct::{
     blocked_filter, input_applies, scratch_as, to_pixel_major, vectors, with_scratch, OutImage,
-    Row, RowOperands, Segment,
+    Row, RowOperands, Segment, ROWS_PER_PASS,
 };
 use super::cpu_kernel::{axis_phases, AxisPhase};
 use super::filter_direct::{lanes, Level};
@@ -34,6 +34,9 @@ use crate::geometry::window::{ConvGeometry, WindowAxis};
 use crate::tensor::Layout;
 use multiversion::multiversion;
 use rayon::prelude::*;
+
+/// Most f32s of a thread's staged `dx` band (256 KB: it stays in L2 while it is filled).
+const STAGE_FLOATS: usize = 1 << 16;
 
 /// One stride phase of one axis: outputs `2q + ph` for `q < n`; output `q`'s first tap reads
 /// operand `q + off`; `taps`: the kernel indices in operand order (one or two).
@@ -371,6 +374,16 @@ pub(super) fn backprop_input_phase_winograd<T: Element>(
                 n_two - p.two() as usize
             })
             .collect();
+        // dx rows per band: the block rows of every y phase in a band are computed, then the
+        // band is stored (a block row of a phase spans `stride * block` rows, so a band of
+        // whole block rows of every phase is a multiple of `band_unit`). Staged bands of about
+        // ROWS_PER_PASS rows, at most STAGE_FLOATS a thread.
+        let band_unit = g.h.stride * ya.iter().map(PhaseAxis::block).max().unwrap_or(1);
+        let staged_band = band_unit
+            * ROWS_PER_PASS
+                .div_ceil(band_unit)
+                .min(STAGE_FLOATS / (band_unit * wi * cig).max(1))
+                .max(1);
         dx.par_chunks_mut(dximg)
             .zip(dy.par_chunks(dyimg))
             .for_each_init(
@@ -409,170 +422,187 @@ pub(super) fn backprop_input_phase_winograd<T: Element>(
                             c: g.ci,
                         };
                         let direct = layout == Layout::Nhwc && f32_view::<T>(dxi).is_some();
+                        let band = if direct {
+                            hi.next_multiple_of(band_unit)
+                        } else {
+                            staged_band
+                        };
+                        let stage_len = if direct { 0 } else { band * wi * cig };
+                        let Some(stage) = scratch_as::<T::Acc>(rowsv, stage_len) else {
+                            return;
+                        };
                         let mut rowsel: [Vec<f32>; 3] = Default::default();
                         for grp in 0..g.groups {
-                            for (iy, yp) in ya.iter().enumerate() {
-                                let ylen = yp.points() * len * cog;
-                                let ulen = 2 * yp.points() * most_blocks * cog;
-                                for i in 0..yp.blocks() {
-                                    // The block row's dy rows (the group's channels, zeros outside
-                                    // dy), then Y = their y-transform.
-                                    let mut have = [None; 3];
-                                    for (r, h) in have.iter_mut().enumerate().take(yp.points()) {
-                                        let row = yp.window(i) + r as isize;
-                                        if row < 0 || row >= ho as isize {
-                                            continue;
-                                        }
-                                        let full =
-                                            &dyt[row as usize * cols * g.co..][..cols * g.co];
-                                        if g.groups > 1 {
-                                            rowsel[r].clear();
-                                            for px in full.chunks_exact(g.co) {
-                                                rowsel[r]
-                                                    .extend_from_slice(&px[grp * cog..][..cog]);
-                                            }
-                                        }
-                                        *h = Some(full);
-                                    }
-                                    // work = [Y: points x columns x channels | U of each two-tap
-                                    // x phase]. Y and U serve every channel block below:
-                                    // computed once.
-                                    work.resize(ylen + n_two * ulen, 0.0);
-                                    for (a, ya_buf) in
-                                        work[..ylen].chunks_exact_mut(len * cog).enumerate()
+                            for y_band in (0..hi).step_by(band) {
+                                for (iy, yp) in ya.iter().enumerate() {
+                                    let ylen = yp.points() * len * cog;
+                                    let ulen = 2 * yp.points() * most_blocks * cog;
+                                    // Block row i covers dx rows [per i, per (i + 1)): a band
+                                    // holds whole block rows.
+                                    let per = g.h.stride * yp.block();
+                                    for i in y_band / per..((y_band + band) / per).min(yp.blocks())
                                     {
-                                        let mut terms = Terms::new();
-                                        for &(r, s) in yp.input_terms(a) {
-                                            match have[r] {
-                                                Some(_) if g.groups > 1 => {
-                                                    terms.push(&rowsel[r], s)
-                                                }
-                                                Some(full) => terms.push(full, s),
-                                                None => {}
-                                            }
-                                        }
-                                        let (pad_l, rest) = ya_buf.split_at_mut(col0 * cog);
-                                        let (mid, pad_r) = rest.split_at_mut(cols * cog);
-                                        pad_l.fill(0.0);
-                                        terms.into(mid);
-                                        pad_r.fill(0.0);
-                                    }
-                                    // U: the x-transform of Y, for the points that are not
-                                    // plain columns of Y.
-                                    for (ix, xp) in xa.iter().enumerate() {
-                                        if xp.two() {
-                                            let c0 = (padl as isize + xp.window(0)) as usize;
-                                            let (ybuf, ubuf) = work.split_at_mut(ylen);
-                                            x_transform(
-                                                ybuf,
-                                                (len, xp.blocks(), c0, cog),
-                                                &mut ubuf[u_slot[ix] * ulen..][..ulen],
-                                            );
-                                        }
-                                    }
-                                    let ub = yp.block();
-                                    // The block row's dx rows: phase rows i * ub.., of which
-                                    // `nu` lie inside dx, the first at dx row y0.
-                                    let nu = ub.min(yp.n - i * ub);
-                                    let y0 = yp.ph + g.h.stride * i * ub;
-                                    for cb in (0..cig).step_by(nb) {
-                                        let bw = nb.min(cig - cb);
-                                        let vtb =
-                                            &vt[(grp * cig + cb) * npts * cog..][..bw * npts * cog];
-                                        let Some(rows) = scratch_as::<T::Acc>(rowsv, ub * wi * bw)
-                                        else {
-                                            return;
-                                        };
-                                        let Some(rows_f) = T::Acc::as_f32_mut(&mut *rows) else {
-                                            return;
-                                        };
-                                        for (ix, xp) in xa.iter().enumerate() {
-                                            let (px_, nbx) = (xp.points(), xp.blocks());
-                                            let npt = yp.points() * px_;
-                                            let c0 = (padl as isize + xp.window(0)) as usize;
-                                            // M[(a, b)][j][c]: one GEMM per point on the register
-                                            // tiles, reading Y's columns in place where the point
-                                            // is one.
-                                            taps.clear();
-                                            segs.clear();
-                                            let p0 = first_point[iy * xa.len() + ix];
-                                            for p in 0..npt {
-                                                let (a, b) = (p / px_, p % px_);
-                                                let (at, lda) = match (xp.two(), b) {
-                                                    (false, _) => ((a * len + c0) * cog, cog),
-                                                    (true, 1) => {
-                                                        ((a * len + c0 + 1) * cog, 2 * cog)
-                                                    }
-                                                    _ => (
-                                                        ylen + u_slot[ix] * ulen
-                                                            + (a * 2 + b / 2) * nbx * cog,
-                                                        cog,
-                                                    ),
-                                                };
-                                                taps.push(((p0 + p) * cog * bw, at));
-                                                segs.push(Segment {
-                                                    x0: p * nbx,
-                                                    sx: 1,
-                                                    n: nbx,
-                                                    lda,
-                                                    taps: p..p + 1,
-                                                });
-                                            }
-                                            mbuf.resize(npt * nbx * bw, 0.0);
-                                            Row {
-                                                ops: RowOperands {
-                                                    a: work,
-                                                    wt: vtb,
-                                                    k: cog,
-                                                    segs,
-                                                    taps,
-                                                },
-                                                row: &mut mbuf[..],
-                                                bw,
-                                            }
-                                            .run(level);
-                                            // The output transform: into dx itself where it
-                                            // is f32 NHWC (a staged row's copy was a tenth of
-                                            // W5's time), else into the staged rows.
-                                            let phase = (yp.two(), xp.two());
-                                            let geom = (nbx, xp.n, bw);
-                                            let xs = (xp.ph, g.w.stride);
-                                            match direct.then(|| f32_view::<T>(dxi)).flatten() {
-                                                Some(d) => output_transform(
-                                                    mbuf,
-                                                    phase,
-                                                    geom,
-                                                    xs,
-                                                    (nu, g.h.stride * wi * g.ci, g.ci),
-                                                    &mut d[img.at(grp * cig + cb, y0)..],
-                                                ),
-                                                None => output_transform(
-                                                    mbuf,
-                                                    phase,
-                                                    geom,
-                                                    xs,
-                                                    (ub, wi * bw, bw),
-                                                    rows_f,
-                                                ),
-                                            }
-                                        }
-                                        if direct {
-                                            continue;
-                                        }
-                                        for u in 0..ub {
-                                            let qy = i * ub + u;
-                                            if qy >= yp.n {
+                                        // The block row's dy rows (the group's channels,
+                                        // zeros outside dy), then Y = their y-transform.
+                                        let mut have = [None; 3];
+                                        for (r, h) in have.iter_mut().enumerate().take(yp.points())
+                                        {
+                                            let row = yp.window(i) + r as isize;
+                                            if row < 0 || row >= ho as isize {
                                                 continue;
                                             }
-                                            let y = yp.ph + g.h.stride * qy;
-                                            let at = img.at(grp * cig + cb, y);
-                                            img.store::<T>(
-                                                &rows[u * wi * bw..][..wi * bw],
-                                                (1, bw),
-                                                &mut dxi[at..],
-                                            );
+                                            let full =
+                                                &dyt[row as usize * cols * g.co..][..cols * g.co];
+                                            if g.groups > 1 {
+                                                rowsel[r].clear();
+                                                for px in full.chunks_exact(g.co) {
+                                                    rowsel[r]
+                                                        .extend_from_slice(&px[grp * cog..][..cog]);
+                                                }
+                                            }
+                                            *h = Some(full);
+                                        }
+                                        // work = [Y: points x columns x channels | U of each
+                                        // two-tap x phase]. Y and U serve every channel block
+                                        // below: computed once.
+                                        work.resize(ylen + n_two * ulen, 0.0);
+                                        for (a, ya_buf) in
+                                            work[..ylen].chunks_exact_mut(len * cog).enumerate()
+                                        {
+                                            let mut terms = Terms::new();
+                                            for &(r, s) in yp.input_terms(a) {
+                                                match have[r] {
+                                                    Some(_) if g.groups > 1 => {
+                                                        terms.push(&rowsel[r], s)
+                                                    }
+                                                    Some(full) => terms.push(full, s),
+                                                    None => {}
+                                                }
+                                            }
+                                            let (pad_l, rest) = ya_buf.split_at_mut(col0 * cog);
+                                            let (mid, pad_r) = rest.split_at_mut(cols * cog);
+                                            pad_l.fill(0.0);
+                                            terms.into(mid);
+                                            pad_r.fill(0.0);
+                                        }
+                                        // U: the x-transform of Y, for the points that are not
+                                        // plain columns of Y.
+                                        for (ix, xp) in xa.iter().enumerate() {
+                                            if xp.two() {
+                                                let c0 = (padl as isize + xp.window(0)) as usize;
+                                                let (ybuf, ubuf) = work.split_at_mut(ylen);
+                                                x_transform(
+                                                    ybuf,
+                                                    (len, xp.blocks(), c0, cog),
+                                                    &mut ubuf[u_slot[ix] * ulen..][..ulen],
+                                                );
+                                            }
+                                        }
+                                        let ub = yp.block();
+                                        // The block row's dx rows: phase rows i * ub.., of which
+                                        // `nu` lie inside dx, the first at dx row y0.
+                                        let nu = ub.min(yp.n - i * ub);
+                                        let y0 = yp.ph + g.h.stride * i * ub;
+                                        for cb in (0..cig).step_by(nb) {
+                                            let bw = nb.min(cig - cb);
+                                            let vtb = &vt[(grp * cig + cb) * npts * cog..]
+                                                [..bw * npts * cog];
+                                            for (ix, xp) in xa.iter().enumerate() {
+                                                let (px_, nbx) = (xp.points(), xp.blocks());
+                                                let npt = yp.points() * px_;
+                                                let c0 = (padl as isize + xp.window(0)) as usize;
+                                                // M[(a, b)][j][c]: one GEMM per point on the
+                                                // register tiles, reading Y's columns in place
+                                                // where the point is one.
+                                                taps.clear();
+                                                segs.clear();
+                                                let p0 = first_point[iy * xa.len() + ix];
+                                                for p in 0..npt {
+                                                    let (a, b) = (p / px_, p % px_);
+                                                    let (at, lda) = match (xp.two(), b) {
+                                                        (false, _) => ((a * len + c0) * cog, cog),
+                                                        (true, 1) => {
+                                                            ((a * len + c0 + 1) * cog, 2 * cog)
+                                                        }
+                                                        _ => (
+                                                            ylen + u_slot[ix] * ulen
+                                                                + (a * 2 + b / 2) * nbx * cog,
+                                                            cog,
+                                                        ),
+                                                    };
+                                                    taps.push(((p0 + p) * cog * bw, at));
+                                                    segs.push(Segment {
+                                                        x0: p * nbx,
+                                                        sx: 1,
+                                                        n: nbx,
+                                                        lda,
+                                                        taps: p..p + 1,
+                                                    });
+                                                }
+                                                mbuf.resize(npt * nbx * bw, 0.0);
+                                                Row {
+                                                    ops: RowOperands {
+                                                        a: work,
+                                                        wt: vtb,
+                                                        k: cog,
+                                                        segs,
+                                                        taps,
+                                                    },
+                                                    row: &mut mbuf[..],
+                                                    bw,
+                                                }
+                                                .run(level);
+                                                // The output transform: into dx itself where it
+                                                // is f32 NHWC (a staged row's copy was a tenth of
+                                                // W5's time), else into the staged rows.
+                                                let phase = (yp.two(), xp.two());
+                                                let geom = (nbx, xp.n, bw);
+                                                let xs = (xp.ph, g.w.stride);
+                                                match direct.then(|| f32_view::<T>(dxi)).flatten() {
+                                                    Some(d) => output_transform(
+                                                        mbuf,
+                                                        phase,
+                                                        geom,
+                                                        xs,
+                                                        (nu, g.h.stride * wi * g.ci, g.ci),
+                                                        &mut d[img.at(grp * cig + cb, y0)..],
+                                                    ),
+                                                    None => {
+                                                        // This block's band rows, `[row][x][bw]`.
+                                                        let Some(rows) = T::Acc::as_f32_mut(
+                                                            &mut stage[cb * band * wi..]
+                                                                [..band * wi * bw],
+                                                        ) else {
+                                                            return;
+                                                        };
+                                                        output_transform(
+                                                            mbuf,
+                                                            phase,
+                                                            geom,
+                                                            xs,
+                                                            (nu, g.h.stride * wi * bw, bw),
+                                                            &mut rows[(y0 - y_band) * wi * bw..],
+                                                        )
+                                                    }
+                                                }
+                                            }
                                         }
                                     }
+                                }
+                                if direct {
+                                    continue;
+                                }
+                                // The band's rows, every phase's written above: runs of rows per
+                                // channel plane in NCHW (one row at a time was 13% of a
+                                // one-thread NCHW W5).
+                                let nrows = band.min(hi - y_band);
+                                for cb in (0..cig).step_by(nb) {
+                                    let bw = nb.min(cig - cb);
+                                    img.store::<T>(
+                                        &stage[cb * band * wi..][..nrows * wi * bw],
+                                        (nrows, bw),
+                                        &mut dxi[img.at(grp * cig + cb, y_band)..],
+                                    );
                                 }
                             }
                         }
