@@ -92,11 +92,22 @@ pub(crate) fn argmax_step<A: Accum>(
 /// `p0[k] = src[2k]`, `p1[k] = src[2k + 1]` for the pairs of `src` (as many as both outputs
 /// hold): the stride-2 phase split of a row, compiled per SIMD level (in callers built for the
 /// baseline only it was a scalar loop).
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
 pub(crate) fn deinterleave2<A: Copy>(src: &[A], p0: &mut [A], p1: &mut [A]) {
+    deinterleave2_map(src, p0, p1, |v| v)
+}
+
+/// [`deinterleave2`] with each element converted by `f` (as `Element::to_acc`) on the way.
+#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
+pub(crate) fn deinterleave2_map<S: Copy, D, F: Fn(S) -> D>(
+    src: &[S],
+    p0: &mut [D],
+    p1: &mut [D],
+    f: F,
+) {
+    // Zipped iterators: indexing kept a bounds check that blocked vectorisation.
     for ((c, a), b) in src.chunks_exact(2).zip(p0.iter_mut()).zip(p1.iter_mut()) {
-        *a = c[0];
-        *b = c[1];
+        *a = f(c[0]);
+        *b = f(c[1]);
     }
 }
 

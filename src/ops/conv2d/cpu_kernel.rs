@@ -622,16 +622,6 @@ fn bt4_cols<A: Accum>(ue: &[A], uo: &[A], v0: &mut [A], v1: &mut [A], v2: &mut [
     }
 }
 
-/// `e[k] = row[2 k]`, `o[k] = row[2 k + 1]`.
-#[inline(always)]
-fn deinterleave2<A: Accum>(row: &[A], e: &mut [A], o: &mut [A]) {
-    // Zipped iterators: indexing `e[t]` kept a bounds check that blocked vectorisation.
-    for ((q, e), o) in row.chunks_exact(2).zip(e.iter_mut()).zip(o.iter_mut()) {
-        *e = q[0];
-        *o = q[1];
-    }
-}
-
 /// The zero-padded row `x -> seg[x - lo]` (zero outside `lo..lo + seg.len()`, `2 e.len()`
 /// long) split into its even (`e`) and odd (`o`) columns.
 #[inline(always)]
@@ -653,7 +643,7 @@ fn split_padded<A: Accum>(seg: &[A], lo: usize, e: &mut [A], o: &mut [A]) {
         (x, s) = (x + 1, &s[1..]);
     }
     let (k, pairs) = (x / 2, s.len() / 2);
-    deinterleave2(&s[..2 * pairs], &mut e[k..k + pairs], &mut o[k..k + pairs]);
+    crate::cpu::simd::deinterleave2(&s[..2 * pairs], &mut e[k..k + pairs], &mut o[k..k + pairs]);
     if s.len() % 2 == 1 {
         e[k + pairs] = s[2 * pairs];
     }

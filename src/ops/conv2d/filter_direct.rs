@@ -185,14 +185,13 @@ pub(super) fn backprop_filter_direct<T: Element>(
                             cur = i;
                         }
                         let dyi = &dy[i * dyimg..][..dyimg];
-                        let dy_in_place = layout == Layout::Nhwc && T::as_acc_slice(dyi).is_some();
+                        let dy_acc = match layout {
+                            Layout::Nhwc => T::as_acc_slice(dyi).unwrap_or(dya),
+                            Layout::Nchw => dya,
+                        };
                         let (Some(xf), Some(dyt)) = (
                             T::Acc::as_f32(T::as_acc_slice(xi).unwrap_or(xa)),
-                            T::Acc::as_f32(if dy_in_place {
-                                T::as_acc_slice(dyi).unwrap_or(dya)
-                            } else {
-                                dya
-                            }),
+                            T::Acc::as_f32(dy_acc),
                         ) else {
                             return;
                         };

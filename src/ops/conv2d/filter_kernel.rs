@@ -610,10 +610,11 @@ fn split2<T: Element>(
                     }
                     if t_hi > t_lo {
                         let s0 = 2 * t_lo - left;
-                        deinterleave2::<T>(
+                        crate::cpu::simd::deinterleave2_map(
                             &row[s0..s0 + 2 * (t_hi - t_lo)],
                             &mut p0[t_lo..t_hi],
                             &mut p1[t_lo..t_hi],
+                            T::to_acc,
                         );
                     }
                 }
@@ -638,17 +639,6 @@ fn split2<T: Element>(
                 }
             }
         }
-    }
-}
-
-/// `p0[t] = src[2 t]`, `p1[t] = src[2 t + 1]`.
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-fn deinterleave2<T: Element>(src: &[T], p0: &mut [T::Acc], p1: &mut [T::Acc]) {
-    let n = p0.len();
-    let (src, p1) = (&src[..2 * n], &mut p1[..n]);
-    for t in 0..n {
-        p0[t] = src[2 * t].to_acc();
-        p1[t] = src[2 * t + 1].to_acc();
     }
 }
 
