@@ -19,6 +19,7 @@
 //! partial filter (units and tiles in order, one GEMM per tile); the partials are then summed
 //! in range order. Neither step depends on the thread count.
 
+use super::conv_direct::pixel_major;
 use super::cpu_kernel::{im2col_nchw, im2col_nhwc, WINO_MIN_CHANNELS};
 use crate::cpu::gemm::{matmul, MatMut, MatRef};
 use crate::dtype::Accum;
@@ -422,29 +423,34 @@ fn backprop_filter_winograd<T: Element>(
                 Vec::new(),
                 Vec::new(),
                 Vec::new(),
+                Vec::new(),
                 usize::MAX,
             )
         },
-        |(v, u, sb, xph, dyph, cur), (s, part)| {
+        |(v, u, sb, xph, dyph, pm, cur), (s, part)| {
             for unit in (s * units / splits)..((s + 1) * units / splits) {
                 let (i, b) = (unit / blocks, unit % blocks);
                 if *cur != i {
-                    ph.build_x::<T>(layout, &x[i * ximg..][..ximg], xph);
-                    ph.build_dy::<T>(layout, &dy[i * dyimg..][..dyimg], dyph);
+                    ph.build_x::<T>(layout, &x[i * ximg..][..ximg], xph, pm);
+                    ph.build_dy::<T>(layout, &dy[i * dyimg..][..dyimg], dyph, pm);
                     *cur = i;
                 }
                 let ty0 = b * br;
                 let tr = br.min(nty - ty0);
                 // Tile slots, ntx + 1 per tile row (see wino_x).
                 let nt = tr * w1;
-                v.resize(16 * cig * nt, zero);
-                u.resize(16 * cog * nt, zero);
-                sb.resize(16 * nt, zero);
+                v.resize(16 * nt * g.ci, zero);
+                u.resize(16 * nt * g.co, zero);
+                sb.resize(
+                    16 * (transform_slots(g.ci) * g.ci).max(transform_slots(g.co) * g.co),
+                    zero,
+                );
+                // V[xi][t'][c] = (B^T d B) of the x patches, U[xi][t'][co] = (A h A^T) of the
+                // dy blocks: every channel of every group at once (the transforms are per
+                // channel), channel-minor so that `gemm` reads V unpacked.
+                wino_x(&ph, xph, (ty0, tr), sb, v);
+                wino_dy(&ph, dyph, (ty0, tr), sb, u);
                 for grp in 0..groups {
-                    // V[xi][c][t'] = (B^T d B) of the x patches.
-                    wino_x(&ph, xph, (grp * cig, cig), (ty0, tr), sb, v);
-                    // U[xi][co][t'] = (A h A^T) of the dy blocks.
-                    wino_dy(&ph, dyph, (grp * cog, cog), (ty0, tr), sb, u);
                     for xi in 0..16 {
                         matmul(
                             MatMut {
@@ -455,18 +461,18 @@ fn backprop_filter_winograd<T: Element>(
                                 cs: 1,
                             },
                             MatRef {
-                                data: &v[xi * cig * nt..][..cig * nt],
+                                data: &v[xi * nt * g.ci + grp * cig..],
                                 rows: cig,
                                 cols: nt,
-                                rs: nt,
-                                cs: 1,
+                                rs: 1,
+                                cs: g.ci,
                             },
                             MatRef {
-                                data: &u[xi * cog * nt..][..cog * nt],
+                                data: &u[xi * nt * g.co + grp * cog..],
                                 rows: nt,
                                 cols: cog,
-                                rs: 1,
-                                cs: nt,
+                                rs: g.co,
+                                cs: 1,
                             },
                             true,
                         );
@@ -551,91 +557,82 @@ impl Phases {
         }
     }
 
-    /// `xph` of image `xi` (in `layout`).
-    fn build_x<T: Element>(&self, layout: Layout, xi: &[T], xph: &mut Vec<T::Acc>) {
+    /// `xph` of image `xi` (in `layout`; `pm`: scratch).
+    fn build_x<T: Element>(
+        &self,
+        layout: Layout,
+        xi: &[T],
+        xph: &mut Vec<T::Acc>,
+        pm: &mut Vec<T::Acc>,
+    ) {
         let rows = 2 * (self.nty + 1);
         let dims = (self.ci, self.x.0, self.x.1);
-        split2::<T>(layout, xi, dims, self.pads, rows, self.w1, self.xpk, xph);
+        let slots = (rows, self.w1, self.xpk);
+        split2::<T>(layout, xi, dims, self.pads, slots, xph, pm);
     }
 
-    /// `dyph` of image `dyi` (in `layout`).
-    fn build_dy<T: Element>(&self, layout: Layout, dyi: &[T], dyph: &mut Vec<T::Acc>) {
+    /// `dyph` of image `dyi` (in `layout`; `pm`: scratch).
+    fn build_dy<T: Element>(
+        &self,
+        layout: Layout,
+        dyi: &[T],
+        dyph: &mut Vec<T::Acc>,
+        pm: &mut Vec<T::Acc>,
+    ) {
         let rows = 2 * self.nty;
         let dims = (self.co, self.dy.0, self.dy.1);
-        split2::<T>(layout, dyi, dims, (0, 0), rows, self.w1, self.dypk, dyph);
+        let slots = (rows, self.w1, self.dypk);
+        split2::<T>(layout, dyi, dims, (0, 0), slots, dyph, pm);
     }
 }
 
-/// The 2x2 polyphase split of one image `src` (`ch` channels of `h x w`, in `layout`):
-/// `out[c][a][b][i][t] = src[c][2 i + a - top][2 t + b - left]` (zero outside) for
-/// `2 i + a < rows`, `t < w1`, in planes of `pk` elements (the rest zero).
-#[allow(clippy::too_many_arguments)]
+/// The 2x2 polyphase split of one image `src` (`ch` channels of `h x w`, in `layout`),
+/// channel-minor: `out[a][b][i][t][c] = src[c][2 i + a - top][2 t + b - left]` (zero outside)
+/// for `2 i + a < rows`, `t < w1`, in planes of `pk` slots of `ch` channels (the rest zero).
+/// NHWC pixels are copied as they are; NCHW goes through a pixel-major copy (`pm`) first.
 fn split2<T: Element>(
     layout: Layout,
     src: &[T],
     (ch, h, w): (usize, usize, usize),
     (top, left): (usize, usize),
-    rows: usize,
-    w1: usize,
-    pk: usize,
+    (rows, w1, pk): (usize, usize, usize),
     out: &mut Vec<T::Acc>,
+    pm: &mut Vec<T::Acc>,
 ) {
     let zero = T::Acc::zero();
-    out.clear();
-    out.resize(ch * 4 * pk, zero);
-    // Slots t whose two columns 2t - left, 2t + 1 - left both lie inside a row.
-    let t_lo = left.div_ceil(2).min(w1);
-    let t_hi = ((w + left) / 2).clamp(t_lo, w1);
-    let inside = |yp: usize| yp.checked_sub(top).filter(|&y| y < h);
+    // Every slot is written once: a pixel's, or zero (the buffer is reused, not cleared:
+    // clearing it first was 2-4% of a one-thread W7).
+    out.resize(4 * pk * ch, zero);
+    // Pixel (y, xx)'s slot in `out`, if it has one.
+    let slot = |y: usize, xx: usize| {
+        let (yp, xp) = (y + top, xx + left);
+        let (a, i, b, t) = (yp % 2, yp / 2, xp % 2, xp / 2);
+        (yp < rows && t < w1).then_some(((a * 2 + b) * pk + i * w1 + t) * ch)
+    };
+    for (ab, plane) in out.chunks_exact_mut(pk * ch).enumerate() {
+        let (a, b) = (ab / 2, ab % 2);
+        for (s, px) in plane.chunks_exact_mut(ch).enumerate() {
+            let (yp, xp) = (2 * (s / w1) + a, 2 * (s % w1) + b);
+            let pixel = yp < rows && (top..top + h).contains(&yp) && (left..left + w).contains(&xp);
+            if !pixel {
+                px.fill(zero);
+            }
+        }
+    }
     match layout {
-        Layout::Nchw => {
-            // Channel by channel, row by row: src streams in order.
-            for c in 0..ch {
-                for yp in 0..rows {
-                    let Some(y) = inside(yp) else {
-                        continue;
-                    };
-                    let (a, i) = (yp % 2, yp / 2);
-                    let row = &src[(c * h + y) * w..][..w];
-                    let (p0, p1) = out[(c * 2 + a) * 2 * pk..][..2 * pk].split_at_mut(pk);
-                    let (p0, p1) = (&mut p0[i * w1..][..w1], &mut p1[i * w1..][..w1]);
-                    for t in (0..t_lo).chain(t_hi..w1) {
-                        let at = |m: usize| {
-                            (2 * t + m)
-                                .checked_sub(left)
-                                .and_then(|xx| row.get(xx))
-                                .map_or(zero, |v| v.to_acc())
-                        };
-                        (p0[t], p1[t]) = (at(0), at(1));
-                    }
-                    if t_hi > t_lo {
-                        let s0 = 2 * t_lo - left;
-                        crate::cpu::simd::deinterleave2_map(
-                            &row[s0..s0 + 2 * (t_hi - t_lo)],
-                            &mut p0[t_lo..t_hi],
-                            &mut p1[t_lo..t_hi],
-                            T::to_acc,
-                        );
-                    }
+        Layout::Nhwc => {
+            for (p, px) in src.chunks_exact(ch).take(h * w).enumerate() {
+                if let Some(at) = slot(p / w, p % w) {
+                    T::slice_to_acc(px, &mut out[at..][..ch]);
                 }
             }
         }
-        Layout::Nhwc => {
-            for yp in 0..rows {
-                let Some(y) = inside(yp) else {
-                    continue;
-                };
-                let (a, i) = (yp % 2, yp / 2);
-                let row = &src[y * w * ch..][..w * ch];
-                for (xx, px) in row.chunks_exact(ch).enumerate() {
-                    let xp = xx + left;
-                    let (b, t) = (xp % 2, xp / 2);
-                    if t >= w1 {
-                        continue;
-                    }
-                    for (c, &val) in px.iter().enumerate() {
-                        out[((c * 2 + a) * 2 + b) * pk + i * w1 + t] = val.to_acc();
-                    }
+        Layout::Nchw => {
+            pm.resize(h * w * ch, zero);
+            pixel_major::<T>(src, (ch, h, w), (w, 0), pm);
+            for (p, px) in pm.chunks_exact(ch).take(h * w).enumerate() {
+                if let Some(at) = slot(p / w, p % w) {
+                    out[at..][..ch].copy_from_slice(px);
                 }
             }
         }
@@ -696,75 +693,76 @@ fn four_runs<A>(buf: &mut [A], stride: usize, off: usize, len: usize) -> [&mut [
     })
 }
 
-/// The `x` transform of one tile block (rows `ty0..ty0 + tr`): `V[xi][c][t'] = (B^T d B)[xi]`
+/// Tile slots per pass of [`wino_x`] and [`wino_dy`] for `ch` channels: a pass's 16 row-transformed
+/// runs (`16 x slots x ch`) stay in L1 (32 KB in f32).
+fn transform_slots(ch: usize) -> usize {
+    (2048 / ch.max(1)).max(1)
+}
+
+/// The `x` transform of one tile block (rows `ty0..ty0 + tr`): `V[xi][t'][c] = (B^T d B)[xi]`
 /// for the 4x4 `x` patches `d` of its tiles (patch of tile `(ty, tx)` at
-/// `x[2 ty - top][2 tx - left]`, zero outside `x`), with `w1 = ntx + 1` slots per tile row
-/// (`t' = r w1 + tx`; the spare last slot of each row set to zero): the column transform
-/// (`d B`, per patch row `k`) and the row transform (per column `j`) each run over the whole
-/// block, read from the polyphase planes.
-fn wino_x<A: Accum>(
-    ph: &Phases,
-    xph: &[A],
-    (c0, cig): (usize, usize),
-    (ty0, tr): (usize, usize),
-    sb: &mut [A],
-    v: &mut [A],
-) {
-    let (w1, ntx, pk) = (ph.w1, ph.ntx, ph.xpk);
+/// `x[2 ty - top][2 tx - left]`, zero outside `x`), every channel, with `w1 = ntx + 1` slots
+/// per tile row (`t' = r w1 + tx`; the spare last slot of each row set to zero): the column
+/// transform (`d B`, per patch row `k`) and the row transform (per column `j`), each over
+/// contiguous runs of (slot, channel) of the channel-minor polyphase planes.
+fn wino_x<A: Accum>(ph: &Phases, xph: &[A], (ty0, tr): (usize, usize), sb: &mut [A], v: &mut [A]) {
+    let (w1, ntx, pk, ci) = (ph.w1, ph.ntx, ph.xpk, ph.ci);
     let ntp = tr * w1;
-    let hb = &mut sb[..16 * ntp];
-    for c in 0..cig {
-        let planes = &xph[(c0 + c) * 4 * pk..][..4 * pk];
+    let slab = ntp * ci;
+    let step = transform_slots(ci);
+    for q0 in (0..ntp).step_by(step) {
+        let len = step.min(ntp - q0) * ci;
+        let hb = &mut sb[..16 * len];
         for k in 0..4 {
-            let base = (ty0 + k / 2) * w1;
-            let p = |b: usize, sh: usize| &planes[((k % 2) * 2 + b) * pk + base + sh..][..ntp];
-            // hb[j][k][t'] = (d B)[j] of patch row k.
-            let [o0, o1, o2, o3] = four_runs(hb, 4 * ntp, k * ntp, ntp);
+            let base = (ty0 + k / 2) * w1 + q0;
+            let p = |b: usize, sh: usize| &xph[(((k % 2) * 2 + b) * pk + base + sh) * ci..][..len];
+            // hb[j][k] = (d B)[j] of patch row k.
+            let [o0, o1, o2, o3] = four_runs(hb, 4 * len, k * len, len);
             wino_bt(p(0, 0), p(1, 0), p(0, 1), p(1, 1), o0, o1, o2, o3);
         }
         for j in 0..4 {
-            let hj = &hb[j * 4 * ntp..][..4 * ntp];
-            let d = |k: usize| &hj[k * ntp..][..ntp];
-            let [o0, o1, o2, o3] = four_runs(v, 4 * cig * ntp, (j * cig + c) * ntp, ntp);
+            let hj = &hb[j * 4 * len..][..4 * len];
+            let d = |k: usize| &hj[k * len..][..len];
+            let [o0, o1, o2, o3] = four_runs(v, 4 * slab, j * slab + q0 * ci, len);
             wino_bt(d(0), d(1), d(2), d(3), o0, o1, o2, o3);
         }
-        // The spare slot of each row transformed neighbouring data: zero it (U is zero there
-        // too, so it adds exactly nothing, whatever x holds).
-        for xi in 0..16 {
-            let slab = &mut v[(xi * cig + c) * ntp..][..ntp];
-            for r in 0..tr {
-                slab[r * w1 + ntx] = A::zero();
-            }
+    }
+    // The spare slot of each row transformed neighbouring data: zero it (U is zero there
+    // too, so it adds exactly nothing, whatever x holds).
+    for vx in v[..16 * slab].chunks_exact_mut(slab) {
+        for r in 0..tr {
+            vx[(r * w1 + ntx) * ci..][..ci].fill(A::zero());
         }
     }
 }
 
-/// The `dy` transform of one tile block: `U[xi][co][t'] = (A h A^T)[xi]` for the 2x2 `dy`
+/// The `dy` transform of one tile block: `U[xi][t'][co] = (A h A^T)[xi]` for the 2x2 `dy`
 /// blocks `h` of its tiles (zero outside `dy`; slots as in [`wino_x`], the spare one zero
-/// since its `dy` columns lie outside), over the whole block.
+/// since its `dy` columns lie outside), every channel, over the whole block.
 fn wino_dy<A: Accum>(
     ph: &Phases,
     dyph: &[A],
-    (co0, cog): (usize, usize),
     (ty0, tr): (usize, usize),
     sb: &mut [A],
     u: &mut [A],
 ) {
-    let (w1, pk) = (ph.w1, ph.dypk);
+    let (w1, pk, co) = (ph.w1, ph.dypk, ph.co);
     let ntp = tr * w1;
-    let rb = &mut sb[..8 * ntp];
-    for co in 0..cog {
-        let planes = &dyph[(co0 + co) * 4 * pk..][..4 * pk];
+    let slab = ntp * co;
+    let step = transform_slots(co);
+    for q0 in (0..ntp).step_by(step) {
+        let len = step.min(ntp - q0) * co;
+        let rb = &mut sb[..8 * len];
         for p in 0..2 {
-            let h = |b: usize| &planes[(p * 2 + b) * pk + ty0 * w1..][..ntp];
-            // rb[j][p][t'] = (h A^T)[j] of dy row p.
-            let [o0, o1, o2, o3] = four_runs(rb, 2 * ntp, p * ntp, ntp);
+            let h = |b: usize| &dyph[((p * 2 + b) * pk + ty0 * w1 + q0) * co..][..len];
+            // rb[j][p] = (h A^T)[j] of dy row p.
+            let [o0, o1, o2, o3] = four_runs(rb, 2 * len, p * len, len);
             wino_a(h(0), h(1), o0, o1, o2, o3);
         }
         for j in 0..4 {
-            let rj = &rb[j * 2 * ntp..][..2 * ntp];
-            let [o0, o1, o2, o3] = four_runs(u, 4 * cog * ntp, (j * cog + co) * ntp, ntp);
-            wino_a(&rj[..ntp], &rj[ntp..], o0, o1, o2, o3);
+            let rj = &rb[j * 2 * len..][..2 * len];
+            let [o0, o1, o2, o3] = four_runs(u, 4 * slab, j * slab + q0 * co, len);
+            wino_a(&rj[..len], &rj[len..], o0, o1, o2, o3);
         }
     }
 }
@@ -781,6 +779,55 @@ mod tests {
     use super::*;
     use crate::geometry::window::{Padding, WindowAttrs};
     use crate::tensor::Dims;
+
+    /// The channel-minor polyphase split against its formula, into a buffer of stale NaNs
+    /// (every slot must be written: a pixel or zero), both layouts, every pad parity.
+    #[test]
+    fn split2_writes_every_slot() {
+        let (ch, h, w) = (9, 5, 7);
+        for layout in [Layout::Nchw, Layout::Nhwc] {
+            let src: Vec<f32> = (0..ch * h * w).map(|i| i as f32 + 1.0).collect();
+            let at = |c: usize, y: usize, x: usize| match layout {
+                Layout::Nchw => (c * h + y) * w + x,
+                Layout::Nhwc => (y * w + x) * ch + c,
+            };
+            for (top, left) in [(0, 0), (1, 1), (2, 1), (1, 2)] {
+                let (rows, w1) = (2 * (h + top).div_ceil(2) + 2, (w + left).div_ceil(2) + 1);
+                let pk = (rows / 2) * w1 + 1;
+                let mut out = vec![f32::NAN; 4 * pk * ch];
+                let mut pm = vec![f32::NAN; 3];
+                split2::<f32>(
+                    layout,
+                    &src,
+                    (ch, h, w),
+                    (top, left),
+                    (rows, w1, pk),
+                    &mut out,
+                    &mut pm,
+                );
+                for a in 0..2 {
+                    for b in 0..2 {
+                        for sl in 0..pk {
+                            for c in 0..ch {
+                                let (yp, xp) = (2 * (sl / w1) + a, 2 * (sl % w1) + b);
+                                let want = match (yp.checked_sub(top), xp.checked_sub(left)) {
+                                    (Some(y), Some(x)) if yp < rows && y < h && x < w => {
+                                        src[at(c, y, x)]
+                                    }
+                                    _ => 0.0,
+                                };
+                                let got = out[((a * 2 + b) * pk + sl) * ch + c];
+                                assert_eq!(
+                                    got, want,
+                                    "{layout} pads {top},{left} a {a} b {b} slot {sl} c {c}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     /// Naive loops in f64.
     fn naive(g: &ConvGeometry, layout: Layout, x: &[f64], dy: &[f64]) -> Vec<f64> {
