@@ -355,8 +355,8 @@ pub(super) fn store_filter<T: Element>(
 }
 
 /// Winograd F(3x3, 2x2) covers 3x3, stride 1, dilation 1 with enough channels for its 16
-/// GEMMs (`cig x cog`) to pay off (either layout: NHWC copies each block's rows into
-/// NCHW-ordered bands first).
+/// GEMMs (`cig x cog`) to pay off (either layout: both are split into channel-minor
+/// polyphase planes first, [`Phases`]).
 fn winograd_applies(g: &ConvGeometry) -> bool {
     let (cig, cog) = (g.ci / g.groups, g.co / g.groups);
     g.h.kernel == 3
@@ -517,12 +517,14 @@ fn backprop_filter_winograd<T: Element>(
     store_filter(g, &hwio, filter_layout, dw);
 }
 
-/// The 2x2 polyphase split of one image's (padded) `x` and `dy`, in the accumulation type:
-/// `xph[c][a][b][i][t] = x[2 i + a - top][2 t + b - left]` and `dyph[co][p][b][i][t] =
-/// dy[2 i + p][2 t + b]` (zero outside), `w1 = ntx + 1` slots per row `i`. For tile row `r`,
-/// row `k` of every 4x4 `x` patch (column `m` of tile `t`) is then `xph[c][k % 2][m % 2]
-/// [r + k / 2][t + m / 2]`: the transforms read contiguous runs covering a whole block of
-/// tile rows (one spare slot per row) instead of gathering at stride 2 row by row.
+/// The 2x2 polyphase split of one image's (padded) `x` and `dy`, in the accumulation type,
+/// channel-minor: `xph[a][b][i][t][c] = x[c][2 i + a - top][2 t + b - left]` and
+/// `dyph[p][b][i][t][co] = dy[co][2 i + p][2 t + b]` (zero outside), `w1 = ntx + 1` slots per
+/// row `i`. For tile row `r`, row `k` of every 4x4 `x` patch (column `m` of tile `t`) is then
+/// `xph[k % 2][m % 2][r + k / 2][t + m / 2][..]`: the transforms read contiguous runs of
+/// (slot, channel) covering a whole block of tile rows (one spare slot per row) instead of
+/// gathering at stride 2 row by row, and write V and U channel-minor, the layout `gemm` reads
+/// without packing its left operand.
 struct Phases {
     ntx: usize,
     nty: usize,
