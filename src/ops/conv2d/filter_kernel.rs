@@ -783,12 +783,19 @@ mod tests {
     use crate::tensor::Dims;
 
     /// The channel-minor polyphase split against its formula, into a buffer of stale NaNs
-    /// (every slot must be written: a pixel or zero), both layouts, every pad parity.
+    /// (every slot must be written: a pixel or zero), both layouts, every pad parity, f32
+    /// (the AVX transposes on x86) and bf16 (the portable ones); 8x8 blocks and both tails.
     #[test]
     fn split2_writes_every_slot() {
-        let (ch, h, w) = (9, 5, 7);
-        for layout in [Layout::Nchw, Layout::Nhwc] {
-            let src: Vec<f32> = (0..ch * h * w).map(|i| i as f32 + 1.0).collect();
+        let (ch, h, w) = (17, 11, 19);
+        for (layout, bf16) in [
+            (Layout::Nchw, false),
+            (Layout::Nhwc, false),
+            (Layout::Nchw, true),
+            (Layout::Nhwc, true),
+        ] {
+            // Integers below 256: exact in bf16.
+            let src: Vec<f32> = (0..ch * h * w).map(|i| (i % 251) as f32 + 1.0).collect();
             let at = |c: usize, y: usize, x: usize| match layout {
                 Layout::Nchw => (c * h + y) * w + x,
                 Layout::Nhwc => (y * w + x) * ch + c,
@@ -798,15 +805,14 @@ mod tests {
                 let pk = (rows / 2) * w1 + 1;
                 let mut out = vec![f32::NAN; 4 * pk * ch];
                 let mut pm = vec![f32::NAN; 3];
-                split2::<f32>(
-                    layout,
-                    &src,
-                    (ch, h, w),
-                    (top, left),
-                    (rows, w1, pk),
-                    &mut out,
-                    &mut pm,
-                );
+                let (dims, pads, slots) = ((ch, h, w), (top, left), (rows, w1, pk));
+                if bf16 {
+                    let sb: Vec<half::bf16> =
+                        src.iter().map(|&v| half::bf16::from_f32(v)).collect();
+                    split2::<half::bf16>(layout, &sb, dims, pads, slots, &mut out, &mut pm);
+                } else {
+                    split2::<f32>(layout, &src, dims, pads, slots, &mut out, &mut pm);
+                }
                 for a in 0..2 {
                     for b in 0..2 {
                         for sl in 0..pk {
@@ -821,7 +827,7 @@ mod tests {
                                 let got = out[((a * 2 + b) * pk + sl) * ch + c];
                                 assert_eq!(
                                     got, want,
-                                    "{layout} pads {top},{left} a {a} b {b} slot {sl} c {c}"
+                                    "{layout} bf16 {bf16} pads {top},{left} a {a} b {b} slot {sl} c {c}"
                                 );
                             }
                         }
