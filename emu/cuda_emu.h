@@ -66,10 +66,11 @@ struct Warp {
 extern std::vector<Warp>* g_warps;
 extern thread_local unsigned t_linear;  // linear thread id in the block
 
-// One wgmma.mma_async as issued: the kind (f16 or bf16 inputs), the shared-memory
-// descriptors' bits and addresses, and each of the warpgroup's 128 threads' accumulators.
+// One wgmma.mma_async as issued: the kind (f16 or bf16 inputs), whether B is N-major
+// (imm-trans-b), the shared-memory descriptors' bits and addresses, and each of the
+// warpgroup's 128 threads' accumulators.
 struct WgmmaOp {
-    int kind;
+    int kind, tb;
     uint64_t abits, bbits;
     const unsigned char *ap, *bp;
     float* acc[128];

@@ -108,11 +108,13 @@ void emu_mma_test_f64(GoEmuMmaTestParams p) {
 // C, A 64x16 b16 row-major, B given as [n][k] (64x16), C 64x64 f32 row-major, through one
 // go_wgmma_m64n64k16 (k 0-15) or two (k 0-15 from the first half of each 64-byte row,
 // then 16-31 from the second, with A and B of 64x32; p.k32) on operands staged in the
-// 64-byte swizzle the conv kernel uses.
+// 64-byte swizzle the conv kernel uses: B K-major, or with p.bmn N-major as the forward's
+// (element (n, k) in row (n / 32) * 32 + k of 64 bytes, chunk (n % 32) / 8 swizzled; the
+// 32-n columns 2048 bytes apart, the second k16 1024 bytes on).
 struct GoEmuWgmmaTestParams {
     uint64_t a, b, c, d;
     int32_t k32;
-    int32_t pad;
+    int32_t bmn;
 };
 
 template <typename T>
@@ -131,7 +133,12 @@ void emu_wgmma_test_body(GoEmuWgmmaTestParams p) {
         const int r = i / K, k = i % K;
         const int at = r * 32 + (((k / 8) ^ ((r >> 1) & 3)) * 8) + k % 8;
         As[at] = a[i];
-        Bs[at] = b[i];
+        if (p.bmn) {
+            const int n = r, row = (n / 32) * 32 + k;
+            Bs[row * 32 + ((((n % 32) / 8) ^ ((row >> 1) & 3)) * 8) + n % 8] = b[i];
+        } else {
+            Bs[at] = b[i];
+        }
     }
     go_fence_proxy_async_smem();
     __syncthreads();
@@ -140,11 +147,19 @@ void emu_wgmma_test_body(GoEmuWgmmaTestParams p) {
     for (int i = 0; i < 8; ++i)
         for (int e = 0; e < 4; ++e)
             d[4 * i + e] = c[(16 * w + g + (e >= 2 ? 8 : 0)) * 64 + 8 * i + 2 * t + e % 2];
-    const GoWgmmaDesc da = go_wgmma_desc_sw64(As), db = go_wgmma_desc_sw64(Bs);
+    const GoWgmmaDesc da = go_wgmma_desc_sw64(As);
     go_wgmma_fence();
-    for (int ks = 0; ks < K / 16; ++ks)
-        go_wgmma_m64n64k16(Kind(), d, go_wgmma_desc_add(da, 32 * ks),
-                           go_wgmma_desc_add(db, 32 * ks));
+    if (p.bmn) {
+        const GoWgmmaDesc db = go_wgmma_desc_sw64_mn(Bs, 2048);
+        for (int ks = 0; ks < K / 16; ++ks)
+            go_wgmma_m64n64k16<1>(Kind(), d, go_wgmma_desc_add(da, 32 * ks),
+                                  go_wgmma_desc_add(db, 1024 * ks));
+    } else {
+        const GoWgmmaDesc db = go_wgmma_desc_sw64(Bs);
+        for (int ks = 0; ks < K / 16; ++ks)
+            go_wgmma_m64n64k16<0>(Kind(), d, go_wgmma_desc_add(da, 32 * ks),
+                                  go_wgmma_desc_add(db, 32 * ks));
+    }
     go_wgmma_commit();
     go_wgmma_wait<0>();
     for (int i = 0; i < 8; ++i)

@@ -498,22 +498,29 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
 }
 
 #if GO_HAS_WGMMA
+// The wgmma tile's N-major B stage (the forward's, BKN): two 32-channel columns of atoms,
+// each BK = 32 k rows of 64 bytes (2048 bytes: the descriptor's leading byte offset).
+#define GO_TC_WGMMA_BKN_COLUMN_BYTES 2048
+
 // The warpgroup's share of one stage on the wgmma tile: its 64 rows of A (from row 64 * wg)
-// times B's 64 channels, BK = 32 k in two m64n64k16, one wgmma group. A and B are staged
-// K-major in the 64-byte swizzle (go_tc_tile_vec's WG); d: the warp's 32 accumulators
-// (GoTcAcc<T, 16, 64>, whose layout is wgmma's D fragment, kernels/mma.cuh).
-template <typename T>
+// times B's 64 channels, BK = 32 k in two m64n64k16, one wgmma group. A is staged K-major in
+// the 64-byte swizzle (go_tc_tile_vec's WG), B K-major too ([nn][k]) or, for BKN ([k][nn]),
+// N-major (two columns of atoms, GO_TC_WGMMA_BKN_COLUMN_BYTES apart; the second k16 two
+// atoms on); d: the warp's 32 accumulators (GoTcAcc<T, 16, 64>, whose layout is wgmma's D
+// fragment, kernels/mma.cuh).
+template <typename T, bool BKN>
 GO_DEV void go_tc_stage_wgmma(const typename GoTcTraits<T>::S* as,
                               const typename GoTcTraits<T>::S* bs, int wg, float* d) {
     typedef typename GoMmaKind<T>::type Kind;
     static_assert(GoTcTraits<T>::BK == 32, "two k16 steps of one 64-byte row");
     const GoWgmmaDesc da = go_wgmma_desc_sw64(as + wg * 64 * GoTcTraits<T>::BK);
-    const GoWgmmaDesc db = go_wgmma_desc_sw64(bs);
+    const GoWgmmaDesc db = BKN ? go_wgmma_desc_sw64_mn(bs, GO_TC_WGMMA_BKN_COLUMN_BYTES)
+                               : go_wgmma_desc_sw64(bs);
     go_wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < 2; ++ks)
-        go_wgmma_m64n64k16(Kind(), d, go_wgmma_desc_add(da, 32 * ks),
-                           go_wgmma_desc_add(db, 32 * ks));
+        go_wgmma_m64n64k16<BKN ? 1 : 0>(Kind(), d, go_wgmma_desc_add(da, 32 * ks),
+                                        go_wgmma_desc_add(db, (BKN ? 1024 : 32) * ks));
     go_wgmma_commit();
 }
 #endif
@@ -862,12 +869,13 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     static_assert(NB * THREADS == TC_BN * KCH && NB <= 4, "whole B chunks");
     static_assert(NC || (KCH % CC == 0 && BM * KCH == NR * CC * THREADS),
                   "whole A chunks per thread (NHWC)");
-    static_assert(!WG || (sizeof(S) == 2 && !NC && !BKN && CC == 1 && KCH == 4 &&
+    static_assert(!WG || (sizeof(S) == 2 && !NC && CC == 1 && KCH == 4 &&
                           (THREADS / TPR) % 8 == 0 && (THREADS / KCH) % 8 == 0 &&
-                          WM == 16 && WN == 64 && BM == 16 * (THREADS / 32)),
-                  "the wgmma tile: 16-bit NHWC, [nn][k] B, one chunk a copy, copy rows 8 "
-                  "apart (one swizzle phase per thread), a warp's m16 x 64 the C fragments "
-                  "of its warpgroup's m64n64");
+                          (!BKN || NB == 1) && WM == 16 && WN == 64 &&
+                          BM == 16 * (THREADS / 32)),
+                  "the wgmma tile: 16-bit NHWC, one chunk a copy, copy rows 8 apart (one "
+                  "swizzle phase per thread), [k][nn] B in one chunk a thread, a warp's m16 x "
+                  "64 the C fragments of its warpgroup's m64n64");
     const int t = threadIdx.x, lane = t % 32, warp = t / 32;
     const int wm = warp % (BM / WM), wn = warp / (BM / WM);
     S* As = reinterpret_cast<S*>(smem);
@@ -918,9 +926,13 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     // chunk past the group's channels (nlen) is zero-filled for the whole tile.
     // Row r's filter pointer is row 0's plus r * brow1 (THREADS / KCH nn rows, or
     // THREADS / (TC_BN / VEC) k rows, further on).
+    // The wgmma tile's [k][nn] B (N-major): chunk c (8 nn) of k row k in row
+    // (c / 4) * BK + k of 64 bytes (column c / 4 of atoms), chunk c % 4 of it, swizzled.
     const T* brow;
     bool bin[NB];
-    const int bdst = BKN ? (t / (TC_BN / VEC)) * LDKN + (t % (TC_BN / VEC)) * VEC
+    const int bdst = BKN ? (WG ? sdst((t % (TC_BN / VEC)) / 4 * BK + t / (TC_BN / VEC),
+                                      (t % (TC_BN / VEC)) % 4)
+                               : (t / (TC_BN / VEC)) * LDKN + (t % (TC_BN / VEC)) * VEC)
                          : sdst(t / KCH, t % KCH);
     constexpr int BDST1 = BKN ? (THREADS / (TC_BN / VEC)) * LDKN : (THREADS / KCH) * SLD;
 #pragma unroll
@@ -1044,8 +1056,8 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         go_cp_async_commit();
 #if GO_HAS_WGMMA
         if constexpr (WG)
-            go_tc_stage_wgmma<T>(As + s_read * BM * SLD, Bs + s_read * TC_BN * SLD, warp / 4,
-                                 &acc[0][0][0]);
+            go_tc_stage_wgmma<T, BKN>(As + s_read * BM * SLD, Bs + s_read * TC_BN * SLD,
+                                      warp / 4, &acc[0][0][0]);
         else
 #endif
             go_tc_stage_mma<T, BKN, TF32, false, WM, WN>(As + s_read * BM * LD,
@@ -1258,8 +1270,10 @@ GO_TC_VEC_BODY(conv2d_forward_tc_vec_tall_body, true, GO_LAYOUT_NHWC, GO_TC_TALL
 GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_square_body, false, GO_LAYOUT_NHWC, GO_TC_SQUARE)
 GO_TC_VEC_BODY(conv2d_forward_tc_vec_square_body, true, GO_LAYOUT_NHWC, GO_TC_SQUARE)
 #if GO_HAS_WGMMA
-// The wgmma kernel (backprop_input, 16-bit types, NHWC; sm_90a images and the emulator).
+// The wgmma kernels (backprop_input and forward, 16-bit types, NHWC; sm_90a images and the
+// emulator).
 GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_wgmma_body, false, GO_LAYOUT_NHWC, GO_TC_WGMMA)
+GO_TC_VEC_BODY(conv2d_forward_tc_vec_wgmma_body, true, GO_LAYOUT_NHWC, GO_TC_WGMMA)
 #endif
 #undef GO_TC_VEC_BODY
 template <typename T>
@@ -1360,6 +1374,11 @@ GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_wgmma, GoConvParams,
                          conv2d_backprop_input_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA, f16, __half)
 GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_wgmma, GoConvParams,
                          conv2d_backprop_input_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA, bf16,
+                         __nv_bfloat16)
+GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
+                         conv2d_forward_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA, f16, __half)
+GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
+                         conv2d_forward_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA, bf16,
                          __nv_bfloat16)
 #endif
 

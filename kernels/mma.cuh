@@ -331,7 +331,10 @@ template <int N> GO_DEV void go_cp_async_wait() { emu::cp_async_wait(N); }
 // (32 16-bit k), 8-row atoms of 512 bytes, 512-byte aligned, the 16-byte chunk c of row r
 // stored at chunk c ^ ((r >> 1) & 3) (address bits 4-5 ^= bits 7-8); stride byte offset 512
 // (atom to atom), leading byte offset unused (16); the second k16 of a row starts 32 bytes
-// in.
+// in. And (the forward's B, whose filter is contiguous along n) N-major B (imm-trans-b 1) in
+// the same swizzle: rows of 64 bytes are 32 n of one k, an atom 8 k rows; stride byte offset
+// from one 8-k atom to the next (512 here), leading byte offset from one 32-n column of atoms
+// to the next; the second k16 starts two atoms (1024 bytes) on.
 #if (defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)) || !defined(__CUDACC__)
 #define GO_HAS_WGMMA 1
 #else
@@ -351,6 +354,11 @@ typedef uint64_t GoWgmmaDesc;
 // K-major, 64-byte swizzle, the operand starting at p (shared memory).
 GO_DEV GoWgmmaDesc go_wgmma_desc_sw64(const void* p) {
     return go_wgmma_desc_bits(go_smem_addr(p), 16u, GO_WGMMA_SW64_SBO, GO_WGMMA_SW64);
+}
+// N-major, 64-byte swizzle, the operand starting at p (an atom's start), its 32-n columns
+// of atoms lbo bytes apart.
+GO_DEV GoWgmmaDesc go_wgmma_desc_sw64_mn(const void* p, uint32_t lbo) {
+    return go_wgmma_desc_bits(go_smem_addr(p), lbo, GO_WGMMA_SW64_SBO, GO_WGMMA_SW64);
 }
 GO_DEV void go_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 GO_DEV void go_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -375,13 +383,15 @@ GO_DEV void go_fence_proxy_async_smem() {
 #define GO_WGMMA_M64N64K16(TYPE)                                                          \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                             \
                  "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " {"         \
-                 GO_WGMMA_REGS32 "}, %32, %33, p, 1, 1, 0, 0;\n}\n"                       \
+                 GO_WGMMA_REGS32 "}, %32, %33, p, 1, 1, 0, %35;\n}\n"                     \
                  : GO_WGMMA_ACC32(d)                                                      \
-                 : "l"(a), "l"(b), "r"(1))
-// D += A * B (scale-d 1), A and B K-major.
+                 : "l"(a), "l"(b), "r"(1), "n"(TB))
+// D += A * B (scale-d 1), A K-major, B K-major (TB 0) or N-major (TB 1).
+template <int TB>
 GO_DEV void go_wgmma_m64n64k16(GoMmaF16, float d[32], GoWgmmaDesc a, GoWgmmaDesc b) {
     GO_WGMMA_M64N64K16("f16");
 }
+template <int TB>
 GO_DEV void go_wgmma_m64n64k16(GoMmaBf16, float d[32], GoWgmmaDesc a, GoWgmmaDesc b) {
     GO_WGMMA_M64N64K16("bf16");
 }
@@ -397,6 +407,11 @@ struct GoWgmmaDesc {
 };
 GO_DEV GoWgmmaDesc go_wgmma_desc_sw64(const void* p) {
     return {go_wgmma_desc_bits((uint32_t)reinterpret_cast<uintptr_t>(p), 16u,
+                               GO_WGMMA_SW64_SBO, GO_WGMMA_SW64),
+            static_cast<const unsigned char*>(p)};
+}
+GO_DEV GoWgmmaDesc go_wgmma_desc_sw64_mn(const void* p, uint32_t lbo) {
+    return {go_wgmma_desc_bits((uint32_t)reinterpret_cast<uintptr_t>(p), lbo,
                                GO_WGMMA_SW64_SBO, GO_WGMMA_SW64),
             static_cast<const unsigned char*>(p)};
 }
@@ -418,14 +433,32 @@ GO_DEV uint16_t wgmma_elem(uint64_t bits, const unsigned char* p, int row, int k
     std::memcpy(&v, reinterpret_cast<const void*>(addr), 2);
     return v;
 }
-GO_DEV void wgmma_check_desc(const GoWgmmaDesc& d) {
+// Element (mn, k) of an MN-major swizzled operand (16-bit elements) under descriptor d:
+// rows of the swizzle's width hold consecutive mn of one k, 8 k rows an atom; the next 8 k
+// SBO on, the next row-width of mn LBO on.
+GO_DEV uint16_t wgmma_elem_mn(uint64_t bits, const unsigned char* p, int mn, int k) {
+    const uint32_t mode = (uint32_t)(bits >> 62);
+    const uint64_t lbo = ((bits >> 16) & 0x3FFFu) << 4, sbo = ((bits >> 32) & 0x3FFFu) << 4;
+    const uintptr_t sw = mode == 1 ? 128 : mode == 2 ? 64 : 32;  // bytes of a swizzled row
+    const int per_row = (int)(sw / 2);                            // mn per row
+    uintptr_t addr = reinterpret_cast<uintptr_t>(p) + (mn / per_row) * lbo + (k / 8) * sbo +
+                     (k % 8) * sw + (mn % per_row) * 2;
+    addr ^= ((addr >> 7) & (sw / 16 - 1)) << 4;
+    uint16_t v;
+    std::memcpy(&v, reinterpret_cast<const void*>(addr), 2);
+    return v;
+}
+GO_DEV void wgmma_check_desc(const GoWgmmaDesc& d, bool mn_major) {
     const uintptr_t p = reinterpret_cast<uintptr_t>(d.p);
     const uint32_t mode = (uint32_t)(d.bits >> 62);
     const uintptr_t sw = mode == 1 ? 128 : mode == 2 ? 64 : mode == 3 ? 32 : 0;
     bool ok = (d.bits & 0x3FFFu) == ((p & 0x3FFFFu) >> 4) && p % 16 == 0 &&
               ((d.bits >> 49) & 7u) == 0;
-    // A swizzled operand's 16 k (32 bytes) lie within one row of the swizzle.
-    if (sw) ok = ok && p % sw + 32 <= sw;
+    // A swizzled K-major operand's 16 k (32 bytes) lie within one row of the swizzle; an
+    // MN-major one starts at an atom (8 rows), as the kernels use it (no mode other than
+    // the swizzled one is modelled for it).
+    if (sw && !mn_major) ok = ok && p % sw + 32 <= sw;
+    if (mn_major) ok = ok && sw && p % (8 * sw) == 0;
     if (!ok) {
         std::fprintf(stderr, "wgmma: descriptor %016llx does not describe %p\n",
                      (unsigned long long)d.bits, d.p);
@@ -449,7 +482,8 @@ GO_DEV void wgmma_perform(const emu::WgmmaOp& op) {
                 float acc = d[4 * i + e];
                 for (int k = 0; k < 16; ++k) {
                     const uint16_t a = wgmma_elem(op.abits, op.ap, row, k);
-                    const uint16_t b = wgmma_elem(op.bbits, op.bp, col, k);
+                    const uint16_t b = op.tb ? wgmma_elem_mn(op.bbits, op.bp, col, k)
+                                             : wgmma_elem(op.bbits, op.bp, col, k);
                     acc += op.kind ? to_f(GoMmaBf16(), a) * to_f(GoMmaBf16(), b)
                                    : to_f(GoMmaF16(), a) * to_f(GoMmaF16(), b);
                 }
@@ -464,18 +498,19 @@ GO_DEV emu::WarpGroup& this_warpgroup() {
     }
     return (*emu::g_warpgroups)[emu::t_linear / 128];
 }
-GO_DEV void wgmma_issue(int kind, float* d, const GoWgmmaDesc& a, const GoWgmmaDesc& b) {
-    wgmma_check_desc(a);
-    wgmma_check_desc(b);
+GO_DEV void wgmma_issue(int kind, int tb, float* d, const GoWgmmaDesc& a,
+                        const GoWgmmaDesc& b) {
+    wgmma_check_desc(a, false);
+    wgmma_check_desc(b, tb != 0);
     emu::WarpGroup& wg = this_warpgroup();
     std::lock_guard<std::mutex> lock(wg.mu);
     const unsigned idx = emu::t_wg_issued++;
     if (wg.open.size() <= idx) {
-        emu::WgmmaOp op{kind, a.bits, b.bits, a.p, b.p, {}};
+        emu::WgmmaOp op{kind, tb, a.bits, b.bits, a.p, b.p, {}};
         wg.open.push_back(op);
     }
     emu::WgmmaOp& op = wg.open[idx];
-    if (op.kind != kind || op.abits != a.bits || op.bbits != b.bits || op.ap != a.p ||
+    if (op.kind != kind || op.tb != tb || op.abits != a.bits || op.bbits != b.bits || op.ap != a.p ||
         op.bp != b.p || op.acc[emu::t_linear % 128]) {
         std::fprintf(stderr, "wgmma: thread %u issued an operation its warpgroup did not\n",
                      emu::t_linear);
@@ -506,11 +541,13 @@ GO_DEV void go_wgmma_fence() {}
 GO_DEV void go_wgmma_commit() { emu_mma::wgmma_commit(); }
 template <int N> GO_DEV void go_wgmma_wait() { emu_mma::wgmma_wait(N); }
 GO_DEV void go_fence_proxy_async_smem() {}
+template <int TB>
 GO_DEV void go_wgmma_m64n64k16(GoMmaF16, float d[32], GoWgmmaDesc a, GoWgmmaDesc b) {
-    emu_mma::wgmma_issue(0, d, a, b);
+    emu_mma::wgmma_issue(0, TB, d, a, b);
 }
+template <int TB>
 GO_DEV void go_wgmma_m64n64k16(GoMmaBf16, float d[32], GoWgmmaDesc a, GoWgmmaDesc b) {
-    emu_mma::wgmma_issue(1, d, a, b);
+    emu_mma::wgmma_issue(1, TB, d, a, b);
 }
 #endif  // __CUDA_ARCH__
 // The descriptor of the operand `bytes` further on (a multiple of 16).

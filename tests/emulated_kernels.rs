@@ -2190,7 +2190,7 @@ struct EmuWgmmaTestParams {
     c: u64,
     d: u64,
     k32: i32,
-    pad: i32,
+    bmn: i32,
 }
 
 #[repr(C)]
@@ -2310,10 +2310,11 @@ fn emulated_mma_and_ldmatrix_model() {
 
 /// The wgmma model (kernels/mma.cuh, emu/cuda_emu.h): one warpgroup's m64n64k16 on K-major
 /// operands in the 64-byte swizzle, once (k 16) or twice (k 32, the second from 32 bytes
-/// into each row, as the conv kernel's second k16), against A * B + C computed here: every
-/// element of D where the accumulator layout (thread l of warp w: rows 16w + l/4, + 8;
-/// columns 8i + 2(l%4), + 1) and the swizzle (chunk c of row r at c ^ ((r >> 1) & 3))
-/// put it. Exact on integer data, f32 rounding on random data.
+/// into each row, as the conv kernel's second k16), B also N-major (imm-trans-b, the
+/// forward's: 32-n rows of one k, the second k16 two atoms on), against A * B + C computed
+/// here: every element of D where the accumulator layout (thread l of warp w: rows
+/// 16w + l/4, + 8; columns 8i + 2(l%4), + 1) and the swizzle (chunk c of row r at
+/// c ^ ((r >> 1) & 3)) put it. Exact on integer data, f32 rounding on random data.
 #[test]
 fn emulated_wgmma_model() {
     let Some(_) = runner_or_skip("emulated_wgmma_model") else {
@@ -2322,7 +2323,7 @@ fn emulated_wgmma_model() {
     let mut rng = Rng(0x5eed_0c90);
     let mut runs = 0;
     for dt in [Dt::F16, Dt::BF16] {
-        for k32 in [0, 1] {
+        for (k32, bmn) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
             for exact in [true, false] {
                 let kk = if k32 == 1 { 32 } else { 16 };
                 // A [m][k], B [n][k].
@@ -2333,7 +2334,7 @@ fn emulated_wgmma_model() {
                     c: 3,
                     d: 4,
                     k32,
-                    pad: 0,
+                    bmn,
                 };
                 let r = run_kernel(
                     &format!("emu_wgmma_test_{}", dt.suffix()),
@@ -2354,7 +2355,7 @@ fn emulated_wgmma_model() {
                     for n in 0..64 {
                         let want: f64 = c[m * 64 + n]
                             + (0..kk).map(|k| a[m * kk + k] * b[n * kk + k]).sum::<f64>();
-                        let what = format!("{dt:?} k32={k32} exact={exact} D[{m}][{n}]");
+                        let what = format!("{dt:?} k32={k32} bmn={bmn} exact={exact} D[{m}][{n}]");
                         check_model(d[m * 64 + n], want, exact, &what);
                     }
                 }
@@ -2362,7 +2363,7 @@ fn emulated_wgmma_model() {
             }
         }
     }
-    assert_eq!(runs, 8);
+    assert_eq!(runs, 16);
 }
 
 /// f32 -> tf32 as cvt.rna.tf32.f32 does it: 10 mantissa bits, ties away from zero.
@@ -2568,8 +2569,8 @@ const TF32_TOL: f64 = 2e-3;
 /// integer data, within the dtype's tolerance on random data. Every case also runs on a
 /// tiny grid and once more on the natural one: all three results bitwise identical
 /// (deterministic, and independent of the grid). Where the host's rule picks the lean
-/// kernels (`_vec`, `_vec_nchw`, and for 16-bit NHWC the tall `_vec_tall` and the square
-/// `_vec_square` of both ops, the wide `_vec_wide` and the wgmma `_vec_wgmma` of
+/// kernels (`_vec`, `_vec_nchw`, and for 16-bit NHWC the tall `_vec_tall`, the square
+/// `_vec_square` and the wgmma `_vec_wgmma` of both ops, the wide `_vec_wide` of
 /// backprop_input), they run on both grids too and must give the general kernel's bits.
 #[test]
 fn emulated_conv2d_tensor_core() {
@@ -2685,6 +2686,7 @@ fn emulated_conv2d_tensor_core() {
         "conv2d_forward_tc_vec_square",
         "conv2d_forward_tc_vec_tall",
         "conv2d_backprop_input_tc_vec_wgmma",
+        "conv2d_forward_tc_vec_wgmma",
     ] {
         for dt in [Dt::F16, Dt::BF16] {
             let name = format!("{f}_{}", dt.suffix());
@@ -2960,8 +2962,9 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                 );
             }
             // The wide, tall, square and wgmma twins (16-bit NHWC; the forward has no wide
-            // or wgmma one): 128-pixel tiles on 8 warps of the same warp tiles, on 4 warps of
-            // 64 x 32, on 2 of 64 x 64, or on 2 warpgroups of m64n64 wgmma (the wide launch).
+            // one): 128-pixel tiles on 8 warps of the same warp tiles, on 4 warps of 64 x 32,
+            // on 2 of 64 x 64, or on 2 warpgroups of m64n64 wgmma (the wide launch; the
+            // forward's B N-major).
             if layout == NHWC && dt.size() == 2 {
                 type Plan = fn(&GoConvParams, bool) -> Option<launch::Launch>;
                 let twins: [(&str, Plan); 4] = [
@@ -2970,9 +2973,7 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                     ("square", launch::conv_tc_square),
                     ("wgmma", launch::conv_tc_wide),
                 ];
-                let twins = twins
-                    .iter()
-                    .filter(|(kind, _)| !forward || (*kind != "wide" && *kind != "wgmma"));
+                let twins = twins.iter().filter(|(kind, _)| !forward || *kind != "wide");
                 for &(kind, plan) in twins {
                     let twin_kernel = format!("{name}_vec_{kind}_{}", dt.suffix());
                     let twin = plan(&p, forward).expect("the twin's launch");

@@ -533,14 +533,23 @@ fn sm90a_image_holds_the_wgmma_kernels() {
         .map(|r| r.trim_end_matches('('))
         .collect();
     entries.sort_unstable();
-    let mut want: Vec<String> = WIDE_DTYPES
+    let mut want: Vec<String> = ["conv2d_backprop_input", "conv2d_forward"]
         .iter()
-        .map(|d| format!("conv2d_backprop_input_tc_vec_wgmma_{d}"))
+        .flat_map(|op| {
+            WIDE_DTYPES
+                .iter()
+                .map(move |d| format!("{op}_tc_vec_wgmma_{d}"))
+        })
         .collect();
     want.sort_unstable();
     assert_eq!(entries, want, "conv.compute_90a's kernels");
     assert!(ptx.contains("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"));
     assert!(ptx.contains("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"));
+    // The forward's B N-major (imm-trans-b 1), backprop_input's K-major.
+    for tb in ["0", "1"] {
+        let issue = format!("p, 1, 1, 0, {tb};");
+        assert!(ptx.contains(&issue), "no wgmma with imm-trans-b {tb}");
+    }
 
     let dir = std::env::temp_dir().join(format!("gradops-ptxas-90a-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -189,7 +189,9 @@ pub enum ConvTcTile {
     /// the wide tile's 128 pixels on two warpgroups, each one `wgmma.mma_async` m64n64k16 per
     /// 16 channels of the reduction, operands read by the tensor cores straight from shared
     /// memory (64-byte swizzle): no fragment loads in the main loop, 32 accumulators a
-    /// thread. Opt-in: checked in the emulator only so far (not yet run on a GPU).
+    /// thread; and its forward twin `conv2d_forward_tc_vec_wgmma_*` (the HWIO filter staged
+    /// N-major, read with wgmma's imm-trans-b). Opt-in: checked in the emulator only so far
+    /// (not yet run on a GPU).
     Wgmma,
 }
 
@@ -209,10 +211,13 @@ pub fn conv_tc_wgmma_available() -> bool {
 
 /// Environment variable for the block tile of 16-bit NHWC `conv2d` (forward) calls on the lean
 /// tensor-core kernels: `lean` (`conv2d_forward_tc_vec_*`, 64-pixel tiles, the default before
-/// 2026-11-28) or `square` (`conv2d_forward_tc_vec_square_*`), read as [`CONV_TC_TILE_ENV`];
-/// unset or any other value, the tall tile (`conv2d_forward_tc_vec_tall_*`: on an H200 W4f 5%
-/// and W5f 22% less time than the lean tile, 5-11% less than the square one, BENCHMARKS.md).
-/// Every tile gives the same results bit for bit. Read once per process.
+/// 2026-11-28), `square` (`conv2d_forward_tc_vec_square_*`) or `wgmma`
+/// (`conv2d_forward_tc_vec_wgmma_*`, compute capability 9.0 only, as [`ConvTcTile::Wgmma`],
+/// the filter read N-major by the tensor cores; elsewhere its calls run the tall tile), read
+/// as [`CONV_TC_TILE_ENV`]; unset or any other value, the tall tile
+/// (`conv2d_forward_tc_vec_tall_*`: on an H200 W4f 5% and W5f 22% less time than the lean
+/// tile, 5-11% less than the square one, BENCHMARKS.md). Every tile gives the same results bit
+/// for bit (the emulator). Read once per process.
 pub const CONV_TC_FORWARD_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_FORWARD_TILE";
 
 /// The 16-bit NHWC forward's tile ([`CONV_TC_FORWARD_TILE_ENV`], read on first use).
@@ -223,7 +228,7 @@ pub fn conv_tc_forward_tile() -> ConvTcTile {
     })
 }
 
-/// [`CONV_TC_FORWARD_TILE_ENV`]'s reading (the forward has no wide or wgmma twin).
+/// [`CONV_TC_FORWARD_TILE_ENV`]'s reading (the forward has no wide twin).
 fn conv_tc_forward_tile_from_env(v: Option<&str>) -> ConvTcTile {
     conv_tc_tile_reading(v, true)
 }
@@ -240,7 +245,7 @@ fn conv_tc_tile_reading(v: Option<&str>, forward: bool) -> ConvTcTile {
         (Some("lean"), _) => ConvTcTile::Lean,
         (Some("square"), _) => ConvTcTile::Square,
         (Some("wide"), false) => ConvTcTile::Wide,
-        (Some("wgmma"), false) => ConvTcTile::Wgmma,
+        (Some("wgmma"), _) => ConvTcTile::Wgmma,
         _ => ConvTcTile::Tall,
     }
 }
@@ -406,7 +411,7 @@ mod tests {
         assert_eq!(forward(" LEAN"), ConvTcTile::Lean);
         assert_eq!(forward("square"), ConvTcTile::Square);
         assert_eq!(forward("wide"), ConvTcTile::Tall);
-        assert_eq!(forward("wgmma"), ConvTcTile::Tall);
+        assert_eq!(forward("wgmma"), ConvTcTile::Wgmma);
         assert_eq!(conv_tc_tile_from_env(Some(" WGMMA")), ConvTcTile::Wgmma);
         assert_eq!(conv_tc_grid_from_env(None), ConvTcGrid::Auto);
         assert_eq!(conv_tc_grid_from_env(Some("auto")), ConvTcGrid::Auto);

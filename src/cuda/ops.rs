@@ -708,14 +708,25 @@ pub fn conv_kernel_for<T: Element>(
         return Ok(name);
     }
     let p = conv_params("conv_kernel_for", g, layout, filter_layout, [0; 3])?;
-    let sm90a = !forward && conv_tc_tile() == ConvTcTile::Wgmma && conv_tc_wgmma_available();
+    let tile = if forward {
+        conv_tc_forward_tile()
+    } else {
+        conv_tc_tile()
+    };
+    let sm90a = tile == ConvTcTile::Wgmma && conv_tc_wgmma_available();
     Ok(conv_tc_family(&p, forward, std::mem::size_of::<T>(), sm90a).to_string() + "_" + T::SUFFIX)
 }
 
-/// Whether a 16-bit NHWC `conv2d_backprop_input` call on the stream runs the wgmma tile:
-/// `GRADOPS_CUDA_CONV_TC_TILE=wgmma` and a device that runs the compute_90a image.
-fn conv_tc_wgmma_runs(stream: &Arc<CudaStream>, op: &'static str) -> Result<bool> {
-    Ok(conv_tc_tile() == ConvTcTile::Wgmma && stream_runs_sm90a(stream, op, "conv")?)
+/// Whether a 16-bit NHWC `conv2d_backprop_input` (`forward` false) or `conv2d` call on the
+/// stream runs the wgmma tile: `GRADOPS_CUDA_CONV_TC_TILE=wgmma` (the forward:
+/// `GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma`) and a device that runs the compute_90a image.
+fn conv_tc_wgmma_runs(stream: &Arc<CudaStream>, op: &'static str, forward: bool) -> Result<bool> {
+    let tile = if forward {
+        conv_tc_forward_tile()
+    } else {
+        conv_tc_tile()
+    };
+    Ok(tile == ConvTcTile::Wgmma && stream_runs_sm90a(stream, op, "conv")?)
 }
 
 /// The tensor-core kernel family a call with parameters `p` launches: the lean `_vec` (NHWC)
@@ -757,6 +768,7 @@ fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize, sm90a: boo
         (true, false, _, _) => "conv2d_forward_tc",
         (true, true, false, ConvTcTile::Square) => "conv2d_forward_tc_vec_square",
         (true, true, false, ConvTcTile::Tall) => "conv2d_forward_tc_vec_tall",
+        (true, true, false, ConvTcTile::Wgmma) => "conv2d_forward_tc_vec_wgmma",
         (true, true, false, _) => "conv2d_forward_tc_vec",
         (true, true, true, _) => "conv2d_forward_tc_vec_nchw",
     }
@@ -833,7 +845,7 @@ fn conv_backprop_input_raw<T: Element>(
     // kernel with GRADOPS_CUDA_CONV_TC=simt, unless f32 is allowed TF32); else FFMA.
     let tc = conv_pick_tc::<T>(stream, OP, prec, &mut p)?;
     let (l, name) = if tc {
-        let sm90a = conv_tc_wgmma_runs(stream, OP)?;
+        let sm90a = conv_tc_wgmma_runs(stream, OP, false)?;
         let family = conv_tc_family(&p, false, std::mem::size_of::<T>(), sm90a);
         (conv_tc_launch(&p, false, family), family)
     } else {
@@ -1002,7 +1014,8 @@ fn conv_forward_raw<T: Element>(
     // kernel with GRADOPS_CUDA_CONV_TC=simt, unless f32 is allowed TF32); else FFMA.
     let tc = conv_pick_tc::<T>(stream, OP, prec, &mut p)?;
     let (l, name) = if tc {
-        let family = conv_tc_family(&p, true, std::mem::size_of::<T>(), false);
+        let sm90a = conv_tc_wgmma_runs(stream, OP, true)?;
+        let family = conv_tc_family(&p, true, std::mem::size_of::<T>(), sm90a);
         (conv_tc_launch(&p, true, family), family)
     } else {
         (launch::conv_forward(&p), "conv2d_forward")
@@ -1011,12 +1024,17 @@ fn conv_forward_raw<T: Element>(
         return Ok(());
     };
     let kernel = format!("{name}_{}", T::SUFFIX);
-    let f = function(stream, OP, "conv", &kernel)?;
+    let f = if name.ends_with("_wgmma") {
+        function_sm90a(stream, OP, "conv", &kernel)?
+    } else {
+        function(stream, OP, "conv", &kernel)?
+    };
     let l = conv_tc_vec_grid(stream, OP, &kernel, (&f, l))?;
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
-    // SAFETY: conv2d_forward_<T>, conv2d_forward_tc_<T> and its _vec twin (picked only
-    // where its rule and alignment hold) take one GoConvParams; x, w and
+    // SAFETY: conv2d_forward_<T>, conv2d_forward_tc_<T> and its _vec twins (picked only
+    // where their rule and alignment hold; the _wgmma one only from the compute_90a image on
+    // a device of compute capability 9.0) take one GoConvParams; x, w and
     // y point to buffers of exactly the geometry's input, filter (in p.filter_layout's
     // order) and output sizes (checked by every caller); x is read only at in-range
     // (iy, ix), each y element written once; l is the launch geometry of the kernel chosen.

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# PREPARED, NOT YET RUN (2026-11-28: no GPU was lent to the session that built it).
-# The wgmma tile (conv2d_backprop_input_tc_vec_wgmma_{f16,bf16}, compute_90a image, H100/H200
-# only; GRADOPS_CUDA_CONV_TC_TILE=wgmma) checked on the GPU first (the conv tests under it,
-# racecheck, synccheck, memcheck on the parity test), then timed against the tall default,
-# three times in turn, with cuDNN (channels_last) before and after in the same run; ncu on one
-# W4 and one W5 f16 call of the wgmma kernel and of the tall one.
+# PREPARED, NOT YET RUN (2026-11-28: no GPU was lent to the sessions that built it).
+# The wgmma tiles (conv2d_backprop_input_tc_vec_wgmma_{f16,bf16} and, since the fifth session
+# of 2026-11-28, conv2d_forward_tc_vec_wgmma_{f16,bf16}: compute_90a image, H100/H200 only;
+# GRADOPS_CUDA_CONV_TC_TILE=wgmma, GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma) checked on the GPU
+# first (the conv tests under them, racecheck, synccheck, memcheck on the parity test), then
+# timed against the tall defaults, three times in turn, with cuDNN (channels_last) before and
+# after in the same run; ncu on one W4, W5 and W4f f16 call of the wgmma kernels and W4 of the
+# tall one.
 # Usage: run1.sh BUNDLE OUT   (BUNDLE: the unpacked target/gpu-carry/bundle.tar.xz)
-# About 4-5 minutes; give it timeout_s 420.
+# About 5-6 minutes; give it timeout_s 480.
 B="$1" O="$2"; W=/tmp/wg1; rm -rf "$W"; mkdir -p "$W" "$O"; L="$W/log.txt"
 reap() { pkill -9 -f "$B/" ; pkill -9 -f bench/peers.py; pkill -9 -x ncu; sleep 1; } 2>/dev/null
 st() { local n=$1 lim=$2; shift 2; local t0=$SECONDS; echo "=== $n: $*" >>"$L"; timeout "$lim" "$@" >>"$L" 2>&1; echo "=== $n: rc=$? ($((SECONDS-t0)) s)" | tee -a "$L"; }
@@ -15,47 +17,49 @@ st() { local n=$1 lim=$2; shift 2; local t0=$SECONDS; echo "=== $n: $*" >>"$L"; 
 st info 30 "$B/gradops" info
 # 1. Correctness first: the conv tests under the wgmma tile; the sanitizers on the parity test
 #    (every dtype and layout; the 16-bit NHWC calls run the wgmma kernel).
-GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma st wgmma_tests 120 "$B/cuda_ops" --test-threads=1 conv
+GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st wgmma_tests 120 "$B/cuda_ops" --test-threads=1 conv
 SAN="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)"
 for tool in racecheck synccheck memcheck; do
-  GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma st "${tool}_wgmma" 90 "$SAN" --tool $tool \
+  GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st "${tool}_wgmma" 90 "$SAN" --tool $tool \
     --error-exitcode 99 "$B/cuda_ops" --test-threads=1 gpu_conv2d_parity
 done
-# The backprop_input property test under the tile (random geometry against the CPU; 16-bit
-# NHWC cases with whole chunks run the wgmma kernel).
-GRADOPS_PROP_CASES=150 GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma st prop_wgmma 60 \
-  "$B/properties" --exact conv2d_backprop_input_geometry_cuda --nocapture
+# The conv property tests under the tiles (random geometry against the CPU; 16-bit NHWC
+# cases with whole chunks run the wgmma kernels).
+GRADOPS_PROP_CASES=150 GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st prop_wgmma 90 \
+  "$B/properties" --exact conv2d_backprop_input_geometry_cuda conv2d_geometry_cuda --nocapture
 reap
 # 2. cuDNN (f16/bf16 NHWC W4, W5: channels_last), the tiles in turn, cuDNN again.
 PYTHONUNBUFFERED=1 st peers_a 120 python3 bench/peers.py --device cuda --reps 50 --dtypes f16,bf16 \
-  --layouts nhwc --workloads W4,W5 --nhwc-workloads W4,W5 --json "$W/peers-a.json"; reap
+  --layouts nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f --json "$W/peers-a.json"; reap
 for rep in 1 2 3; do
   for v in tall wgmma; do
     for d in f16 bf16; do
-      GRADOPS_CUDA_CONV_TC_TILE=$v st "t${rep}_${v}_$d" 30 \
-        "$B/gradops" bench --device cuda --dtype $d --layout nhwc --workload W4,W5 --reps 50 \
-        --json "$W/t$rep-$v-$d.json"
+      GRADOPS_CUDA_CONV_TC_TILE=$v GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$v st "t${rep}_${v}_$d" 40 \
+        "$B/gradops" bench --device cuda --dtype $d --layout nhwc --workload W4,W5,W4f,W5f \
+        --reps 50 --json "$W/t$rep-$v-$d.json"
     done
   done
 done
 PYTHONUNBUFFERED=1 st peers_b 120 python3 bench/peers.py --device cuda --reps 50 --dtypes f16,bf16 \
-  --layouts nhwc --workloads W4,W5 --nhwc-workloads W4,W5 --json "$W/peers-b.json"; reap
-# 3. ncu on one W4 and one W5 f16 call of the wgmma kernel and the tall one.
+  --layouts nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f --json "$W/peers-b.json"; reap
+# 3. ncu on one f16 call each: W4 and W5 of the wgmma backprop_input kernel, W4 of the tall
+#    one, W4f of the wgmma forward.
 NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)"
 M='regex:^(smsp__average_warps_issue_stalled_.*_per_issue_active|l1tex__data_bank_conflicts_pipe_lsu_mem_shared|smsp__inst_executed(\.sum)?$|sm__inst_executed_pipe_tensor|l1tex__data_pipe_lsu_wavefronts_mem_shared(\.sum)?$)'
-for spec in wgmma:W4 tall:W4 wgmma:W5; do
-  IFS=: read -r v wl <<<"$spec"
-  GRADOPS_CUDA_CONV_TC_TILE=$v st "ncu_${v}_$wl" 40 "$NCU" --clock-control none \
-    -k "conv2d_backprop_input_tc_vec_${v}_f16" -s 2 -c 1 --section SpeedOfLight --section Occupancy \
+for spec in wgmma:W4:backprop_input tall:W4:backprop_input wgmma:W5:backprop_input wgmma:W4f:forward; do
+  IFS=: read -r v wl op <<<"$spec"
+  GRADOPS_CUDA_CONV_TC_TILE=$v GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$v st "ncu_${v}_$wl" 40 "$NCU" --clock-control none \
+    -k "conv2d_${op}_tc_vec_${v}_f16" -s 2 -c 1 --section SpeedOfLight --section Occupancy \
     --section SchedulerStats --section MemoryWorkloadAnalysis --metrics "$M" "$B/gradops" bench \
     --device cuda --dtype f16 --layout nhwc --workload "$wl" --reps 3
 done
-# 4. The wgmma kernel's SASS (the bundle's conv.sm_90a.cubin): HGMMA count, the main loop.
+# 4. The wgmma kernels' SASS (the bundle's conv.sm_90a.cubin): HGMMA count, the main loop.
 OBJ="$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump | head -1)"
-st sass 30 bash -c '"$0" -sass -fun conv2d_backprop_input_tc_vec_wgmma_f16 "$1/conv.sm_90a.cubin" \
-  > "$2/sass-wgmma.txt"; grep -cE "HGMMA" "$2/sass-wgmma.txt"; grep -cE "^ +/\*[0-9a-f]{4}\*/" "$2/sass-wgmma.txt"' \
+st sass 30 bash -c 'for f in conv2d_backprop_input_tc_vec_wgmma_f16 conv2d_forward_tc_vec_wgmma_f16; do
+  "$0" -sass -fun $f "$1/conv.sm_90a.cubin" >> "$2/sass-wgmma.txt"; done
+  grep -cE "HGMMA" "$2/sass-wgmma.txt"; grep -cE "^ +/\*[0-9a-f]{4}\*/" "$2/sass-wgmma.txt"' \
   "$OBJ" "$B" "$W"
-python3 bench/variant_summary.py "$W" "tiles (16-bit NHWC backprop_input)" | tee -a "$L"
+python3 bench/variant_summary.py "$W" "tiles (16-bit NHWC backprop_input and forward)" | tee -a "$L"
 cp "$L" "$O/log.txt"
 tar cf "$O/json.tar" -C "$W" $(cd "$W" && ls *.json); cp "$W/sass-wgmma.txt" "$O/" 2>/dev/null
 grep -hE "rc=" "$L" | grep -v "rc=0 "; grep -hE "rc=" "$L" | wc -l
