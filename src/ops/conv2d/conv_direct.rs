@@ -74,6 +74,28 @@ pub(super) fn with_scratch<const N: usize, R>(f: impl FnOnce(&mut [Vec<f32>; N])
     out
 }
 
+/// Test support: fills the top `count` scratch vectors of every rayon worker's scratch stack
+/// (pushing new ones where it holds fewer) with at least `len` NaNs, so that the next kernel
+/// to take its scratch there reads NaN wherever it reads what it did not write.
+#[cfg(test)]
+pub(super) fn poison_worker_scratch(count: usize, len: usize) {
+    rayon::broadcast(|_| {
+        with_scratch::<1, _>(|_| ()); // the pool exists
+        SCRATCH.with(|c| {
+            let mut pool = c.borrow_mut();
+            while pool.len() < count {
+                pool.push(Vec::new());
+            }
+            let at = pool.len() - count;
+            for v in &mut pool[at..] {
+                let n = v.len().max(len);
+                v.clear();
+                v.resize(n, f32::NAN);
+            }
+        })
+    });
+}
+
 /// `v` resized to `n` (new elements zero; nothing else written) and viewed as `A`.
 pub(super) fn scratch_as<A: Accum>(v: &mut Vec<f32>, n: usize) -> Option<&mut [A]> {
     v.resize(n, 0.0);

@@ -19,7 +19,7 @@
 //! partial filter (units and tiles in order, one GEMM per tile); the partials are then summed
 //! in range order. Neither step depends on the thread count.
 
-use super::conv_direct::pixel_major;
+use super::conv_direct::{pixel_major, scratch_or_own, with_scratch};
 use super::cpu_kernel::{im2col_nchw, im2col_nhwc, WINO_MIN_CHANNELS};
 use crate::cpu::gemm::{matmul, MatMut, MatRef};
 use crate::dtype::Accum;
@@ -415,72 +415,85 @@ fn backprop_filter_winograd<T: Element>(
         .min(PARTIAL_BUDGET / plen.max(1))
         .max(1);
     let mut partials = vec![zero; splits * plen];
-    partials.par_chunks_mut(plen).enumerate().for_each_init(
-        || {
-            (
-                Vec::new(),
-                Vec::new(),
-                Vec::new(),
-                Vec::new(),
-                Vec::new(),
-                Vec::new(),
-                usize::MAX,
-            )
-        },
-        |(v, u, sb, xph, dyph, pm, cur), (s, part)| {
-            for unit in (s * units / splits)..((s + 1) * units / splits) {
-                let (i, b) = (unit / blocks, unit % blocks);
-                if *cur != i {
-                    ph.build_x::<T>(layout, &x[i * ximg..][..ximg], xph, pm);
-                    ph.build_dy::<T>(layout, &dy[i * dyimg..][..dyimg], dyph, pm);
-                    *cur = i;
-                }
-                let ty0 = b * br;
-                let tr = br.min(nty - ty0);
-                // Tile slots, ntx + 1 per tile row (see wino_x).
-                let nt = tr * w1;
-                v.resize(16 * nt * g.ci, zero);
-                u.resize(16 * nt * g.co, zero);
-                sb.resize(
-                    16 * (transform_slots(g.ci) * g.ci).max(transform_slots(g.co) * g.co),
-                    zero,
-                );
-                // V[xi][t'][c] = (B^T d B) of the x patches, U[xi][t'][co] = (A h A^T) of the
-                // dy blocks: every channel of every group at once (the transforms are per
-                // channel), channel-minor so that `gemm` reads V unpacked.
-                wino_x(&ph, xph, (ty0, tr), sb, v);
-                wino_dy(&ph, dyph, (ty0, tr), sb, u);
-                for grp in 0..groups {
-                    for xi in 0..16 {
-                        matmul(
-                            MatMut {
-                                data: &mut part[(grp * 16 + xi) * cig * cog..][..cig * cog],
-                                rows: cig,
-                                cols: cog,
-                                rs: cog,
-                                cs: 1,
-                            },
-                            MatRef {
-                                data: &v[xi * nt * g.ci + grp * cig..],
-                                rows: cig,
-                                cols: nt,
-                                rs: 1,
-                                cs: g.ci,
-                            },
-                            MatRef {
-                                data: &u[xi * nt * g.co + grp * cog..],
-                                rows: nt,
-                                cols: cog,
-                                rs: g.co,
-                                cs: 1,
-                            },
-                            true,
-                        );
+    // Per split: the polyphase planes of the image in hand, the transformed tiles V and U
+    // (for the largest block) and the transforms' row buffer, in this thread's scratch (f32;
+    // kept across calls: allocated per call, their megabytes were page faults, zero fills and
+    // unmaps every call), `pm` NCHW's pixel-major copy.
+    let pm_len = match layout {
+        Layout::Nchw => (g.ci * hi * wi).max(g.co * ho * wo),
+        Layout::Nhwc => 0,
+    };
+    let sb_len = 16 * (transform_slots(g.ci) * g.ci).max(transform_slots(g.co) * g.co);
+    let lens = [
+        4 * ph.xpk * g.ci,
+        4 * ph.dypk * g.co,
+        pm_len,
+        16 * br * w1 * g.ci,
+        16 * br * w1 * g.co,
+        sb_len,
+    ];
+    partials
+        .par_chunks_mut(plen)
+        .enumerate()
+        .for_each(|(s, part)| {
+            with_scratch::<6, _>(|scratch| {
+                let mut own: [Vec<T::Acc>; 6] = Default::default();
+                let [xph, dyph, pm, v, u, sb] = {
+                    let mut bufs = scratch.iter_mut().zip(own.iter_mut()).zip(lens);
+                    std::array::from_fn(|_| match bufs.next() {
+                        Some(((sc, ow), n)) => scratch_or_own::<T::Acc>(sc, ow, n),
+                        None => unreachable!("six buffers"),
+                    })
+                };
+                let mut cur = usize::MAX;
+                for unit in (s * units / splits)..((s + 1) * units / splits) {
+                    let (i, b) = (unit / blocks, unit % blocks);
+                    if cur != i {
+                        ph.build_x::<T>(layout, &x[i * ximg..][..ximg], xph, pm);
+                        ph.build_dy::<T>(layout, &dy[i * dyimg..][..dyimg], dyph, pm);
+                        cur = i;
+                    }
+                    let ty0 = b * br;
+                    let tr = br.min(nty - ty0);
+                    // Tile slots, ntx + 1 per tile row (see wino_x).
+                    let nt = tr * w1;
+                    let (v, u) = (&mut v[..16 * nt * g.ci], &mut u[..16 * nt * g.co]);
+                    // V[xi][t'][c] = (B^T d B) of the x patches, U[xi][t'][co] = (A h A^T) of
+                    // the dy blocks: every channel of every group at once (the transforms are
+                    // per channel), channel-minor so that `gemm` reads V unpacked.
+                    wino_x(&ph, xph, (ty0, tr), sb, v);
+                    wino_dy(&ph, dyph, (ty0, tr), sb, u);
+                    for grp in 0..groups {
+                        for xi in 0..16 {
+                            matmul(
+                                MatMut {
+                                    data: &mut part[(grp * 16 + xi) * cig * cog..][..cig * cog],
+                                    rows: cig,
+                                    cols: cog,
+                                    rs: cog,
+                                    cs: 1,
+                                },
+                                MatRef {
+                                    data: &v[xi * nt * g.ci + grp * cig..],
+                                    rows: cig,
+                                    cols: nt,
+                                    rs: 1,
+                                    cs: g.ci,
+                                },
+                                MatRef {
+                                    data: &u[xi * nt * g.co + grp * cog..],
+                                    rows: nt,
+                                    cols: cog,
+                                    rs: g.co,
+                                    cs: 1,
+                                },
+                                true,
+                            );
+                        }
                     }
                 }
-            }
-        },
-    );
+            });
+        });
     sum_partials(&mut partials, plen);
     // Output transform Y = G^T M G per (group, c, co), into an HWIO filter.
     let m = &partials[..plen];
@@ -560,13 +573,7 @@ impl Phases {
     }
 
     /// `xph` of image `xi` (in `layout`; `pm`: scratch).
-    fn build_x<T: Element>(
-        &self,
-        layout: Layout,
-        xi: &[T],
-        xph: &mut Vec<T::Acc>,
-        pm: &mut Vec<T::Acc>,
-    ) {
+    fn build_x<T: Element>(&self, layout: Layout, xi: &[T], xph: &mut [T::Acc], pm: &mut [T::Acc]) {
         let rows = 2 * (self.nty + 1);
         let dims = (self.ci, self.x.0, self.x.1);
         let slots = (rows, self.w1, self.xpk);
@@ -578,8 +585,8 @@ impl Phases {
         &self,
         layout: Layout,
         dyi: &[T],
-        dyph: &mut Vec<T::Acc>,
-        pm: &mut Vec<T::Acc>,
+        dyph: &mut [T::Acc],
+        pm: &mut [T::Acc],
     ) {
         let rows = 2 * self.nty;
         let dims = (self.co, self.dy.0, self.dy.1);
@@ -590,21 +597,22 @@ impl Phases {
 
 /// The 2x2 polyphase split of one image `src` (`ch` channels of `h x w`, in `layout`),
 /// channel-minor: `out[a][b][i][t][c] = src[c][2 i + a - top][2 t + b - left]` (zero outside)
-/// for `2 i + a < rows`, `t < w1`, in planes of `pk` slots of `ch` channels (the rest zero).
-/// NHWC pixels are copied as they are; NCHW goes through a pixel-major copy (`pm`) first.
+/// for `2 i + a < rows`, `t < w1`, in planes of `pk` slots of `ch` channels (the rest zero;
+/// `out` holds the four planes). NHWC pixels are copied as they are; NCHW goes through a
+/// pixel-major copy (`pm`, at least `h w ch` long) first.
 fn split2<T: Element>(
     layout: Layout,
     src: &[T],
     (ch, h, w): (usize, usize, usize),
     (top, left): (usize, usize),
     (rows, w1, pk): (usize, usize, usize),
-    out: &mut Vec<T::Acc>,
-    pm: &mut Vec<T::Acc>,
+    out: &mut [T::Acc],
+    pm: &mut [T::Acc],
 ) {
     let zero = T::Acc::zero();
     // Every slot is written once: a pixel's, or zero (the buffer is reused, not cleared:
     // clearing it first was 2-4% of a one-thread W7).
-    out.resize(4 * pk * ch, zero);
+    let out = &mut out[..4 * pk * ch];
     // Pixel (y, xx)'s slot in `out`, if it has one.
     let slot = |y: usize, xx: usize| {
         let (yp, xp) = (y + top, xx + left);
@@ -630,7 +638,7 @@ fn split2<T: Element>(
             }
         }
         Layout::Nchw => {
-            pm.resize(h * w * ch, zero);
+            let pm = &mut pm[..h * w * ch];
             pixel_major::<T>(src, (ch, h, w), (w, 0), pm);
             for (p, px) in pm.chunks_exact(ch).take(h * w).enumerate() {
                 if let Some(at) = slot(p / w, p % w) {
@@ -804,7 +812,7 @@ mod tests {
                 let (rows, w1) = (2 * (h + top).div_ceil(2) + 2, (w + left).div_ceil(2) + 1);
                 let pk = (rows / 2) * w1 + 1;
                 let mut out = vec![f32::NAN; 4 * pk * ch];
-                let mut pm = vec![f32::NAN; 3];
+                let mut pm = vec![f32::NAN; h * w * ch];
                 let (dims, pads, slots) = ((ch, h, w), (top, left), (rows, w1, pk));
                 if bf16 {
                     let sb: Vec<half::bf16> =
@@ -1196,6 +1204,9 @@ mod tests {
                 dy.iter().map(|&v| v as f32).collect(),
             );
             let mut g32 = vec![f32::NAN; want.len()];
+            // The f32 and f16 planes and transforms live in the workers' scratch: stale NaNs
+            // there reach the result wherever a slot is read before it is written.
+            super::super::conv_direct::poison_worker_scratch(6, 1 << 16);
             backprop_filter_winograd(
                 &g,
                 layout,
@@ -1217,6 +1228,7 @@ mod tests {
             );
             let wanth = naive(&g, layout, &xhr, &dyhr);
             let mut gh = vec![half::f16::NAN; want.len()];
+            super::super::conv_direct::poison_worker_scratch(6, 1 << 16);
             backprop_filter_winograd(
                 &g,
                 layout,
