@@ -510,8 +510,8 @@ GO_DEV void wgmma_issue(int kind, int tb, float* d, const GoWgmmaDesc& a,
         wg.open.push_back(op);
     }
     emu::WgmmaOp& op = wg.open[idx];
-    if (op.kind != kind || op.tb != tb || op.abits != a.bits || op.bbits != b.bits || op.ap != a.p ||
-        op.bp != b.p || op.acc[emu::t_linear % 128]) {
+    if (op.kind != kind || op.tb != tb || op.abits != a.bits || op.bbits != b.bits ||
+        op.ap != a.p || op.bp != b.p || op.acc[emu::t_linear % 128]) {
         std::fprintf(stderr, "wgmma: thread %u issued an operation its warpgroup did not\n",
                      emu::t_linear);
         std::abort();

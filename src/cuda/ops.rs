@@ -708,12 +708,7 @@ pub fn conv_kernel_for<T: Element>(
         return Ok(name);
     }
     let p = conv_params("conv_kernel_for", g, layout, filter_layout, [0; 3])?;
-    let tile = if forward {
-        conv_tc_forward_tile()
-    } else {
-        conv_tc_tile()
-    };
-    let sm90a = tile == ConvTcTile::Wgmma && conv_tc_wgmma_available();
+    let sm90a = conv_tc_tile_of(forward) == ConvTcTile::Wgmma && conv_tc_wgmma_available();
     Ok(conv_tc_family(&p, forward, std::mem::size_of::<T>(), sm90a).to_string() + "_" + T::SUFFIX)
 }
 
@@ -721,12 +716,16 @@ pub fn conv_kernel_for<T: Element>(
 /// stream runs the wgmma tile: `GRADOPS_CUDA_CONV_TC_TILE=wgmma` (the forward:
 /// `GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma`) and a device that runs the compute_90a image.
 fn conv_tc_wgmma_runs(stream: &Arc<CudaStream>, op: &'static str, forward: bool) -> Result<bool> {
-    let tile = if forward {
+    Ok(conv_tc_tile_of(forward) == ConvTcTile::Wgmma && stream_runs_sm90a(stream, op, "conv")?)
+}
+
+/// The 16-bit NHWC tile the environment picks for the forward (`forward`) or backprop_input.
+fn conv_tc_tile_of(forward: bool) -> ConvTcTile {
+    if forward {
         conv_tc_forward_tile()
     } else {
         conv_tc_tile()
-    };
-    Ok(tile == ConvTcTile::Wgmma && stream_runs_sm90a(stream, op, "conv")?)
+    }
 }
 
 /// The tensor-core kernel family a call with parameters `p` launches: the lean `_vec` (NHWC)
@@ -744,11 +743,7 @@ fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize, sm90a: boo
         && p.w.is_multiple_of(16);
     let nchw = p.layout == GO_LAYOUT_NCHW as i32;
     let tile = if vec && !nchw && elem_bytes == 2 {
-        if forward {
-            conv_tc_forward_tile()
-        } else {
-            conv_tc_tile()
-        }
+        conv_tc_tile_of(forward)
     } else {
         ConvTcTile::Lean
     };

@@ -80,7 +80,6 @@ pub(super) fn with_scratch<const N: usize, R>(f: impl FnOnce(&mut [Vec<f32>; N])
 #[cfg(test)]
 pub(super) fn poison_worker_scratch(count: usize, len: usize) {
     rayon::broadcast(|_| {
-        with_scratch::<1, _>(|_| ()); // the pool exists
         SCRATCH.with(|c| {
             let mut pool = c.borrow_mut();
             while pool.len() < count {
