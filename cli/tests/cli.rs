@@ -351,6 +351,42 @@ fn info_reports_build_and_devices() {
 }
 
 #[test]
+fn info_reports_the_cpu_simd_level_and_its_cap() {
+    let info = |cap: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_gradops"));
+        c.arg("info").env_remove(gradops::CPU_SIMD_ENV);
+        if let Some(v) = cap {
+            c.env(gradops::CPU_SIMD_ENV, v);
+        }
+        let o = c.output().unwrap();
+        assert!(o.status.success());
+        let s = String::from_utf8_lossy(&o.stdout).into_owned();
+        s.lines()
+            .find(|l| l.starts_with("cpu: "))
+            .unwrap_or_else(|| panic!("info has no cpu line: {s}"))
+            .to_string()
+    };
+    let detected = gradops::detected_simd_level();
+    let plain = info(None);
+    assert!(plain.ends_with(&format!("SIMD {detected}")), "{plain}");
+    let scalar = info(Some("scalar"));
+    assert!(scalar.contains("SIMD scalar ("), "{scalar}");
+    if detected != gradops::SimdLevel::Scalar {
+        assert!(
+            scalar.contains(&format!("the CPU has {detected}; GRADOPS_CPU_SIMD=scalar")),
+            "{scalar}"
+        );
+    }
+    let bogus = info(Some("sse9"));
+    assert!(
+        bogus.contains(&format!(
+            "SIMD {detected} (GRADOPS_CPU_SIMD=\"sse9\" is not a level"
+        )),
+        "{bogus}"
+    );
+}
+
+#[test]
 fn run_on_cuda_matches_cpu_or_fails_with_the_reason() {
     let d = dir("cuda");
     let mut rng = Rng::new(12);

@@ -1,14 +1,216 @@
-//! Hot element-wise loops, compiled for AVX-512 / AVX2 / baseline and picked at run time
-//! (`multiversion`). Plain multiply then add (no FMA contraction), so every variant gives
-//! bit-identical results.
+//! The CPU's SIMD level, capped by `GRADOPS_CPU_SIMD`, and the hot element-wise loops compiled
+//! per level ([`simd_fn!`]). Plain multiply then add (no FMA contraction), so every variant of
+//! these loops gives bit-identical results; the register-tile kernels that take a vector width
+//! from the level ([`avx2`], [`avx512`], [`Arch`]) sum in their own orders.
 
 use crate::dtype::Accum;
-use multiversion::multiversion;
 
-/// `acc[i] += w * x[i]`.
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-pub(crate) fn axpy<A: Accum>(acc: &mut [A], w: A, x: &[A]) {
-    axpy_inline(acc, w, x);
+/// Environment variable that caps the SIMD level of gradops' own CPU kernels: `avx512` (the
+/// default: the best the CPU has), `avx2` (AVX2+FMA even where AVX-512 is present) or `scalar`
+/// (the baseline build, no dispatched SIMD). A level above the CPU's is the CPU's; any other
+/// value is ignored. Read once per process, like oneDNN's `ONEDNN_MAX_CPU_ISA`. On aarch64,
+/// `scalar` turns NEON off and the x86 names leave it on. The `gemm` crate, behind the general
+/// CPU conv paths' products, picks its own level (it has no cap).
+pub const CPU_SIMD_ENV: &str = "GRADOPS_CPU_SIMD";
+
+/// A SIMD level gradops' CPU kernels are compiled for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SimdLevel {
+    /// The baseline build (SSE2 on x86-64): no dispatched SIMD.
+    Scalar,
+    /// x86-64-v3: AVX2, FMA, BMI1/2, F16C (8 f32 lanes).
+    Avx2,
+    /// x86-64-v4: AVX-512 F/BW/CD/DQ/VL on top of x86-64-v3 (16 f32 lanes).
+    Avx512,
+    /// aarch64 NEON.
+    Neon,
+}
+
+impl SimdLevel {
+    /// The name `GRADOPS_CPU_SIMD` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            SimdLevel::Scalar => "scalar",
+            SimdLevel::Avx2 => "avx2",
+            SimdLevel::Avx512 => "avx512",
+            SimdLevel::Neon => "neon",
+        }
+    }
+
+    /// The level `GRADOPS_CPU_SIMD=value` names, if any (`neon` is not a cap: NEON is on
+    /// unless `scalar` is asked for).
+    pub fn from_cap(value: &str) -> Option<SimdLevel> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "scalar" => Some(SimdLevel::Scalar),
+            "avx2" => Some(SimdLevel::Avx2),
+            "avx512" => Some(SimdLevel::Avx512),
+            _ => None,
+        }
+    }
+
+    /// This (detected) level under `cap`.
+    pub fn capped(self, cap: Option<SimdLevel>) -> SimdLevel {
+        match (self, cap) {
+            (_, None) => self,
+            (SimdLevel::Neon, Some(SimdLevel::Scalar)) => SimdLevel::Scalar,
+            (SimdLevel::Neon, Some(_)) => SimdLevel::Neon,
+            (d, Some(c)) => d.min(c),
+        }
+    }
+}
+
+impl std::fmt::Display for SimdLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The best level this CPU has (what the kernels run at without a cap).
+pub fn detected_simd_level() -> SimdLevel {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if pulp::x86::V4::try_new().is_some() {
+            return SimdLevel::Avx512;
+        }
+        if pulp::x86::V3::try_new().is_some() {
+            return SimdLevel::Avx2;
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        if std::arch::is_aarch64_feature_detected!("neon") {
+            return SimdLevel::Neon;
+        }
+    }
+    SimdLevel::Scalar
+}
+
+/// What `GRADOPS_CPU_SIMD` says: its raw value (if set) and the level it names (if any).
+pub fn simd_cap() -> (Option<String>, Option<SimdLevel>) {
+    let raw = std::env::var(CPU_SIMD_ENV).ok();
+    let level = raw.as_deref().and_then(SimdLevel::from_cap);
+    (raw, level)
+}
+
+/// The level gradops' CPU kernels run at: the detected one under the `GRADOPS_CPU_SIMD` cap
+/// (read on first use).
+pub fn simd_level() -> SimdLevel {
+    Arch::new().level
+}
+
+/// The capped level with the instruction-set tokens it allows, built once per process:
+/// dispatching is then a copy and a branch, cheap enough for short loops.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Arch {
+    level: SimdLevel,
+    #[cfg(target_arch = "x86_64")]
+    v3: Option<pulp::x86::V3>,
+    #[cfg(target_arch = "x86_64")]
+    v4: Option<pulp::x86::V4>,
+    #[cfg(not(target_arch = "x86_64"))]
+    native: pulp::Arch,
+}
+
+impl Arch {
+    /// The process's capped level.
+    pub(crate) fn new() -> Arch {
+        static ARCH: std::sync::OnceLock<Arch> = std::sync::OnceLock::new();
+        *ARCH.get_or_init(|| {
+            let level = detected_simd_level().capped(simd_cap().1);
+            Arch {
+                level,
+                #[cfg(target_arch = "x86_64")]
+                v3: pulp::x86::V3::try_new().filter(|_| level >= SimdLevel::Avx2),
+                #[cfg(target_arch = "x86_64")]
+                v4: pulp::x86::V4::try_new().filter(|_| level >= SimdLevel::Avx512),
+                #[cfg(not(target_arch = "x86_64"))]
+                native: pulp::Arch::new(),
+            }
+        })
+    }
+
+    /// Runs `op` compiled for this level.
+    #[inline(always)]
+    pub(crate) fn dispatch<Op: pulp::WithSimd>(self, op: Op) -> Op::Output {
+        use pulp::Simd;
+        #[cfg(target_arch = "x86_64")]
+        {
+            // The trait's `vectorize` (the tokens' inherent one takes a closure).
+            if let Some(simd) = self.v4 {
+                return <pulp::x86::V4 as Simd>::vectorize(simd, op);
+            }
+            if let Some(simd) = self.v3 {
+                return <pulp::x86::V3 as Simd>::vectorize(simd, op);
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        if self.level != SimdLevel::Scalar {
+            return self.native.dispatch(op);
+        }
+        <pulp::Scalar as Simd>::vectorize(pulp::Scalar::new(), op)
+    }
+}
+
+/// The AVX2+FMA token where the capped level has it (x86-64-v3 kernels run only then).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn avx2() -> Option<pulp::x86::V3> {
+    Arch::new().v3
+}
+
+/// The AVX-512 token where the capped level has it.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn avx512() -> Option<pulp::x86::V4> {
+    Arch::new().v4
+}
+
+/// Whether the capped level has AVX2+FMA (false off x86-64).
+#[cfg(test)]
+pub(crate) fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        avx2().is_some()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// A function compiled once per SIMD level and run at the capped one ([`Arch::dispatch`]):
+/// the body becomes a `pulp::WithSimd` op, inlined into each level's `#[target_feature]`
+/// wrapper, so the compiler vectorises it for that level. Parameters are identifiers or tuple
+/// patterns of identifiers; generics take at most one bound each.
+macro_rules! simd_fn {
+    (
+        $(#[$meta:meta])*
+        $vis:vis fn $name:ident $(<$($g:ident $(: $b:path)?),* $(,)?>)? (
+            $($arg:tt : $ty:ty),* $(,)?
+        ) $(-> $ret:ty)? $body:block
+    ) => {
+        $(#[$meta])*
+        $vis fn $name $(<$($g $(: $b)?),*>)? ($($arg: $ty),*) $(-> $ret)? {
+            struct Op<Args>(Args);
+            impl $(<$($g $(: $b)?),*>)? pulp::WithSimd for Op<($($ty,)*)> {
+                type Output = $crate::cpu::simd::simd_fn!(@ret $($ret)?);
+                #[inline(always)]
+                fn with_simd<SimdLevel_: pulp::Simd>(self, _: SimdLevel_) -> Self::Output {
+                    let ($($arg,)*) = self.0;
+                    $body
+                }
+            }
+            $crate::cpu::simd::Arch::new().dispatch(Op(($($arg,)*)))
+        }
+    };
+    (@ret) => { () };
+    (@ret $ret:ty) => { $ret };
+}
+pub(crate) use simd_fn;
+
+simd_fn! {
+    /// `acc[i] += w * x[i]`.
+    pub(crate) fn axpy<A: Accum>(acc: &mut [A], w: A, x: &[A]) {
+        axpy_inline(acc, w, x);
+    }
 }
 
 /// [`axpy`]'s loop, for callers that are themselves compiled per SIMD level and call it on
@@ -20,72 +222,76 @@ pub(crate) fn axpy_inline<A: Accum>(acc: &mut [A], w: A, x: &[A]) {
     }
 }
 
-/// `acc[i] += w[i] * x[i]`.
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-pub(crate) fn mul_add<A: Accum>(acc: &mut [A], w: &[A], x: &[A]) {
-    for ((a, &w), &v) in acc.iter_mut().zip(w).zip(x) {
-        *a = *a + w * v;
+simd_fn! {
+    /// `acc[i] += w[i] * x[i]`.
+    pub(crate) fn mul_add<A: Accum>(acc: &mut [A], w: &[A], x: &[A]) {
+        for ((a, &w), &v) in acc.iter_mut().zip(w).zip(x) {
+            *a = *a + w * v;
+        }
     }
 }
 
 /// Lanes per block of [`banded`].
 pub(crate) const BAND: usize = 16;
 
-/// Blocks of `BAND` outputs, each a dense `len[b] x BAND` weight block over the source window
-/// starting at `lo[b]`: `out[b*BAND + l] = sum_s w[off[b] + s*BAND + l] * row[lo[b] + s]`, summed
-/// in ascending `s`. Only valid for finite `row` (a zero weight times NaN is NaN).
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-pub(crate) fn banded<A: Accum>(
-    row: &[A],
-    lo: &[u32],
-    len: &[u32],
-    off: &[usize],
-    w: &[A],
-    out: &mut [A],
-) {
-    for (b, o) in out.chunks_mut(BAND).enumerate() {
-        let mut acc = [A::zero(); BAND];
-        let base = lo[b] as usize;
-        let ws = &w[off[b]..off[b] + len[b] as usize * BAND];
-        for (s, wb) in ws.chunks_exact(BAND).enumerate() {
-            let v = row[base + s];
-            for (a, &wl) in acc.iter_mut().zip(wb) {
-                *a = *a + wl * v;
+simd_fn! {
+    /// Blocks of `BAND` outputs, each a dense `len[b] x BAND` weight block over the source window
+    /// starting at `lo[b]`: `out[b*BAND + l] = sum_s w[off[b] + s*BAND + l] * row[lo[b] + s]`, summed
+    /// in ascending `s`. Only valid for finite `row` (a zero weight times NaN is NaN).
+    pub(crate) fn banded<A: Accum>(
+        row: &[A],
+        lo: &[u32],
+        len: &[u32],
+        off: &[usize],
+        w: &[A],
+        out: &mut [A],
+    ) {
+        for (b, o) in out.chunks_mut(BAND).enumerate() {
+            let mut acc = [A::zero(); BAND];
+            let base = lo[b] as usize;
+            let ws = &w[off[b]..off[b] + len[b] as usize * BAND];
+            for (s, wb) in ws.chunks_exact(BAND).enumerate() {
+                let v = row[base + s];
+                for (a, &wl) in acc.iter_mut().zip(wb) {
+                    *a = *a + wl * v;
+                }
             }
+            o.copy_from_slice(&acc[..o.len()]);
         }
-        o.copy_from_slice(&acc[..o.len()]);
     }
 }
 
-/// True when every element is finite.
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-pub(crate) fn all_finite<A: Accum>(x: &[A]) -> bool {
-    x.iter().fold(true, |ok, v| ok & v.is_finite())
+simd_fn! {
+    /// True when every element is finite.
+    pub(crate) fn all_finite<A: Accum>(x: &[A]) -> bool {
+        x.iter().fold(true, |ok, v| ok & v.is_finite())
+    }
 }
 
-/// One step of a running argmax with the TF rule: where `v[i] > best[i]` (strictly; false for
-/// NaN on either side) take `v[i]` and tap `t`, else keep. Reads `best`/`tap`, writes
-/// `best_out`/`tap_out` (ping-pong buffers: an in-place conditional update compiles to masked
-/// stores, which are microcoded and slow on AMD).
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-pub(crate) fn argmax_step<A: Accum>(
-    best: &[A],
-    tap: &[u32],
-    v: &[A],
-    t: u32,
-    best_out: &mut [A],
-    tap_out: &mut [u32],
-) {
-    for ((((b, i), &x), bo), io) in best
-        .iter()
-        .zip(tap)
-        .zip(v)
-        .zip(best_out.iter_mut())
-        .zip(tap_out.iter_mut())
-    {
-        let gt = x > *b;
-        *bo = if gt { x } else { *b };
-        *io = if gt { t } else { *i };
+simd_fn! {
+    /// One step of a running argmax with the TF rule: where `v[i] > best[i]` (strictly; false for
+    /// NaN on either side) take `v[i]` and tap `t`, else keep. Reads `best`/`tap`, writes
+    /// `best_out`/`tap_out` (ping-pong buffers: an in-place conditional update compiles to masked
+    /// stores, which are microcoded and slow on AMD).
+    pub(crate) fn argmax_step<A: Accum>(
+        best: &[A],
+        tap: &[u32],
+        v: &[A],
+        t: u32,
+        best_out: &mut [A],
+        tap_out: &mut [u32],
+    ) {
+        for ((((b, i), &x), bo), io) in best
+            .iter()
+            .zip(tap)
+            .zip(v)
+            .zip(best_out.iter_mut())
+            .zip(tap_out.iter_mut())
+        {
+            let gt = x > *b;
+            *bo = if gt { x } else { *b };
+            *io = if gt { t } else { *i };
+        }
     }
 }
 
@@ -96,42 +302,134 @@ pub(crate) fn deinterleave2<A: Copy>(src: &[A], p0: &mut [A], p1: &mut [A]) {
     deinterleave2_map(src, p0, p1, |v| v)
 }
 
-/// [`deinterleave2`] with each element converted by `f` (as `Element::to_acc`) on the way.
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-pub(crate) fn deinterleave2_map<S: Copy, D, F: Fn(S) -> D>(
-    src: &[S],
-    p0: &mut [D],
-    p1: &mut [D],
-    f: F,
-) {
-    // Zipped iterators: indexing kept a bounds check that blocked vectorisation.
-    for ((c, a), b) in src.chunks_exact(2).zip(p0.iter_mut()).zip(p1.iter_mut()) {
-        *a = f(c[0]);
-        *b = f(c[1]);
+simd_fn! {
+    /// [`deinterleave2`] with each element converted by `f` (as `Element::to_acc`) on the way.
+    pub(crate) fn deinterleave2_map<S: Copy, D, F: Fn(S) -> D>(
+        src: &[S],
+        p0: &mut [D],
+        p1: &mut [D],
+        f: F,
+    ) {
+        // Zipped iterators: indexing kept a bounds check that blocked vectorisation.
+        for ((c, a), b) in src.chunks_exact(2).zip(p0.iter_mut()).zip(p1.iter_mut()) {
+            *a = f(c[0]);
+            *b = f(c[1]);
+        }
     }
 }
 
-/// bf16 bit patterns widened to `f32`: the bits shifted into the high half (exact, NaNs
-/// included), so the loop vectorises, unlike `half`'s per-element conversion.
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-pub(crate) fn bf16_bits_to_f32(src: &[u16], dst: &mut [f32]) {
-    assert_eq!(src.len(), dst.len(), "bf16 widening: length mismatch");
-    for (d, &b) in dst.iter_mut().zip(src) {
-        *d = f32::from_bits(u32::from(b) << 16);
+simd_fn! {
+    /// bf16 bit patterns widened to `f32`: the bits shifted into the high half (exact, NaNs
+    /// included), so the loop vectorises, unlike `half`'s per-element conversion.
+    pub(crate) fn bf16_bits_to_f32(src: &[u16], dst: &mut [f32]) {
+        assert_eq!(src.len(), dst.len(), "bf16 widening: length mismatch");
+        for (d, &b) in dst.iter_mut().zip(src) {
+            *d = f32::from_bits(u32::from(b) << 16);
+        }
     }
 }
 
-/// `f32` rounded to bf16 bit patterns, to nearest with ties to even (as `half::bf16::from_f32`,
-/// NaNs kept quiet), branch-free so the loop vectorises: adding `0x7FFF` plus the kept LSB
-/// carries into the kept half exactly when the dropped half is above the tie (or at it, with
-/// an odd LSB); the carry out of the largest finite value gives infinity, as it should.
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-pub(crate) fn f32_to_bf16_bits(src: &[f32], dst: &mut [u16]) {
-    assert_eq!(src.len(), dst.len(), "bf16 rounding: length mismatch");
-    for (d, &f) in dst.iter_mut().zip(src) {
-        let x = f.to_bits();
-        let rounded = (x.wrapping_add(0x7FFF + ((x >> 16) & 1)) >> 16) as u16;
-        let nan = ((x >> 16) | 0x0040) as u16;
-        *d = if f.is_nan() { nan } else { rounded };
+simd_fn! {
+    /// `f32` rounded to bf16 bit patterns, to nearest with ties to even (as `half::bf16::from_f32`,
+    /// NaNs kept quiet), branch-free so the loop vectorises: adding `0x7FFF` plus the kept LSB
+    /// carries into the kept half exactly when the dropped half is above the tie (or at it, with
+    /// an odd LSB); the carry out of the largest finite value gives infinity, as it should.
+    pub(crate) fn f32_to_bf16_bits(src: &[f32], dst: &mut [u16]) {
+        assert_eq!(src.len(), dst.len(), "bf16 rounding: length mismatch");
+        for (d, &f) in dst.iter_mut().zip(src) {
+            let x = f.to_bits();
+            let rounded = (x.wrapping_add(0x7FFF + ((x >> 16) & 1)) >> 16) as u16;
+            let nan = ((x >> 16) | 0x0040) as u16;
+            *d = if f.is_nan() { nan } else { rounded };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cap_readings() {
+        use SimdLevel::*;
+        assert_eq!(SimdLevel::from_cap("avx2"), Some(Avx2));
+        assert_eq!(SimdLevel::from_cap(" AVX512 "), Some(Avx512));
+        assert_eq!(SimdLevel::from_cap("Scalar"), Some(Scalar));
+        for v in ["", "neon", "avx", "sse2", "avx-512", "best"] {
+            assert_eq!(SimdLevel::from_cap(v), None, "{v:?}");
+        }
+        let table = [
+            (Avx512, None, Avx512),
+            (Avx512, Some(Avx2), Avx2),
+            (Avx512, Some(Scalar), Scalar),
+            (Avx2, Some(Avx512), Avx2),
+            (Avx2, Some(Scalar), Scalar),
+            (Scalar, Some(Avx512), Scalar),
+            (Neon, Some(Avx2), Neon),
+            (Neon, Some(Scalar), Scalar),
+        ];
+        for (detected, cap, want) in table {
+            assert_eq!(detected.capped(cap), want, "{detected} under {cap:?}");
+        }
+        for l in [Scalar, Avx2, Avx512] {
+            assert_eq!(SimdLevel::from_cap(l.name()), Some(l));
+        }
+    }
+
+    /// Run by [`the_cap_reaches_the_dispatch`] in a child process with `GRADOPS_CPU_SIMD` set
+    /// (read once per process): the tokens the kernels take match the capped level.
+    #[test]
+    #[ignore = "run by the_cap_reaches_the_dispatch in a child process"]
+    fn child_dispatch_under_cap() {
+        let (raw, cap) = simd_cap();
+        let want = detected_simd_level().capped(cap);
+        assert_eq!(simd_level(), want, "{CPU_SIMD_ENV}={raw:?}");
+        #[cfg(target_arch = "x86_64")]
+        {
+            assert_eq!(avx512().is_some(), want >= SimdLevel::Avx512);
+            assert_eq!(avx2().is_some(), want >= SimdLevel::Avx2);
+        }
+        // Which level a `simd_fn!` body ran at: its `Simd` type's f32 lane count.
+        struct Lanes;
+        impl pulp::WithSimd for Lanes {
+            type Output = usize;
+            #[inline(always)]
+            fn with_simd<S: pulp::Simd>(self, _: S) -> usize {
+                std::mem::size_of::<S::f32s>() / 4
+            }
+        }
+        let lanes = Arch::new().dispatch(Lanes);
+        let want_lanes = match want {
+            SimdLevel::Scalar => 1,
+            SimdLevel::Avx2 => 8,
+            SimdLevel::Avx512 => 16,
+            SimdLevel::Neon => 4,
+        };
+        assert_eq!(lanes, want_lanes, "{CPU_SIMD_ENV}={raw:?}: level {want}");
+        println!("child: {CPU_SIMD_ENV}={raw:?} -> {want}, {lanes} f32 lanes");
+    }
+
+    #[test]
+    fn the_cap_reaches_the_dispatch() {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        for value in ["scalar", "avx2", "AVX512", "sse9", ""] {
+            let out = std::process::Command::new(&exe)
+                .args([
+                    "--exact",
+                    "cpu::simd::tests::child_dispatch_under_cap",
+                    "--ignored",
+                    "--nocapture",
+                ])
+                .env(CPU_SIMD_ENV, value)
+                .output()
+                .expect("the child test runs");
+            let text = String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{CPU_SIMD_ENV}={value:?}:\n{text}");
+            assert!(
+                text.contains("1 passed"),
+                "{CPU_SIMD_ENV}={value:?}: the child test did not run:\n{text}"
+            );
+        }
     }
 }

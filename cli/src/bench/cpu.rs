@@ -254,7 +254,29 @@ fn cpu_name() -> String {
                 .map(|m| m.trim().to_string())
         })
         .unwrap_or_else(|| "unknown CPU".into());
-    format!("{model}, {} rayon threads", rayon::current_num_threads())
+    format!(
+        "{model}, {} rayon threads, SIMD {}",
+        rayon::current_num_threads(),
+        cpu_simd_description()
+    )
+}
+
+/// The SIMD level the CPU kernels run at, and why: `avx512`, or `avx2 (the CPU has avx512;
+/// GRADOPS_CPU_SIMD=avx2)`, or a note that the variable's value was not a level.
+pub fn cpu_simd_description() -> String {
+    let (active, detected) = (gradops::simd_level(), gradops::detected_simd_level());
+    match gradops::simd_cap() {
+        (None, _) => active.to_string(),
+        (Some(raw), None) => format!(
+            "{active} ({}={raw:?} is not a level: scalar, avx2 or avx512; ignored)",
+            gradops::CPU_SIMD_ENV
+        ),
+        (Some(raw), Some(_)) if active != detected => format!(
+            "{active} (the CPU has {detected}; {}={raw})",
+            gradops::CPU_SIMD_ENV
+        ),
+        (Some(raw), Some(_)) => format!("{active} ({}={raw})", gradops::CPU_SIMD_ENV),
+    }
 }
 
 /// Times `opts.workloads` on the CPU at batch [`CPU_BATCH`] (divided by `scale_down`).

@@ -53,7 +53,11 @@ fn info() {
     println!("gradops {}", env!("CARGO_PKG_VERSION"));
     println!("element types: f16 and bf16 (accumulate in f32), f32, f64; layouts: NCHW, NHWC");
     println!("ops: {}", gradops_cli::case::OP_NAMES.join(", "));
-    println!("cpu: {} rayon threads", rayon::current_num_threads());
+    println!(
+        "cpu: {} rayon threads, SIMD {}",
+        rayon::current_num_threads(),
+        gradops_cli::bench::cpu_simd_description()
+    );
     let build = gradops::cuda::build_info();
     println!("cuda kernels: {build}");
     let device = gradops::cuda::probe();

@@ -22,10 +22,10 @@
 
 use super::cpu_kernel::axis_phases;
 use super::filter_direct::{lanes, transpose8_with, Level};
+use crate::cpu::simd::simd_fn;
 use crate::dtype::{Accum, Element};
 use crate::geometry::window::ConvGeometry;
 use crate::tensor::Layout;
-use multiversion::multiversion;
 use num_traits::Zero;
 use pulp::Simd;
 use rayon::prelude::*;
@@ -436,92 +436,94 @@ pub(super) struct Segment {
 /// loads of the one-row order at 11% of NCHW W5f).
 pub(super) const ROWS_PER_PASS: usize = 8;
 
-/// `dst[(oy * len + padl + ox) * co + o] = dy[o][oy][ox]` (one image; 8x8 blocks), the
-/// other columns of each row zero.
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-pub(super) fn pixel_major<T: Element>(
-    dy: &[T],
-    (co, ho, wo): (usize, usize, usize),
-    (len, padl): (usize, usize),
-    dst: &mut [T::Acc],
-) {
-    let (c8, x8) = (co / 8 * 8, wo / 8 * 8);
-    #[cfg(target_arch = "x86_64")]
-    let avx = pulp::x86::V3::try_new();
-    for oy0 in (0..ho).step_by(ROWS_PER_PASS) {
-        let rows = oy0..(oy0 + ROWS_PER_PASS).min(ho);
-        for oy in rows.clone() {
-            // The pad columns (the buffer is reused: nothing else clears them).
-            let row = &mut dst[oy * len * co..][..len * co];
-            row[..padl * co].fill(T::Acc::zero());
-            row[(padl + wo) * co..].fill(T::Acc::zero());
-        }
-        for c0 in (0..c8).step_by(8) {
+simd_fn! {
+    /// `dst[(oy * len + padl + ox) * co + o] = dy[o][oy][ox]` (one image; 8x8 blocks), the
+    /// other columns of each row zero.
+    pub(super) fn pixel_major<T: Element>(
+        dy: &[T],
+        (co, ho, wo): (usize, usize, usize),
+        (len, padl): (usize, usize),
+        dst: &mut [T::Acc],
+    ) {
+        let (c8, x8) = (co / 8 * 8, wo / 8 * 8);
+        #[cfg(target_arch = "x86_64")]
+        let avx = crate::cpu::simd::avx2();
+        for oy0 in (0..ho).step_by(ROWS_PER_PASS) {
+            let rows = oy0..(oy0 + ROWS_PER_PASS).min(ho);
             for oy in rows.clone() {
-                let base = (oy * len + padl) * co;
-                for x0 in (0..x8).step_by(8) {
-                    let s = &dy[(c0 * ho + oy) * wo + x0..];
-                    let d = &mut dst[base + x0 * co + c0..];
-                    #[cfg(target_arch = "x86_64")]
-                    if let (Some(simd), Some(sf), Some(df)) = (
-                        avx,
-                        T::as_acc_slice(s).and_then(T::Acc::as_f32),
-                        T::Acc::as_f32_mut(d),
-                    ) {
-                        super::filter_direct::transpose8_avx(simd, sf, ho * wo, df, co);
-                        continue;
+                // The pad columns (the buffer is reused: nothing else clears them).
+                let row = &mut dst[oy * len * co..][..len * co];
+                row[..padl * co].fill(T::Acc::zero());
+                row[(padl + wo) * co..].fill(T::Acc::zero());
+            }
+            for c0 in (0..c8).step_by(8) {
+                for oy in rows.clone() {
+                    let base = (oy * len + padl) * co;
+                    for x0 in (0..x8).step_by(8) {
+                        let s = &dy[(c0 * ho + oy) * wo + x0..];
+                        let d = &mut dst[base + x0 * co + c0..];
+                        #[cfg(target_arch = "x86_64")]
+                        if let (Some(simd), Some(sf), Some(df)) = (
+                            avx,
+                            T::as_acc_slice(s).and_then(T::Acc::as_f32),
+                            T::Acc::as_f32_mut(d),
+                        ) {
+                            super::filter_direct::transpose8_avx(simd, sf, ho * wo, df, co);
+                            continue;
+                        }
+                        transpose8_with(s, ho * wo, d, co, |v: T| v.to_acc());
                     }
-                    transpose8_with(s, ho * wo, d, co, |v: T| v.to_acc());
                 }
             }
-        }
-        for oy in rows {
-            let base = (oy * len + padl) * co;
-            for x in 0..wo {
-                let cs = if x < x8 { c8 } else { 0 };
-                for c in cs..co {
-                    dst[base + x * co + c] = dy[(c * ho + oy) * wo + x].to_acc();
+            for oy in rows {
+                let base = (oy * len + padl) * co;
+                for x in 0..wo {
+                    let cs = if x < x8 { c8 } else { 0 };
+                    for c in cs..co {
+                        dst[base + x * co + c] = dy[(c * ho + oy) * wo + x].to_acc();
+                    }
                 }
             }
         }
     }
 }
 
-/// `dx[c * plane + u * wi + x] = rows[(u * wi + x) * bw + c]` for the `bw` channels of `n`
-/// consecutive rows of `wi` pixels each (`rows` holding them one after another), rounded
-/// once; [`ROWS_PER_PASS`] rows of a channel block at a time.
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-pub(super) fn store_rows<T: Element>(
-    rows: &[T::Acc],
-    (n, wi, bw): (usize, usize, usize),
-    plane: usize,
-    dx: &mut [T],
-) {
-    let x8 = wi / 8 * 8;
-    #[cfg(target_arch = "x86_64")]
-    let avx = pulp::x86::V3::try_new();
-    for u0 in (0..n).step_by(ROWS_PER_PASS) {
-        for c0 in (0..bw).step_by(8) {
-            for u in u0..(u0 + ROWS_PER_PASS).min(n) {
-                let row = &rows[u * wi * bw..][..wi * bw];
-                let dxu = &mut dx[u * wi..];
-                for x0 in (0..x8).step_by(8) {
-                    let d = &mut dxu[c0 * plane + x0..];
-                    let s = &row[x0 * bw + c0..];
-                    #[cfg(target_arch = "x86_64")]
-                    if let (Some(simd), Some(sf), Some(df)) = (
-                        avx,
-                        T::Acc::as_f32(s),
-                        T::as_acc_slice_mut(d).and_then(T::Acc::as_f32_mut),
-                    ) {
-                        super::filter_direct::transpose8_avx(simd, sf, bw, df, plane);
-                        continue;
+simd_fn! {
+    /// `dx[c * plane + u * wi + x] = rows[(u * wi + x) * bw + c]` for the `bw` channels of `n`
+    /// consecutive rows of `wi` pixels each (`rows` holding them one after another), rounded
+    /// once; [`ROWS_PER_PASS`] rows of a channel block at a time.
+    pub(super) fn store_rows<T: Element>(
+        rows: &[T::Acc],
+        (n, wi, bw): (usize, usize, usize),
+        plane: usize,
+        dx: &mut [T],
+    ) {
+        let x8 = wi / 8 * 8;
+        #[cfg(target_arch = "x86_64")]
+        let avx = crate::cpu::simd::avx2();
+        for u0 in (0..n).step_by(ROWS_PER_PASS) {
+            for c0 in (0..bw).step_by(8) {
+                for u in u0..(u0 + ROWS_PER_PASS).min(n) {
+                    let row = &rows[u * wi * bw..][..wi * bw];
+                    let dxu = &mut dx[u * wi..];
+                    for x0 in (0..x8).step_by(8) {
+                        let d = &mut dxu[c0 * plane + x0..];
+                        let s = &row[x0 * bw + c0..];
+                        #[cfg(target_arch = "x86_64")]
+                        if let (Some(simd), Some(sf), Some(df)) = (
+                            avx,
+                            T::Acc::as_f32(s),
+                            T::as_acc_slice_mut(d).and_then(T::Acc::as_f32_mut),
+                        ) {
+                            super::filter_direct::transpose8_avx(simd, sf, bw, df, plane);
+                            continue;
+                        }
+                        transpose8_with(s, bw, d, plane, |v: T::Acc| T::from_acc(v));
                     }
-                    transpose8_with(s, bw, d, plane, |v: T::Acc| T::from_acc(v));
-                }
-                for x in x8..wi {
-                    for j in 0..8 {
-                        dxu[(c0 + j) * plane + x] = T::from_acc(row[x * bw + c0 + j]);
+                    for x in x8..wi {
+                        for j in 0..8 {
+                            dxu[(c0 + j) * plane + x] = T::from_acc(row[x * bw + c0 + j]);
+                        }
                     }
                 }
             }

@@ -537,7 +537,7 @@ fn winograd_nchw<T: Element>(
     // dy index of the patch's first row/column for tile 0: the correlation offset.
     let (oy, ox) = p.off;
     let u = &u;
-    let arch = pulp::Arch::new();
+    let arch = crate::cpu::simd::Arch::new();
     items.into_par_iter().for_each_init(
         || (Vec::new(), Vec::new(), Vec::new()),
         |(v, mb, sb), (i, grp, c0, c1, d)| {
@@ -1957,7 +1957,7 @@ mod tests {
                 ran += 1;
             }
         }
-        if cfg!(target_arch = "x86_64") && pulp::x86::V3::try_new().is_some() {
+        if crate::cpu::simd::has_avx2() {
             assert!(ran > 80, "only {ran} direct runs");
         } else {
             println!("direct_matches_gemm_paths: SKIPPED (no AVX2+FMA: the direct kernels never run here)");
@@ -2065,7 +2065,7 @@ mod tests {
                 ran += 1;
             }
         }
-        if cfg!(target_arch = "x86_64") && pulp::x86::V3::try_new().is_some() {
+        if crate::cpu::simd::has_avx2() {
             assert!(ran > 60, "only {ran} phase Winograd runs");
         } else {
             println!(
@@ -2177,7 +2177,7 @@ mod tests {
                 ran += 1;
             }
         }
-        if cfg!(target_arch = "x86_64") && pulp::x86::V3::try_new().is_some() {
+        if crate::cpu::simd::has_avx2() {
             assert!(ran > 60, "only {ran} row-Winograd forward runs");
         } else {
             println!("forward_row_winograd_matches_im2col: SKIPPED (no AVX2+FMA: the kernel never runs here)");

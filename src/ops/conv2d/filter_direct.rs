@@ -23,11 +23,11 @@
 use super::conv_direct::{scratch_as, with_scratch};
 use super::filter_kernel::FilterSplit;
 use super::filter_kernel::{store_filter, sum_partials};
+use crate::cpu::simd::simd_fn;
 use crate::dtype::{Accum, Element};
 use crate::geometry::window::ConvGeometry;
 use crate::ops::conv2d::FilterLayout;
 use crate::tensor::Layout;
-use multiversion::multiversion;
 use pulp::Simd;
 use rayon::prelude::*;
 
@@ -57,9 +57,10 @@ pub(super) fn applies<T: Element>(g: &ConvGeometry, level: Level) -> bool {
 /// Which instruction set the kernel may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Level {
-    /// The best the CPU has (AVX-512, else AVX2+FMA).
+    /// The best level allowed: the CPU's, under `GRADOPS_CPU_SIMD` (AVX-512, else AVX2+FMA).
     Best,
-    /// AVX2+FMA even where AVX-512 is present (tests cover that path on any x86 machine).
+    /// AVX2+FMA even where AVX-512 is present and allowed (tests cover that path on any x86
+    /// machine; `GRADOPS_CPU_SIMD=scalar` turns it off as well).
     #[cfg_attr(not(test), allow(dead_code))]
     Avx2,
 }
@@ -69,10 +70,10 @@ impl Level {
     /// the callers check it first).
     pub(super) fn dispatch<Op: pulp::WithSimd<Output = ()>>(self, op: Op) {
         match self {
-            Level::Best => pulp::Arch::new().dispatch(op),
+            Level::Best => crate::cpu::simd::Arch::new().dispatch(op),
             #[cfg(target_arch = "x86_64")]
             Level::Avx2 => {
-                if let Some(simd) = pulp::x86::V3::try_new() {
+                if let Some(simd) = crate::cpu::simd::avx2() {
                     <pulp::x86::V3 as Simd>::vectorize(simd, op)
                 }
             }
@@ -86,10 +87,10 @@ impl Level {
 pub(super) fn lanes(level: Level) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     {
-        if level == Level::Best && pulp::x86::V4::try_new().is_some() {
+        if level == Level::Best && crate::cpu::simd::avx512().is_some() {
             return Some(16);
         }
-        if pulp::x86::V3::try_new().is_some() {
+        if crate::cpu::simd::avx2().is_some() {
             return Some(8);
         }
     }
@@ -228,41 +229,42 @@ const fn vectors(lanes: usize) -> usize {
     }
 }
 
-/// `dy` of one image (`ch x np`, channel-major) in blocks of `nb` channels per group (`cg`
-/// per group): block `(grp, cb)` at `(grp cg + cb) np`, pixel-major (`dst[..][p][j] =
-/// src[grp cg + cb + j][p]`), so a register tile's output channels of consecutive pixels are
-/// consecutive vectors.
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-fn block_transpose_into<T: Element>(
-    src: &[T],
-    (ch, cg, np, nb): (usize, usize, usize, usize),
-    dst: &mut [T::Acc],
-) {
-    #[cfg(target_arch = "x86_64")]
-    let avx = pulp::x86::V3::try_new();
-    let p8 = np / 8 * 8;
-    for c0 in (0..ch).step_by(cg) {
-        for cb in (0..cg).step_by(nb) {
-            let w = nb.min(cg - cb);
-            let (sb, db) = (&src[(c0 + cb) * np..], &mut dst[(c0 + cb) * np..][..w * np]);
-            // `w` is a multiple of the vector width, so of 8.
-            for j0 in (0..w).step_by(8) {
-                for p0 in (0..p8).step_by(8) {
-                    let (s, d) = (&sb[j0 * np + p0..], &mut db[p0 * w + j0..]);
-                    #[cfg(target_arch = "x86_64")]
-                    if let (Some(simd), Some(sf), Some(df)) = (
-                        avx,
-                        T::as_acc_slice(s).and_then(T::Acc::as_f32),
-                        T::Acc::as_f32_mut(d),
-                    ) {
-                        transpose8_avx(simd, sf, np, df, w);
-                        continue;
+simd_fn! {
+    /// `dy` of one image (`ch x np`, channel-major) in blocks of `nb` channels per group (`cg`
+    /// per group): block `(grp, cb)` at `(grp cg + cb) np`, pixel-major (`dst[..][p][j] =
+    /// src[grp cg + cb + j][p]`), so a register tile's output channels of consecutive pixels are
+    /// consecutive vectors.
+    fn block_transpose_into<T: Element>(
+        src: &[T],
+        (ch, cg, np, nb): (usize, usize, usize, usize),
+        dst: &mut [T::Acc],
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        let avx = crate::cpu::simd::avx2();
+        let p8 = np / 8 * 8;
+        for c0 in (0..ch).step_by(cg) {
+            for cb in (0..cg).step_by(nb) {
+                let w = nb.min(cg - cb);
+                let (sb, db) = (&src[(c0 + cb) * np..], &mut dst[(c0 + cb) * np..][..w * np]);
+                // `w` is a multiple of the vector width, so of 8.
+                for j0 in (0..w).step_by(8) {
+                    for p0 in (0..p8).step_by(8) {
+                        let (s, d) = (&sb[j0 * np + p0..], &mut db[p0 * w + j0..]);
+                        #[cfg(target_arch = "x86_64")]
+                        if let (Some(simd), Some(sf), Some(df)) = (
+                            avx,
+                            T::as_acc_slice(s).and_then(T::Acc::as_f32),
+                            T::Acc::as_f32_mut(d),
+                        ) {
+                            transpose8_avx(simd, sf, np, df, w);
+                            continue;
+                        }
+                        transpose8_with(s, np, d, w, |v: T| v.to_acc());
                     }
-                    transpose8_with(s, np, d, w, |v: T| v.to_acc());
-                }
-                for p in p8..np {
-                    for j in j0..j0 + 8 {
-                        db[p * w + j] = sb[j * np + p].to_acc();
+                    for p in p8..np {
+                        for j in j0..j0 + 8 {
+                            db[p * w + j] = sb[j * np + p].to_acc();
+                        }
                     }
                 }
             }
@@ -273,7 +275,7 @@ fn block_transpose_into<T: Element>(
 /// `d[j * ld + i] = s[i * ls + j]` for one 8x8 f32 block in AVX registers (unpack, shuffle,
 /// 128-bit permute: the compiler does not find this from [`transpose8_with`]'s arrays, which
 /// it scalarises).
-/// Inlined into callers compiled with AVX (a `multiversion` clone or a pulp `vectorize`).
+/// Inlined into callers compiled with AVX (a [`simd_fn!`] body or a pulp `vectorize`).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(super) fn transpose8_avx(simd: pulp::x86::V3, s: &[f32], ls: usize, d: &mut [f32], ld: usize) {

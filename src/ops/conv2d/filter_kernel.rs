@@ -22,12 +22,12 @@
 use super::conv_direct::{pixel_major, scratch_or_own, with_scratch};
 use super::cpu_kernel::{im2col_nchw, im2col_nhwc, WINO_MIN_CHANNELS};
 use crate::cpu::gemm::{matmul, MatMut, MatRef};
+use crate::cpu::simd::simd_fn;
 use crate::dtype::Accum;
 use crate::dtype::Element;
 use crate::geometry::window::ConvGeometry;
 use crate::ops::conv2d::FilterLayout;
 use crate::tensor::Layout;
-use multiversion::multiversion;
 use num_traits::Zero;
 use rayon::prelude::*;
 
@@ -267,16 +267,17 @@ pub(super) fn phase_rows_fit(g: &ConvGeometry) -> bool {
     g.w.stride * phase_len(g) <= 2 * g.w.input + 4 * g.w.kernel * g.w.dilation
 }
 
-/// `dst[t] = src[2 t]` (stride-2 phase rows, vectorised).
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-fn every_other<T: Element>(src: &[T], dst: &mut [T::Acc]) {
-    let n = dst.len();
-    if n == 0 {
-        return;
-    }
-    let src = &src[..2 * n - 1];
-    for t in 0..n {
-        dst[t] = src[2 * t].to_acc();
+simd_fn! {
+    /// `dst[t] = src[2 t]` (stride-2 phase rows, vectorised).
+    fn every_other<T: Element>(src: &[T], dst: &mut [T::Acc]) {
+        let n = dst.len();
+        if n == 0 {
+            return;
+        }
+        let src = &src[..2 * n - 1];
+        for t in 0..n {
+            dst[t] = src[2 * t].to_acc();
+        }
     }
 }
 
@@ -649,46 +650,48 @@ fn split2<T: Element>(
     }
 }
 
-/// `o_k = (B^T d)_k` of F(2, 3), elementwise over the columns of `d` (four rows):
-/// `B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]`. Separate slice
-/// arguments (not arrays), so the compiler knows they do not alias and vectorises.
-#[allow(clippy::too_many_arguments)]
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-fn wino_bt<A: Accum>(
-    d0: &[A],
-    d1: &[A],
-    d2: &[A],
-    d3: &[A],
-    o0: &mut [A],
-    o1: &mut [A],
-    o2: &mut [A],
-    o3: &mut [A],
-) {
-    let n = o0.len();
-    let (d0, d1, d2, d3) = (&d0[..n], &d1[..n], &d2[..n], &d3[..n]);
-    let (o1, o2, o3) = (&mut o1[..n], &mut o2[..n], &mut o3[..n]);
-    for t in 0..n {
-        let (a, b, c, e) = (d0[t], d1[t], d2[t], d3[t]);
-        o0[t] = a - c;
-        o1[t] = b + c;
-        o2[t] = c - b;
-        o3[t] = b - e;
+simd_fn! {
+    /// `o_k = (B^T d)_k` of F(2, 3), elementwise over the columns of `d` (four rows):
+    /// `B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]`. Separate slice
+    /// arguments (not arrays), so the compiler knows they do not alias and vectorises.
+    #[allow(clippy::too_many_arguments)]
+    fn wino_bt<A: Accum>(
+        d0: &[A],
+        d1: &[A],
+        d2: &[A],
+        d3: &[A],
+        o0: &mut [A],
+        o1: &mut [A],
+        o2: &mut [A],
+        o3: &mut [A],
+    ) {
+        let n = o0.len();
+        let (d0, d1, d2, d3) = (&d0[..n], &d1[..n], &d2[..n], &d3[..n]);
+        let (o1, o2, o3) = (&mut o1[..n], &mut o2[..n], &mut o3[..n]);
+        for t in 0..n {
+            let (a, b, c, e) = (d0[t], d1[t], d2[t], d3[t]);
+            o0[t] = a - c;
+            o1[t] = b + c;
+            o2[t] = c - b;
+            o3[t] = b - e;
+        }
     }
 }
 
-/// `o_k = (A h)_k` of F(2, 3), elementwise over the columns of `h` (two rows):
-/// `A = [[1, 0], [1, 1], [1, -1], [0, -1]]`.
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-fn wino_a<A: Accum>(h0: &[A], h1: &[A], o0: &mut [A], o1: &mut [A], o2: &mut [A], o3: &mut [A]) {
-    let n = o0.len();
-    let (h0, h1) = (&h0[..n], &h1[..n]);
-    let (o1, o2, o3) = (&mut o1[..n], &mut o2[..n], &mut o3[..n]);
-    for t in 0..n {
-        let (a, b) = (h0[t], h1[t]);
-        o0[t] = a;
-        o1[t] = a + b;
-        o2[t] = a - b;
-        o3[t] = -b;
+simd_fn! {
+    /// `o_k = (A h)_k` of F(2, 3), elementwise over the columns of `h` (two rows):
+    /// `A = [[1, 0], [1, 1], [1, -1], [0, -1]]`.
+    fn wino_a<A: Accum>(h0: &[A], h1: &[A], o0: &mut [A], o1: &mut [A], o2: &mut [A], o3: &mut [A]) {
+        let n = o0.len();
+        let (h0, h1) = (&h0[..n], &h1[..n]);
+        let (o1, o2, o3) = (&mut o1[..n], &mut o2[..n], &mut o3[..n]);
+        for t in 0..n {
+            let (a, b) = (h0[t], h1[t]);
+            o0[t] = a;
+            o1[t] = a + b;
+            o2[t] = a - b;
+            o3[t] = -b;
+        }
     }
 }
 
@@ -1083,7 +1086,7 @@ mod tests {
                 ran += 1;
             }
         }
-        if cfg!(target_arch = "x86_64") && pulp::x86::V3::try_new().is_some() {
+        if crate::cpu::simd::has_avx2() {
             assert!(ran > 40, "only {ran} direct runs");
         } else {
             println!(

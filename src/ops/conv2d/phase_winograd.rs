@@ -29,10 +29,10 @@ use super::conv_direct::{
 };
 use super::cpu_kernel::{axis_phases, AxisPhase};
 use super::filter_direct::{lanes, Level};
+use crate::cpu::simd::simd_fn;
 use crate::dtype::{Accum, Element};
 use crate::geometry::window::{ConvGeometry, WindowAxis};
 use crate::tensor::Layout;
-use multiversion::multiversion;
 use rayon::prelude::*;
 
 /// Most f32s of a thread's staged `dx` band (256 KB: it stays in L2 while it is filled).
@@ -151,50 +151,52 @@ impl<'a> Terms<'a> {
     }
 }
 
-/// `dst = sum of sign * src` over `terms`, in order (`dst` zero for no terms).
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-fn combine(dst: &mut [f32], terms: &[(&[f32], f32)]) {
-    let Some(((first, s0), rest)) = terms.split_first() else {
-        dst.fill(0.0);
-        return;
-    };
-    let n = dst.len();
-    for (d, &v) in dst.iter_mut().zip(&first[..n]) {
-        *d = v * s0;
-    }
-    for (src, s) in rest {
-        for (d, &v) in dst.iter_mut().zip(&src[..n]) {
-            *d += v * s;
+simd_fn! {
+    /// `dst = sum of sign * src` over `terms`, in order (`dst` zero for no terms).
+    fn combine(dst: &mut [f32], terms: &[(&[f32], f32)]) {
+        let Some(((first, s0), rest)) = terms.split_first() else {
+            dst.fill(0.0);
+            return;
+        };
+        let n = dst.len();
+        for (d, &v) in dst.iter_mut().zip(&first[..n]) {
+            *d = v * s0;
+        }
+        for (src, s) in rest {
+            for (d, &v) in dst.iter_mut().zip(&src[..n]) {
+                *d += v * s;
+            }
         }
     }
 }
 
-/// F(2,2)'s computed points of one row, block by block: `u0[j] = e0 - e1`, `u2[j] = e2 - e1`
-/// (`k` channels each), window element `r` of block `j` being column `c0 + bstep j + estep r`
-/// of `src` (`cs` channels per column, the `k` used from `choff`). Point 1 is `e1` itself.
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-fn f22_points(
-    src: &[f32],
-    (cs, choff, k): (usize, usize, usize),
-    (c0, bstep, estep): (usize, usize, usize),
-    (u0, u2): (&mut [f32], &mut [f32]),
-) {
-    let col = |c: usize| &src[c * cs + choff..][..k];
-    for (j, (d0, d2)) in u0
-        .chunks_exact_mut(k)
-        .zip(u2.chunks_exact_mut(k))
-        .enumerate()
-    {
-        let c = c0 + bstep * j;
-        let (e0, e1, e2) = (col(c), col(c + estep), col(c + 2 * estep));
-        for (((d0, d2), &v0), (&v1, &v2)) in d0
-            .iter_mut()
-            .zip(d2.iter_mut())
-            .zip(e0)
-            .zip(e1.iter().zip(e2))
+simd_fn! {
+    /// F(2,2)'s computed points of one row, block by block: `u0[j] = e0 - e1`, `u2[j] = e2 - e1`
+    /// (`k` channels each), window element `r` of block `j` being column `c0 + bstep j + estep r`
+    /// of `src` (`cs` channels per column, the `k` used from `choff`). Point 1 is `e1` itself.
+    fn f22_points(
+        src: &[f32],
+        (cs, choff, k): (usize, usize, usize),
+        (c0, bstep, estep): (usize, usize, usize),
+        (u0, u2): (&mut [f32], &mut [f32]),
+    ) {
+        let col = |c: usize| &src[c * cs + choff..][..k];
+        for (j, (d0, d2)) in u0
+            .chunks_exact_mut(k)
+            .zip(u2.chunks_exact_mut(k))
+            .enumerate()
         {
-            *d0 = v0 - v1;
-            *d2 = v2 - v1;
+            let c = c0 + bstep * j;
+            let (e0, e1, e2) = (col(c), col(c + estep), col(c + 2 * estep));
+            for (((d0, d2), &v0), (&v1, &v2)) in d0
+                .iter_mut()
+                .zip(d2.iter_mut())
+                .zip(e0)
+                .zip(e1.iter().zip(e2))
+            {
+                *d0 = v0 - v1;
+                *d2 = v2 - v1;
+            }
         }
     }
 }
@@ -214,64 +216,65 @@ fn f32_view<T: Element>(out: &mut [T]) -> Option<&mut [f32]> {
     T::as_acc_slice_mut(out).and_then(T::Acc::as_f32_mut)
 }
 
-/// The output transform of a block row: each `dx` pixel of the row's first `nu` rows (`rows`:
-/// row `u`'s pixel `x` at `u * rs + x * ps`, `bw` channels) as the sum of its points' GEMM
-/// results `m` (`[(a, b)][j][c]`), in point order; `nx` phase outputs along x, at
-/// `ph + stride * q`.
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-fn output_transform(
-    m: &[f32],
-    (two_y, two_x): (bool, bool),
-    (nbx, nx, bw): (usize, usize, usize),
-    (ph, stride): (usize, usize),
-    (nu, rs, ps): (usize, usize, usize),
-    rows: &mut [f32],
-) {
-    let terms = |two: bool, u: usize| -> &'static [usize] {
-        match (two, u) {
-            (false, _) => &[0],
-            (true, 0) => &[0, 1],
-            _ => &[1, 2],
-        }
-    };
-    let (px, bx, by) = (
-        1 + 2 * two_x as usize,
-        1 + two_x as usize,
-        1 + two_y as usize,
-    );
-    let mv = |a: usize, b: usize, j: usize| &m[((a * px + b) * nbx + j) * bw..][..bw];
-    for u in 0..by.min(nu) {
-        let ay = terms(two_y, u);
-        for v in 0..bx {
-            let bs = terms(two_x, v);
-            for j in 0..nbx {
-                let qx = j * bx + v;
-                if qx >= nx {
-                    continue;
-                }
-                let d = &mut rows[u * rs + (ph + stride * qx) * ps..][..bw];
-                match (ay, bs) {
-                    ([a], [b]) => d.copy_from_slice(mv(*a, *b, j)),
-                    ([a], [b0, b1]) => {
-                        for ((d, &s0), &s1) in d.iter_mut().zip(mv(*a, *b0, j)).zip(mv(*a, *b1, j))
-                        {
-                            *d = s0 + s1;
-                        }
+simd_fn! {
+    /// The output transform of a block row: each `dx` pixel of the row's first `nu` rows (`rows`:
+    /// row `u`'s pixel `x` at `u * rs + x * ps`, `bw` channels) as the sum of its points' GEMM
+    /// results `m` (`[(a, b)][j][c]`), in point order; `nx` phase outputs along x, at
+    /// `ph + stride * q`.
+    fn output_transform(
+        m: &[f32],
+        (two_y, two_x): (bool, bool),
+        (nbx, nx, bw): (usize, usize, usize),
+        (ph, stride): (usize, usize),
+        (nu, rs, ps): (usize, usize, usize),
+        rows: &mut [f32],
+    ) {
+        let terms = |two: bool, u: usize| -> &'static [usize] {
+            match (two, u) {
+                (false, _) => &[0],
+                (true, 0) => &[0, 1],
+                _ => &[1, 2],
+            }
+        };
+        let (px, bx, by) = (
+            1 + 2 * two_x as usize,
+            1 + two_x as usize,
+            1 + two_y as usize,
+        );
+        let mv = |a: usize, b: usize, j: usize| &m[((a * px + b) * nbx + j) * bw..][..bw];
+        for u in 0..by.min(nu) {
+            let ay = terms(two_y, u);
+            for v in 0..bx {
+                let bs = terms(two_x, v);
+                for j in 0..nbx {
+                    let qx = j * bx + v;
+                    if qx >= nx {
+                        continue;
                     }
-                    ([a0, a1], [b]) => {
-                        for ((d, &s0), &s1) in d.iter_mut().zip(mv(*a0, *b, j)).zip(mv(*a1, *b, j))
-                        {
-                            *d = s0 + s1;
+                    let d = &mut rows[u * rs + (ph + stride * qx) * ps..][..bw];
+                    match (ay, bs) {
+                        ([a], [b]) => d.copy_from_slice(mv(*a, *b, j)),
+                        ([a], [b0, b1]) => {
+                            for ((d, &s0), &s1) in d.iter_mut().zip(mv(*a, *b0, j)).zip(mv(*a, *b1, j))
+                            {
+                                *d = s0 + s1;
+                            }
                         }
-                    }
-                    _ => {
-                        let (a0, a1, b0, b1) = (ay[0], ay[1], bs[0], bs[1]);
-                        for ((d, (&s00, &s01)), (&s10, &s11)) in d
-                            .iter_mut()
-                            .zip(mv(a0, b0, j).iter().zip(mv(a0, b1, j)))
-                            .zip(mv(a1, b0, j).iter().zip(mv(a1, b1, j)))
-                        {
-                            *d = ((s00 + s01) + s10) + s11;
+                        ([a0, a1], [b]) => {
+                            for ((d, &s0), &s1) in d.iter_mut().zip(mv(*a0, *b, j)).zip(mv(*a1, *b, j))
+                            {
+                                *d = s0 + s1;
+                            }
+                        }
+                        _ => {
+                            let (a0, a1, b0, b1) = (ay[0], ay[1], bs[0], bs[1]);
+                            for ((d, (&s00, &s01)), (&s10, &s11)) in d
+                                .iter_mut()
+                                .zip(mv(a0, b0, j).iter().zip(mv(a0, b1, j)))
+                                .zip(mv(a1, b0, j).iter().zip(mv(a1, b1, j)))
+                            {
+                                *d = ((s00 + s01) + s10) + s11;
+                            }
                         }
                     }
                 }
@@ -758,45 +761,46 @@ impl ForwardY {
     }
 }
 
-/// Group `gi`'s part of a block's output rows, from its GEMM results `m` (`[p][j][c]`, five x
-/// points, `nbx` blocks): along x, output `2j + u` is `(m[u] + m[u + 1]) + m[3 + u]` (the
-/// F(2,2) parity, then the one-tap parity); into each output row `r < nrows` (of `rows`: row
-/// `r`'s pixel `x` at `r * rs + x * ps`, `bw` channels, `wo` pixels a row) whose
-/// [`ForwardY::output_groups`] name `gi`: stored if `gi` is the row's first group, else added
-/// (the groups come in ascending order, so each row sums its groups in a fixed order).
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-fn row_output_transform(
-    m: &[f32],
-    (nbx, bw, wo): (usize, usize, usize),
-    (fy, gi, nrows): (&ForwardY, usize, usize),
-    (rs, ps): (usize, usize),
-    rows: &mut [f32],
-) {
-    let mv = |p: usize, j: usize| &m[(p * nbx + j) * bw..][..bw];
-    for r in 0..nrows {
-        let Some(n) = fy.output_groups(r).iter().position(|&g| g == gi) else {
-            continue;
-        };
-        let row = &mut rows[r * rs..];
-        for j in 0..nbx {
-            for u in 0..2 {
-                let x = 2 * j + u;
-                if x >= wo {
-                    continue;
-                }
-                let d = &mut row[x * ps..][..bw];
-                let terms = d
-                    .iter_mut()
-                    .zip(mv(u, j))
-                    .zip(mv(u + 1, j))
-                    .zip(mv(3 + u, j));
-                if n == 0 {
-                    for (((d, &a), &b), &c) in terms {
-                        *d = (a + b) + c;
+simd_fn! {
+    /// Group `gi`'s part of a block's output rows, from its GEMM results `m` (`[p][j][c]`, five x
+    /// points, `nbx` blocks): along x, output `2j + u` is `(m[u] + m[u + 1]) + m[3 + u]` (the
+    /// F(2,2) parity, then the one-tap parity); into each output row `r < nrows` (of `rows`: row
+    /// `r`'s pixel `x` at `r * rs + x * ps`, `bw` channels, `wo` pixels a row) whose
+    /// [`ForwardY::output_groups`] name `gi`: stored if `gi` is the row's first group, else added
+    /// (the groups come in ascending order, so each row sums its groups in a fixed order).
+    fn row_output_transform(
+        m: &[f32],
+        (nbx, bw, wo): (usize, usize, usize),
+        (fy, gi, nrows): (&ForwardY, usize, usize),
+        (rs, ps): (usize, usize),
+        rows: &mut [f32],
+    ) {
+        let mv = |p: usize, j: usize| &m[(p * nbx + j) * bw..][..bw];
+        for r in 0..nrows {
+            let Some(n) = fy.output_groups(r).iter().position(|&g| g == gi) else {
+                continue;
+            };
+            let row = &mut rows[r * rs..];
+            for j in 0..nbx {
+                for u in 0..2 {
+                    let x = 2 * j + u;
+                    if x >= wo {
+                        continue;
                     }
-                } else {
-                    for (((d, &a), &b), &c) in terms {
-                        *d += (a + b) + c;
+                    let d = &mut row[x * ps..][..bw];
+                    let terms = d
+                        .iter_mut()
+                        .zip(mv(u, j))
+                        .zip(mv(u + 1, j))
+                        .zip(mv(3 + u, j));
+                    if n == 0 {
+                        for (((d, &a), &b), &c) in terms {
+                            *d = (a + b) + c;
+                        }
+                    } else {
+                        for (((d, &a), &b), &c) in terms {
+                            *d += (a + b) + c;
+                        }
                     }
                 }
             }

@@ -81,7 +81,7 @@ pub(super) fn winograd4_nchw<T: Element>(
     let (ntx, nty) = (wi.div_ceil(4), hi.div_ceil(4));
     let br = (TILES / ntx).clamp(1, nty);
     let u = &u;
-    let arch = pulp::Arch::new();
+    let arch = crate::cpu::simd::Arch::new();
     items.into_par_iter().for_each_init(
         || (Vec::new(), Vec::new(), Vec::new()),
         |(v, mb, sb), (i, grp, c0, c1, d)| {

@@ -17,8 +17,8 @@ use super::conv_direct::{
 use super::cpu_kernel::{at4, bt4_rows, wino_filter_into, WinoProblem};
 use super::filter_direct::{lanes, Level};
 use crate::cpu::gemm::{matmul, MatMut, MatRef};
+use crate::cpu::simd::simd_fn;
 use crate::dtype::{Accum, Element};
-use multiversion::multiversion;
 use num_traits::Zero;
 use rayon::prelude::*;
 
@@ -223,7 +223,7 @@ fn run<T: Element>(p: &WinoProblem, f: &PointFilter<T::Acc>, src: &[T], dst: &mu
             items.push((i, b * br, rows));
         }
     }
-    let arch = pulp::Arch::new();
+    let arch = crate::cpu::simd::Arch::new();
     items.into_par_iter().for_each_init(
         || (Vec::new(), Vec::new(), Vec::new()),
         |(own_v, own_m, own_s), (i, ty0, rows)| {
@@ -370,49 +370,50 @@ fn blocked_points(
     }
 }
 
-/// The F(3x3, 3x3) filter transform `U[grp][xi][c_dst][c_src] = G f G^T` (25 points,
-/// `xi = 5 i + j`) of the correlation kernel `filt(grp, c_dst, c_src, a, b)`, into `u`
-/// (`groups * 25 * cig * cog` elements, every one written), in f64 and rounded once. `G`'s
-/// rows: `g0`, `(g0 + g1 + g2) / 6`, `(g0 - g1 + g2) / 2`, `(-4 g0 + 2 g1 - g2) / 6`, `g2 / 2`
-/// (Toom-Cook at 0, 1, -1, -1/2 and infinity, scaled so that `B^T` and `A^T` are small
-/// integers).
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-fn wino3_filter_into<A: Accum, F: Fn(usize, usize, usize, usize, usize) -> f64>(
-    p: &WinoProblem,
-    filt: F,
-    u: &mut [A],
-) {
-    // Runs of LANES source channels at a time, each lane the scalar sequence of operations
-    // (so the same bits: no FMA contraction in Rust), vectorised across the lanes and
-    // compiled per SIMD level (one element at a time, for baseline x86-64, it was 5% of a
-    // one-thread W4, serial before the parallel work).
-    const LANES: usize = 16;
-    let (cig, cog) = (p.cig, p.cog);
-    let usz = 25 * cig * cog;
-    for grp in 0..p.groups {
-        for ci in 0..cig {
-            for c0 in (0..cog).step_by(LANES) {
-                let n = LANES.min(cog - c0);
-                // The taps f(a, b) = f[3 a + b], lane l = source channel c0 + l.
-                let mut f = [[0.0f64; LANES]; 9];
-                for (t, ft) in f.iter_mut().enumerate() {
-                    for (l, v) in ft[..n].iter_mut().enumerate() {
-                        *v = filt(grp, ci, c0 + l, t / 3, t % 3);
+simd_fn! {
+    /// The F(3x3, 3x3) filter transform `U[grp][xi][c_dst][c_src] = G f G^T` (25 points,
+    /// `xi = 5 i + j`) of the correlation kernel `filt(grp, c_dst, c_src, a, b)`, into `u`
+    /// (`groups * 25 * cig * cog` elements, every one written), in f64 and rounded once. `G`'s
+    /// rows: `g0`, `(g0 + g1 + g2) / 6`, `(g0 - g1 + g2) / 2`, `(-4 g0 + 2 g1 - g2) / 6`, `g2 / 2`
+    /// (Toom-Cook at 0, 1, -1, -1/2 and infinity, scaled so that `B^T` and `A^T` are small
+    /// integers).
+    fn wino3_filter_into<A: Accum, F: Fn(usize, usize, usize, usize, usize) -> f64>(
+        p: &WinoProblem,
+        filt: F,
+        u: &mut [A],
+    ) {
+        // Runs of LANES source channels at a time, each lane the scalar sequence of operations
+        // (so the same bits: no FMA contraction in Rust), vectorised across the lanes and
+        // compiled per SIMD level (one element at a time, for baseline x86-64, it was 5% of a
+        // one-thread W4, serial before the parallel work).
+        const LANES: usize = 16;
+        let (cig, cog) = (p.cig, p.cog);
+        let usz = 25 * cig * cog;
+        for grp in 0..p.groups {
+            for ci in 0..cig {
+                for c0 in (0..cog).step_by(LANES) {
+                    let n = LANES.min(cog - c0);
+                    // The taps f(a, b) = f[3 a + b], lane l = source channel c0 + l.
+                    let mut f = [[0.0f64; LANES]; 9];
+                    for (t, ft) in f.iter_mut().enumerate() {
+                        for (l, v) in ft[..n].iter_mut().enumerate() {
+                            *v = filt(grp, ci, c0 + l, t / 3, t % 3);
+                        }
                     }
-                }
-                // G f by columns: cols[b][i] = (G [f(0, b), f(1, b), f(2, b)])_i.
-                let mut cols = [[[0.0f64; LANES]; 5]; 3];
-                for (b, cb) in cols.iter_mut().enumerate() {
-                    g5_lanes([&f[b], &f[3 + b], &f[6 + b]], cb);
-                }
-                // (G f) G^T by rows, rounded once into U.
-                for i in 0..5 {
-                    let mut row = [[0.0f64; LANES]; 5];
-                    g5_lanes([&cols[0][i], &cols[1][i], &cols[2][i]], &mut row);
-                    for (j, rj) in row.iter().enumerate() {
-                        let dst = &mut u[grp * usz + ((i * 5 + j) * cig + ci) * cog + c0..][..n];
-                        for (d, &v) in dst.iter_mut().zip(rj) {
-                            *d = A::from_f64_lossy(v);
+                    // G f by columns: cols[b][i] = (G [f(0, b), f(1, b), f(2, b)])_i.
+                    let mut cols = [[[0.0f64; LANES]; 5]; 3];
+                    for (b, cb) in cols.iter_mut().enumerate() {
+                        g5_lanes([&f[b], &f[3 + b], &f[6 + b]], cb);
+                    }
+                    // (G f) G^T by rows, rounded once into U.
+                    for i in 0..5 {
+                        let mut row = [[0.0f64; LANES]; 5];
+                        g5_lanes([&cols[0][i], &cols[1][i], &cols[2][i]], &mut row);
+                        for (j, rj) in row.iter().enumerate() {
+                            let dst = &mut u[grp * usz + ((i * 5 + j) * cig + ci) * cog + c0..][..n];
+                            for (d, &v) in dst.iter_mut().zip(rj) {
+                                *d = A::from_f64_lossy(v);
+                            }
                         }
                     }
                 }

@@ -2,12 +2,12 @@
 //! in row-major order: deterministic, and each `dx` cell sums its windows in that order.
 
 use crate::cpu::simd;
+use crate::cpu::simd::simd_fn;
 use crate::dtype::{Accum, Element};
 use crate::error::{Error, Result};
 use crate::geometry::window::PoolGeometry;
 use crate::ops::resize::cpu_kernel::acc_view;
 use crate::tensor::Layout;
-use multiversion::multiversion;
 use num_traits::Zero;
 use rayon::prelude::*;
 
@@ -197,42 +197,43 @@ fn keep_greater<A: Accum>(best: &mut [A], at: &mut [u32], src: &[A], cell: usize
 /// Channels [`window_argmax`] keeps in registers at a time.
 const ARGMAX_CHUNK: usize = 32;
 
-/// The argmax cell (`y*W + x`) of every channel over one window's cells (row-major; the first
-/// cell is the initial candidate, a later one replaces it only if strictly greater: the TF
-/// rule, NaN never replacing), into `best` (`bv`: scratch for the values). Compiled per SIMD
-/// level, the compare a select rather than a branch, each block of channels held in registers
-/// over all the cells (a branch per channel and cell, in memory, made NHWC max-pool rows 2.3x
-/// their NCHW time).
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-fn window_argmax<A: Accum>(
-    x: &[A],
-    (yr, xr): (std::ops::Range<usize>, std::ops::Range<usize>),
-    (w, c): (usize, usize),
-    bv: &mut [A],
-    best: &mut [u32],
-) {
-    let first = yr.start * w + xr.start;
-    let whole = c / ARGMAX_CHUNK * ARGMAX_CHUNK;
-    for c0 in (0..whole).step_by(ARGMAX_CHUNK) {
-        let mut v = [A::zero(); ARGMAX_CHUNK];
-        let mut i = [first as u32; ARGMAX_CHUNK];
-        v.copy_from_slice(&x[first * c + c0..][..ARGMAX_CHUNK]);
-        for y in yr.clone() {
-            for xx in xr.clone() {
-                let cell = y * w + xx;
-                keep_greater(&mut v, &mut i, &x[cell * c + c0..][..ARGMAX_CHUNK], cell);
+simd_fn! {
+    /// The argmax cell (`y*W + x`) of every channel over one window's cells (row-major; the first
+    /// cell is the initial candidate, a later one replaces it only if strictly greater: the TF
+    /// rule, NaN never replacing), into `best` (`bv`: scratch for the values). Compiled per SIMD
+    /// level, the compare a select rather than a branch, each block of channels held in registers
+    /// over all the cells (a branch per channel and cell, in memory, made NHWC max-pool rows 2.3x
+    /// their NCHW time).
+    fn window_argmax<A: Accum>(
+        x: &[A],
+        (yr, xr): (std::ops::Range<usize>, std::ops::Range<usize>),
+        (w, c): (usize, usize),
+        bv: &mut [A],
+        best: &mut [u32],
+    ) {
+        let first = yr.start * w + xr.start;
+        let whole = c / ARGMAX_CHUNK * ARGMAX_CHUNK;
+        for c0 in (0..whole).step_by(ARGMAX_CHUNK) {
+            let mut v = [A::zero(); ARGMAX_CHUNK];
+            let mut i = [first as u32; ARGMAX_CHUNK];
+            v.copy_from_slice(&x[first * c + c0..][..ARGMAX_CHUNK]);
+            for y in yr.clone() {
+                for xx in xr.clone() {
+                    let cell = y * w + xx;
+                    keep_greater(&mut v, &mut i, &x[cell * c + c0..][..ARGMAX_CHUNK], cell);
+                }
             }
+            best[c0..c0 + ARGMAX_CHUNK].copy_from_slice(&i);
         }
-        best[c0..c0 + ARGMAX_CHUNK].copy_from_slice(&i);
-    }
-    if whole < c {
-        let (bv, best) = (&mut bv[whole..c], &mut best[whole..c]);
-        bv.copy_from_slice(&x[first * c + whole..(first + 1) * c]);
-        best.fill(first as u32);
-        for y in yr {
-            for xx in xr.clone() {
-                let cell = y * w + xx;
-                keep_greater(bv, best, &x[cell * c + whole..(cell + 1) * c], cell);
+        if whole < c {
+            let (bv, best) = (&mut bv[whole..c], &mut best[whole..c]);
+            bv.copy_from_slice(&x[first * c + whole..(first + 1) * c]);
+            best.fill(first as u32);
+            for y in yr {
+                for xx in xr.clone() {
+                    let cell = y * w + xx;
+                    keep_greater(bv, best, &x[cell * c + whole..(cell + 1) * c], cell);
+                }
             }
         }
     }
@@ -360,28 +361,29 @@ pub(crate) fn grad<T: Element>(g: &PoolGeometry, layout: Layout, dy: &[T], x: &[
         });
 }
 
-/// One unit of [`grad_with_argmax`]: `acc` zeroed, then `acc[a - lo] += d` for each `dy` value
-/// `d` and its index `a`, in window order; `c` channels (NHWC) or 1 (NCHW). The first window
-/// whose index is neither -1 nor in `acc`'s range and its channel stops it (returned).
-/// Compiled per SIMD level for the zero fill (one-thread W6 on a Zen 4: a quarter of the time
-/// in the baseline build's 16-byte stores).
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-fn scatter_unit<A: Accum>(
-    acc: &mut [A],
-    dy: &[A],
-    argmax: &[i64],
-    lo: i64,
-    c: usize,
-) -> Option<usize> {
-    acc.fill(A::zero());
-    // In the window's channel: i % c == ch. NCHW (c == 1): always; another power of two by a
-    // mask; any other `c` divides (a division per window).
-    if c == 1 {
-        scatter(acc, dy, argmax, lo, c, |_, _| true)
-    } else if c.is_power_of_two() {
-        scatter(acc, dy, argmax, lo, c, |i, ch| i & (c - 1) == ch)
-    } else {
-        scatter(acc, dy, argmax, lo, c, |i, ch| i % c == ch)
+simd_fn! {
+    /// One unit of [`grad_with_argmax`]: `acc` zeroed, then `acc[a - lo] += d` for each `dy` value
+    /// `d` and its index `a`, in window order; `c` channels (NHWC) or 1 (NCHW). The first window
+    /// whose index is neither -1 nor in `acc`'s range and its channel stops it (returned).
+    /// Compiled per SIMD level for the zero fill (one-thread W6 on a Zen 4: a quarter of the time
+    /// in the baseline build's 16-byte stores).
+    fn scatter_unit<A: Accum>(
+        acc: &mut [A],
+        dy: &[A],
+        argmax: &[i64],
+        lo: i64,
+        c: usize,
+    ) -> Option<usize> {
+        acc.fill(A::zero());
+        // In the window's channel: i % c == ch. NCHW (c == 1): always; another power of two by a
+        // mask; any other `c` divides (a division per window).
+        if c == 1 {
+            scatter(acc, dy, argmax, lo, c, |_, _| true)
+        } else if c.is_power_of_two() {
+            scatter(acc, dy, argmax, lo, c, |i, ch| i & (c - 1) == ch)
+        } else {
+            scatter(acc, dy, argmax, lo, c, |i, ch| i % c == ch)
+        }
     }
 }
 

@@ -1,9 +1,9 @@
 //! CPU gather for every resize op: `dst[i, j] = sum_a sum_b wy[a] * wx[b] * src[y[a], x[b]]`.
 
+use crate::cpu::simd::simd_fn;
 use crate::dtype::{Accum, Element};
 use crate::geometry::resize::{AxisTable, ResizePlan};
 use crate::tensor::Layout;
-use multiversion::multiversion;
 use num_traits::Zero;
 use rayon::prelude::*;
 use std::borrow::Cow;
@@ -360,41 +360,42 @@ fn gather_nchw<T: Element>(plan: &ResizePlan<T::Acc>, src: &[T], dst: &mut [T]) 
         });
 }
 
-/// `acc[j][..] = sum over rows (row, wy), then entries (xi, wx) of tx[j]: wy * wx *
-/// row[xi][..]` for every destination pixel `j`, `c` channels each, one pixel at a time (its
-/// channels stay in L1 for all its terms; summed source row by source row, a destination row
-/// of W x C, 32-64 KiB on W1-W3, left L1 in between). Compiled per SIMD level; each block of
-/// [`PIXEL_CHUNK`] channels is summed over all the pixel's terms in registers and stored once
-/// (summed in memory, term after term, each add waited for the last one's store: W1, 16 terms
-/// a pixel, spent half its time on that one dependency; Zen 4, W1 NHWC 25.4 -> 13.1-13.8
-/// ms on one thread, 12.9-13.8 -> 7.6-7.9 ms on two). The same sums in the same order.
-#[multiversion(targets("x86_64+avx512f+avx512vl+avx2+fma", "x86_64+avx2+fma", "aarch64+neon"))]
-fn sum_pixels_nhwc<A: Accum>(
-    acc: &mut [A],
-    rows: &[(Cow<'_, [A]>, A)],
-    tx: &AxisTable<A>,
-    c: usize,
-) {
-    let whole = c / PIXEL_CHUNK * PIXEL_CHUNK;
-    for (j, a) in acc.chunks_exact_mut(c).enumerate() {
-        for c0 in (0..whole).step_by(PIXEL_CHUNK) {
-            let mut r = [A::zero(); PIXEL_CHUNK];
-            for (row, wy) in rows {
-                for (xi, wx) in tx.entries(j) {
-                    let (w, src) = (*wy * wx, &row[xi * c + c0..][..PIXEL_CHUNK]);
-                    for (r, &v) in r.iter_mut().zip(src) {
-                        *r = *r + w * v;
+simd_fn! {
+    /// `acc[j][..] = sum over rows (row, wy), then entries (xi, wx) of tx[j]: wy * wx *
+    /// row[xi][..]` for every destination pixel `j`, `c` channels each, one pixel at a time (its
+    /// channels stay in L1 for all its terms; summed source row by source row, a destination row
+    /// of W x C, 32-64 KiB on W1-W3, left L1 in between). Compiled per SIMD level; each block of
+    /// [`PIXEL_CHUNK`] channels is summed over all the pixel's terms in registers and stored once
+    /// (summed in memory, term after term, each add waited for the last one's store: W1, 16 terms
+    /// a pixel, spent half its time on that one dependency; Zen 4, W1 NHWC 25.4 -> 13.1-13.8
+    /// ms on one thread, 12.9-13.8 -> 7.6-7.9 ms on two). The same sums in the same order.
+    fn sum_pixels_nhwc<A: Accum>(
+        acc: &mut [A],
+        rows: &[(Cow<'_, [A]>, A)],
+        tx: &AxisTable<A>,
+        c: usize,
+    ) {
+        let whole = c / PIXEL_CHUNK * PIXEL_CHUNK;
+        for (j, a) in acc.chunks_exact_mut(c).enumerate() {
+            for c0 in (0..whole).step_by(PIXEL_CHUNK) {
+                let mut r = [A::zero(); PIXEL_CHUNK];
+                for (row, wy) in rows {
+                    for (xi, wx) in tx.entries(j) {
+                        let (w, src) = (*wy * wx, &row[xi * c + c0..][..PIXEL_CHUNK]);
+                        for (r, &v) in r.iter_mut().zip(src) {
+                            *r = *r + w * v;
+                        }
                     }
                 }
+                a[c0..c0 + PIXEL_CHUNK].copy_from_slice(&r);
             }
-            a[c0..c0 + PIXEL_CHUNK].copy_from_slice(&r);
-        }
-        if whole < c {
-            let a = &mut a[whole..];
-            a.fill(A::zero());
-            for (row, wy) in rows {
-                for (xi, wx) in tx.entries(j) {
-                    simd::axpy_inline(a, *wy * wx, &row[xi * c + whole..(xi + 1) * c]);
+            if whole < c {
+                let a = &mut a[whole..];
+                a.fill(A::zero());
+                for (row, wy) in rows {
+                    for (xi, wx) in tx.entries(j) {
+                        simd::axpy_inline(a, *wy * wx, &row[xi * c + whole..(xi + 1) * c]);
+                    }
                 }
             }
         }
