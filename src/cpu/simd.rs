@@ -85,7 +85,9 @@ pub fn detected_simd_level() -> SimdLevel {
     SimdLevel::Scalar
 }
 
-/// What `GRADOPS_CPU_SIMD` says: its raw value (if set) and the level it names (if any).
+/// What `GRADOPS_CPU_SIMD` says now: its raw value (if set) and the level it names (if any).
+/// The kernels' level was fixed by the value at their first use ([`simd_level`]); a later
+/// change of the variable shows here only.
 pub fn simd_cap() -> (Option<String>, Option<SimdLevel>) {
     let raw = std::env::var(CPU_SIMD_ENV).ok();
     let level = raw.as_deref().and_then(SimdLevel::from_cap);
