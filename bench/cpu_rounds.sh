@@ -8,10 +8,18 @@
 #   bench/cpu_rounds.sh target/release/gradops /tmp/r nhwc,nchw W4,W5,W4f,W5f 3 1 1thread-
 # THREADS (default 2): the peers' --threads and gradops' RAYON_NUM_THREADS. PYTHON: the
 # interpreter with the peers (default bench/.venv/bin/python, from bench/setup.sh).
+# ISA=avx2: every side held to AVX2 (an AVX2-only CPU's contest on an AVX-512 machine):
+# GRADOPS_CPU_SIMD=avx2 ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2
+# MKL_ENABLE_INSTRUCTIONS=AVX2, recorded in the peers' JSON (`isa_caps`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$1 out=$2 layouts=$3 workloads=$4 rounds=$5 threads=${6:-2} prefix=${7:-}
 py=${PYTHON:-bench/.venv/bin/python}
+case ${ISA:-} in
+  "") ;;
+  avx2) export GRADOPS_CPU_SIMD=avx2 ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ;;
+  *) echo "cpu_rounds.sh: ISA=$ISA: only avx2 (or unset)" >&2; exit 2 ;;
+esac
 mkdir -p "$out"
 for l in ${layouts//,/ }; do
   cl=()

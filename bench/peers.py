@@ -296,6 +296,16 @@ def unsupported(err):
     return fn
 
 
+# The instruction-set caps a run may set (bench/cpu_rounds.sh's ISA=avx2 sets all four):
+# recorded with each peer's versions, so a capped run says so in its JSON.
+ISA_CAP_VARS = ("GRADOPS_CPU_SIMD", "ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY",
+                "MKL_ENABLE_INSTRUCTIONS")
+
+
+def isa_caps():
+    return {k: os.environ[k] for k in ISA_CAP_VARS if k in os.environ}
+
+
 def torch_versions():
     import torch
 
@@ -305,6 +315,7 @@ def torch_versions():
         else "other",
         "torch_mkldnn": bool(torch.backends.mkldnn.is_available()),
         "torch_num_threads": torch.get_num_threads(),
+        "isa_caps": isa_caps(),
     }
 
 
@@ -426,7 +437,8 @@ def tf_versions():
     v = {"tensorflow": tf.__version__,
          "tf_intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
          "tf_inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads(),
-         "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "(unset)")}
+         "TF_ENABLE_ONEDNN_OPTS": os.environ.get("TF_ENABLE_ONEDNN_OPTS", "(unset)"),
+         "isa_caps": isa_caps()}
     try:
         from tensorflow.python.util import _pywrap_util_port
 
