@@ -41,7 +41,9 @@ pub mod tensor;
 
 pub(crate) mod cpu;
 
-pub use cpu::simd::{detected_simd_level, simd_cap, simd_level, SimdLevel, CPU_SIMD_ENV};
+pub use cpu::simd::{
+    detected_simd_level, set_max_simd_level, simd_cap, simd_level, SimdLevel, CPU_SIMD_ENV,
+};
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use geometry::{

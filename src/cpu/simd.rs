@@ -113,22 +113,52 @@ pub(crate) struct Arch {
     native: pulp::Arch,
 }
 
+/// The process's [`Arch`], fixed by its first use or by [`set_max_simd_level`].
+static ARCH: std::sync::OnceLock<Arch> = std::sync::OnceLock::new();
+
+/// Caps the SIMD level of gradops' CPU kernels from code, as `GRADOPS_CPU_SIMD` does from the
+/// environment (which it overrides), like oneDNN's `dnnl_set_max_cpu_isa`: only before the
+/// level is fixed, by the first CPU op, [`simd_level`] or an earlier call. Returns the level
+/// the kernels will run at (the CPU's under `cap`; `Avx512` and `Neon` cap nothing). Calling
+/// it after the level is fixed returns that level if `cap` would give the same, else an
+/// [`Error::Attr`](crate::Error::Attr) naming both.
+pub fn set_max_simd_level(cap: SimdLevel) -> crate::Result<SimdLevel> {
+    let want = Arch::with_cap(Some(cap));
+    let fixed = *ARCH.get_or_init(|| want);
+    if fixed.level == want.level {
+        Ok(fixed.level)
+    } else {
+        Err(crate::Error::attr(
+            "set_max_simd_level",
+            "cap",
+            format!(
+                "the CPU kernels' SIMD level is already fixed at {} (by a CPU op, simd_level() \
+                 or an earlier call, {CPU_SIMD_ENV} read then); cap {cap} would give {}: call \
+                 this before any CPU op",
+                fixed.level, want.level
+            ),
+        ))
+    }
+}
+
 impl Arch {
     /// The process's capped level.
     pub(crate) fn new() -> Arch {
-        static ARCH: std::sync::OnceLock<Arch> = std::sync::OnceLock::new();
-        *ARCH.get_or_init(|| {
-            let level = detected_simd_level().capped(simd_cap().1);
-            Arch {
-                level,
-                #[cfg(target_arch = "x86_64")]
-                v3: pulp::x86::V3::try_new().filter(|_| level >= SimdLevel::Avx2),
-                #[cfg(target_arch = "x86_64")]
-                v4: pulp::x86::V4::try_new().filter(|_| level >= SimdLevel::Avx512),
-                #[cfg(not(target_arch = "x86_64"))]
-                native: pulp::Arch::new(),
-            }
-        })
+        *ARCH.get_or_init(|| Arch::with_cap(simd_cap().1))
+    }
+
+    /// The CPU's level under `cap`, with its tokens.
+    fn with_cap(cap: Option<SimdLevel>) -> Arch {
+        let level = detected_simd_level().capped(cap);
+        Arch {
+            level,
+            #[cfg(target_arch = "x86_64")]
+            v3: pulp::x86::V3::try_new().filter(|_| level >= SimdLevel::Avx2),
+            #[cfg(target_arch = "x86_64")]
+            v4: pulp::x86::V4::try_new().filter(|_| level >= SimdLevel::Avx512),
+            #[cfg(not(target_arch = "x86_64"))]
+            native: pulp::Arch::new(),
+        }
     }
 
     /// Runs `op` compiled for this level.
@@ -409,6 +439,62 @@ mod tests {
         };
         assert_eq!(lanes, want_lanes, "{CPU_SIMD_ENV}={raw:?}: level {want}");
         println!("child: {CPU_SIMD_ENV}={raw:?} -> {want}, {lanes} f32 lanes");
+    }
+
+    /// Run by [`set_max_simd_level_before_and_after_first_use`] in a child process: the code
+    /// cap wins over the environment's before first use, and is refused once the level is
+    /// fixed (unless it would give the same level).
+    #[test]
+    #[ignore = "run by set_max_simd_level_before_and_after_first_use in a child process"]
+    fn child_set_max_simd_level() {
+        let detected = detected_simd_level();
+        let want = detected.capped(Some(SimdLevel::Avx2));
+        assert_eq!(set_max_simd_level(SimdLevel::Avx2).unwrap(), want);
+        assert_eq!(simd_level(), want);
+        assert_eq!(
+            set_max_simd_level(SimdLevel::Avx2).unwrap(),
+            want,
+            "same cap again"
+        );
+        let scalar = set_max_simd_level(SimdLevel::Scalar);
+        if want == SimdLevel::Scalar {
+            assert_eq!(scalar.unwrap(), SimdLevel::Scalar);
+        } else {
+            let msg = scalar.unwrap_err().to_string();
+            assert!(
+                msg.starts_with("set_max_simd_level: attribute `cap`: ")
+                    && msg.contains(&format!("already fixed at {want}"))
+                    && msg.contains("cap scalar would give scalar"),
+                "{msg}"
+            );
+        }
+        println!("child: set_max_simd_level(avx2) -> {want}");
+    }
+
+    #[test]
+    fn set_max_simd_level_before_and_after_first_use() {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        // The environment says avx512 (or nothing): the code's avx2 cap wins.
+        for env in [Some("avx512"), None] {
+            let mut c = std::process::Command::new(&exe);
+            c.args([
+                "--exact",
+                "cpu::simd::tests::child_set_max_simd_level",
+                "--ignored",
+                "--nocapture",
+            ]);
+            match env {
+                Some(v) => c.env(CPU_SIMD_ENV, v),
+                None => c.env_remove(CPU_SIMD_ENV),
+            };
+            let out = c.output().expect("the child test runs");
+            let text = String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr);
+            assert!(
+                out.status.success() && text.contains("1 passed"),
+                "{env:?}:\n{text}"
+            );
+        }
     }
 
     #[test]
