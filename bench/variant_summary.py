@@ -5,7 +5,9 @@ Reads, in the folder DIR that a prepared GPU run script (`bench/results/*/run*.s
 `t<rep>-<variant>-<dtype>.json` (`gradops bench --device cuda --json`, one per variant, dtype
 and repetition) and `peers-*.json` (`bench/peers.py --device cuda --json`, PyTorch NHWC rows:
 cuDNN with `channels_last`). Prints one line per (dtype, workload): each variant's medians in
-run order, then cuDNN's.
+run order, then cuDNN's. An f32 dtype may name its arithmetic, `f32_exact` or `f32_tf32`
+(`gradops bench --f32-precision`): it pairs with cuDNN's f32 rows of the same math (TF32 off,
+TF32 allowed).
 
 Usage: variant_summary.py DIR [TITLE]
 """
@@ -27,7 +29,10 @@ def main() -> None:
     for f in sorted(glob.glob(os.path.join(w, "peers-*.json"))):
         for x in json.load(open(f)).get("results", []):
             if x.get("peer") == "pytorch" and x.get("layout") == "NHWC" and x.get("median_ms"):
-                peer.setdefault((x.get("dtype"), x.get("workload")), []).append(x["median_ms"])
+                d = x.get("dtype")
+                if d == "f32" and x.get("math"):
+                    d = "f32_exact" if x["math"] == "fp32" else "f32_tf32"
+                peer.setdefault((d, x.get("workload")), []).append(x["median_ms"])
     print(f"{title}: median ms per call (runs in turn) | cuDNN before/after")
     for (d, wl), v in sorted(r.items()):
         c = peer.get((d, wl), [])

@@ -166,5 +166,41 @@ void emu_wgmma_test_body(GoEmuWgmmaTestParams p) {
         for (int e = 0; e < 4; ++e)
             dout[(16 * w + g + (e >= 2 ? 8 : 0)) * 64 + 8 * i + 2 * t + e % 2] = d[4 * i + e];
 }
+// emu_wgmma_test_tf32: the same with f32 operands (tf32 values: the caller rounds them)
+// through go_wgmma_m64n64k8_tf32, K-major only: A 64x8 and B [n][k] 64x8 (one wgmma), or
+// 64x16 (p.k32: two, the second from 32 bytes into each row); element k of row r at chunk
+// (k / 4) ^ ((r >> 1) & 3) of the row's 64 bytes, as the f32 conv tile stages them.
+void emu_wgmma_test_tf32(GoEmuWgmmaTestParams p) {
+    __shared__ __align__(512) float As[64 * 16];
+    __shared__ __align__(512) float Bs[64 * 16];
+    const int K = p.k32 ? 16 : 8;
+    const float* a = reinterpret_cast<const float*>(p.a);
+    const float* b = reinterpret_cast<const float*>(p.b);
+    const float* c = reinterpret_cast<const float*>(p.c);
+    float* dout = reinterpret_cast<float*>(p.d);
+    const int tid = threadIdx.x;
+    for (int i = tid; i < 64 * K; i += 128) {
+        const int r = i / K, k = i % K;
+        const int at = r * 16 + (((k / 4) ^ ((r >> 1) & 3)) * 4) + k % 4;
+        As[at] = a[i];
+        Bs[at] = b[i];
+    }
+    go_fence_proxy_async_smem();
+    __syncthreads();
+    const int w = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    float d[32];
+    for (int i = 0; i < 8; ++i)
+        for (int e = 0; e < 4; ++e)
+            d[4 * i + e] = c[(16 * w + g + (e >= 2 ? 8 : 0)) * 64 + 8 * i + 2 * t + e % 2];
+    const GoWgmmaDesc da = go_wgmma_desc_sw64(As), db = go_wgmma_desc_sw64(Bs);
+    go_wgmma_fence();
+    for (int ks = 0; ks < K / 8; ++ks)
+        go_wgmma_m64n64k8_tf32(d, go_wgmma_desc_add(da, 32 * ks), go_wgmma_desc_add(db, 32 * ks));
+    go_wgmma_commit();
+    go_wgmma_wait<0>();
+    for (int i = 0; i < 8; ++i)
+        for (int e = 0; e < 4; ++e)
+            dout[(16 * w + g + (e >= 2 ? 8 : 0)) * 64 + 8 * i + 2 * t + e % 2] = d[4 * i + e];
+}
 void emu_wgmma_test_f16(GoEmuWgmmaTestParams p) { emu_wgmma_test_body<__half>(p); }
 void emu_wgmma_test_bf16(GoEmuWgmmaTestParams p) { emu_wgmma_test_body<__nv_bfloat16>(p); }

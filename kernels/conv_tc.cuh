@@ -503,25 +503,78 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
 #define GO_TC_WGMMA_BKN_COLUMN_BYTES 2048
 
 // The warpgroup's share of one stage on the wgmma tile: its 64 rows of A (from row 64 * wg)
-// times B's 64 channels, BK = 32 k in two m64n64k16, one wgmma group. A is staged K-major in
-// the 64-byte swizzle (go_tc_tile_vec's WG), B K-major too ([nn][k]) or, for BKN ([k][nn]),
-// N-major (two columns of atoms, GO_TC_WGMMA_BKN_COLUMN_BYTES apart; the second k16 two
-// atoms on); d: the warp's 32 accumulators (GoTcAcc<T, 16, 64>, whose layout is wgmma's D
+// times B's 64 channels, one wgmma group. 16-bit types: BK = 32 k in two m64n64k16; A is
+// staged K-major in the 64-byte swizzle (go_tc_tile_vec's WG), B K-major too ([nn][k]) or,
+// for BKN ([k][nn]), N-major (two columns of atoms, GO_TC_WGMMA_BKN_COLUMN_BYTES apart; the
+// second k16 two atoms on). f32: BK = 16 k in two k8 steps of m64n64k8 tf32 (the same 32
+// bytes of each row), both operands K-major and already split by go_tc_split_tf32: `as` and
+// `bs` hold the big parts, `xa` and `xb` (the split buffer, the stage's layout) the small
+// ones; per k8 small*big, big*small, big*big (go_tc_stage_mma's order), or with TF32 only
+// big*big. d: the warp's 32 accumulators (GoTcAcc<T, 16, 64>, whose layout is wgmma's D
 // fragment, kernels/mma.cuh).
-template <typename T, bool BKN>
+template <typename T, bool BKN, bool TF32 = false>
 GO_DEV void go_tc_stage_wgmma(const typename GoTcTraits<T>::S* as,
-                              const typename GoTcTraits<T>::S* bs, int wg, float* d) {
-    typedef typename GoMmaKind<T>::type Kind;
-    static_assert(GoTcTraits<T>::BK == 32, "two k16 steps of one 64-byte row");
-    const GoWgmmaDesc da = go_wgmma_desc_sw64(as + wg * 64 * GoTcTraits<T>::BK);
-    const GoWgmmaDesc db = BKN ? go_wgmma_desc_sw64_mn(bs, GO_TC_WGMMA_BKN_COLUMN_BYTES)
-                               : go_wgmma_desc_sw64(bs);
-    go_wgmma_fence();
+                              const typename GoTcTraits<T>::S* bs, int wg, float* d,
+                              const typename GoTcTraits<T>::S* xa = nullptr,
+                              const typename GoTcTraits<T>::S* xb = nullptr) {
+    constexpr int BK = GoTcTraits<T>::BK;
+    const GoWgmmaDesc da = go_wgmma_desc_sw64(as + wg * 64 * BK);
+    if constexpr (sizeof(typename GoTcTraits<T>::S) == 4) {
+        static_assert(BK == 16 && !BKN, "two k8 steps of one 64-byte row, K-major B");
+        const GoWgmmaDesc db = go_wgmma_desc_sw64(bs);
+        go_wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < 2; ++ks)
-        go_wgmma_m64n64k16<BKN ? 1 : 0>(Kind(), d, go_wgmma_desc_add(da, 32 * ks),
-                                        go_wgmma_desc_add(db, (BKN ? 1024 : 32) * ks));
-    go_wgmma_commit();
+        for (int ks = 0; ks < 2; ++ks) {
+            if constexpr (!TF32) {
+                const GoWgmmaDesc xda = go_wgmma_desc_sw64(xa + wg * 64 * BK);
+                const GoWgmmaDesc xdb = go_wgmma_desc_sw64(xb);
+                go_wgmma_m64n64k8_tf32(d, go_wgmma_desc_add(xda, 32 * ks),
+                                       go_wgmma_desc_add(db, 32 * ks));
+                go_wgmma_m64n64k8_tf32(d, go_wgmma_desc_add(da, 32 * ks),
+                                       go_wgmma_desc_add(xdb, 32 * ks));
+            }
+            go_wgmma_m64n64k8_tf32(d, go_wgmma_desc_add(da, 32 * ks),
+                                   go_wgmma_desc_add(db, 32 * ks));
+        }
+        go_wgmma_commit();
+    } else {
+        typedef typename GoMmaKind<T>::type Kind;
+        static_assert(BK == 32, "two k16 steps of one 64-byte row");
+        const GoWgmmaDesc db = BKN ? go_wgmma_desc_sw64_mn(bs, GO_TC_WGMMA_BKN_COLUMN_BYTES)
+                                   : go_wgmma_desc_sw64(bs);
+        go_wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < 2; ++ks)
+            go_wgmma_m64n64k16<BKN ? 1 : 0>(Kind(), d, go_wgmma_desc_add(da, 32 * ks),
+                                            go_wgmma_desc_add(db, (BKN ? 1024 : 32) * ks));
+        go_wgmma_commit();
+    }
+}
+
+// The f32 wgmma tile's split of one 16-byte chunk of a stage, in place: each element v
+// becomes big = tf32(v) (cvt.rna: low 13 bits zero, so wgmma reads exactly it), and unless
+// TF32, small = tf32(v - big) goes to the same place of the split buffer x. The values
+// go_tc_stage_mma's fragments compute, so both tiles multiply the same numbers.
+template <bool TF32>
+GO_DEV void go_tc_split_tf32(float* chunk, float* x) {
+    float v[4], big[4], small[4];
+#ifdef __CUDACC__
+    *reinterpret_cast<float4*>(v) = *reinterpret_cast<const float4*>(chunk);
+#else
+    std::memcpy(v, chunk, 16);
+#endif
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        big[e] = go_u32_as_f32(go_cvt_tf32(v[e]));
+        small[e] = go_u32_as_f32(go_cvt_tf32(v[e] - big[e]));
+    }
+#ifdef __CUDACC__
+    *reinterpret_cast<float4*>(chunk) = *reinterpret_cast<const float4*>(big);
+    if constexpr (!TF32) *reinterpret_cast<float4*>(x) = *reinterpret_cast<const float4*>(small);
+#else
+    std::memcpy(chunk, big, 16);
+    if constexpr (!TF32) std::memcpy(x, small, 16);
+#endif
 }
 #endif
 
@@ -869,17 +922,23 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     static_assert(NB * THREADS == TC_BN * KCH && NB <= 4, "whole B chunks");
     static_assert(NC || (KCH % CC == 0 && BM * KCH == NR * CC * THREADS),
                   "whole A chunks per thread (NHWC)");
-    static_assert(!WG || (sizeof(S) == 2 && !NC && CC == 1 && KCH == 4 &&
+    static_assert(!WG || ((sizeof(S) == 2 || (sizeof(S) == 4 && !BKN)) && !NC && CC == 1 &&
+                          KCH == 4 &&
                           (THREADS / TPR) % 8 == 0 && (THREADS / KCH) % 8 == 0 &&
                           (!BKN || NB == 1) && WM == 16 && WN == 64 &&
                           BM == 16 * (THREADS / 32)),
-                  "the wgmma tile: 16-bit NHWC, one chunk a copy, copy rows 8 apart (one "
-                  "swizzle phase per thread), [k][nn] B in one chunk a thread, a warp's m16 x "
-                  "64 the C fragments of its warpgroup's m64n64");
+                  "the wgmma tile: 16-bit or f32 ([nn][k] B) NHWC, one chunk a copy, copy "
+                  "rows 8 apart (one swizzle phase per thread), [k][nn] B in one chunk a "
+                  "thread, a warp's m16 x 64 the C fragments of its warpgroup's m64n64");
+    // The f32 wgmma tile splits each stage into tf32 parts in place before its wgmma (big
+    // in the stage, small in one split buffer after the stages: go_tc_split_tf32).
+    [[maybe_unused]] constexpr bool SPLIT = WG && sizeof(S) == 4;
     const int t = threadIdx.x, lane = t % 32, warp = t / 32;
     const int wm = warp % (BM / WM), wn = warp / (BM / WM);
     S* As = reinterpret_cast<S*>(smem);
     S* Bs = reinterpret_cast<S*>(smem + STAGES * BM * SLD * (int)sizeof(S));
+    // The split buffer (SPLIT): one stage's A then B, small parts.
+    [[maybe_unused]] S* Xs = Bs + STAGES * TC_BN * SLD;
     // A stage's element offset of chunk c of row r.
     auto sdst = [](int r, int c) {
         return WG ? r * SLD + (c ^ ((r >> 1) & 3)) * VEC : r * SLD + c * VEC;
@@ -928,7 +987,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     // THREADS / (TC_BN / VEC) k rows, further on).
     // The wgmma tile's [k][nn] B (N-major): chunk c (8 nn) of k row k in row
     // (c / 4) * BK + k of 64 bytes (column c / 4 of atoms), chunk c % 4 of it, swizzled.
-    const T* brow;
+    const T* brow = w;  // set at r == 0 below
     bool bin[NB];
     const int bdst = BKN ? (WG ? sdst((t % (TC_BN / VEC)) / 4 * BK + t / (TC_BN / VEC),
                                       (t % (TC_BN / VEC)) % 4)
@@ -1044,6 +1103,22 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
             // The last stage's wgmma has read it (the gather below refills it); this
             // thread's copies visible to the wgmma of the stage read next.
             go_wgmma_wait<0>();
+            // f32: this thread's chunks of the stage read next, split in place (its copies
+            // have landed; the split buffer's last readers, the wgmma above, are done).
+            if constexpr (SPLIT) {
+                S* as = As + s_read * BM * SLD;
+                S* bs = Bs + s_read * TC_BN * SLD;
+#pragma unroll
+                for (int r = 0; r < NR; ++r) {
+                    const int o = adst + r * ADST1;
+                    go_tc_split_tf32<TF32>(as + o, Xs + o);
+                }
+#pragma unroll
+                for (int r = 0; r < NB; ++r) {
+                    const int o = bdst + r * BDST1;
+                    go_tc_split_tf32<TF32>(bs + o, Xs + BM * SLD + o);
+                }
+            }
             go_fence_proxy_async_smem();
         }
 #endif
@@ -1056,8 +1131,8 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         go_cp_async_commit();
 #if GO_HAS_WGMMA
         if constexpr (WG)
-            go_tc_stage_wgmma<T, BKN>(As + s_read * BM * SLD, Bs + s_read * TC_BN * SLD,
-                                      warp / 4, &acc[0][0][0]);
+            go_tc_stage_wgmma<T, BKN, TF32>(As + s_read * BM * SLD, Bs + s_read * TC_BN * SLD,
+                                            warp / 4, &acc[0][0][0], Xs, Xs + BM * SLD);
         else
 #endif
             go_tc_stage_mma<T, BKN, TF32, false, WM, WN>(As + s_read * BM * LD,
@@ -1119,18 +1194,23 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
 // two warpgroups of one m64n64 each per k16 (warp w's m16 x 64 C fragments are rows 16w..),
 // A and B staged in the 64-byte swizzle and read by wgmma straight from shared memory: no
 // fragment loads or mma.sync in the main loop, 32 accumulators a thread (3 stages).
+// The f32 wgmma tile (GO_TC_WGMMA_TF32, backprop_input only): the lean tile's 64 pixels on
+// one warpgroup, m64n64k8 tf32 (3xTF32, or plain TF32 under the opt-in) on stages split in
+// place (go_tc_split_tf32), 4 stages and the split buffer (40 KB of static shared memory;
+// 128-pixel tiles with 3 stages would not fit 48 KB beside the split buffer).
 enum GoTcTileKind { GO_TC_GENERAL = 0, GO_TC_LEAN = 1, GO_TC_WIDE = 2, GO_TC_TALL = 3,
-                    GO_TC_SQUARE = 4, GO_TC_WGMMA = 5 };
+                    GO_TC_SQUARE = 4, GO_TC_WGMMA = 5, GO_TC_WGMMA_TF32 = 6 };
 template <int KIND> struct GoTcTileShape {
-    static constexpr bool WG = KIND == GO_TC_WGMMA;
-    static constexpr int BM = KIND == GO_TC_WIDE || WG ? GO_TC_WIDE_TILE_M
+    static constexpr bool WG = KIND == GO_TC_WGMMA || KIND == GO_TC_WGMMA_TF32;
+    static constexpr int BM = KIND == GO_TC_WIDE || KIND == GO_TC_WGMMA ? GO_TC_WIDE_TILE_M
                               : KIND == GO_TC_TALL   ? GO_TC_TALL_TILE_M
                               : KIND == GO_TC_SQUARE ? GO_TC_SQUARE_TILE_M
                                                      : TC_BM;
-    static constexpr int THREADS = KIND == GO_TC_WIDE || WG ? GO_TC_WIDE_THREADS
+    static constexpr int THREADS = KIND == GO_TC_WIDE || KIND == GO_TC_WGMMA ? GO_TC_WIDE_THREADS
                                    : KIND == GO_TC_SQUARE ? GO_TC_SQUARE_THREADS
                                                           : TC_THREADS;
-    static constexpr int STAGES = KIND == GO_TC_LEAN ? TC_VSTAGES : 3;
+    static constexpr int STAGES =
+        KIND == GO_TC_LEAN || KIND == GO_TC_WGMMA_TF32 ? TC_VSTAGES : 3;
     static constexpr int WM =
         KIND == GO_TC_TALL || KIND == GO_TC_SQUARE ? GO_TC_TALL_WARP_M : WG ? 16 : TC_WM;
     static constexpr int WN = KIND == GO_TC_SQUARE || WG ? GO_TC_SQUARE_WARP_N : TC_WN;
@@ -1141,6 +1221,8 @@ template <int KIND> struct GoTcTileShape {
     // A chunks a thread copies per pixel row (0: one; see go_tc_tile_vec).
     static constexpr int ACC =
         KIND == GO_TC_TALL || KIND == GO_TC_SQUARE ? GO_TC_TALL_ROW_CHUNKS : 0;
+    // Bytes of the split buffer after the stages (one stage's A and B).
+    static constexpr int SPLIT_BYTES = KIND == GO_TC_WGMMA_TF32 ? (BM + TC_BN) * ROW_BYTES : 0;
 };
 
 // Grid: x strides over pixel tiles, y over groups x channel tiles, z over stride phases
@@ -1239,8 +1321,8 @@ template <typename T, int KIND> struct GoTcVecSmem {
     typedef GoTcTileShape<KIND> Sh;
     static constexpr int STAGE_BYTES = (Sh::BM + TC_BN) * Sh::ROW_BYTES;
     static constexpr int TILE_BYTES = Sh::BM * GoTcGeom<T>::CLD * (int)sizeof(typename GoTcTraits<T>::S);
-    static constexpr int BYTES =
-        Sh::STAGES * STAGE_BYTES > TILE_BYTES ? Sh::STAGES * STAGE_BYTES : TILE_BYTES;
+    static constexpr int PIPE_BYTES = Sh::STAGES * STAGE_BYTES + Sh::SPLIT_BYTES;
+    static constexpr int BYTES = PIPE_BYTES > TILE_BYTES ? PIPE_BYTES : TILE_BYTES;
 };
 #define GO_TC_VEC_SMEM(KIND)                                                        \
     __shared__ __align__(GoTcTileShape<KIND>::ALIGN) unsigned char                 \
@@ -1272,7 +1354,9 @@ GO_TC_VEC_BODY(conv2d_forward_tc_vec_square_body, true, GO_LAYOUT_NHWC, GO_TC_SQ
 #if GO_HAS_WGMMA
 // The wgmma kernels (backprop_input and forward, 16-bit types, NHWC; sm_90a images and the
 // emulator).
-GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_wgmma_body, false, GO_LAYOUT_NHWC, GO_TC_WGMMA)
+// f32's backprop_input: the f32 wgmma tile (GO_TC_WGMMA_TF32).
+GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_wgmma_body, false, GO_LAYOUT_NHWC,
+               (sizeof(T) == 4 ? GO_TC_WGMMA_TF32 : GO_TC_WGMMA))
 GO_TC_VEC_BODY(conv2d_forward_tc_vec_wgmma_body, true, GO_LAYOUT_NHWC, GO_TC_WGMMA)
 #endif
 #undef GO_TC_VEC_BODY
@@ -1314,6 +1398,9 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 #define GO_TC_BOUNDS_SQUARE __launch_bounds__(GO_TC_SQUARE_THREADS, 4)
 // The wgmma kernel: 32 accumulators a thread, no fragments; two blocks of 8 warps per SM.
 #define GO_TC_BOUNDS_WGMMA __launch_bounds__(GO_TC_WIDE_THREADS, 2)
+// The f32 wgmma kernel: one warpgroup, 32 accumulators a thread; three blocks per SM (168
+// registers; 41 KB of shared memory each; at four, 128 registers, ptxas spills 56 bytes).
+#define GO_TC_BOUNDS_WGMMA_TF32 __launch_bounds__(GO_TC_BLOCK_THREADS, 3)
 #else
 #define GO_TC_BOUNDS_4
 #define GO_TC_BOUNDS_3_90
@@ -1323,6 +1410,7 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 #define GO_TC_BOUNDS_TALL
 #define GO_TC_BOUNDS_SQUARE
 #define GO_TC_BOUNDS_WGMMA
+#define GO_TC_BOUNDS_WGMMA_TF32
 #endif
 // Every element type (the emulator's list is GO_DTYPES), 16-bit ones with bounds B16, f32
 // with B32, f64 with B64.
@@ -1369,12 +1457,16 @@ GO_TC_SQUARE_INSTANTIATE(conv2d_backprop_input_tc_vec_square,
                          conv2d_backprop_input_tc_vec_square_body)
 GO_TC_SQUARE_INSTANTIATE(conv2d_forward_tc_vec_square, conv2d_forward_tc_vec_square_body)
 #if GO_HAS_WGMMA
-// The wgmma kernels, 16-bit types only: the compute_90a image's only kernels.
+// The wgmma kernels, 16-bit types, and f32 for backprop_input: the compute_90a image's only
+// kernels.
 GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_wgmma, GoConvParams,
                          conv2d_backprop_input_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA, f16, __half)
 GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_wgmma, GoConvParams,
                          conv2d_backprop_input_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA, bf16,
                          __nv_bfloat16)
+GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_wgmma, GoConvParams,
+                         conv2d_backprop_input_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA_TF32, f32,
+                         float)
 GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
                          conv2d_forward_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA, f16, __half)
 GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,

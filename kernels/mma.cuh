@@ -334,7 +334,9 @@ template <int N> GO_DEV void go_cp_async_wait() { emu::cp_async_wait(N); }
 // in. And (the forward's B, whose filter is contiguous along n) N-major B (imm-trans-b 1) in
 // the same swizzle: rows of 64 bytes are 32 n of one k, an atom 8 k rows; stride byte offset
 // from one 8-k atom to the next (512 here), leading byte offset from one 32-n column of atoms
-// to the next; the second k16 starts two atoms (1024 bytes) on.
+// to the next; the second k16 starts two atoms (1024 bytes) on. f32 (tf32) operands take
+// m64n64k8: 8 k of 4 bytes, the same 32 bytes of a 64-byte row as a k16 of 16-bit ones, so
+// the same descriptors and offsets serve; K-major only (the ISA has no transposed tf32).
 #if (defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)) || !defined(__CUDACC__)
 #define GO_HAS_WGMMA 1
 #else
@@ -396,6 +398,16 @@ GO_DEV void go_wgmma_m64n64k16(GoMmaBf16, float d[32], GoWgmmaDesc a, GoWgmmaDes
     GO_WGMMA_M64N64K16("bf16");
 }
 #undef GO_WGMMA_M64N64K16
+// D += A * B (scale-d 1), m64n64k8 tf32: A and B K-major (tf32 has no transposed form), f32
+// elements whose low 13 bits the kernels have zeroed (cvt.rna.tf32.f32), so that what the
+// unit reads of them is the value rounded to nearest.
+GO_DEV void go_wgmma_m64n64k8_tf32(float d[32], GoWgmmaDesc a, GoWgmmaDesc b) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" GO_WGMMA_REGS32
+                 "}, %32, %33, p, 1, 1;\n}\n"
+                 : GO_WGMMA_ACC32(d)
+                 : "l"(a), "l"(b), "r"(1));
+}
 #undef GO_WGMMA_ACC32
 #undef GO_WGMMA_REGS32
 #else  // the emulator's host model (emu/cuda_emu.h's warpgroups)
@@ -416,21 +428,23 @@ GO_DEV GoWgmmaDesc go_wgmma_desc_sw64_mn(const void* p, uint32_t lbo) {
             static_cast<const unsigned char*>(p)};
 }
 namespace emu_mma {
-// Element (row, k) of a K-major operand (16-bit elements) under descriptor d.
-GO_DEV uint16_t wgmma_elem(uint64_t bits, const unsigned char* p, int row, int k) {
+// The bits of element (row, k) of a K-major operand of ES-byte elements (2: f16/bf16, 4:
+// tf32 in f32 bits) under descriptor d.
+template <int ES>
+GO_DEV uint32_t wgmma_elem(uint64_t bits, const unsigned char* p, int row, int k) {
     const uint32_t mode = (uint32_t)(bits >> 62);
     const uint64_t lbo = ((bits >> 16) & 0x3FFFu) << 4, sbo = ((bits >> 32) & 0x3FFFu) << 4;
     uintptr_t addr;
     if (mode == 0) {  // core matrices of 8 rows x 16 bytes: LBO along k, SBO along rows
-        addr = reinterpret_cast<uintptr_t>(p) + (row / 8) * sbo + (k / 8) * lbo + (row % 8) * 16 +
-               (k % 8) * 2;
+        addr = reinterpret_cast<uintptr_t>(p) + (row / 8) * sbo + (k / (16 / ES)) * lbo +
+               (row % 8) * 16 + (k % (16 / ES)) * ES;
     } else {
         const uintptr_t sw = mode == 1 ? 128 : mode == 2 ? 64 : 32;  // bytes of a swizzled row
-        addr = reinterpret_cast<uintptr_t>(p) + (row / 8) * sbo + (row % 8) * sw + k * 2;
+        addr = reinterpret_cast<uintptr_t>(p) + (row / 8) * sbo + (row % 8) * sw + k * ES;
         addr ^= ((addr >> 7) & (sw / 16 - 1)) << 4;
     }
-    uint16_t v;
-    std::memcpy(&v, reinterpret_cast<const void*>(addr), 2);
+    uint32_t v = 0;
+    std::memcpy(&v, reinterpret_cast<const void*>(addr), ES);
     return v;
 }
 // Element (mn, k) of an MN-major swizzled operand (16-bit elements) under descriptor d:
@@ -454,7 +468,8 @@ GO_DEV void wgmma_check_desc(const GoWgmmaDesc& d, bool mn_major) {
     const uintptr_t sw = mode == 1 ? 128 : mode == 2 ? 64 : mode == 3 ? 32 : 0;
     bool ok = (d.bits & 0x3FFFu) == ((p & 0x3FFFFu) >> 4) && p % 16 == 0 &&
               ((d.bits >> 49) & 7u) == 0;
-    // A swizzled K-major operand's 16 k (32 bytes) lie within one row of the swizzle; an
+    // A swizzled K-major operand's k (32 bytes: 16 16-bit or 8 tf32) lie within one row of
+    // the swizzle; an
     // MN-major one starts at an atom (8 rows), as the kernels use it (no mode other than
     // the swizzled one is modelled for it).
     if (sw && !mn_major) ok = ok && p % sw + 32 <= sw;
@@ -466,7 +481,8 @@ GO_DEV void wgmma_check_desc(const GoWgmmaDesc& d, bool mn_major) {
     }
 }
 // The operation, for every thread of the warpgroup: d = (((d + p0) + p1) + ... + p15) in
-// f32, p_k = A[row][k] * B[col][k], k ascending (the order of the mma.sync model).
+// f32, p_k = A[row][k] * B[col][k], k ascending (the order of the mma.sync model); for
+// kind 2 (tf32, k8) p0..p7 of the operands' tf32 values (tf32_value: the unit's 19 bits).
 GO_DEV void wgmma_perform(const emu::WgmmaOp& op) {
     for (int tid = 0; tid < 128; ++tid) {
         float* d = op.acc[tid];
@@ -480,12 +496,18 @@ GO_DEV void wgmma_perform(const emu::WgmmaOp& op) {
             for (int e = 0; e < 4; ++e) {
                 const int row = 16 * w + g + (e >= 2 ? 8 : 0), col = 8 * i + 2 * t + e % 2;
                 float acc = d[4 * i + e];
-                for (int k = 0; k < 16; ++k) {
-                    const uint16_t a = wgmma_elem(op.abits, op.ap, row, k);
-                    const uint16_t b = op.tb ? wgmma_elem_mn(op.bbits, op.bp, col, k)
-                                             : wgmma_elem(op.bbits, op.bp, col, k);
-                    acc += op.kind ? to_f(GoMmaBf16(), a) * to_f(GoMmaBf16(), b)
-                                   : to_f(GoMmaF16(), a) * to_f(GoMmaF16(), b);
+                if (op.kind == 2) {
+                    for (int k = 0; k < 8; ++k)
+                        acc += tf32_value(wgmma_elem<4>(op.abits, op.ap, row, k)) *
+                               tf32_value(wgmma_elem<4>(op.bbits, op.bp, col, k));
+                } else {
+                    for (int k = 0; k < 16; ++k) {
+                        const uint16_t a = (uint16_t)wgmma_elem<2>(op.abits, op.ap, row, k);
+                        const uint16_t b = op.tb ? wgmma_elem_mn(op.bbits, op.bp, col, k)
+                                                 : (uint16_t)wgmma_elem<2>(op.bbits, op.bp, col, k);
+                        acc += op.kind ? to_f(GoMmaBf16(), a) * to_f(GoMmaBf16(), b)
+                                       : to_f(GoMmaF16(), a) * to_f(GoMmaF16(), b);
+                    }
                 }
                 d[4 * i + e] = acc;
             }
@@ -548,6 +570,9 @@ GO_DEV void go_wgmma_m64n64k16(GoMmaF16, float d[32], GoWgmmaDesc a, GoWgmmaDesc
 template <int TB>
 GO_DEV void go_wgmma_m64n64k16(GoMmaBf16, float d[32], GoWgmmaDesc a, GoWgmmaDesc b) {
     emu_mma::wgmma_issue(1, TB, d, a, b);
+}
+GO_DEV void go_wgmma_m64n64k8_tf32(float d[32], GoWgmmaDesc a, GoWgmmaDesc b) {
+    emu_mma::wgmma_issue(2, 0, d, a, b);
 }
 #endif  // __CUDA_ARCH__
 // The descriptor of the operand `bytes` further on (a multiple of 16).

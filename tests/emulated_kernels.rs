@@ -2314,7 +2314,8 @@ fn emulated_mma_and_ldmatrix_model() {
 /// forward's: 32-n rows of one k, the second k16 two atoms on), against A * B + C computed
 /// here: every element of D where the accumulator layout (thread l of warp w: rows
 /// 16w + l/4, + 8; columns 8i + 2(l%4), + 1) and the swizzle (chunk c of row r at
-/// c ^ ((r >> 1) & 3)) put it. Exact on integer data, f32 rounding on random data.
+/// c ^ ((r >> 1) & 3)) put it. Exact on integer data, f32 rounding on random data. And
+/// m64n64k8 tf32 (the f32 conv tile's) on f32 rows of the same 64 bytes, once or twice.
 #[test]
 fn emulated_wgmma_model() {
     let Some(_) = runner_or_skip("emulated_wgmma_model") else {
@@ -2363,7 +2364,51 @@ fn emulated_wgmma_model() {
             }
         }
     }
-    assert_eq!(runs, 16);
+    // tf32 (m64n64k8, K-major): operands already tf32 values, as the f32 conv tile's split
+    // leaves them; k 8 (one wgmma) or 16 (two, 32 bytes apart in each row).
+    for k16 in [0, 1] {
+        for exact in [true, false] {
+            let kk = if k16 == 1 { 16 } else { 8 };
+            let (a, b, c) = model_operands(&mut rng, Dt::F32, exact, (64 * kk, 64 * kk, 64 * 64));
+            let (a, b): (Vec<f64>, Vec<f64>) = (
+                a.iter().map(|&v| tf32(v as f32)).collect(),
+                b.iter().map(|&v| tf32(v as f32)).collect(),
+            );
+            let p = EmuWgmmaTestParams {
+                a: 1,
+                b: 2,
+                c: 3,
+                d: 4,
+                k32: k16,
+                bmn: 0,
+            };
+            let r = run_kernel(
+                "emu_wgmma_test_tf32",
+                launch::Launch {
+                    grid: (1, 1, 1),
+                    block: (128, 1, 1),
+                },
+                &as_bytes(&p),
+                &[
+                    BufSpec::In(Dt::F32.encode(&a)),
+                    BufSpec::In(Dt::F32.encode(&b)),
+                    BufSpec::In(Dt::F32.encode(&c)),
+                    BufSpec::Out(64 * 64 * 4),
+                ],
+            );
+            let d = Dt::F32.decode(&r[3]);
+            for m in 0..64 {
+                for n in 0..64 {
+                    let want: f64 =
+                        c[m * 64 + n] + (0..kk).map(|k| a[m * kk + k] * b[n * kk + k]).sum::<f64>();
+                    let what = format!("tf32 k={kk} exact={exact} D[{m}][{n}]");
+                    check_model(d[m * 64 + n], want, exact, &what);
+                }
+            }
+            runs += 1;
+        }
+    }
+    assert_eq!(runs, 20);
 }
 
 /// f32 -> tf32 as cvt.rna.tf32.f32 does it: 10 mantissa bits, ties away from zero.
@@ -2696,6 +2741,12 @@ fn emulated_conv2d_tensor_core() {
             );
         }
     }
+    assert!(
+        KERNELS_RUN.with(|k| k
+            .borrow()
+            .contains("conv2d_backprop_input_tc_vec_wgmma_f32")),
+        "conv2d_backprop_input_tc_vec_wgmma_f32 never ran"
+    );
     for f in [
         "conv2d_forward_tc_vec",
         "conv2d_backprop_input_tc_vec",
@@ -2718,7 +2769,9 @@ fn emulated_conv2d_tensor_core() {
 /// conv2d_forward_tc_f32 and conv2d_backprop_input_tc_f32: on random data each geometry runs
 /// twice, exact (3xTF32, within SPEC's 1e-5) and plain TF32 (within [`TF32_TOL`], and above
 /// 1e-5, so the flag demonstrably changes the arithmetic); on small-integer data (exact in
-/// TF32) plain TF32 is bitwise equal to the rounded reference. Both layouts, both filter
+/// TF32) plain TF32 is bitwise equal to the rounded reference. The lean twins where the host
+/// picks them (the f32 wgmma tile among them, in both arithmetics) give the same bits. Both
+/// layouts, both filter
 /// layouts (the forward's [k][nn] and [nn][k] B stages), strides, a dilation, groups, a
 /// channel count past one tile and one off the 16-byte path; deterministic across grids.
 #[test]
@@ -2732,6 +2785,8 @@ fn emulated_conv2d_tf32() {
         (16, 16, 1, (3, 3), (1, 1), (1, 1)),
         (8, 24, 2, (3, 3), (2, 2), (1, 1)),
         (5, 72, 1, (2, 3), (1, 2), (2, 1)),
+        // Whole 16-channel stages, two pixel tiles: the lean tiles (the f32 wgmma one too).
+        (16, 32, 1, (3, 3), (2, 1), (1, 1)),
     ]
     .iter()
     .enumerate()
@@ -2743,7 +2798,7 @@ fn emulated_conv2d_tf32() {
                     let c = TcCase {
                         dt: Dt::F32,
                         layout,
-                        oihw: (i + layout as usize) % 2 == 1,
+                        oihw: i < 3 && (i + layout as usize) % 2 == 1,
                         n: 2,
                         cig,
                         cog,
@@ -2765,7 +2820,13 @@ fn emulated_conv2d_tf32() {
             }
         }
     }
-    assert_eq!(ran, 18, "every TF32 geometry has an output");
+    assert_eq!(ran, 24, "every TF32 geometry has an output");
+    assert!(
+        KERNELS_RUN.with(|k| k
+            .borrow()
+            .contains("conv2d_backprop_input_tc_vec_wgmma_f32 (TF32)")),
+        "the f32 wgmma tile never ran plain TF32"
+    );
     println!("emulated_conv2d_tf32: {ran} cases x 2 ops x 3 runs");
 }
 
@@ -2989,6 +3050,28 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                             l.grid
                         );
                     }
+                }
+            }
+            // The f32 wgmma twin (backprop_input, NHWC): the lean launch's 64-pixel tiles on
+            // one warpgroup of m64n64k8 tf32, each stage split into tf32 parts in place
+            // (3xTF32, or plain TF32 under the opt-in): the same products in the same order.
+            if layout == NHWC && dt.size() == 4 && !forward {
+                let twin_kernel = format!("{name}_vec_wgmma_{}", dt.suffix());
+                let twin = launch::conv_tc(&p, forward).expect("the twin's launch");
+                let twin_tiny = launch::Launch {
+                    grid: (1, twin.grid.1.min(2), twin.grid.2.min(2)),
+                    block: twin.block,
+                };
+                for l in [twin, twin_tiny] {
+                    let r = run_kernel(&twin_kernel, l, &as_bytes(&p), &bufs);
+                    assert!(
+                        r[out_at] == outs[0],
+                        "{what}: {twin_kernel} (grid {:?}) differs from {kernel}",
+                        l.grid
+                    );
+                }
+                if c.tf32 {
+                    KERNELS_RUN.with(|k| k.borrow_mut().insert(format!("{twin_kernel} (TF32)")));
                 }
             }
         }

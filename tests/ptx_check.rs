@@ -499,7 +499,8 @@ fn ptxas_every_image_no_spills() {
 /// The compute_90a image (built where compute_90 is): `conv` only, targeting sm_90a, PTX ISA
 /// at most 9.0, holding exactly the wgmma kernels (every other kernel stays in the portable
 /// images), which assemble for sm_90a without spills or stack, within the registers of two
-/// 256-thread blocks per SM, and without ptxas serializing their wgmma (its "Potential
+/// 256-thread blocks per SM (the f32 one: three of 128), and without ptxas serializing their
+/// wgmma (its "Potential
 /// Performance Loss" warning: accumulators touched between issue and wait, or the like).
 #[test]
 fn sm90a_image_holds_the_wgmma_kernels() {
@@ -541,10 +542,14 @@ fn sm90a_image_holds_the_wgmma_kernels() {
                 .map(move |d| format!("{op}_tc_vec_wgmma_{d}"))
         })
         .collect();
+    // The f32 wgmma tile (backprop_input only; one warpgroup of 128 threads).
+    const F32_WGMMA: &str = "conv2d_backprop_input_tc_vec_wgmma_f32";
+    want.push(F32_WGMMA.to_string());
     want.sort_unstable();
     assert_eq!(entries, want, "conv.compute_90a's kernels");
     assert!(ptx.contains("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"));
     assert!(ptx.contains("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"));
+    assert!(ptx.contains("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"));
     // The forward's B N-major (imm-trans-b 1), backprop_input's K-major.
     for tb in ["0", "1"] {
         let issue = format!("p, 1, 1, 0, {tb};");
@@ -584,9 +589,15 @@ fn sm90a_image_holds_the_wgmma_kernels() {
             u.stack == 0 && u.spill_stores + u.spill_loads == 0,
             "{k} spills on sm_90a: {u:?}"
         );
+        // Two 256-thread blocks per SM; the f32 tile three of 128 threads (its bounds).
+        let (threads, blocks) = if k == F32_WGMMA {
+            (128, 3)
+        } else {
+            (WIDE_THREADS, 2)
+        };
         assert!(
-            blocks_per_sm_by_registers(u.registers, WIDE_THREADS) >= 2,
-            "{k}: {} registers leave fewer than two blocks per SM",
+            blocks_per_sm_by_registers(u.registers, threads) >= blocks,
+            "{k}: {} registers leave fewer than {blocks} blocks of {threads} threads per SM",
             u.registers
         );
     }

@@ -160,8 +160,10 @@ pub fn conv_tensor_cores_for_all_dtypes() -> bool {
 /// lean tensor-core kernels ([`ConvTcTile`]): `lean`, `wide`, `square` or `wgmma`
 /// (case-insensitive, surrounding whitespace ignored) picks that tile; unset or any other
 /// value, the tall one. `wgmma` runs on compute capability 9.0 only (the compute_90a image);
-/// elsewhere its calls run the tall tile. Every tile gives the same results bit for bit in the
-/// emulator (the same products summed in the same order). Read once per process.
+/// elsewhere its calls run the tall tile. `wgmma` also moves f32 NHWC `conv2d_backprop_input`
+/// (exact 3xTF32 and the TF32 opt-in) to the f32 wgmma tile (elsewhere: the lean one; f32 has
+/// no other tiles). Every tile gives the same results bit for bit in the emulator (the same
+/// products summed in the same order). Read once per process.
 pub const CONV_TC_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_TILE";
 
 /// The block tile of 16-bit NHWC `conv2d_backprop_input` calls on the lean tensor-core
@@ -190,8 +192,12 @@ pub enum ConvTcTile {
     /// 16 channels of the reduction, operands read by the tensor cores straight from shared
     /// memory (64-byte swizzle): no fragment loads in the main loop, 32 accumulators a
     /// thread; and its forward twin `conv2d_forward_tc_vec_wgmma_*` (the HWIO filter staged
-    /// N-major, read with wgmma's imm-trans-b). Opt-in: checked in the emulator only so far
-    /// (not yet run on a GPU).
+    /// N-major, read with wgmma's imm-trans-b). For f32 backprop_input the f32 wgmma tile,
+    /// `conv2d_backprop_input_tc_vec_wgmma_f32`: the lean tile's 64 pixels on one warpgroup,
+    /// `wgmma.mma_async` m64n64k8 tf32, each stage split in place into tf32 parts (big in the
+    /// stage, small in a split buffer) by the threads that copied it, then small*big,
+    /// big*small, big*big per 8 channels (3xTF32; plain TF32 only big*big). Opt-in: checked
+    /// in the emulator only so far (not yet run on a GPU).
     Wgmma,
 }
 

@@ -732,25 +732,37 @@ fn conv_tc_tile_of(forward: bool) -> ConvTcTile {
 /// and `_vec_nchw` kernels where [`launch::conv_tc_vec_eligible`] holds and the source and filter
 /// addresses are 16-byte aligned (unless `GRADOPS_CUDA_CONV_TC_VEC=off`; 16-bit NHWC backprop_input calls
 /// the `_vec_tall` one, or the tile `GRADOPS_CUDA_CONV_TC_TILE` names: [`ConvTcTile`]; the 16-bit
-/// NHWC forward the one `GRADOPS_CUDA_CONV_TC_FORWARD_TILE` names), else the general ones.
-/// `sm90a`: the device runs the compute_90a image, which the wgmma tile needs (without it
-/// that tile's calls run the tall one).
+/// NHWC forward the one `GRADOPS_CUDA_CONV_TC_FORWARD_TILE` names; f32 NHWC backprop_input the
+/// lean one, or under `GRADOPS_CUDA_CONV_TC_TILE=wgmma` the f32 wgmma tile), else the general
+/// ones. `sm90a`: the device runs the compute_90a image, which the wgmma tiles need (without
+/// it their calls run the tall tile, f32's the lean one).
 fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize, sm90a: bool) -> &'static str {
+    conv_tc_family_for(p, (forward, elem_bytes), conv_tc_tile_of(forward), sm90a)
+}
+
+/// [`conv_tc_family`] under the environment's tile `env_tile` (for the op: `forward`).
+fn conv_tc_family_for(
+    p: &GoConvParams,
+    (forward, elem_bytes): (bool, usize),
+    env_tile: ConvTcTile,
+    sm90a: bool,
+) -> &'static str {
     let src = if forward { p.x } else { p.y };
     let vec = conv_tc_vec_enabled()
         && launch::conv_tc_vec_eligible(p, forward, elem_bytes)
         && src.is_multiple_of(16)
         && p.w.is_multiple_of(16);
     let nchw = p.layout == GO_LAYOUT_NCHW as i32;
-    let tile = if vec && !nchw && elem_bytes == 2 {
-        conv_tc_tile_of(forward)
-    } else {
-        ConvTcTile::Lean
+    let tile = match (vec && !nchw, elem_bytes) {
+        (true, 2) => env_tile,
+        // f32 NHWC backprop_input has one tile beside the lean one: the f32 wgmma tile.
+        (true, 4) if !forward && env_tile == ConvTcTile::Wgmma => ConvTcTile::Wgmma,
+        _ => ConvTcTile::Lean,
     };
-    let tile = if tile == ConvTcTile::Wgmma && !sm90a {
-        ConvTcTile::Tall
-    } else {
-        tile
+    let tile = match tile {
+        ConvTcTile::Wgmma if !sm90a && elem_bytes == 2 => ConvTcTile::Tall,
+        ConvTcTile::Wgmma if !sm90a => ConvTcTile::Lean,
+        tile => tile,
     };
     match (forward, vec, nchw, tile) {
         (false, false, _, _) => "conv2d_backprop_input_tc",
@@ -769,9 +781,17 @@ fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize, sm90a: boo
     }
 }
 
-/// The launch of tensor-core kernel family `family` ([`conv_tc_family`]).
-fn conv_tc_launch(p: &GoConvParams, forward: bool, family: &str) -> Option<Launch> {
-    if family.ends_with("_wide") || family.ends_with("_wgmma") {
+/// The launch of tensor-core kernel family `family` ([`conv_tc_family`]) for elements of
+/// `elem_bytes` (the f32 wgmma tile has the lean tile's shape, the 16-bit one the wide's).
+fn conv_tc_launch(
+    p: &GoConvParams,
+    forward: bool,
+    family: &str,
+    elem_bytes: usize,
+) -> Option<Launch> {
+    if family.ends_with("_wgmma") && elem_bytes == 4 {
+        launch::conv_tc(p, forward)
+    } else if family.ends_with("_wide") || family.ends_with("_wgmma") {
         launch::conv_tc_wide(p, forward)
     } else if family.ends_with("_tall") {
         launch::conv_tc_tall(p, forward)
@@ -842,7 +862,10 @@ fn conv_backprop_input_raw<T: Element>(
     let (l, name) = if tc {
         let sm90a = conv_tc_wgmma_runs(stream, OP, false)?;
         let family = conv_tc_family(&p, false, std::mem::size_of::<T>(), sm90a);
-        (conv_tc_launch(&p, false, family), family)
+        (
+            conv_tc_launch(&p, false, family, std::mem::size_of::<T>()),
+            family,
+        )
     } else {
         (launch::conv_backprop_input(&p), "conv2d_backprop_input")
     };
@@ -1011,7 +1034,10 @@ fn conv_forward_raw<T: Element>(
     let (l, name) = if tc {
         let sm90a = conv_tc_wgmma_runs(stream, OP, true)?;
         let family = conv_tc_family(&p, true, std::mem::size_of::<T>(), sm90a);
-        (conv_tc_launch(&p, true, family), family)
+        (
+            conv_tc_launch(&p, true, family, std::mem::size_of::<T>()),
+            family,
+        )
     } else {
         (launch::conv_forward(&p), "conv2d_forward")
     };
@@ -1582,4 +1608,90 @@ pub fn max_pool_grad_with_argmax<T: Element>(
     let mut dx = DeviceTensor::zeros_for(OP, "x", stream, x_shape, dy.layout())?;
     max_pool_grad_with_argmax_into(stream, dy, argmax, attrs, dx.view_mut())?;
     Ok(dx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// W4's geometry (NHWC, HWIO, 64 -> 64) with 16-byte aligned buffers.
+    fn w4() -> GoConvParams {
+        GoConvParams {
+            n: 32,
+            ci: 64,
+            hi: 56,
+            wi: 56,
+            co: 64,
+            ho: 56,
+            wo: 56,
+            kh: 3,
+            kw: 3,
+            sh: 1,
+            sw: 1,
+            dh: 1,
+            dw: 1,
+            pad_top: 1,
+            pad_left: 1,
+            groups: 1,
+            layout: GO_LAYOUT_NHWC as i32,
+            filter_layout: GO_FILTER_HWIO as i32,
+            x: 1 << 20,
+            y: 2 << 20,
+            w: 3 << 20,
+            ..Default::default()
+        }
+    }
+
+    /// Which family each (op, element size, environment tile, compute_90a) runs: the f32
+    /// wgmma tile only for NHWC backprop_input under `wgmma` on a compute_90a device, on the
+    /// lean tile's launch; the lean tile for f32 otherwise; 16-bit types as before.
+    #[test]
+    fn conv_tc_families() {
+        if !conv_tc_vec_enabled() {
+            println!("GRADOPS_CUDA_CONV_TC_VEC=off in this environment: the lean families are off");
+            return;
+        }
+        let p = w4();
+        let fam =
+            |forward, bytes, tile, sm90a| conv_tc_family_for(&p, (forward, bytes), tile, sm90a);
+        use ConvTcTile::{Lean, Tall, Wgmma};
+        assert_eq!(
+            fam(false, 4, Wgmma, true),
+            "conv2d_backprop_input_tc_vec_wgmma"
+        );
+        assert_eq!(fam(false, 4, Wgmma, false), "conv2d_backprop_input_tc_vec");
+        assert_eq!(fam(false, 4, Tall, true), "conv2d_backprop_input_tc_vec");
+        assert_eq!(fam(true, 4, Wgmma, true), "conv2d_forward_tc_vec");
+        assert_eq!(fam(false, 8, Wgmma, true), "conv2d_backprop_input_tc_vec");
+        assert_eq!(
+            fam(false, 2, Wgmma, true),
+            "conv2d_backprop_input_tc_vec_wgmma"
+        );
+        assert_eq!(
+            fam(false, 2, Wgmma, false),
+            "conv2d_backprop_input_tc_vec_tall"
+        );
+        assert_eq!(fam(true, 2, Wgmma, true), "conv2d_forward_tc_vec_wgmma");
+        assert_eq!(fam(false, 2, Lean, true), "conv2d_backprop_input_tc_vec");
+        // NCHW has no wgmma tile.
+        let nchw = GoConvParams {
+            layout: GO_LAYOUT_NCHW as i32,
+            ..p
+        };
+        assert_eq!(
+            conv_tc_family_for(&nchw, (false, 4), Wgmma, true),
+            "conv2d_backprop_input_tc_vec_nchw"
+        );
+        // The f32 wgmma tile runs on the lean launch (64 pixels, one warpgroup), the 16-bit
+        // one on the wide launch (128 pixels, two).
+        let wg = "conv2d_backprop_input_tc_vec_wgmma";
+        assert_eq!(
+            conv_tc_launch(&p, false, wg, 4).map(|l| (l.grid, l.block)),
+            launch::conv_tc(&p, false).map(|l| (l.grid, l.block))
+        );
+        assert_eq!(
+            conv_tc_launch(&p, false, wg, 2).map(|l| (l.grid, l.block)),
+            launch::conv_tc_wide(&p, false).map(|l| (l.grid, l.block))
+        );
+    }
 }

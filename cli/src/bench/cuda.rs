@@ -482,17 +482,30 @@ fn bench_cuda_typed<T: Element>(
             gradops::cuda::conv_tc_forward_tile(),
         ),
     ] {
+        // The backprop_input's wgmma choice moves f32 NHWC calls too (the f32 wgmma tile).
+        let f32_too = tile == ConvTcTile::Wgmma && op == "conv2d_backprop_input";
         if tile == ConvTcTile::Wgmma && !gradops::cuda::conv_tc_wgmma_available() {
             notes.push(format!(
                 "{env}=wgmma: this device or build has no compute_90a image (compute capability \
-                 9.0 only): f16/bf16 NHWC {op} ran the default {}",
-                tile_name(ConvTcTile::Tall)
+                 9.0 only): f16/bf16 NHWC {op} ran the default {}{}",
+                tile_name(ConvTcTile::Tall),
+                if f32_too {
+                    ", f32 NHWC the 64-pixel one"
+                } else {
+                    ""
+                }
             ));
         } else if tile != ConvTcTile::Tall {
             notes.push(format!(
-                "{env}: f16/bf16 NHWC {op} ran the {} lean kernel, not the default {}",
+                "{env}: f16/bf16 NHWC {op} ran the {} lean kernel, not the default {}{}",
                 tile_name(tile),
-                tile_name(ConvTcTile::Tall)
+                tile_name(ConvTcTile::Tall),
+                if f32_too {
+                    "; f32 NHWC the f32 wgmma tile (64-pixel tiles on one warpgroup of m64n64k8 \
+                     tf32), not the 64-pixel mma.sync one"
+                } else {
+                    ""
+                }
             ));
         }
     }
