@@ -922,14 +922,15 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     static_assert(NB * THREADS == TC_BN * KCH && NB <= 4, "whole B chunks");
     static_assert(NC || (KCH % CC == 0 && BM * KCH == NR * CC * THREADS),
                   "whole A chunks per thread (NHWC)");
-    static_assert(!WG || ((sizeof(S) == 2 || (sizeof(S) == 4 && !BKN)) && !NC && CC == 1 &&
+    static_assert(!WG || ((sizeof(S) == 2 || (sizeof(S) == 4 && !BKN)) &&
+                          (!NC || sizeof(S) == 4) && CC == 1 &&
                           KCH == 4 &&
                           (THREADS / TPR) % 8 == 0 && (THREADS / KCH) % 8 == 0 &&
                           (!BKN || NB == 1) && WM == 16 && WN == 64 &&
                           BM == 16 * (THREADS / 32)),
-                  "the wgmma tile: 16-bit or f32 ([nn][k] B) NHWC, one chunk a copy, copy "
-                  "rows 8 apart (one swizzle phase per thread), [k][nn] B in one chunk a "
-                  "thread, a warp's m16 x 64 the C fragments of its warpgroup's m64n64");
+                  "the wgmma tile: 16-bit NHWC or f32 ([nn][k] B, either layout), one chunk "
+                  "a copy, copy rows 8 apart (one swizzle phase per thread), [k][nn] B in one "
+                  "chunk a thread, a warp's m16 x 64 the C fragments of its warpgroup's m64n64");
     // The f32 wgmma tile splits each stage into tf32 parts in place before its wgmma (big
     // in the stage, small in one split buffer after the stages: go_tc_split_tf32).
     [[maybe_unused]] constexpr bool SPLIT = WG && sizeof(S) == 4;
@@ -954,6 +955,8 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     unsigned amask[NR];
     const int akg = NC ? (t / BM) * AE : (t % TPR) * VEC;
     const int adst = NC ? (t % BM) * LD + akg : sdst(t / TPR, t % TPR);
+    // NCHW: A chunk c of this thread (channels akg + c * VEC of row t % BM) in a stage.
+    auto anc = [&](int c) { return WG ? sdst(t % BM, akg / VEC + c) : adst + c * VEC; };
     constexpr int ADST1 = (THREADS / TPR) * SLD;
     const int nty = (int)(P.ntaps / P.ntx), ntx = (int)P.ntx;
 #pragma unroll
@@ -1053,13 +1056,13 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     };
     // NCHW: the A elements of the last gather into their stage.
     auto put = [&](int stage) {
-        S* as = As + stage * BM * LD + adst;
+        S* as = As + stage * BM * SLD;
 #pragma unroll
         for (int c = 0; c < AE / VEC; ++c) {
             S v[VEC];
 #pragma unroll
             for (int e = 0; e < VEC; ++e) v[e] = (S)av[c * VEC + e];
-            go_tc_store_chunk(as + c * VEC, v);
+            go_tc_store_chunk(as + anc(c), v);
         }
     };
     auto advance = [&]() {
@@ -1104,13 +1107,14 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
             // thread's copies visible to the wgmma of the stage read next.
             go_wgmma_wait<0>();
             // f32: this thread's chunks of the stage read next, split in place (its copies
-            // have landed; the split buffer's last readers, the wgmma above, are done).
+            // have landed, NCHW's A chunks it stored itself; the split buffer's last
+            // readers, the wgmma above, are done).
             if constexpr (SPLIT) {
                 S* as = As + s_read * BM * SLD;
                 S* bs = Bs + s_read * TC_BN * SLD;
 #pragma unroll
-                for (int r = 0; r < NR; ++r) {
-                    const int o = adst + r * ADST1;
+                for (int r = 0; r < (NC ? AE / VEC : NR); ++r) {
+                    const int o = NC ? anc(r) : adst + r * ADST1;
                     go_tc_split_tf32<TF32>(as + o, Xs + o);
                 }
 #pragma unroll
@@ -1194,10 +1198,11 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
 // two warpgroups of one m64n64 each per k16 (warp w's m16 x 64 C fragments are rows 16w..),
 // A and B staged in the 64-byte swizzle and read by wgmma straight from shared memory: no
 // fragment loads or mma.sync in the main loop, 32 accumulators a thread (3 stages).
-// The f32 wgmma tile (GO_TC_WGMMA_TF32, backprop_input only): the lean tile's 64 pixels on
-// one warpgroup, m64n64k8 tf32 (3xTF32, or plain TF32 under the opt-in) on stages split in
-// place (go_tc_split_tf32), 4 stages and the split buffer (40 KB of static shared memory;
-// 128-pixel tiles with 3 stages would not fit 48 KB beside the split buffer).
+// The f32 wgmma tile (GO_TC_WGMMA_TF32, backprop_input only, NHWC and NCHW): the lean
+// tile's 64 pixels on one warpgroup, m64n64k8 tf32 (3xTF32, or plain TF32 under the opt-in)
+// on stages split in place (go_tc_split_tf32), 4 stages and the split buffer (40 KB of
+// static shared memory; 128-pixel tiles with 3 stages would not fit 48 KB beside the split
+// buffer).
 enum GoTcTileKind { GO_TC_GENERAL = 0, GO_TC_LEAN = 1, GO_TC_WIDE = 2, GO_TC_TALL = 3,
                     GO_TC_SQUARE = 4, GO_TC_WGMMA = 5, GO_TC_WGMMA_TF32 = 6 };
 template <int KIND> struct GoTcTileShape {
@@ -1358,6 +1363,9 @@ GO_TC_VEC_BODY(conv2d_forward_tc_vec_square_body, true, GO_LAYOUT_NHWC, GO_TC_SQ
 GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_wgmma_body, false, GO_LAYOUT_NHWC,
                (sizeof(T) == 4 ? GO_TC_WGMMA_TF32 : GO_TC_WGMMA))
 GO_TC_VEC_BODY(conv2d_forward_tc_vec_wgmma_body, true, GO_LAYOUT_NHWC, GO_TC_WGMMA)
+// The f32 wgmma tile on NCHW (its A gathered through registers, stored swizzled).
+GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_nchw_wgmma_body, false, GO_LAYOUT_NCHW,
+               GO_TC_WGMMA_TF32)
 #endif
 #undef GO_TC_VEC_BODY
 template <typename T>
@@ -1467,6 +1475,9 @@ GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_wgmma, GoConvParams,
 GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_wgmma, GoConvParams,
                          conv2d_backprop_input_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA_TF32, f32,
                          float)
+GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_nchw_wgmma, GoConvParams,
+                         conv2d_backprop_input_tc_vec_nchw_wgmma_body, GO_TC_BOUNDS_WGMMA_TF32,
+                         f32, float)
 GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
                          conv2d_forward_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA, f16, __half)
 GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,

@@ -2741,12 +2741,15 @@ fn emulated_conv2d_tensor_core() {
             );
         }
     }
-    assert!(
-        KERNELS_RUN.with(|k| k
-            .borrow()
-            .contains("conv2d_backprop_input_tc_vec_wgmma_f32")),
-        "conv2d_backprop_input_tc_vec_wgmma_f32 never ran"
-    );
+    for name in [
+        "conv2d_backprop_input_tc_vec_wgmma_f32",
+        "conv2d_backprop_input_tc_vec_nchw_wgmma_f32",
+    ] {
+        assert!(
+            KERNELS_RUN.with(|k| k.borrow().contains(name)),
+            "{name} never ran"
+        );
+    }
     for f in [
         "conv2d_forward_tc_vec",
         "conv2d_backprop_input_tc_vec",
@@ -2821,12 +2824,15 @@ fn emulated_conv2d_tf32() {
         }
     }
     assert_eq!(ran, 24, "every TF32 geometry has an output");
-    assert!(
-        KERNELS_RUN.with(|k| k
-            .borrow()
-            .contains("conv2d_backprop_input_tc_vec_wgmma_f32 (TF32)")),
-        "the f32 wgmma tile never ran plain TF32"
-    );
+    for name in [
+        "conv2d_backprop_input_tc_vec_wgmma_f32",
+        "conv2d_backprop_input_tc_vec_nchw_wgmma_f32",
+    ] {
+        assert!(
+            KERNELS_RUN.with(|k| k.borrow().contains(&format!("{name} (TF32)"))),
+            "{name} never ran plain TF32"
+        );
+    }
     println!("emulated_conv2d_tf32: {ran} cases x 2 ops x 3 runs");
 }
 
@@ -3052,11 +3058,12 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                     }
                 }
             }
-            // The f32 wgmma twin (backprop_input, NHWC): the lean launch's 64-pixel tiles on
-            // one warpgroup of m64n64k8 tf32, each stage split into tf32 parts in place
-            // (3xTF32, or plain TF32 under the opt-in): the same products in the same order.
-            if layout == NHWC && dt.size() == 4 && !forward {
-                let twin_kernel = format!("{name}_vec_wgmma_{}", dt.suffix());
+            // The f32 wgmma twins (backprop_input, both layouts): the lean launch's 64-pixel
+            // tiles on one warpgroup of m64n64k8 tf32, each stage split into tf32 parts in
+            // place (3xTF32, or plain TF32 under the opt-in): the same products in the same
+            // order.
+            if dt.size() == 4 && !forward {
+                let twin_kernel = format!("{name}_vec{lay}_wgmma_{}", dt.suffix());
                 let twin = launch::conv_tc(&p, forward).expect("the twin's launch");
                 let twin_tiny = launch::Launch {
                     grid: (1, twin.grid.1.min(2), twin.grid.2.min(2)),

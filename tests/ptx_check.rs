@@ -542,9 +542,12 @@ fn sm90a_image_holds_the_wgmma_kernels() {
                 .map(move |d| format!("{op}_tc_vec_wgmma_{d}"))
         })
         .collect();
-    // The f32 wgmma tile (backprop_input only; one warpgroup of 128 threads).
-    const F32_WGMMA: &str = "conv2d_backprop_input_tc_vec_wgmma_f32";
-    want.push(F32_WGMMA.to_string());
+    // The f32 wgmma tile (backprop_input only, both layouts; one warpgroup of 128 threads).
+    const F32_WGMMA: [&str; 2] = [
+        "conv2d_backprop_input_tc_vec_wgmma_f32",
+        "conv2d_backprop_input_tc_vec_nchw_wgmma_f32",
+    ];
+    want.extend(F32_WGMMA.iter().map(|k| k.to_string()));
     want.sort_unstable();
     assert_eq!(entries, want, "conv.compute_90a's kernels");
     assert!(ptx.contains("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"));
@@ -590,7 +593,7 @@ fn sm90a_image_holds_the_wgmma_kernels() {
             "{k} spills on sm_90a: {u:?}"
         );
         // Two 256-thread blocks per SM; the f32 tile three of 128 threads (its bounds).
-        let (threads, blocks) = if k == F32_WGMMA {
+        let (threads, blocks) = if F32_WGMMA.contains(&k.as_str()) {
             (128, 3)
         } else {
             (WIDE_THREADS, 2)

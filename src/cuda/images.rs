@@ -160,9 +160,9 @@ pub fn conv_tensor_cores_for_all_dtypes() -> bool {
 /// lean tensor-core kernels ([`ConvTcTile`]): `lean`, `wide`, `square` or `wgmma`
 /// (case-insensitive, surrounding whitespace ignored) picks that tile; unset or any other
 /// value, the tall one. `wgmma` runs on compute capability 9.0 only (the compute_90a image);
-/// elsewhere its calls run the tall tile. `wgmma` also moves f32 NHWC `conv2d_backprop_input`
-/// (exact 3xTF32 and the TF32 opt-in) to the f32 wgmma tile (elsewhere: the lean one; f32 has
-/// no other tiles). Every tile gives the same results bit for bit in the emulator (the same
+/// elsewhere its calls run the tall tile. `wgmma` also moves f32 `conv2d_backprop_input` of
+/// either layout (exact 3xTF32 and the TF32 opt-in) to the f32 wgmma tile (elsewhere: the
+/// lean one; f32 has no other tiles). Every tile gives the same results bit for bit in the emulator (the same
 /// products summed in the same order). Read once per process.
 pub const CONV_TC_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_TILE";
 
@@ -193,7 +193,8 @@ pub enum ConvTcTile {
     /// memory (64-byte swizzle): no fragment loads in the main loop, 32 accumulators a
     /// thread; and its forward twin `conv2d_forward_tc_vec_wgmma_*` (the HWIO filter staged
     /// N-major, read with wgmma's imm-trans-b). For f32 backprop_input the f32 wgmma tile,
-    /// `conv2d_backprop_input_tc_vec_wgmma_f32`: the lean tile's 64 pixels on one warpgroup,
+    /// `conv2d_backprop_input_tc_vec_wgmma_f32` (NHWC; NCHW:
+    /// `conv2d_backprop_input_tc_vec_nchw_wgmma_f32`): the lean tile's 64 pixels on one warpgroup,
     /// `wgmma.mma_async` m64n64k8 tf32, each stage split in place into tf32 parts (big in the
     /// stage, small in a split buffer) by the threads that copied it, then small*big,
     /// big*small, big*big per 8 channels (3xTF32; plain TF32 only big*big). Opt-in: checked

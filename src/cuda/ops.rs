@@ -732,8 +732,8 @@ fn conv_tc_tile_of(forward: bool) -> ConvTcTile {
 /// and `_vec_nchw` kernels where [`launch::conv_tc_vec_eligible`] holds and the source and filter
 /// addresses are 16-byte aligned (unless `GRADOPS_CUDA_CONV_TC_VEC=off`; 16-bit NHWC backprop_input calls
 /// the `_vec_tall` one, or the tile `GRADOPS_CUDA_CONV_TC_TILE` names: [`ConvTcTile`]; the 16-bit
-/// NHWC forward the one `GRADOPS_CUDA_CONV_TC_FORWARD_TILE` names; f32 NHWC backprop_input the
-/// lean one, or under `GRADOPS_CUDA_CONV_TC_TILE=wgmma` the f32 wgmma tile), else the general
+/// NHWC forward the one `GRADOPS_CUDA_CONV_TC_FORWARD_TILE` names; f32 backprop_input the
+/// lean one, or under `GRADOPS_CUDA_CONV_TC_TILE=wgmma` the f32 wgmma tile of its layout), else the general
 /// ones. `sm90a`: the device runs the compute_90a image, which the wgmma tiles need (without
 /// it their calls run the tall tile, f32's the lean one).
 fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize, sm90a: bool) -> &'static str {
@@ -753,10 +753,11 @@ fn conv_tc_family_for(
         && src.is_multiple_of(16)
         && p.w.is_multiple_of(16);
     let nchw = p.layout == GO_LAYOUT_NCHW as i32;
-    let tile = match (vec && !nchw, elem_bytes) {
-        (true, 2) => env_tile,
-        // f32 NHWC backprop_input has one tile beside the lean one: the f32 wgmma tile.
-        (true, 4) if !forward && env_tile == ConvTcTile::Wgmma => ConvTcTile::Wgmma,
+    let tile = match (vec, nchw, elem_bytes) {
+        (true, false, 2) => env_tile,
+        // f32 backprop_input has one tile beside the lean one, in either layout: the f32
+        // wgmma tile.
+        (true, _, 4) if !forward && env_tile == ConvTcTile::Wgmma => ConvTcTile::Wgmma,
         _ => ConvTcTile::Lean,
     };
     let tile = match tile {
@@ -771,6 +772,7 @@ fn conv_tc_family_for(
         (false, true, false, ConvTcTile::Tall) => "conv2d_backprop_input_tc_vec_tall",
         (false, true, false, ConvTcTile::Square) => "conv2d_backprop_input_tc_vec_square",
         (false, true, false, ConvTcTile::Wgmma) => "conv2d_backprop_input_tc_vec_wgmma",
+        (false, true, true, ConvTcTile::Wgmma) => "conv2d_backprop_input_tc_vec_nchw_wgmma",
         (false, true, true, _) => "conv2d_backprop_input_tc_vec_nchw",
         (true, false, _, _) => "conv2d_forward_tc",
         (true, true, false, ConvTcTile::Square) => "conv2d_forward_tc_vec_square",
@@ -1673,22 +1675,35 @@ mod tests {
         );
         assert_eq!(fam(true, 2, Wgmma, true), "conv2d_forward_tc_vec_wgmma");
         assert_eq!(fam(false, 2, Lean, true), "conv2d_backprop_input_tc_vec");
-        // NCHW has no wgmma tile.
+        // NCHW: the f32 wgmma tile's NCHW kernel; no 16-bit one.
         let nchw = GoConvParams {
             layout: GO_LAYOUT_NCHW as i32,
             ..p
         };
+        let nchw_fam =
+            |forward, bytes, tile, sm90a| conv_tc_family_for(&nchw, (forward, bytes), tile, sm90a);
         assert_eq!(
-            conv_tc_family_for(&nchw, (false, 4), Wgmma, true),
+            nchw_fam(false, 4, Wgmma, true),
+            "conv2d_backprop_input_tc_vec_nchw_wgmma"
+        );
+        assert_eq!(
+            nchw_fam(false, 4, Wgmma, false),
             "conv2d_backprop_input_tc_vec_nchw"
         );
+        assert_eq!(
+            nchw_fam(false, 2, Wgmma, true),
+            "conv2d_backprop_input_tc_vec_nchw"
+        );
+        assert_eq!(nchw_fam(true, 4, Wgmma, true), "conv2d_forward_tc_vec_nchw");
         // The f32 wgmma tile runs on the lean launch (64 pixels, one warpgroup), the 16-bit
         // one on the wide launch (128 pixels, two).
         let wg = "conv2d_backprop_input_tc_vec_wgmma";
-        assert_eq!(
-            conv_tc_launch(&p, false, wg, 4).map(|l| (l.grid, l.block)),
-            launch::conv_tc(&p, false).map(|l| (l.grid, l.block))
-        );
+        for f in [wg, "conv2d_backprop_input_tc_vec_nchw_wgmma"] {
+            assert_eq!(
+                conv_tc_launch(&p, false, f, 4).map(|l| (l.grid, l.block)),
+                launch::conv_tc(&p, false).map(|l| (l.grid, l.block))
+            );
+        }
         assert_eq!(
             conv_tc_launch(&p, false, wg, 2).map(|l| (l.grid, l.block)),
             launch::conv_tc_wide(&p, false).map(|l| (l.grid, l.block))

@@ -8,10 +8,12 @@
 # after in the same run; ncu on one W4, W5 and W4f f16 call of the wgmma kernels and W4 of the
 # tall one. Since 2026-11-29 also the f32 wgmma tile (conv2d_backprop_input_tc_vec_wgmma_f32,
 # GRADOPS_CUDA_CONV_TC_TILE=wgmma: 3xTF32 and the TF32 opt-in on m64n64k8 tf32): in the same
-# tests and sanitizers (their f32 NHWC calls run it), timed exact and TF32 against the lean
-# tile with cuDNN f32 (TF32 off and allowed) before and after, ncu on one exact W4 call.
+# tests and sanitizers (their f32 calls run it, NCHW and NHWC), timed exact and TF32 against
+# the lean tile in both layouts with cuDNN f32 (TF32 off and allowed) before and after, ncu on
+# one exact NHWC W4 call. The 16-bit timings are f16 only (bf16 ran within 1% of f16 in every
+# earlier run).
 # Usage: run1.sh BUNDLE OUT   (BUNDLE: the unpacked target/gpu-carry/bundle.tar.xz)
-# About 6-7 minutes; give it timeout_s 540.
+# About 7 minutes; give it timeout_s 540.
 B="$1" O="$2"; W=/tmp/wg1; rm -rf "$W"; mkdir -p "$W" "$O"; L="$W/log.txt"
 reap() { pkill -9 -f "$B/" ; pkill -9 -f bench/peers.py; pkill -9 -x ncu; sleep 1; } 2>/dev/null
 st() { local n=$1 lim=$2; shift 2; local t0=$SECONDS; echo "=== $n: $*" >>"$L"; timeout "$lim" "$@" >>"$L" 2>&1; echo "=== $n: rc=$? ($((SECONDS-t0)) s)" | tee -a "$L"; }
@@ -32,34 +34,37 @@ GRADOPS_PROP_CASES=150 GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma GRA
   "$B/properties" --exact conv2d_backprop_input_geometry_cuda conv2d_geometry_cuda --nocapture
 reap
 # 2. cuDNN (f16/bf16 NHWC W4, W5: channels_last), the tiles in turn, cuDNN again.
-PYTHONUNBUFFERED=1 st peers_a 120 python3 bench/peers.py --device cuda --reps 50 --dtypes f16,bf16 \
+PYTHONUNBUFFERED=1 st peers_a 120 python3 bench/peers.py --device cuda --reps 50 --dtypes f16 \
   --layouts nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f --json "$W/peers-a.json"; reap
 for rep in 1 2; do
   for v in tall wgmma; do
-    for d in f16 bf16; do
+    for d in f16; do
       GRADOPS_CUDA_CONV_TC_TILE=$v GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$v st "t${rep}_${v}_$d" 40 \
         "$B/gradops" bench --device cuda --dtype $d --layout nhwc --workload W4,W5,W4f,W5f \
         --reps 50 --json "$W/t$rep-$v-$d.json"
     done
   done
 done
-PYTHONUNBUFFERED=1 st peers_b 120 python3 bench/peers.py --device cuda --reps 50 --dtypes f16,bf16 \
+PYTHONUNBUFFERED=1 st peers_b 120 python3 bench/peers.py --device cuda --reps 50 --dtypes f16 \
   --layouts nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f --json "$W/peers-b.json"; reap
-# 2b. f32 NHWC backprop_input: the lean tile (what `tall` leaves f32 on) and the f32 wgmma
-#     tile, exact and TF32, in turn, with cuDNN f32 (TF32 off and allowed) before and after.
-PYTHONUNBUFFERED=1 st peers_f32a 120 python3 bench/peers.py --device cuda --reps 50 --dtypes f32 \
-  --layouts nhwc --workloads W4,W5 --nhwc-workloads W4,W5 --json "$W/peers-f32a.json"; reap
+# 2b. f32 backprop_input, NHWC and NCHW: the lean tile (what `tall` leaves f32 on) and the f32
+#     wgmma tile, exact and TF32, in turn, with cuDNN f32 (TF32 off and allowed) before and
+#     after (NCHW rows against cuDNN's NCHW, NHWC ones against channels_last).
+PYTHONUNBUFFERED=1 st peers_f32a 150 python3 bench/peers.py --device cuda --reps 50 --dtypes f32 \
+  --layouts nchw,nhwc --workloads W4,W5 --nhwc-workloads W4,W5 --json "$W/peers-f32a.json"; reap
 for rep in 1 2; do
   for v in tall wgmma; do
     for prec in exact tf32; do
-      GRADOPS_CUDA_CONV_TC_TILE=$v st "t${rep}_${v}_f32_$prec" 40 "$B/gradops" bench --device cuda \
-        --dtype f32 --f32-precision $prec --layout nhwc --workload W4,W5 --reps 50 \
-        --json "$W/t$rep-$v-f32_$prec.json"
+      for lay in nhwc nchw; do
+        GRADOPS_CUDA_CONV_TC_TILE=$v st "t${rep}_${v}_f32_${prec}_$lay" 40 "$B/gradops" bench \
+          --device cuda --dtype f32 --f32-precision $prec --layout $lay --workload W4,W5 \
+          --reps 50 --json "$W/t$rep-$v-f32_${prec}_$lay.json"
+      done
     done
   done
 done
-PYTHONUNBUFFERED=1 st peers_f32b 120 python3 bench/peers.py --device cuda --reps 50 --dtypes f32 \
-  --layouts nhwc --workloads W4,W5 --nhwc-workloads W4,W5 --json "$W/peers-f32b.json"; reap
+PYTHONUNBUFFERED=1 st peers_f32b 150 python3 bench/peers.py --device cuda --reps 50 --dtypes f32 \
+  --layouts nchw,nhwc --workloads W4,W5 --nhwc-workloads W4,W5 --json "$W/peers-f32b.json"; reap
 # 3. ncu on one f16 call each: W4 and W5 of the wgmma backprop_input kernel, W4 of the tall
 #    one, W4f of the wgmma forward.
 NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)"
@@ -77,7 +82,7 @@ GRADOPS_CUDA_CONV_TC_TILE=wgmma st ncu_wgmma_f32_W4 40 "$NCU" --clock-control no
   --device cuda --dtype f32 --layout nhwc --workload W4 --reps 3
 # 4. The wgmma kernels' SASS (the bundle's conv.sm_90a.cubin): HGMMA count, the main loop.
 OBJ="$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump | head -1)"
-st sass 30 bash -c 'for f in conv2d_backprop_input_tc_vec_wgmma_f16 conv2d_forward_tc_vec_wgmma_f16 conv2d_backprop_input_tc_vec_wgmma_f32; do
+st sass 30 bash -c 'for f in conv2d_backprop_input_tc_vec_wgmma_f16 conv2d_forward_tc_vec_wgmma_f16 conv2d_backprop_input_tc_vec_wgmma_f32 conv2d_backprop_input_tc_vec_nchw_wgmma_f32; do
   "$0" -sass -fun $f "$1/conv.sm_90a.cubin" >> "$2/sass-wgmma.txt"; done
   grep -cE "HGMMA" "$2/sass-wgmma.txt"; grep -cE "^ +/\*[0-9a-f]{4}\*/" "$2/sass-wgmma.txt"' \
   "$OBJ" "$B" "$W"
