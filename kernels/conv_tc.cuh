@@ -923,14 +923,15 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     static_assert(NC || (KCH % CC == 0 && BM * KCH == NR * CC * THREADS),
                   "whole A chunks per thread (NHWC)");
     static_assert(!WG || ((sizeof(S) == 2 || (sizeof(S) == 4 && !BKN)) &&
-                          (!NC || sizeof(S) == 4) && CC == 1 &&
+                          (!NC || (!BKN && THREADS == 128)) && CC == 1 &&
                           KCH == 4 &&
                           (THREADS / TPR) % 8 == 0 && (THREADS / KCH) % 8 == 0 &&
                           (!BKN || NB == 1) && WM == 16 && WN == 64 &&
                           BM == 16 * (THREADS / 32)),
-                  "the wgmma tile: 16-bit NHWC or f32 ([nn][k] B, either layout), one chunk "
-                  "a copy, copy rows 8 apart (one swizzle phase per thread), [k][nn] B in one "
-                  "chunk a thread, a warp's m16 x 64 the C fragments of its warpgroup's m64n64");
+                  "the wgmma tiles: 16-bit or f32 ([nn][k] B), NCHW on one warpgroup, one "
+                  "chunk a copy, copy rows 8 apart (one swizzle phase per thread), [k][nn] B "
+                  "in one chunk a thread, a warp's m16 x 64 the C fragments of its "
+                  "warpgroup's m64n64");
     // The f32 wgmma tile splits each stage into tf32 parts in place before its wgmma (big
     // in the stage, small in one split buffer after the stages: go_tc_split_tf32).
     [[maybe_unused]] constexpr bool SPLIT = WG && sizeof(S) == 4;
@@ -1198,15 +1199,17 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
 // two warpgroups of one m64n64 each per k16 (warp w's m16 x 64 C fragments are rows 16w..),
 // A and B staged in the 64-byte swizzle and read by wgmma straight from shared memory: no
 // fragment loads or mma.sync in the main loop, 32 accumulators a thread (3 stages).
-// The f32 wgmma tile (GO_TC_WGMMA_TF32, backprop_input only, NHWC and NCHW): the lean
-// tile's 64 pixels on one warpgroup, m64n64k8 tf32 (3xTF32, or plain TF32 under the opt-in)
-// on stages split in place (go_tc_split_tf32), 4 stages and the split buffer (40 KB of
-// static shared memory; 128-pixel tiles with 3 stages would not fit 48 KB beside the split
-// buffer).
+// The lean wgmma tile (GO_TC_WGMMA_LEAN, backprop_input only): the lean tile's 64 pixels on
+// one warpgroup, 4 stages. f32's wgmma tile in both layouts, m64n64k8 tf32 (3xTF32, or plain
+// TF32 under the opt-in) on stages split in place (go_tc_split_tf32) with the split buffer
+// after the stages (40 KB of static shared memory; 128-pixel tiles with 3 stages would not
+// fit 48 KB beside it); and 16-bit NCHW's (m64n64k16, the wgmma tile's operations; its A
+// chunks stored to the stage from registers as by the lean NCHW kernel, at the swizzled
+// positions).
 enum GoTcTileKind { GO_TC_GENERAL = 0, GO_TC_LEAN = 1, GO_TC_WIDE = 2, GO_TC_TALL = 3,
-                    GO_TC_SQUARE = 4, GO_TC_WGMMA = 5, GO_TC_WGMMA_TF32 = 6 };
+                    GO_TC_SQUARE = 4, GO_TC_WGMMA = 5, GO_TC_WGMMA_LEAN = 6 };
 template <int KIND> struct GoTcTileShape {
-    static constexpr bool WG = KIND == GO_TC_WGMMA || KIND == GO_TC_WGMMA_TF32;
+    static constexpr bool WG = KIND == GO_TC_WGMMA || KIND == GO_TC_WGMMA_LEAN;
     static constexpr int BM = KIND == GO_TC_WIDE || KIND == GO_TC_WGMMA ? GO_TC_WIDE_TILE_M
                               : KIND == GO_TC_TALL   ? GO_TC_TALL_TILE_M
                               : KIND == GO_TC_SQUARE ? GO_TC_SQUARE_TILE_M
@@ -1215,7 +1218,7 @@ template <int KIND> struct GoTcTileShape {
                                    : KIND == GO_TC_SQUARE ? GO_TC_SQUARE_THREADS
                                                           : TC_THREADS;
     static constexpr int STAGES =
-        KIND == GO_TC_LEAN || KIND == GO_TC_WGMMA_TF32 ? TC_VSTAGES : 3;
+        KIND == GO_TC_LEAN || KIND == GO_TC_WGMMA_LEAN ? TC_VSTAGES : 3;
     static constexpr int WM =
         KIND == GO_TC_TALL || KIND == GO_TC_SQUARE ? GO_TC_TALL_WARP_M : WG ? 16 : TC_WM;
     static constexpr int WN = KIND == GO_TC_SQUARE || WG ? GO_TC_SQUARE_WARP_N : TC_WN;
@@ -1226,8 +1229,6 @@ template <int KIND> struct GoTcTileShape {
     // A chunks a thread copies per pixel row (0: one; see go_tc_tile_vec).
     static constexpr int ACC =
         KIND == GO_TC_TALL || KIND == GO_TC_SQUARE ? GO_TC_TALL_ROW_CHUNKS : 0;
-    // Bytes of the split buffer after the stages (one stage's A and B).
-    static constexpr int SPLIT_BYTES = KIND == GO_TC_WGMMA_TF32 ? (BM + TC_BN) * ROW_BYTES : 0;
 };
 
 // Grid: x strides over pixel tiles, y over groups x channel tiles, z over stride phases
@@ -1326,7 +1327,10 @@ template <typename T, int KIND> struct GoTcVecSmem {
     typedef GoTcTileShape<KIND> Sh;
     static constexpr int STAGE_BYTES = (Sh::BM + TC_BN) * Sh::ROW_BYTES;
     static constexpr int TILE_BYTES = Sh::BM * GoTcGeom<T>::CLD * (int)sizeof(typename GoTcTraits<T>::S);
-    static constexpr int PIPE_BYTES = Sh::STAGES * STAGE_BYTES + Sh::SPLIT_BYTES;
+    // f32 on a wgmma tile: the split buffer after the stages (one stage's A and B).
+    static constexpr int SPLIT_BYTES =
+        Sh::WG && sizeof(typename GoTcTraits<T>::S) == 4 ? STAGE_BYTES : 0;
+    static constexpr int PIPE_BYTES = Sh::STAGES * STAGE_BYTES + SPLIT_BYTES;
     static constexpr int BYTES = PIPE_BYTES > TILE_BYTES ? PIPE_BYTES : TILE_BYTES;
 };
 #define GO_TC_VEC_SMEM(KIND)                                                        \
@@ -1359,13 +1363,14 @@ GO_TC_VEC_BODY(conv2d_forward_tc_vec_square_body, true, GO_LAYOUT_NHWC, GO_TC_SQ
 #if GO_HAS_WGMMA
 // The wgmma kernels (backprop_input and forward, 16-bit types, NHWC; sm_90a images and the
 // emulator).
-// f32's backprop_input: the f32 wgmma tile (GO_TC_WGMMA_TF32).
+// f32's backprop_input: the lean wgmma tile (GO_TC_WGMMA_LEAN).
 GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_wgmma_body, false, GO_LAYOUT_NHWC,
-               (sizeof(T) == 4 ? GO_TC_WGMMA_TF32 : GO_TC_WGMMA))
+               (sizeof(T) == 4 ? GO_TC_WGMMA_LEAN : GO_TC_WGMMA))
 GO_TC_VEC_BODY(conv2d_forward_tc_vec_wgmma_body, true, GO_LAYOUT_NHWC, GO_TC_WGMMA)
-// The f32 wgmma tile on NCHW (its A gathered through registers, stored swizzled).
+// NCHW backprop_input on the lean wgmma tile (f32 and 16-bit types; A gathered through
+// registers, stored swizzled).
 GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_nchw_wgmma_body, false, GO_LAYOUT_NCHW,
-               GO_TC_WGMMA_TF32)
+               GO_TC_WGMMA_LEAN)
 #endif
 #undef GO_TC_VEC_BODY
 template <typename T>
@@ -1406,9 +1411,10 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 #define GO_TC_BOUNDS_SQUARE __launch_bounds__(GO_TC_SQUARE_THREADS, 4)
 // The wgmma kernel: 32 accumulators a thread, no fragments; two blocks of 8 warps per SM.
 #define GO_TC_BOUNDS_WGMMA __launch_bounds__(GO_TC_WIDE_THREADS, 2)
-// The f32 wgmma kernel: one warpgroup, 32 accumulators a thread; three blocks per SM (168
-// registers; 41 KB of shared memory each; at four, 128 registers, ptxas spills 56 bytes).
-#define GO_TC_BOUNDS_WGMMA_TF32 __launch_bounds__(GO_TC_BLOCK_THREADS, 3)
+// The lean wgmma kernels: one warpgroup, 32 accumulators a thread; three blocks per SM (168
+// registers; f32: 41 KB of shared memory each; at four, 128 registers, ptxas spilled the f32
+// one 56 bytes).
+#define GO_TC_BOUNDS_WGMMA_LEAN __launch_bounds__(GO_TC_BLOCK_THREADS, 3)
 #else
 #define GO_TC_BOUNDS_4
 #define GO_TC_BOUNDS_3_90
@@ -1418,7 +1424,7 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 #define GO_TC_BOUNDS_TALL
 #define GO_TC_BOUNDS_SQUARE
 #define GO_TC_BOUNDS_WGMMA
-#define GO_TC_BOUNDS_WGMMA_TF32
+#define GO_TC_BOUNDS_WGMMA_LEAN
 #endif
 // Every element type (the emulator's list is GO_DTYPES), 16-bit ones with bounds B16, f32
 // with B32, f64 with B64.
@@ -1473,11 +1479,17 @@ GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_wgmma, GoConvParams,
                          conv2d_backprop_input_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA, bf16,
                          __nv_bfloat16)
 GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_wgmma, GoConvParams,
-                         conv2d_backprop_input_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA_TF32, f32,
+                         conv2d_backprop_input_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA_LEAN, f32,
                          float)
 GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_nchw_wgmma, GoConvParams,
-                         conv2d_backprop_input_tc_vec_nchw_wgmma_body, GO_TC_BOUNDS_WGMMA_TF32,
+                         conv2d_backprop_input_tc_vec_nchw_wgmma_body, GO_TC_BOUNDS_WGMMA_LEAN,
                          f32, float)
+GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_nchw_wgmma, GoConvParams,
+                         conv2d_backprop_input_tc_vec_nchw_wgmma_body, GO_TC_BOUNDS_WGMMA_LEAN,
+                         f16, __half)
+GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_nchw_wgmma, GoConvParams,
+                         conv2d_backprop_input_tc_vec_nchw_wgmma_body, GO_TC_BOUNDS_WGMMA_LEAN,
+                         bf16, __nv_bfloat16)
 GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
                          conv2d_forward_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA, f16, __half)
 GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,

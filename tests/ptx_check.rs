@@ -499,7 +499,7 @@ fn ptxas_every_image_no_spills() {
 /// The compute_90a image (built where compute_90 is): `conv` only, targeting sm_90a, PTX ISA
 /// at most 9.0, holding exactly the wgmma kernels (every other kernel stays in the portable
 /// images), which assemble for sm_90a without spills or stack, within the registers of two
-/// 256-thread blocks per SM (the f32 one: three of 128), and without ptxas serializing their
+/// 256-thread blocks per SM (the lean wgmma ones: three of 128), and without ptxas serializing their
 /// wgmma (its "Potential
 /// Performance Loss" warning: accumulators touched between issue and wait, or the like).
 #[test]
@@ -542,12 +542,15 @@ fn sm90a_image_holds_the_wgmma_kernels() {
                 .map(move |d| format!("{op}_tc_vec_wgmma_{d}"))
         })
         .collect();
-    // The f32 wgmma tile (backprop_input only, both layouts; one warpgroup of 128 threads).
-    const F32_WGMMA: [&str; 2] = [
+    // The lean wgmma tile (backprop_input only: f32 in both layouts, 16-bit NCHW; one
+    // warpgroup of 128 threads).
+    const LEAN_WGMMA: [&str; 4] = [
         "conv2d_backprop_input_tc_vec_wgmma_f32",
         "conv2d_backprop_input_tc_vec_nchw_wgmma_f32",
+        "conv2d_backprop_input_tc_vec_nchw_wgmma_f16",
+        "conv2d_backprop_input_tc_vec_nchw_wgmma_bf16",
     ];
-    want.extend(F32_WGMMA.iter().map(|k| k.to_string()));
+    want.extend(LEAN_WGMMA.iter().map(|k| k.to_string()));
     want.sort_unstable();
     assert_eq!(entries, want, "conv.compute_90a's kernels");
     assert!(ptx.contains("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"));
@@ -592,8 +595,9 @@ fn sm90a_image_holds_the_wgmma_kernels() {
             u.stack == 0 && u.spill_stores + u.spill_loads == 0,
             "{k} spills on sm_90a: {u:?}"
         );
-        // Two 256-thread blocks per SM; the f32 tile three of 128 threads (its bounds).
-        let (threads, blocks) = if F32_WGMMA.contains(&k.as_str()) {
+        // Two 256-thread blocks per SM; the lean wgmma tile three of 128 threads (its
+        // bounds).
+        let (threads, blocks) = if LEAN_WGMMA.contains(&k.as_str()) {
             (128, 3)
         } else {
             (WIDE_THREADS, 2)

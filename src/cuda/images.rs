@@ -161,8 +161,8 @@ pub fn conv_tensor_cores_for_all_dtypes() -> bool {
 /// (case-insensitive, surrounding whitespace ignored) picks that tile; unset or any other
 /// value, the tall one. `wgmma` runs on compute capability 9.0 only (the compute_90a image);
 /// elsewhere its calls run the tall tile. `wgmma` also moves f32 `conv2d_backprop_input` of
-/// either layout (exact 3xTF32 and the TF32 opt-in) to the f32 wgmma tile (elsewhere: the
-/// lean one; f32 has no other tiles). Every tile gives the same results bit for bit in the emulator (the same
+/// either layout (exact 3xTF32 and the TF32 opt-in) and 16-bit NCHW `conv2d_backprop_input`
+/// to the lean wgmma tile (elsewhere: the lean one; those calls have no other tiles). Every tile gives the same results bit for bit in the emulator (the same
 /// products summed in the same order). Read once per process.
 pub const CONV_TC_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_TILE";
 
@@ -197,8 +197,9 @@ pub enum ConvTcTile {
     /// `conv2d_backprop_input_tc_vec_nchw_wgmma_f32`): the lean tile's 64 pixels on one warpgroup,
     /// `wgmma.mma_async` m64n64k8 tf32, each stage split in place into tf32 parts (big in the
     /// stage, small in a split buffer) by the threads that copied it, then small*big,
-    /// big*small, big*big per 8 channels (3xTF32; plain TF32 only big*big). Opt-in: checked
-    /// in the emulator only so far (not yet run on a GPU).
+    /// big*small, big*big per 8 channels (3xTF32; plain TF32 only big*big); for 16-bit NCHW
+    /// backprop_input the same one-warpgroup tile, `conv2d_backprop_input_tc_vec_nchw_wgmma_*`
+    /// (m64n64k16). Opt-in: checked in the emulator only so far (not yet run on a GPU).
     Wgmma,
 }
 

@@ -732,10 +732,11 @@ fn conv_tc_tile_of(forward: bool) -> ConvTcTile {
 /// and `_vec_nchw` kernels where [`launch::conv_tc_vec_eligible`] holds and the source and filter
 /// addresses are 16-byte aligned (unless `GRADOPS_CUDA_CONV_TC_VEC=off`; 16-bit NHWC backprop_input calls
 /// the `_vec_tall` one, or the tile `GRADOPS_CUDA_CONV_TC_TILE` names: [`ConvTcTile`]; the 16-bit
-/// NHWC forward the one `GRADOPS_CUDA_CONV_TC_FORWARD_TILE` names; f32 backprop_input the
-/// lean one, or under `GRADOPS_CUDA_CONV_TC_TILE=wgmma` the f32 wgmma tile of its layout), else the general
-/// ones. `sm90a`: the device runs the compute_90a image, which the wgmma tiles need (without
-/// it their calls run the tall tile, f32's the lean one).
+/// NHWC forward the one `GRADOPS_CUDA_CONV_TC_FORWARD_TILE` names; f32 backprop_input and
+/// 16-bit NCHW backprop_input the lean one, or under `GRADOPS_CUDA_CONV_TC_TILE=wgmma` the
+/// lean wgmma tile of their layout), else the general ones. `sm90a`: the device runs the
+/// compute_90a image, which the wgmma tiles need (without it their calls run the tall tile,
+/// f32's and NCHW's the lean one).
 fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize, sm90a: bool) -> &'static str {
     conv_tc_family_for(p, (forward, elem_bytes), conv_tc_tile_of(forward), sm90a)
 }
@@ -755,13 +756,15 @@ fn conv_tc_family_for(
     let nchw = p.layout == GO_LAYOUT_NCHW as i32;
     let tile = match (vec, nchw, elem_bytes) {
         (true, false, 2) => env_tile,
-        // f32 backprop_input has one tile beside the lean one, in either layout: the f32
-        // wgmma tile.
-        (true, _, 4) if !forward && env_tile == ConvTcTile::Wgmma => ConvTcTile::Wgmma,
+        // f32 backprop_input (either layout) and 16-bit NCHW backprop_input have one tile
+        // beside the lean one: the lean wgmma tile.
+        (true, _, 4) | (true, true, 2) if !forward && env_tile == ConvTcTile::Wgmma => {
+            ConvTcTile::Wgmma
+        }
         _ => ConvTcTile::Lean,
     };
     let tile = match tile {
-        ConvTcTile::Wgmma if !sm90a && elem_bytes == 2 => ConvTcTile::Tall,
+        ConvTcTile::Wgmma if !sm90a && elem_bytes == 2 && !nchw => ConvTcTile::Tall,
         ConvTcTile::Wgmma if !sm90a => ConvTcTile::Lean,
         tile => tile,
     };
@@ -784,14 +787,15 @@ fn conv_tc_family_for(
 }
 
 /// The launch of tensor-core kernel family `family` ([`conv_tc_family`]) for elements of
-/// `elem_bytes` (the f32 wgmma tile has the lean tile's shape, the 16-bit one the wide's).
+/// `elem_bytes` (the lean wgmma tile, f32's and NCHW's, has the lean tile's shape, the 16-bit
+/// NHWC one the wide's).
 fn conv_tc_launch(
     p: &GoConvParams,
     forward: bool,
     family: &str,
     elem_bytes: usize,
 ) -> Option<Launch> {
-    if family.ends_with("_wgmma") && elem_bytes == 4 {
+    if family.ends_with("_wgmma") && (elem_bytes == 4 || family.ends_with("_nchw_wgmma")) {
         launch::conv_tc(p, forward)
     } else if family.ends_with("_wide") || family.ends_with("_wgmma") {
         launch::conv_tc_wide(p, forward)
@@ -1692,15 +1696,28 @@ mod tests {
         );
         assert_eq!(
             nchw_fam(false, 2, Wgmma, true),
+            "conv2d_backprop_input_tc_vec_nchw_wgmma"
+        );
+        assert_eq!(
+            nchw_fam(false, 2, Wgmma, false),
             "conv2d_backprop_input_tc_vec_nchw"
         );
+        assert_eq!(
+            nchw_fam(false, 2, Tall, true),
+            "conv2d_backprop_input_tc_vec_nchw"
+        );
+        assert_eq!(nchw_fam(true, 2, Wgmma, true), "conv2d_forward_tc_vec_nchw");
         assert_eq!(nchw_fam(true, 4, Wgmma, true), "conv2d_forward_tc_vec_nchw");
-        // The f32 wgmma tile runs on the lean launch (64 pixels, one warpgroup), the 16-bit
-        // one on the wide launch (128 pixels, two).
+        // The lean wgmma tile (f32's, NCHW's) runs on the lean launch (64 pixels, one
+        // warpgroup), the 16-bit NHWC one on the wide launch (128 pixels, two).
         let wg = "conv2d_backprop_input_tc_vec_wgmma";
-        for f in [wg, "conv2d_backprop_input_tc_vec_nchw_wgmma"] {
+        for (f, bytes) in [
+            (wg, 4),
+            ("conv2d_backprop_input_tc_vec_nchw_wgmma", 4),
+            ("conv2d_backprop_input_tc_vec_nchw_wgmma", 2),
+        ] {
             assert_eq!(
-                conv_tc_launch(&p, false, f, 4).map(|l| (l.grid, l.block)),
+                conv_tc_launch(&p, false, f, bytes).map(|l| (l.grid, l.block)),
                 launch::conv_tc(&p, false).map(|l| (l.grid, l.block))
             );
         }

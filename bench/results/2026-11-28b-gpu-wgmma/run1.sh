@@ -10,11 +10,14 @@
 # GRADOPS_CUDA_CONV_TC_TILE=wgmma: 3xTF32 and the TF32 opt-in on m64n64k8 tf32): in the same
 # tests and sanitizers (their f32 calls run it, NCHW and NHWC), timed exact and TF32 against
 # the lean tile in both layouts with cuDNN f32 (TF32 off and allowed) before and after, ncu on
-# one exact NHWC W4 call. The 16-bit timings are f16 only (bf16 ran within 1% of f16 in every
-# earlier run).
+# one exact NHWC W4 call. And 16-bit NCHW backprop_input on the same one-warpgroup tile
+# (conv2d_backprop_input_tc_vec_nchw_wgmma_*), timed against the lean NCHW kernel. The 16-bit
+# timings are f16 only (bf16 ran within 1% of f16 in every earlier run).
 # Usage: run1.sh BUNDLE OUT   (BUNDLE: the unpacked target/gpu-carry/bundle.tar.xz)
-# About 7 minutes; give it timeout_s 540.
-B="$1" O="$2"; W=/tmp/wg1; rm -rf "$W"; mkdir -p "$W" "$O"; L="$W/log.txt"
+# About 7-8 minutes; give it timeout_s 570.
+# Everything is written under OUT as it goes (log.txt, w/*.json), so a run cut short by the
+# device tool's limit still brings back what it measured.
+B="$1" O="$2"; W="$O/w"; rm -rf "$W"; mkdir -p "$W" "$O"; L="$O/log.txt"
 reap() { pkill -9 -f "$B/" ; pkill -9 -f bench/peers.py; pkill -9 -x ncu; sleep 1; } 2>/dev/null
 st() { local n=$1 lim=$2; shift 2; local t0=$SECONDS; echo "=== $n: $*" >>"$L"; timeout "$lim" "$@" >>"$L" 2>&1; echo "=== $n: rc=$? ($((SECONDS-t0)) s)" | tee -a "$L"; }
 { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,compute_cap --format=csv
@@ -33,20 +36,25 @@ done
 GRADOPS_PROP_CASES=150 GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st prop_wgmma 90 \
   "$B/properties" --exact conv2d_backprop_input_geometry_cuda conv2d_geometry_cuda --nocapture
 reap
-# 2. cuDNN (f16/bf16 NHWC W4, W5: channels_last), the tiles in turn, cuDNN again.
-PYTHONUNBUFFERED=1 st peers_a 120 python3 bench/peers.py --device cuda --reps 50 --dtypes f16 \
-  --layouts nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f --json "$W/peers-a.json"; reap
+# 2. cuDNN (f16 NHWC W4, W5, W4f, W5f: channels_last; and NCHW), the tiles in turn (NHWC, and
+#    NCHW backprop_input, whose 16-bit calls the lean wgmma tile takes under wgmma), cuDNN again.
+PYTHONUNBUFFERED=1 st peers_a 150 python3 bench/peers.py --device cuda --reps 50 --dtypes f16 \
+  --layouts nchw,nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f --json "$W/peers-a.json"; reap
 for rep in 1 2; do
   for v in tall wgmma; do
     for d in f16; do
       GRADOPS_CUDA_CONV_TC_TILE=$v GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$v st "t${rep}_${v}_$d" 40 \
         "$B/gradops" bench --device cuda --dtype $d --layout nhwc --workload W4,W5,W4f,W5f \
         --reps 50 --json "$W/t$rep-$v-$d.json"
+      # NCHW backprop_input: the lean NCHW kernel vs the lean wgmma tile (16-bit NCHW's).
+      GRADOPS_CUDA_CONV_TC_TILE=$v st "t${rep}_${v}_${d}_nchw" 40 \
+        "$B/gradops" bench --device cuda --dtype $d --layout nchw --workload W4,W5 \
+        --reps 50 --json "$W/t$rep-$v-${d}_nchw.json"
     done
   done
 done
-PYTHONUNBUFFERED=1 st peers_b 120 python3 bench/peers.py --device cuda --reps 50 --dtypes f16 \
-  --layouts nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f --json "$W/peers-b.json"; reap
+PYTHONUNBUFFERED=1 st peers_b 150 python3 bench/peers.py --device cuda --reps 50 --dtypes f16 \
+  --layouts nchw,nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f --json "$W/peers-b.json"; reap
 # 2b. f32 backprop_input, NHWC and NCHW: the lean tile (what `tall` leaves f32 on) and the f32
 #     wgmma tile, exact and TF32, in turn, with cuDNN f32 (TF32 off and allowed) before and
 #     after (NCHW rows against cuDNN's NCHW, NHWC ones against channels_last).
@@ -87,7 +95,5 @@ st sass 30 bash -c 'for f in conv2d_backprop_input_tc_vec_wgmma_f16 conv2d_forwa
   grep -cE "HGMMA" "$2/sass-wgmma.txt"; grep -cE "^ +/\*[0-9a-f]{4}\*/" "$2/sass-wgmma.txt"' \
   "$OBJ" "$B" "$W"
 python3 bench/variant_summary.py "$W" "tiles (NHWC backprop_input and forward; f32 backprop_input)" | tee -a "$L"
-cp "$L" "$O/log.txt"
-tar cf "$O/json.tar" -C "$W" $(cd "$W" && ls *.json); cp "$W/sass-wgmma.txt" "$O/" 2>/dev/null
 grep -hE "rc=" "$L" | grep -v "rc=0 "; grep -hE "rc=" "$L" | wc -l
 tail -8 "$L"

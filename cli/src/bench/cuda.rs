@@ -490,7 +490,7 @@ fn bench_cuda_typed<T: Element>(
                  9.0 only): f16/bf16 NHWC {op} ran the default {}{}",
                 tile_name(ConvTcTile::Tall),
                 if f32_too {
-                    ", f32 the 64-pixel one"
+                    ", f32 and f16/bf16 NCHW the 64-pixel one"
                 } else {
                     ""
                 }
@@ -501,8 +501,8 @@ fn bench_cuda_typed<T: Element>(
                 tile_name(tile),
                 tile_name(ConvTcTile::Tall),
                 if f32_too {
-                    "; f32 (either layout) the f32 wgmma tile (64-pixel tiles on one warpgroup \
-                     of m64n64k8 tf32), not the 64-pixel mma.sync one"
+                    "; f32 (either layout) and f16/bf16 NCHW the lean wgmma tile (64-pixel \
+                     tiles on one warpgroup of m64n64 wgmma), not the 64-pixel mma.sync one"
                 } else {
                     ""
                 }
