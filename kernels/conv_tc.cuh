@@ -923,15 +923,14 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     static_assert(NC || (KCH % CC == 0 && BM * KCH == NR * CC * THREADS),
                   "whole A chunks per thread (NHWC)");
     static_assert(!WG || ((sizeof(S) == 2 || (sizeof(S) == 4 && !BKN)) &&
-                          (!NC || (!BKN && THREADS == 128)) && CC == 1 &&
-                          KCH == 4 &&
+                          (!NC || THREADS == 128) && CC == 1 && KCH == 4 &&
                           (THREADS / TPR) % 8 == 0 && (THREADS / KCH) % 8 == 0 &&
-                          (!BKN || NB == 1) && WM == 16 && WN == 64 &&
-                          BM == 16 * (THREADS / 32)),
+                          (!BKN || (THREADS / (TC_BN / VEC)) % 8 == 0) && WM == 16 &&
+                          WN == 64 && BM == 16 * (THREADS / 32)),
                   "the wgmma tiles: 16-bit or f32 ([nn][k] B), NCHW on one warpgroup, one "
                   "chunk a copy, copy rows 8 apart (one swizzle phase per thread), [k][nn] B "
-                  "in one chunk a thread, a warp's m16 x 64 the C fragments of its "
-                  "warpgroup's m64n64");
+                  "chunks of one thread 8k rows apart, a warp's m16 x 64 the C fragments of "
+                  "its warpgroup's m64n64");
     // The f32 wgmma tile splits each stage into tf32 parts in place before its wgmma (big
     // in the stage, small in one split buffer after the stages: go_tc_split_tf32).
     [[maybe_unused]] constexpr bool SPLIT = WG && sizeof(S) == 4;
@@ -997,7 +996,10 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
                                       (t % (TC_BN / VEC)) % 4)
                                : (t / (TC_BN / VEC)) * LDKN + (t % (TC_BN / VEC)) * VEC)
                          : sdst(t / KCH, t % KCH);
-    constexpr int BDST1 = BKN ? (THREADS / (TC_BN / VEC)) * LDKN : (THREADS / KCH) * SLD;
+    // (The wgmma tile's N-major B: THREADS / (TC_BN / VEC) k rows on, a multiple of the
+    // swizzle's 8-row period, in the same column of atoms.)
+    constexpr int BDST1 =
+        BKN ? (THREADS / (TC_BN / VEC)) * (WG ? SLD : LDKN) : (THREADS / KCH) * SLD;
 #pragma unroll
     for (int r = 0; r < NB; ++r) {
         const int q = t + THREADS * r;
@@ -1199,13 +1201,13 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
 // two warpgroups of one m64n64 each per k16 (warp w's m16 x 64 C fragments are rows 16w..),
 // A and B staged in the 64-byte swizzle and read by wgmma straight from shared memory: no
 // fragment loads or mma.sync in the main loop, 32 accumulators a thread (3 stages).
-// The lean wgmma tile (GO_TC_WGMMA_LEAN, backprop_input only): the lean tile's 64 pixels on
-// one warpgroup, 4 stages. f32's wgmma tile in both layouts, m64n64k8 tf32 (3xTF32, or plain
+// The lean wgmma tile (GO_TC_WGMMA_LEAN): the lean tile's 64 pixels on one warpgroup, 4
+// stages. f32's wgmma tile in both layouts, m64n64k8 tf32 (3xTF32, or plain
 // TF32 under the opt-in) on stages split in place (go_tc_split_tf32) with the split buffer
 // after the stages (40 KB of static shared memory; 128-pixel tiles with 3 stages would not
-// fit 48 KB beside it); and 16-bit NCHW's (m64n64k16, the wgmma tile's operations; its A
-// chunks stored to the stage from registers as by the lean NCHW kernel, at the swizzled
-// positions).
+// fit 48 KB beside it); and 16-bit NCHW's, both ops (m64n64k16, the wgmma tile's
+// operations; its A chunks stored to the stage from registers as by the lean NCHW kernel, at
+// the swizzled positions).
 enum GoTcTileKind { GO_TC_GENERAL = 0, GO_TC_LEAN = 1, GO_TC_WIDE = 2, GO_TC_TALL = 3,
                     GO_TC_SQUARE = 4, GO_TC_WGMMA = 5, GO_TC_WGMMA_LEAN = 6 };
 template <int KIND> struct GoTcTileShape {
@@ -1368,9 +1370,10 @@ GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_wgmma_body, false, GO_LAYOUT_NHWC,
                (sizeof(T) == 4 ? GO_TC_WGMMA_LEAN : GO_TC_WGMMA))
 GO_TC_VEC_BODY(conv2d_forward_tc_vec_wgmma_body, true, GO_LAYOUT_NHWC, GO_TC_WGMMA)
 // NCHW backprop_input on the lean wgmma tile (f32 and 16-bit types; A gathered through
-// registers, stored swizzled).
+// registers, stored swizzled), and the 16-bit NCHW forward (B N-major, two chunks a thread).
 GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_nchw_wgmma_body, false, GO_LAYOUT_NCHW,
                GO_TC_WGMMA_LEAN)
+GO_TC_VEC_BODY(conv2d_forward_tc_vec_nchw_wgmma_body, true, GO_LAYOUT_NCHW, GO_TC_WGMMA_LEAN)
 #endif
 #undef GO_TC_VEC_BODY
 template <typename T>
@@ -1490,6 +1493,12 @@ GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_nchw_wgmma, GoConvParams,
 GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_nchw_wgmma, GoConvParams,
                          conv2d_backprop_input_tc_vec_nchw_wgmma_body, GO_TC_BOUNDS_WGMMA_LEAN,
                          bf16, __nv_bfloat16)
+GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_nchw_wgmma, GoConvParams,
+                         conv2d_forward_tc_vec_nchw_wgmma_body, GO_TC_BOUNDS_WGMMA_LEAN, f16,
+                         __half)
+GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_nchw_wgmma, GoConvParams,
+                         conv2d_forward_tc_vec_nchw_wgmma_body, GO_TC_BOUNDS_WGMMA_LEAN, bf16,
+                         __nv_bfloat16)
 GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
                          conv2d_forward_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA, f16, __half)
 GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,

@@ -199,7 +199,9 @@ pub enum ConvTcTile {
     /// stage, small in a split buffer) by the threads that copied it, then small*big,
     /// big*small, big*big per 8 channels (3xTF32; plain TF32 only big*big); for 16-bit NCHW
     /// backprop_input the same one-warpgroup tile, `conv2d_backprop_input_tc_vec_nchw_wgmma_*`
-    /// (m64n64k16). Opt-in: checked in the emulator only so far (not yet run on a GPU).
+    /// (m64n64k16; and the forward's `conv2d_forward_tc_vec_nchw_wgmma_*` under
+    /// [`CONV_TC_FORWARD_TILE_ENV`]). Opt-in: checked in the emulator only so far (not yet run
+    /// on a GPU).
     Wgmma,
 }
 
@@ -221,8 +223,10 @@ pub fn conv_tc_wgmma_available() -> bool {
 /// tensor-core kernels: `lean` (`conv2d_forward_tc_vec_*`, 64-pixel tiles, the default before
 /// 2026-11-28), `square` (`conv2d_forward_tc_vec_square_*`) or `wgmma`
 /// (`conv2d_forward_tc_vec_wgmma_*`, compute capability 9.0 only, as [`ConvTcTile::Wgmma`],
-/// the filter read N-major by the tensor cores; elsewhere its calls run the tall tile), read
-/// as [`CONV_TC_TILE_ENV`]; unset or any other value, the tall tile
+/// the filter read N-major by the tensor cores; elsewhere its calls run the tall tile;
+/// `wgmma` also moves 16-bit NCHW `conv2d` to the lean wgmma tile,
+/// `conv2d_forward_tc_vec_nchw_wgmma_*`, elsewhere the lean NCHW one), read as
+/// [`CONV_TC_TILE_ENV`]; unset or any other value, the tall tile
 /// (`conv2d_forward_tc_vec_tall_*`: on an H200 W4f 5% and W5f 22% less time than the lean
 /// tile, 5-11% less than the square one, BENCHMARKS.md). Every tile gives the same results bit
 /// for bit (the emulator). Read once per process.

@@ -733,8 +733,8 @@ fn conv_tc_tile_of(forward: bool) -> ConvTcTile {
 /// addresses are 16-byte aligned (unless `GRADOPS_CUDA_CONV_TC_VEC=off`; 16-bit NHWC backprop_input calls
 /// the `_vec_tall` one, or the tile `GRADOPS_CUDA_CONV_TC_TILE` names: [`ConvTcTile`]; the 16-bit
 /// NHWC forward the one `GRADOPS_CUDA_CONV_TC_FORWARD_TILE` names; f32 backprop_input and
-/// 16-bit NCHW backprop_input the lean one, or under `GRADOPS_CUDA_CONV_TC_TILE=wgmma` the
-/// lean wgmma tile of their layout), else the general ones. `sm90a`: the device runs the
+/// 16-bit NCHW calls the lean one, or under the op's variable `=wgmma` the lean wgmma tile of
+/// their layout), else the general ones. `sm90a`: the device runs the
 /// compute_90a image, which the wgmma tiles need (without it their calls run the tall tile,
 /// f32's and NCHW's the lean one).
 fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize, sm90a: bool) -> &'static str {
@@ -756,11 +756,10 @@ fn conv_tc_family_for(
     let nchw = p.layout == GO_LAYOUT_NCHW as i32;
     let tile = match (vec, nchw, elem_bytes) {
         (true, false, 2) => env_tile,
-        // f32 backprop_input (either layout) and 16-bit NCHW backprop_input have one tile
+        // f32 backprop_input (either layout) and 16-bit NCHW calls of both ops have one tile
         // beside the lean one: the lean wgmma tile.
-        (true, _, 4) | (true, true, 2) if !forward && env_tile == ConvTcTile::Wgmma => {
-            ConvTcTile::Wgmma
-        }
+        (true, _, 4) if !forward && env_tile == ConvTcTile::Wgmma => ConvTcTile::Wgmma,
+        (true, true, 2) if env_tile == ConvTcTile::Wgmma => ConvTcTile::Wgmma,
         _ => ConvTcTile::Lean,
     };
     let tile = match tile {
@@ -782,6 +781,7 @@ fn conv_tc_family_for(
         (true, true, false, ConvTcTile::Tall) => "conv2d_forward_tc_vec_tall",
         (true, true, false, ConvTcTile::Wgmma) => "conv2d_forward_tc_vec_wgmma",
         (true, true, false, _) => "conv2d_forward_tc_vec",
+        (true, true, true, ConvTcTile::Wgmma) => "conv2d_forward_tc_vec_nchw_wgmma",
         (true, true, true, _) => "conv2d_forward_tc_vec_nchw",
     }
 }
@@ -1706,7 +1706,15 @@ mod tests {
             nchw_fam(false, 2, Tall, true),
             "conv2d_backprop_input_tc_vec_nchw"
         );
-        assert_eq!(nchw_fam(true, 2, Wgmma, true), "conv2d_forward_tc_vec_nchw");
+        assert_eq!(
+            nchw_fam(true, 2, Wgmma, true),
+            "conv2d_forward_tc_vec_nchw_wgmma"
+        );
+        assert_eq!(
+            nchw_fam(true, 2, Wgmma, false),
+            "conv2d_forward_tc_vec_nchw"
+        );
+        assert_eq!(nchw_fam(true, 2, Tall, true), "conv2d_forward_tc_vec_nchw");
         assert_eq!(nchw_fam(true, 4, Wgmma, true), "conv2d_forward_tc_vec_nchw");
         // The lean wgmma tile (f32's, NCHW's) runs on the lean launch (64 pixels, one
         // warpgroup), the 16-bit NHWC one on the wide launch (128 pixels, two).
@@ -1721,6 +1729,11 @@ mod tests {
                 launch::conv_tc(&p, false).map(|l| (l.grid, l.block))
             );
         }
+        assert_eq!(
+            conv_tc_launch(&p, true, "conv2d_forward_tc_vec_nchw_wgmma", 2)
+                .map(|l| (l.grid, l.block)),
+            launch::conv_tc(&p, true).map(|l| (l.grid, l.block))
+        );
         assert_eq!(
             conv_tc_launch(&p, false, wg, 2).map(|l| (l.grid, l.block)),
             launch::conv_tc_wide(&p, false).map(|l| (l.grid, l.block))

@@ -10,8 +10,8 @@
 # GRADOPS_CUDA_CONV_TC_TILE=wgmma: 3xTF32 and the TF32 opt-in on m64n64k8 tf32): in the same
 # tests and sanitizers (their f32 calls run it, NCHW and NHWC), timed exact and TF32 against
 # the lean tile in both layouts with cuDNN f32 (TF32 off and allowed) before and after, ncu on
-# one exact NHWC W4 call. And 16-bit NCHW backprop_input on the same one-warpgroup tile
-# (conv2d_backprop_input_tc_vec_nchw_wgmma_*), timed against the lean NCHW kernel. The 16-bit
+# one exact NHWC W4 call. And 16-bit NCHW calls of both ops on the same one-warpgroup tile
+# (conv2d_{backprop_input,forward}_tc_vec_nchw_wgmma_*), timed against the lean NCHW kernels. The 16-bit
 # timings are f16 only (bf16 ran within 1% of f16 in every earlier run).
 # Usage: run1.sh BUNDLE OUT   (BUNDLE: the unpacked target/gpu-carry/bundle.tar.xz)
 # About 7-8 minutes; give it timeout_s 570.
@@ -36,8 +36,8 @@ done
 GRADOPS_PROP_CASES=150 GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st prop_wgmma 90 \
   "$B/properties" --exact conv2d_backprop_input_geometry_cuda conv2d_geometry_cuda --nocapture
 reap
-# 2. cuDNN (f16 NHWC W4, W5, W4f, W5f: channels_last; and NCHW), the tiles in turn (NHWC, and
-#    NCHW backprop_input, whose 16-bit calls the lean wgmma tile takes under wgmma), cuDNN again.
+# 2. cuDNN (f16 W4, W5, W4f, W5f, NHWC (channels_last) and NCHW), the tiles in turn (NHWC, and
+#    NCHW, whose 16-bit calls the lean wgmma tile takes under wgmma), cuDNN again.
 PYTHONUNBUFFERED=1 st peers_a 150 python3 bench/peers.py --device cuda --reps 50 --dtypes f16 \
   --layouts nchw,nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f --json "$W/peers-a.json"; reap
 for rep in 1 2; do
@@ -46,9 +46,9 @@ for rep in 1 2; do
       GRADOPS_CUDA_CONV_TC_TILE=$v GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$v st "t${rep}_${v}_$d" 40 \
         "$B/gradops" bench --device cuda --dtype $d --layout nhwc --workload W4,W5,W4f,W5f \
         --reps 50 --json "$W/t$rep-$v-$d.json"
-      # NCHW backprop_input: the lean NCHW kernel vs the lean wgmma tile (16-bit NCHW's).
-      GRADOPS_CUDA_CONV_TC_TILE=$v st "t${rep}_${v}_${d}_nchw" 40 \
-        "$B/gradops" bench --device cuda --dtype $d --layout nchw --workload W4,W5 \
+      # NCHW: the lean NCHW kernels vs the lean wgmma tile (16-bit NCHW's, both ops).
+      GRADOPS_CUDA_CONV_TC_TILE=$v GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$v st "t${rep}_${v}_${d}_nchw" 40 \
+        "$B/gradops" bench --device cuda --dtype $d --layout nchw --workload W4,W5,W4f,W5f \
         --reps 50 --json "$W/t$rep-$v-${d}_nchw.json"
     done
   done

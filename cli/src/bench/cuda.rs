@@ -482,29 +482,33 @@ fn bench_cuda_typed<T: Element>(
             gradops::cuda::conv_tc_forward_tile(),
         ),
     ] {
-        // The backprop_input's wgmma choice moves f32 NHWC calls too (the f32 wgmma tile).
-        let f32_too = tile == ConvTcTile::Wgmma && op == "conv2d_backprop_input";
-        if tile == ConvTcTile::Wgmma && !gradops::cuda::conv_tc_wgmma_available() {
+        // A wgmma choice moves the op's 16-bit NCHW calls too, and backprop_input's f32
+        // calls (the lean wgmma tile).
+        let wgmma = tile == ConvTcTile::Wgmma;
+        let others = if op == "conv2d_backprop_input" {
+            "f32 (either layout) and f16/bf16 NCHW"
+        } else {
+            "f16/bf16 NCHW"
+        };
+        if wgmma && !gradops::cuda::conv_tc_wgmma_available() {
             notes.push(format!(
                 "{env}=wgmma: this device or build has no compute_90a image (compute capability \
-                 9.0 only): f16/bf16 NHWC {op} ran the default {}{}",
+                 9.0 only): f16/bf16 NHWC {op} ran the default {}, {others} the 64-pixel \
+                 mma.sync one",
                 tile_name(ConvTcTile::Tall),
-                if f32_too {
-                    ", f32 and f16/bf16 NCHW the 64-pixel one"
-                } else {
-                    ""
-                }
             ));
         } else if tile != ConvTcTile::Tall {
             notes.push(format!(
                 "{env}: f16/bf16 NHWC {op} ran the {} lean kernel, not the default {}{}",
                 tile_name(tile),
                 tile_name(ConvTcTile::Tall),
-                if f32_too {
-                    "; f32 (either layout) and f16/bf16 NCHW the lean wgmma tile (64-pixel \
-                     tiles on one warpgroup of m64n64 wgmma), not the 64-pixel mma.sync one"
+                if wgmma {
+                    format!(
+                        "; {others} the lean wgmma tile (64-pixel tiles on one warpgroup of \
+                         m64n64 wgmma), not the 64-pixel mma.sync one"
+                    )
                 } else {
-                    ""
+                    String::new()
                 }
             ));
         }
