@@ -3032,12 +3032,29 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                     l.grid
                 );
             }
+            // A twin kernel on its launch plan, natural and tiny grids: the general kernel's
+            // bits.
+            type Plan = fn(&GoConvParams, bool) -> Option<launch::Launch>;
+            let run_twin = |twin_kernel: &str, plan: Plan| {
+                let twin = plan(&p, forward).expect("the twin's launch");
+                let twin_tiny = launch::Launch {
+                    grid: (1, twin.grid.1.min(2), twin.grid.2.min(2)),
+                    block: twin.block,
+                };
+                for l in [twin, twin_tiny] {
+                    let r = run_kernel(twin_kernel, l, &as_bytes(&p), &bufs);
+                    assert!(
+                        r[out_at] == outs[0],
+                        "{what}: {twin_kernel} (grid {:?}) differs from {kernel}",
+                        l.grid
+                    );
+                }
+            };
             // The wide, tall, square and wgmma twins (16-bit NHWC; the forward has no wide
             // one): 128-pixel tiles on 8 warps of the same warp tiles, on 4 warps of 64 x 32,
             // on 2 of 64 x 64, or on 2 warpgroups of m64n64 wgmma (the wide launch; the
             // forward's B N-major).
             if layout == NHWC && dt.size() == 2 {
-                type Plan = fn(&GoConvParams, bool) -> Option<launch::Launch>;
                 let twins: [(&str, Plan); 4] = [
                     ("wide", launch::conv_tc_wide),
                     ("tall", launch::conv_tc_tall),
@@ -3046,20 +3063,7 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                 ];
                 let twins = twins.iter().filter(|(kind, _)| !forward || *kind != "wide");
                 for &(kind, plan) in twins {
-                    let twin_kernel = format!("{name}_vec_{kind}_{}", dt.suffix());
-                    let twin = plan(&p, forward).expect("the twin's launch");
-                    let twin_tiny = launch::Launch {
-                        grid: (1, twin.grid.1.min(2), twin.grid.2.min(2)),
-                        block: twin.block,
-                    };
-                    for l in [twin, twin_tiny] {
-                        let r = run_kernel(&twin_kernel, l, &as_bytes(&p), &bufs);
-                        assert!(
-                            r[out_at] == outs[0],
-                            "{what}: {twin_kernel} (grid {:?}) differs from {kernel}",
-                            l.grid
-                        );
-                    }
+                    run_twin(&format!("{name}_vec_{kind}_{}", dt.suffix()), plan);
                 }
             }
             // The lean wgmma twins: the lean launch's 64-pixel tiles on one warpgroup; f32
@@ -3069,19 +3073,7 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
             // order.
             if (!forward && dt.size() == 4) || (dt.size() == 2 && layout == NCHW) {
                 let twin_kernel = format!("{name}_vec{lay}_wgmma_{}", dt.suffix());
-                let twin = launch::conv_tc(&p, forward).expect("the twin's launch");
-                let twin_tiny = launch::Launch {
-                    grid: (1, twin.grid.1.min(2), twin.grid.2.min(2)),
-                    block: twin.block,
-                };
-                for l in [twin, twin_tiny] {
-                    let r = run_kernel(&twin_kernel, l, &as_bytes(&p), &bufs);
-                    assert!(
-                        r[out_at] == outs[0],
-                        "{what}: {twin_kernel} (grid {:?}) differs from {kernel}",
-                        l.grid
-                    );
-                }
+                run_twin(&twin_kernel, launch::conv_tc);
                 if c.tf32 {
                     KERNELS_RUN.with(|k| k.borrow_mut().insert(format!("{twin_kernel} (TF32)")));
                 }
