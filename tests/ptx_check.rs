@@ -499,9 +499,9 @@ fn ptxas_every_image_no_spills() {
 /// The compute_90a image (built where compute_90 is): `conv` only, targeting sm_90a, PTX ISA
 /// at most 9.0, holding exactly the wgmma kernels (every other kernel stays in the portable
 /// images), which assemble for sm_90a without spills or stack, within the registers of two
-/// 256-thread blocks per SM (the lean wgmma ones: three of 128), and without ptxas serializing their
-/// wgmma (its "Potential
-/// Performance Loss" warning: accumulators touched between issue and wait, or the like).
+/// 256-thread blocks per SM (the lean wgmma ones: three of 128), and without ptxas
+/// serializing their wgmma (its "Potential Performance Loss" warning: accumulators touched
+/// between issue and wait, or the like).
 #[test]
 fn sm90a_image_holds_the_wgmma_kernels() {
     if kernels_or_skip("sm90a_image_holds_the_wgmma_kernels").is_none() {

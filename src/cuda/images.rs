@@ -162,8 +162,9 @@ pub fn conv_tensor_cores_for_all_dtypes() -> bool {
 /// value, the tall one. `wgmma` runs on compute capability 9.0 only (the compute_90a image);
 /// elsewhere its calls run the tall tile. `wgmma` also moves f32 `conv2d_backprop_input` of
 /// either layout (exact 3xTF32 and the TF32 opt-in) and 16-bit NCHW `conv2d_backprop_input`
-/// to the lean wgmma tile (elsewhere: the lean one; those calls have no other tiles). Every tile gives the same results bit for bit in the emulator (the same
-/// products summed in the same order). Read once per process.
+/// to the lean wgmma tile (elsewhere: the lean one; those calls have no other tiles). Every
+/// tile gives the same results bit for bit in the emulator (the same products summed in the
+/// same order). Read once per process.
 pub const CONV_TC_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_TILE";
 
 /// The block tile of 16-bit NHWC `conv2d_backprop_input` calls on the lean tensor-core
