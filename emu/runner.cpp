@@ -113,8 +113,10 @@ int main() {
     GO_EMU_ONE(conv2d_backprop_input_tc_vec_nchw_wgmma, GoConvParams, 3, , bf16, __nv_bfloat16)
     GO_EMU_ONE(conv2d_forward_tc_vec_nchw_wgmma, GoConvParams, 3, , f16, __half)
     GO_EMU_ONE(conv2d_forward_tc_vec_nchw_wgmma, GoConvParams, 3, , bf16, __nv_bfloat16)
+    GO_EMU_ONE(conv2d_forward_tc_vec_nchw_wgmma, GoConvParams, 3, , f32, float)
     GO_EMU_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams, 3, , f16, __half)
     GO_EMU_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams, 3, , bf16, __nv_bfloat16)
+    GO_EMU_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams, 3, , f32, float)
     GO_EMU_ONE(emu_wgmma_test, GoEmuWgmmaTestParams, 4, , f16, __half)
     GO_EMU_ONE(emu_wgmma_test, GoEmuWgmmaTestParams, 4, , bf16, __nv_bfloat16)
     if (name == "emu_wgmma_test_tf32") { run<GoEmuWgmmaTestParams>(emu_wgmma_test_tf32, 4, blob, bufs, grid, block); } else

@@ -922,18 +922,25 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     static_assert(NB * THREADS == TC_BN * KCH && NB <= 4, "whole B chunks");
     static_assert(NC || (KCH % CC == 0 && BM * KCH == NR * CC * THREADS),
                   "whole A chunks per thread (NHWC)");
-    static_assert(!WG || ((sizeof(S) == 2 || (sizeof(S) == 4 && !BKN)) &&
+    static_assert(!WG || ((sizeof(S) == 2 || sizeof(S) == 4) &&
                           (!NC || THREADS == 128) && CC == 1 && KCH == 4 &&
                           (THREADS / TPR) % 8 == 0 && (THREADS / KCH) % 8 == 0 &&
                           (!BKN || (THREADS / (TC_BN / VEC)) % 8 == 0) && WM == 16 &&
                           WN == 64 && BM == 16 * (THREADS / 32)),
-                  "the wgmma tiles: 16-bit or f32 ([nn][k] B), NCHW on one warpgroup, one "
+                  "the wgmma tiles: 16-bit or f32, NCHW on one warpgroup, one "
                   "chunk a copy, copy rows 8 apart (one swizzle phase per thread), a "
                   "thread's [k][nn] B chunks a multiple of 8 k rows apart, a warp's m16 x 64 "
                   "the C fragments of its warpgroup's m64n64");
     // The f32 wgmma tile splits each stage into tf32 parts in place before its wgmma (big
     // in the stage, small in one split buffer after the stages: go_tc_split_tf32).
     [[maybe_unused]] constexpr bool SPLIT = WG && sizeof(S) == 4;
+    // tf32 wgmma reads K-major operands only, so the f32 wgmma tile's forward gathers its
+    // [k][nn] B (HWIO) through registers, threads walking nn (the loads coalesce), and
+    // stores it [nn][k] one iteration later, as NCHW's A (put). REG: some operand does.
+    constexpr bool BREG = SPLIT && BKN;
+    constexpr bool REG = NC || BREG;
+    static_assert(!BREG || (THREADS % TC_BN == 0 && NB * (THREADS / TC_BN) == KCH),
+                  "the registered B: a thread's chunks THREADS / TC_BN apart in one nn row");
     const int t = threadIdx.x, lane = t % 32, warp = t / 32;
     const int wm = warp % (BM / WM), wn = warp / (BM / WM);
     S* As = reinterpret_cast<S*>(smem);
@@ -1003,13 +1010,19 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
 #pragma unroll
     for (int r = 0; r < NB; ++r) {
         const int q = t + THREADS * r;
-        const int bk = BKN ? q / (TC_BN / VEC) : (q % KCH) * VEC;
-        const int bn = BKN ? (q % (TC_BN / VEC)) * VEC : q / KCH;
+        const int bk = BREG ? (t / TC_BN) * VEC : BKN ? q / (TC_BN / VEC) : (q % KCH) * VEC;
+        const int bn = BREG ? t % TC_BN : BKN ? (q % (TC_BN / VEC)) * VEC : q / KCH;
         bin[r] = n_base + bn < P.nlen;
         if (r == 0) brow = w + P.b_off + bk * P.b_j + (n_base + bn) * P.b_n;
     }
-    const int brow1 = (int)(BKN ? (THREADS / (TC_BN / VEC)) * P.b_j
-                                : (THREADS / KCH) * P.b_n);
+    const int brow1 = (int)(BREG  ? (THREADS / TC_BN) * VEC * P.b_j
+                            : BKN ? (THREADS / (TC_BN / VEC)) * P.b_j
+                                  : (THREADS / KCH) * P.b_n);
+    // BREG: B chunk r of this thread (k chunk t / TC_BN + r * (THREADS / TC_BN) of nn row
+    // t % TC_BN) in a stage, K-major and swizzled.
+    [[maybe_unused]] auto breg = [&](int r) {
+        return sdst(t % TC_BN, t / TC_BN + r * (THREADS / TC_BN));
+    };
     GoTcAcc<T, WM, WN> acc;
     go_tc_acc_zero<T, WM, WN>(acc);
 
@@ -1028,6 +1041,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     // stage by the next iteration's put (their latency hidden behind a stage of mma); 16-bit
     // ones one per 32-bit register, as loaded.
     typename GoTcWide<S>::type av[NC ? AE : 1];
+    S bv[BREG ? NB * VEC : 1];  // BREG: the chunk's B elements, as av
     auto gather = [&](int stage) {
         S* as = As + stage * BM * SLD;
         S* bs = Bs + stage * TC_BN * SLD;
@@ -1052,20 +1066,42 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
                                         in ? arow[r] + aoff + c * TPR * VEC : w, in ? 16 : 0);
             }
         }
+        if constexpr (BREG) {
+            const T* bp = brow + boff;
+            const int bj = (int)P.b_j;
 #pragma unroll
-        for (int r = 0; r < NB; ++r)
-            go_tc_vec_copy16<2>(bs + bdst + r * BDST1, bin[r] ? brow + (boff + r * brow1) : w,
-                                bin[r] ? 16 : 0);
+            for (int r = 0; r < NB; ++r)
+#pragma unroll
+                for (int e = 0; e < VEC; ++e)
+                    bv[r * VEC + e] = bin[0] ? go_bits(go_ldg(bp + r * brow1 + e * bj)) : S(0);
+        } else {
+#pragma unroll
+            for (int r = 0; r < NB; ++r)
+                go_tc_vec_copy16<2>(bs + bdst + r * BDST1,
+                                    bin[r] ? brow + (boff + r * brow1) : w, bin[r] ? 16 : 0);
+        }
     };
-    // NCHW: the A elements of the last gather into their stage.
+    // NCHW: the A elements of the last gather into their stage; BREG: the B elements.
     auto put = [&](int stage) {
-        S* as = As + stage * BM * SLD;
+        if constexpr (NC) {
+            S* as = As + stage * BM * SLD;
 #pragma unroll
-        for (int c = 0; c < AE / VEC; ++c) {
-            S v[VEC];
+            for (int c = 0; c < AE / VEC; ++c) {
+                S v[VEC];
 #pragma unroll
-            for (int e = 0; e < VEC; ++e) v[e] = (S)av[c * VEC + e];
-            go_tc_store_chunk(as + anc(c), v);
+                for (int e = 0; e < VEC; ++e) v[e] = (S)av[c * VEC + e];
+                go_tc_store_chunk(as + anc(c), v);
+            }
+        }
+        if constexpr (BREG) {
+            S* bs = Bs + stage * TC_BN * SLD;
+#pragma unroll
+            for (int r = 0; r < NB; ++r) {
+                S v[VEC];
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) v[e] = bv[r * VEC + e];
+                go_tc_store_chunk(bs + breg(r), v);
+            }
         }
     };
     auto advance = [&]() {
@@ -1094,7 +1130,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     static_assert(STAGES >= 3, "a stage between the one read and the one stored");
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (NC && s >= 1 && s - 1 < kiters) put(s - 1);
+        if (REG && s >= 1 && s - 1 < kiters) put(s - 1);
         if (s < kiters) {
             gather(s);
             advance();
@@ -1122,7 +1158,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
                 }
 #pragma unroll
                 for (int r = 0; r < NB; ++r) {
-                    const int o = bdst + r * BDST1;
+                    const int o = BREG ? breg(r) : bdst + r * BDST1;
                     go_tc_split_tf32<TF32>(bs + o, Xs + BM * SLD + o);
                 }
             }
@@ -1130,7 +1166,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         }
 #endif
         __syncthreads();
-        if (NC && it + STAGES - 2 < kiters) put(s_load == 0 ? STAGES - 1 : s_load - 1);
+        if (REG && it + STAGES - 2 < kiters) put(s_load == 0 ? STAGES - 1 : s_load - 1);
         if (it + STAGES - 1 < kiters) {
             gather(s_load);
             advance();
@@ -1138,8 +1174,9 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         go_cp_async_commit();
 #if GO_HAS_WGMMA
         if constexpr (WG)
-            go_tc_stage_wgmma<T, BKN, TF32>(As + s_read * BM * SLD, Bs + s_read * TC_BN * SLD,
-                                            warp / 4, &acc[0][0][0], Xs, Xs + BM * SLD);
+            go_tc_stage_wgmma<T, BKN && !BREG, TF32>(As + s_read * BM * SLD,
+                                                     Bs + s_read * TC_BN * SLD, warp / 4,
+                                                     &acc[0][0][0], Xs, Xs + BM * SLD);
         else
 #endif
             go_tc_stage_mma<T, BKN, TF32, false, WM, WN>(As + s_read * BM * LD,
@@ -1364,12 +1401,13 @@ GO_TC_VEC_BODY(conv2d_forward_tc_vec_square_body, true, GO_LAYOUT_NHWC, GO_TC_SQ
 #if GO_HAS_WGMMA
 // The wgmma kernels (backprop_input and forward, 16-bit types, NHWC; sm_90a images and the
 // emulator).
-// f32's backprop_input: the lean wgmma tile (GO_TC_WGMMA_LEAN).
+// f32's: the lean wgmma tile (GO_TC_WGMMA_LEAN).
 GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_wgmma_body, false, GO_LAYOUT_NHWC,
                (sizeof(T) == 4 ? GO_TC_WGMMA_LEAN : GO_TC_WGMMA))
-GO_TC_VEC_BODY(conv2d_forward_tc_vec_wgmma_body, true, GO_LAYOUT_NHWC, GO_TC_WGMMA)
-// NCHW backprop_input on the lean wgmma tile (f32 and 16-bit types; A gathered through
-// registers, stored swizzled), and the 16-bit NCHW forward (B N-major, two chunks a thread).
+GO_TC_VEC_BODY(conv2d_forward_tc_vec_wgmma_body, true, GO_LAYOUT_NHWC,
+               (sizeof(T) == 4 ? GO_TC_WGMMA_LEAN : GO_TC_WGMMA))
+// NCHW on the lean wgmma tile, both ops (A gathered through registers, stored swizzled; the
+// 16-bit forward's B N-major, two chunks a thread, f32's gathered through registers too).
 GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_nchw_wgmma_body, false, GO_LAYOUT_NCHW,
                GO_TC_WGMMA_LEAN)
 GO_TC_VEC_BODY(conv2d_forward_tc_vec_nchw_wgmma_body, true, GO_LAYOUT_NCHW, GO_TC_WGMMA_LEAN)
@@ -1473,8 +1511,7 @@ GO_TC_SQUARE_INSTANTIATE(conv2d_backprop_input_tc_vec_square,
                          conv2d_backprop_input_tc_vec_square_body)
 GO_TC_SQUARE_INSTANTIATE(conv2d_forward_tc_vec_square, conv2d_forward_tc_vec_square_body)
 #if GO_HAS_WGMMA
-// The wgmma kernels, 16-bit types, and f32 for backprop_input: the compute_90a image's only
-// kernels.
+// The wgmma kernels, 16-bit types and f32: the compute_90a image's only kernels.
 GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_wgmma, GoConvParams,
                          conv2d_backprop_input_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA, f16, __half)
 GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_wgmma, GoConvParams,
@@ -1498,11 +1535,16 @@ GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_nchw_wgmma, GoConvParams,
 GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_nchw_wgmma, GoConvParams,
                          conv2d_forward_tc_vec_nchw_wgmma_body, GO_TC_BOUNDS_WGMMA_LEAN, bf16,
                          __nv_bfloat16)
+GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_nchw_wgmma, GoConvParams,
+                         conv2d_forward_tc_vec_nchw_wgmma_body, GO_TC_BOUNDS_WGMMA_LEAN, f32,
+                         float)
 GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
                          conv2d_forward_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA, f16, __half)
 GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
                          conv2d_forward_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA, bf16,
                          __nv_bfloat16)
+GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
+                         conv2d_forward_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA_LEAN, f32, float)
 #endif
 
 // ---------------------------------------------------------------------------------------

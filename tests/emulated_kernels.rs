@@ -2744,6 +2744,8 @@ fn emulated_conv2d_tensor_core() {
     for name in [
         "conv2d_backprop_input_tc_vec_wgmma_f32",
         "conv2d_backprop_input_tc_vec_nchw_wgmma_f32",
+        "conv2d_forward_tc_vec_wgmma_f32",
+        "conv2d_forward_tc_vec_nchw_wgmma_f32",
         "conv2d_backprop_input_tc_vec_nchw_wgmma_f16",
         "conv2d_backprop_input_tc_vec_nchw_wgmma_bf16",
         "conv2d_forward_tc_vec_nchw_wgmma_f16",
@@ -2831,6 +2833,8 @@ fn emulated_conv2d_tf32() {
     for name in [
         "conv2d_backprop_input_tc_vec_wgmma_f32",
         "conv2d_backprop_input_tc_vec_nchw_wgmma_f32",
+        "conv2d_forward_tc_vec_wgmma_f32",
+        "conv2d_forward_tc_vec_nchw_wgmma_f32",
     ] {
         assert!(
             KERNELS_RUN.with(|k| k.borrow().contains(&format!("{name} (TF32)"))),
@@ -3067,11 +3071,11 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                 }
             }
             // The lean wgmma twins: the lean launch's 64-pixel tiles on one warpgroup; f32
-            // backprop_input (both layouts) on m64n64k8 tf32, each stage split into tf32
-            // parts in place (3xTF32, or plain TF32 under the opt-in), 16-bit NCHW (both
-            // ops; the forward's B N-major) on m64n64k16: the same products in the same
-            // order.
-            if (!forward && dt.size() == 4) || (dt.size() == 2 && layout == NCHW) {
+            // (both ops, both layouts; the forward's B gathered through registers and stored
+            // K-major) on m64n64k8 tf32, each stage split into tf32 parts in place (3xTF32,
+            // or plain TF32 under the opt-in), 16-bit NCHW (both ops; the forward's B
+            // N-major) on m64n64k16: the same products in the same order.
+            if dt.size() == 4 || (dt.size() == 2 && layout == NCHW) {
                 let twin_kernel = format!("{name}_vec{lay}_wgmma_{}", dt.suffix());
                 run_twin(&twin_kernel, launch::conv_tc);
                 if c.tf32 {

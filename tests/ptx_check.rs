@@ -542,11 +542,13 @@ fn sm90a_image_holds_the_wgmma_kernels() {
                 .map(move |d| format!("{op}_tc_vec_wgmma_{d}"))
         })
         .collect();
-    // The lean wgmma tile (f32 backprop_input in both layouts, 16-bit NCHW of both ops; one
+    // The lean wgmma tile (f32 of both ops in both layouts, 16-bit NCHW of both ops; one
     // warpgroup of 128 threads).
-    const LEAN_WGMMA: [&str; 6] = [
+    const LEAN_WGMMA: [&str; 8] = [
         "conv2d_backprop_input_tc_vec_wgmma_f32",
         "conv2d_backprop_input_tc_vec_nchw_wgmma_f32",
+        "conv2d_forward_tc_vec_wgmma_f32",
+        "conv2d_forward_tc_vec_nchw_wgmma_f32",
         "conv2d_backprop_input_tc_vec_nchw_wgmma_f16",
         "conv2d_backprop_input_tc_vec_nchw_wgmma_bf16",
         "conv2d_forward_tc_vec_nchw_wgmma_f16",

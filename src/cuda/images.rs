@@ -198,7 +198,10 @@ pub enum ConvTcTile {
     /// `conv2d_backprop_input_tc_vec_nchw_wgmma_f32`): the lean tile's 64 pixels on one warpgroup,
     /// `wgmma.mma_async` m64n64k8 tf32, each stage split in place into tf32 parts (big in the
     /// stage, small in a split buffer) by the threads that copied it, then small*big,
-    /// big*small, big*big per 8 channels (3xTF32; plain TF32 only big*big); for 16-bit NCHW
+    /// big*small, big*big per 8 channels (3xTF32; plain TF32 only big*big), and under
+    /// [`CONV_TC_FORWARD_TILE_ENV`] the f32 forward's `conv2d_forward_tc_vec_wgmma_f32` and
+    /// `conv2d_forward_tc_vec_nchw_wgmma_f32` (the HWIO filter gathered through registers and
+    /// stored K-major, tf32 wgmma having no transposed B); for 16-bit NCHW
     /// backprop_input the same one-warpgroup tile, `conv2d_backprop_input_tc_vec_nchw_wgmma_*`
     /// (m64n64k16; and the forward's `conv2d_forward_tc_vec_nchw_wgmma_*` under
     /// [`CONV_TC_FORWARD_TILE_ENV`]). Opt-in: checked in the emulator only so far (not yet run

@@ -712,9 +712,10 @@ pub fn conv_kernel_for<T: Element>(
     Ok(conv_tc_family(&p, forward, std::mem::size_of::<T>(), sm90a).to_string() + "_" + T::SUFFIX)
 }
 
-/// Whether a 16-bit NHWC `conv2d_backprop_input` (`forward` false) or `conv2d` call on the
-/// stream runs the wgmma tile: `GRADOPS_CUDA_CONV_TC_TILE=wgmma` (the forward:
-/// `GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma`) and a device that runs the compute_90a image.
+/// Whether `conv2d_backprop_input` (`forward` false) or `conv2d` calls on the stream may run a
+/// wgmma tile (which one, and for which calls: [`conv_tc_family`]):
+/// `GRADOPS_CUDA_CONV_TC_TILE=wgmma` (the forward: `GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma`)
+/// and a device that runs the compute_90a image.
 fn conv_tc_wgmma_runs(stream: &Arc<CudaStream>, op: &'static str, forward: bool) -> Result<bool> {
     Ok(conv_tc_tile_of(forward) == ConvTcTile::Wgmma && stream_runs_sm90a(stream, op, "conv")?)
 }
@@ -732,9 +733,9 @@ fn conv_tc_tile_of(forward: bool) -> ConvTcTile {
 /// and `_vec_nchw` kernels where [`launch::conv_tc_vec_eligible`] holds and the source and filter
 /// addresses are 16-byte aligned (unless `GRADOPS_CUDA_CONV_TC_VEC=off`; 16-bit NHWC backprop_input calls
 /// the `_vec_tall` one, or the tile `GRADOPS_CUDA_CONV_TC_TILE` names: [`ConvTcTile`]; the 16-bit
-/// NHWC forward the one `GRADOPS_CUDA_CONV_TC_FORWARD_TILE` names; f32 backprop_input and
-/// 16-bit NCHW calls the lean one, or under the op's variable `=wgmma` the lean wgmma tile of
-/// their layout), else the general ones. `sm90a`: the device runs the
+/// NHWC forward the one `GRADOPS_CUDA_CONV_TC_FORWARD_TILE` names; f32 calls and 16-bit NCHW
+/// calls the lean one, or under the op's variable `=wgmma` the lean wgmma tile of their
+/// layout), else the general ones. `sm90a`: the device runs the
 /// compute_90a image, which the wgmma tiles need (without it their calls run the tall tile,
 /// f32's and NCHW's the lean one).
 fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize, sm90a: bool) -> &'static str {
@@ -756,9 +757,9 @@ fn conv_tc_family_for(
     let nchw = p.layout == GO_LAYOUT_NCHW as i32;
     let tile = match (vec, nchw, elem_bytes) {
         (true, false, 2) => env_tile,
-        // f32 backprop_input (either layout) and 16-bit NCHW calls of both ops have one tile
-        // beside the lean one: the lean wgmma tile.
-        (true, _, 4) if !forward && env_tile == ConvTcTile::Wgmma => ConvTcTile::Wgmma,
+        // f32 calls (either op, either layout) and 16-bit NCHW calls have one tile beside the
+        // lean one: the lean wgmma tile.
+        (true, _, 4) if env_tile == ConvTcTile::Wgmma => ConvTcTile::Wgmma,
         (true, true, 2) if env_tile == ConvTcTile::Wgmma => ConvTcTile::Wgmma,
         _ => ConvTcTile::Lean,
     };
@@ -1667,7 +1668,9 @@ mod tests {
         );
         assert_eq!(fam(false, 4, Wgmma, false), "conv2d_backprop_input_tc_vec");
         assert_eq!(fam(false, 4, Tall, true), "conv2d_backprop_input_tc_vec");
-        assert_eq!(fam(true, 4, Wgmma, true), "conv2d_forward_tc_vec");
+        assert_eq!(fam(true, 4, Wgmma, true), "conv2d_forward_tc_vec_wgmma");
+        assert_eq!(fam(true, 4, Wgmma, false), "conv2d_forward_tc_vec");
+        assert_eq!(fam(true, 4, Lean, true), "conv2d_forward_tc_vec");
         assert_eq!(fam(false, 8, Wgmma, true), "conv2d_backprop_input_tc_vec");
         assert_eq!(
             fam(false, 2, Wgmma, true),
@@ -1679,7 +1682,7 @@ mod tests {
         );
         assert_eq!(fam(true, 2, Wgmma, true), "conv2d_forward_tc_vec_wgmma");
         assert_eq!(fam(false, 2, Lean, true), "conv2d_backprop_input_tc_vec");
-        // NCHW: the f32 wgmma tile's NCHW kernel; no 16-bit one.
+        // NCHW: the lean wgmma tile's NCHW kernels, both ops, f32 and 16-bit.
         let nchw = GoConvParams {
             layout: GO_LAYOUT_NCHW as i32,
             ..p
@@ -1715,7 +1718,14 @@ mod tests {
             "conv2d_forward_tc_vec_nchw"
         );
         assert_eq!(nchw_fam(true, 2, Tall, true), "conv2d_forward_tc_vec_nchw");
-        assert_eq!(nchw_fam(true, 4, Wgmma, true), "conv2d_forward_tc_vec_nchw");
+        assert_eq!(
+            nchw_fam(true, 4, Wgmma, true),
+            "conv2d_forward_tc_vec_nchw_wgmma"
+        );
+        assert_eq!(
+            nchw_fam(true, 4, Wgmma, false),
+            "conv2d_forward_tc_vec_nchw"
+        );
         // The lean wgmma tile (f32's, NCHW's) runs on the lean launch (64 pixels, one
         // warpgroup), the 16-bit NHWC one on the wide launch (128 pixels, two).
         let wg = "conv2d_backprop_input_tc_vec_wgmma";
@@ -1729,10 +1739,19 @@ mod tests {
                 launch::conv_tc(&p, false).map(|l| (l.grid, l.block))
             );
         }
+        for (f, bytes) in [
+            ("conv2d_forward_tc_vec_nchw_wgmma", 2),
+            ("conv2d_forward_tc_vec_nchw_wgmma", 4),
+            ("conv2d_forward_tc_vec_wgmma", 4),
+        ] {
+            assert_eq!(
+                conv_tc_launch(&p, true, f, bytes).map(|l| (l.grid, l.block)),
+                launch::conv_tc(&p, true).map(|l| (l.grid, l.block))
+            );
+        }
         assert_eq!(
-            conv_tc_launch(&p, true, "conv2d_forward_tc_vec_nchw_wgmma", 2)
-                .map(|l| (l.grid, l.block)),
-            launch::conv_tc(&p, true).map(|l| (l.grid, l.block))
+            conv_tc_launch(&p, true, "conv2d_forward_tc_vec_wgmma", 2).map(|l| (l.grid, l.block)),
+            launch::conv_tc_wide(&p, true).map(|l| (l.grid, l.block))
         );
         assert_eq!(
             conv_tc_launch(&p, false, wg, 2).map(|l| (l.grid, l.block)),

@@ -11,10 +11,13 @@
 # tests and sanitizers (their f32 calls run it, NCHW and NHWC), timed exact and TF32 against
 # the lean tile in both layouts with cuDNN f32 (TF32 off and allowed) before and after, ncu on
 # one exact NHWC W4 call. And 16-bit NCHW calls of both ops on the same one-warpgroup tile
-# (conv2d_{backprop_input,forward}_tc_vec_nchw_wgmma_*), timed against the lean NCHW kernels. The 16-bit
+# (conv2d_{backprop_input,forward}_tc_vec_nchw_wgmma_*), timed against the lean NCHW kernels. And
+# (2026-11-29, second) the f32 forward on the f32 wgmma tile (conv2d_forward_tc_vec_wgmma_f32,
+# conv2d_forward_tc_vec_nchw_wgmma_f32, GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma): W4f and W5f
+# in the f32 rounds, ncu on one exact NHWC W4f call. The 16-bit
 # timings are f16 only (bf16 ran within 1% of f16 in every earlier run).
 # Usage: run1.sh BUNDLE OUT   (BUNDLE: the unpacked target/gpu-carry/bundle.tar.xz)
-# About 7-8 minutes; give it timeout_s 570.
+# About 8-9 minutes (estimated: not yet run); give it timeout_s 570.
 # Everything is written under OUT as it goes (log.txt, w/*.json), so a run cut short by the
 # device tool's limit still brings back what it measured.
 B="$1" O="$2"; W="$O/w"; rm -rf "$W"; mkdir -p "$W" "$O"; L="$O/log.txt"
@@ -55,24 +58,27 @@ for rep in 1 2; do
 done
 PYTHONUNBUFFERED=1 st peers_b 150 python3 bench/peers.py --device cuda --reps 50 --dtypes f16 \
   --layouts nchw,nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f --json "$W/peers-b.json"; reap
-# 2b. f32 backprop_input, NHWC and NCHW: the lean tile (what `tall` leaves f32 on) and the f32
-#     wgmma tile, exact and TF32, in turn, with cuDNN f32 (TF32 off and allowed) before and
-#     after (NCHW rows against cuDNN's NCHW, NHWC ones against channels_last).
+# 2b. f32 backprop_input and forward, NHWC and NCHW: the lean tile (what `tall` leaves f32 on)
+#     and the f32 wgmma tile, exact and TF32, in turn, with cuDNN f32 (TF32 off and allowed)
+#     before and after (NCHW rows against cuDNN's NCHW, NHWC ones against channels_last).
 PYTHONUNBUFFERED=1 st peers_f32a 150 python3 bench/peers.py --device cuda --reps 50 --dtypes f32 \
-  --layouts nchw,nhwc --workloads W4,W5 --nhwc-workloads W4,W5 --json "$W/peers-f32a.json"; reap
+  --layouts nchw,nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f \
+  --json "$W/peers-f32a.json"; reap
 for rep in 1 2; do
   for v in tall wgmma; do
     for prec in exact tf32; do
       for lay in nhwc nchw; do
-        GRADOPS_CUDA_CONV_TC_TILE=$v st "t${rep}_${v}_f32_${prec}_$lay" 40 "$B/gradops" bench \
-          --device cuda --dtype f32 --f32-precision $prec --layout $lay --workload W4,W5 \
+        GRADOPS_CUDA_CONV_TC_TILE=$v GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$v st \
+          "t${rep}_${v}_f32_${prec}_$lay" 40 "$B/gradops" bench --device cuda --dtype f32 \
+          --f32-precision $prec --layout $lay --workload W4,W5,W4f,W5f \
           --reps 50 --json "$W/t$rep-$v-f32_${prec}_$lay.json"
       done
     done
   done
 done
 PYTHONUNBUFFERED=1 st peers_f32b 150 python3 bench/peers.py --device cuda --reps 50 --dtypes f32 \
-  --layouts nchw,nhwc --workloads W4,W5 --nhwc-workloads W4,W5 --json "$W/peers-f32b.json"; reap
+  --layouts nchw,nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f \
+  --json "$W/peers-f32b.json"; reap
 # 3. ncu on one f16 call each: W4 and W5 of the wgmma backprop_input kernel, W4 of the tall
 #    one, W4f of the wgmma forward.
 NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)"
@@ -88,12 +94,16 @@ GRADOPS_CUDA_CONV_TC_TILE=wgmma st ncu_wgmma_f32_W4 40 "$NCU" --clock-control no
   -k conv2d_backprop_input_tc_vec_wgmma_f32 -s 2 -c 1 --section SpeedOfLight --section Occupancy \
   --section SchedulerStats --section MemoryWorkloadAnalysis --metrics "$M" "$B/gradops" bench \
   --device cuda --dtype f32 --layout nhwc --workload W4 --reps 3
+GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st ncu_wgmma_f32_W4f 40 "$NCU" --clock-control none \
+  -k conv2d_forward_tc_vec_wgmma_f32 -s 2 -c 1 --section SpeedOfLight --section Occupancy \
+  --section SchedulerStats --section MemoryWorkloadAnalysis --metrics "$M" "$B/gradops" bench \
+  --device cuda --dtype f32 --layout nhwc --workload W4f --reps 3
 # 4. The wgmma kernels' SASS (the bundle's conv.sm_90a.cubin): HGMMA count, the main loop.
 OBJ="$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump | head -1)"
-st sass 30 bash -c 'for f in conv2d_backprop_input_tc_vec_wgmma_f16 conv2d_forward_tc_vec_wgmma_f16 conv2d_backprop_input_tc_vec_wgmma_f32 conv2d_backprop_input_tc_vec_nchw_wgmma_f32; do
+st sass 30 bash -c 'for f in conv2d_backprop_input_tc_vec_wgmma_f16 conv2d_forward_tc_vec_wgmma_f16 conv2d_backprop_input_tc_vec_wgmma_f32 conv2d_backprop_input_tc_vec_nchw_wgmma_f32 conv2d_forward_tc_vec_wgmma_f32; do
   "$0" -sass -fun $f "$1/conv.sm_90a.cubin" >> "$2/sass-wgmma.txt"; done
   grep -cE "HGMMA" "$2/sass-wgmma.txt"; grep -cE "^ +/\*[0-9a-f]{4}\*/" "$2/sass-wgmma.txt"' \
   "$OBJ" "$B" "$W"
-python3 bench/variant_summary.py "$W" "tiles (NHWC backprop_input and forward; f32 backprop_input)" | tee -a "$L"
+python3 bench/variant_summary.py "$W" "tiles (NHWC and NCHW, both ops; f16 and f32)" | tee -a "$L"
 grep -hE "rc=" "$L" | grep -v "rc=0 "; grep -hE "rc=" "$L" | wc -l
 tail -8 "$L"

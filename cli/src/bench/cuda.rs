@@ -482,14 +482,10 @@ fn bench_cuda_typed<T: Element>(
             gradops::cuda::conv_tc_forward_tile(),
         ),
     ] {
-        // A wgmma choice moves the op's 16-bit NCHW calls too, and backprop_input's f32
-        // calls (the lean wgmma tile).
+        // A wgmma choice moves the op's 16-bit NCHW calls and f32 calls too (the lean wgmma
+        // tile).
         let wgmma = tile == ConvTcTile::Wgmma;
-        let others = if op == "conv2d_backprop_input" {
-            "f32 (either layout) and f16/bf16 NCHW"
-        } else {
-            "f16/bf16 NCHW"
-        };
+        let others = "f32 (either layout) and f16/bf16 NCHW";
         if wgmma && !gradops::cuda::conv_tc_wgmma_available() {
             notes.push(format!(
                 "{env}=wgmma: this device or build has no compute_90a image (compute capability \
