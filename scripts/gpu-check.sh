@@ -42,6 +42,14 @@ step() {  # step NAME CMD...: run, log to RESULTS, remember failure
   return $rc
 }
 
+# The wgmma model's hardware probe (emu/wgmma_probe.cu: the emulator's wgmma test kernels as a
+# compute_90a PTX of their own, not in the crate), for tests/cuda_ops.rs's
+# wgmma_model_on_hardware (GRADOPS_WGMMA_PROBE_PTX).
+wgmma_probe() {  # wgmma_probe OUT.ptx
+  "$NVCC" -ptx -arch=compute_90a -O3 -std=c++17 --Werror all-warnings -I kernels -o "$1" \
+    emu/wgmma_probe.cu
+}
+
 toolchain() {
   if [[ -n "${NVCC:-}" ]]; then echo "NVCC=$NVCC"; return 0; fi
   if command -v nvcc >/dev/null 2>&1; then
@@ -99,6 +107,7 @@ if [[ "$MODE" == prebuild ]]; then
     m="$(basename "$ptx" .compute_90a.ptx)"
     "$ptxas" -arch=sm_90a "$ptx" -o "target/gpu-bundle/$m.sm_90a.cubin" || FAILED=1
   done
+  step wgmma_probe wgmma_probe target/gpu-bundle/wgmma_probe.compute_90a.ptx
   # The build-time comparison GO_TC_VEC_L1=0 (kernels/conv_tc.cuh: the lean conv tiles'
   # copies through L2 only, cp.async.cg; the default, 3, goes through L1), as gradops-cg and
   # cuda_ops-cg beside the default build, for a same-run comparison (scripts/gpu-session.sh,
@@ -116,12 +125,13 @@ if [[ "$MODE" == prebuild ]]; then
     fi
   fi
   ls -la target/gpu-bundle | tee -a "$RESULTS"
-  # The executables stripped and packed (the device tool carries at most 64 MiB; stripped
-  # they are ~150 MB, packed ~15 MB): target/gpu-carry/bundle.tar.xz.
+  # The executables stripped and packed with the cubins and the probe's PTX (the device tool
+  # carries at most 64 MiB; stripped they are ~150 MB, packed ~15 MB):
+  # target/gpu-carry/bundle.tar.xz.
   mkdir -p target/gpu-carry
   (cd target/gpu-bundle && strip cuda_ops cuda_conv_simt properties gradops train "${variants[@]}" 2>/dev/null;
-   tar cf - cuda_ops cuda_conv_simt properties gradops train "${variants[@]}" 2>/dev/null | xz -T0 -6 \
-     >../gpu-carry/bundle.tar.xz) || FAILED=1
+   tar cf - cuda_ops cuda_conv_simt properties gradops train "${variants[@]}" *.cubin *.ptx \
+     2>/dev/null | xz -T0 -6 >../gpu-carry/bundle.tar.xz) || FAILED=1
   ls -la target/gpu-carry/bundle.tar.xz | tee -a "$RESULTS"
   echo "carry target/gpu-carry and run there: mkdir -p /tmp/gb && tar xJf target/gpu-carry/bundle.tar.xz -C /tmp/gb && bash scripts/gpu-session.sh /tmp/gb OUT"
   exit $FAILED
@@ -132,6 +142,8 @@ if [[ "$MODE" == build ]]; then
   step toolchain toolchain
   export GRADOPS_REQUIRE_CUDA=1
   step build cargo build --release || { echo "build failed; see $RESULTS"; exit 1; }
+  step wgmma_probe wgmma_probe target/wgmma_probe.compute_90a.ptx &&
+    export GRADOPS_WGMMA_PROBE_PTX="$ROOT/target/wgmma_probe.compute_90a.ptx"
   step ptx_check cargo test --release --test ptx_check -- --nocapture
   step gpu_tests cargo test --release --test cuda_ops -- --nocapture --test-threads=1
   step gpu_conv_simt cargo test --release --test cuda_conv_simt -- --nocapture
@@ -141,6 +153,8 @@ if [[ "$MODE" == build ]]; then
   step train cargo run --release --example train -- --device cuda
 else
   GPU_TEST="$BUNDLE/cuda_ops"
+  [[ -e "$BUNDLE/wgmma_probe.compute_90a.ptx" ]] &&
+    export GRADOPS_WGMMA_PROBE_PTX="$BUNDLE/wgmma_probe.compute_90a.ptx"
   step gpu_tests "$GPU_TEST" --nocapture --test-threads=1
   [[ -x "$BUNDLE/cuda_conv_simt" ]] && step gpu_conv_simt "$BUNDLE/cuda_conv_simt" --nocapture
   [[ -x "$BUNDLE/properties" ]] && step gpu_properties "$BUNDLE/properties" cuda --nocapture

@@ -32,6 +32,9 @@ LAYOUTS="${LAYOUTS:-nchw,nhwc}"
 REPS="${REPS:-50}"
 mkdir -p "$OUT"
 LOG="$OUT/log.txt"
+# The wgmma model's hardware probe (scripts/gpu-check.sh --prebuild puts it in the bundle).
+[[ -e "$BUNDLE/wgmma_probe.compute_90a.ptx" ]] &&
+  export GRADOPS_WGMMA_PROBE_PTX="$BUNDLE/wgmma_probe.compute_90a.ptx"
 FAILED=0
 has() { [[ ",$STEPS," == *",$1,"* ]]; }
 step() {  # step NAME SECONDS CMD...

@@ -1191,6 +1191,110 @@ mod gpu {
             "max_pool without argmax ({k})"
         );
     }
+
+    /// The emulator's wgmma model on the hardware: emu/wgmma_probe.cu (the very kernels
+    /// `emulated_wgmma_model` runs in the emulator, compiled for compute_90a by
+    /// `scripts/gpu-check.sh --prebuild`, path in `GRADOPS_WGMMA_PROBE_PTX`) on an H100/H200,
+    /// bit for bit against A * B + C computed here on small integers (exact in any order):
+    /// one warpgroup's m64n64k16 f16/bf16 on K-major operands in the 64-byte swizzle, k 16
+    /// and 32 (the second from 32 bytes into each row), B also N-major (imm-trans-b, the
+    /// forward's), and m64n64k8 tf32, k 8 and 16. Every wgmma conv kernel was proven in the
+    /// emulator against this model: where they fail on a GPU, this test says whether the
+    /// model (descriptors, swizzle, fragments) or a kernel is wrong.
+    #[test]
+    fn wgmma_model_on_hardware() {
+        use cuda::cudarc::driver::{LaunchConfig, PushKernelArg};
+        use cuda::cudarc::nvrtc::Ptx;
+        if !gpu_or_skip("wgmma_model_on_hardware") {
+            return;
+        }
+        let cc = cuda::probe().unwrap().compute_capability;
+        if cc != (9, 0) {
+            println!("SKIPPED wgmma_model_on_hardware: compute capability {cc:?}, not 9.0");
+            return;
+        }
+        let Ok(path) = std::env::var("GRADOPS_WGMMA_PROBE_PTX") else {
+            println!(
+                "SKIPPED wgmma_model_on_hardware: GRADOPS_WGMMA_PROBE_PTX unset (the probe's \
+                 PTX, built by scripts/gpu-check.sh)"
+            );
+            return;
+        };
+        let ptx = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let st = cuda::stream().unwrap();
+        let module = st.context().load_module(Ptx::from_src(ptx)).unwrap();
+        let mut rng = Rng(0x5eed_0c91);
+        let mut int = |lo: f64, hi: f64| (lo + (rng.f() + 1.0) / 2.0 * (hi - lo + 1.0)).floor();
+        let mut runs = 0;
+        // (kernel, element bytes, k per wgmma, k32 flag values, bmn flag values)
+        for (kernel, bytes, kstep, bmns) in [
+            ("emu_wgmma_test_f16", 2, 16, &[0, 1][..]),
+            ("emu_wgmma_test_bf16", 2, 16, &[0, 1][..]),
+            ("emu_wgmma_test_tf32", 4, 8, &[0][..]),
+        ] {
+            let f = module.load_function(kernel).unwrap();
+            for k32 in [0i32, 1] {
+                for &bmn in bmns {
+                    let kk = kstep * (1 + k32 as usize);
+                    // A [m][k], B [n][k], C [m][n]: small integers, exact in every type.
+                    let a: Vec<f64> = (0..64 * kk).map(|_| int(-3.0, 3.0)).collect();
+                    let b: Vec<f64> = (0..64 * kk).map(|_| int(-3.0, 3.0)).collect();
+                    let c: Vec<f32> = (0..64 * 64).map(|_| int(-8.0, 8.0) as f32).collect();
+                    let enc = |v: &[f64]| -> Vec<u8> {
+                        v.iter()
+                            .flat_map(|&x| match (bytes, kernel) {
+                                (4, _) => (x as f32).to_ne_bytes().to_vec(),
+                                (_, "emu_wgmma_test_bf16") => {
+                                    bf16::from_f64(x).to_bits().to_ne_bytes().to_vec()
+                                }
+                                _ => f16::from_f64(x).to_bits().to_ne_bytes().to_vec(),
+                            })
+                            .collect()
+                    };
+                    let (da, db) = (
+                        st.clone_htod(&enc(&a)).unwrap(),
+                        st.clone_htod(&enc(&b)).unwrap(),
+                    );
+                    let dc = st.clone_htod(&c).unwrap();
+                    // D poisoned: an element the kernel does not write fails.
+                    let mut dd = st.clone_htod(&vec![f32::NAN; 64 * 64]).unwrap();
+                    let mut l = st.launch_builder(&f);
+                    l.arg(&da)
+                        .arg(&db)
+                        .arg(&dc)
+                        .arg(&mut dd)
+                        .arg(&k32)
+                        .arg(&bmn);
+                    let cfg = LaunchConfig {
+                        grid_dim: (1, 1, 1),
+                        block_dim: (128, 1, 1),
+                        shared_mem_bytes: 0,
+                    };
+                    // SAFETY: the kernel's parameters are four device pointers (A and B of
+                    // 64 x kk elements, C and D of 64 x 64 f32: the buffers above) and two
+                    // i32 flags, as emu/wgmma_probe.cu declares; one warpgroup, its shared
+                    // memory static.
+                    unsafe { l.launch(cfg) }.unwrap();
+                    let d = st.clone_dtoh(&dd).unwrap();
+                    st.synchronize().unwrap();
+                    for m in 0..64 {
+                        for n in 0..64 {
+                            let want = c[m * 64 + n] as f64
+                                + (0..kk).map(|k| a[m * kk + k] * b[n * kk + k]).sum::<f64>();
+                            assert_eq!(
+                                d[m * 64 + n] as f64,
+                                want,
+                                "{kernel} k={kk} bmn={bmn}: D[{m}][{n}]"
+                            );
+                        }
+                    }
+                    runs += 1;
+                }
+            }
+        }
+        assert_eq!(runs, 10);
+        println!("wgmma_model_on_hardware: {runs} wgmma cases bit for bit on the hardware");
+    }
 }
 
 /// The training example's GPU loop (`examples/train/gpu.rs`): device-resident steps agree with

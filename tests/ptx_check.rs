@@ -4,7 +4,8 @@
 //! PTX ISA of at most 9.0 (what nvcc 13.0 emits and the R580 driver loads); every image
 //! assembles with ptxas for its own real target (compute_80 -> sm_80), and the newest image
 //! also for sm_100 and sm_120 (devices the driver JITs it for), with no kernel spilling
-//! registers or using a local-memory stack. Prints registers per kernel and target.
+//! registers or using a local-memory stack. Prints registers per kernel and target. The
+//! wgmma model's hardware probe (`emu/wgmma_probe.cu`, not in the crate) compiles for sm_90a.
 //!
 //! Without compiled kernels the tests say they skipped (and fail if
 //! GRADOPS_REQUIRE_CUDA=1 is set when the tests run).
@@ -612,4 +613,65 @@ fn sm90a_image_holds_the_wgmma_kernels() {
             u.registers
         );
     }
+}
+
+/// The wgmma model's hardware probe (`emu/wgmma_probe.cu`, which `scripts/gpu-check.sh`
+/// compiles into the GPU bundle and `tests/cuda_ops.rs`'s `wgmma_model_on_hardware` runs):
+/// compiles with the build's nvcc and flags for compute_90a, holds its three kernels and
+/// their wgmma (f16, bf16, tf32; B N-major too), and assembles with ptxas for sm_90a. Here so
+/// that the probe cannot rot between GPU sessions.
+#[test]
+fn wgmma_probe_compiles_for_sm90a() {
+    if kernels_or_skip("wgmma_probe_compiles_for_sm90a").is_none() {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::temp_dir().join(format!("gradops-probe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ptx_path = dir.join("wgmma_probe.compute_90a.ptx");
+    let out = Command::new(built::NVCC_PATH)
+        .args(["-ptx", "-arch=compute_90a", "-O3", "-std=c++17"])
+        .args(["--Werror", "all-warnings", "-I"])
+        .arg(root.join("kernels"))
+        .arg("-o")
+        .arg(&ptx_path)
+        .arg(root.join("emu/wgmma_probe.cu"))
+        .output()
+        .expect("running nvcc");
+    assert!(
+        out.status.success(),
+        "nvcc on emu/wgmma_probe.cu:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ptx = std::fs::read_to_string(&ptx_path).unwrap();
+    for k in [
+        "emu_wgmma_test_f16",
+        "emu_wgmma_test_bf16",
+        "emu_wgmma_test_tf32",
+    ] {
+        assert!(ptx.contains(&format!(".entry {k}(")), "no kernel {k}");
+    }
+    for op in [
+        "m64n64k16.f32.f16.f16",
+        "m64n64k16.f32.bf16.bf16",
+        "m64n64k8.f32.tf32.tf32",
+    ] {
+        assert!(
+            ptx.contains(&format!("wgmma.mma_async.sync.aligned.{op}")),
+            "no wgmma {op}"
+        );
+    }
+    let out = Command::new(ptxas())
+        .arg("-arch=sm_90a")
+        .arg(&ptx_path)
+        .arg("-o")
+        .arg(dir.join("wgmma_probe.sm_90a.cubin"))
+        .output()
+        .expect("running ptxas");
+    assert!(
+        out.status.success(),
+        "ptxas -arch=sm_90a on the probe:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -26,6 +26,10 @@ st() { local n=$1 lim=$2; shift 2; local t0=$SECONDS; echo "=== $n: $*" >>"$L"; 
 { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,compute_cap --format=csv
   python3 -c 'import torch; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version())'; } >>"$L" 2>&1
 st info 30 "$B/gradops" info
+# 0. The wgmma model on the hardware (emu/wgmma_probe.cu, the emulator's own test kernels):
+#    if the conv kernels below fail, this says whether the model they were proven on is wrong.
+GRADOPS_WGMMA_PROBE_PTX="$B/wgmma_probe.compute_90a.ptx" GRADOPS_REQUIRE_GPU=1 st wgmma_probe 60 \
+  "$B/cuda_ops" --exact gpu::wgmma_model_on_hardware --nocapture
 # 1. Correctness first: the conv tests under the wgmma tile; the sanitizers on the parity test
 #    (every dtype and layout; the 16-bit NHWC calls run the wgmma kernel).
 GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st wgmma_tests 120 "$B/cuda_ops" --test-threads=1 conv

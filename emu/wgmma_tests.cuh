@@ -1,0 +1,110 @@
+// The wgmma model's test kernels (one warpgroup each), shared by the emulator (emu/mma_tests.cuh,
+// tests/emulated_kernels.rs's emulated_wgmma_model) and the hardware probe (emu/wgmma_probe.cu,
+// tests/cuda_ops.rs's wgmma_model_on_hardware), so the emulator's model of descriptors,
+// swizzle and fragments is checked against an H100/H200 with the very same kernels. Race
+// free on hardware: each thread stores, then fence.proxy.async and a barrier before the
+// wgmma.
+#pragma once
+
+#include "../kernels/mma.cuh"
+
+#if GO_HAS_WGMMA
+// emu_wgmma_test_<f16|bf16>, one warpgroup (128 threads): D (64x64 f32, row-major) = A * B +
+// C, A 64x16 b16 row-major, B given as [n][k] (64x16), C 64x64 f32 row-major, through one
+// go_wgmma_m64n64k16 (k 0-15) or two (k 0-15 from the first half of each 64-byte row,
+// then 16-31 from the second, with A and B of 64x32; p.k32) on operands staged in the
+// 64-byte swizzle the conv kernel uses: B K-major, or with p.bmn N-major as the forward's
+// (element (n, k) in row (n / 32) * 32 + k of 64 bytes, chunk (n % 32) / 8 swizzled; the
+// 32-n columns 2048 bytes apart, the second k16 1024 bytes on).
+struct GoEmuWgmmaTestParams {
+    uint64_t a, b, c, d;
+    int32_t k32;
+    int32_t bmn;
+};
+
+template <typename T>
+GO_DEV void emu_wgmma_test_body(GoEmuWgmmaTestParams p) {
+    typedef typename GoMmaKind<T>::type Kind;
+    __shared__ __align__(512) uint16_t As[64 * 32];
+    __shared__ __align__(512) uint16_t Bs[64 * 32];
+    const int K = p.k32 ? 32 : 16;
+    const uint16_t* a = reinterpret_cast<const uint16_t*>(p.a);
+    const uint16_t* b = reinterpret_cast<const uint16_t*>(p.b);
+    const float* c = reinterpret_cast<const float*>(p.c);
+    float* dout = reinterpret_cast<float*>(p.d);
+    const int tid = threadIdx.x;
+    // Element k of row r at chunk (k / 8) ^ ((r >> 1) & 3) of the row's 64 bytes.
+    for (int i = tid; i < 64 * K; i += 128) {
+        const int r = i / K, k = i % K;
+        const int at = r * 32 + (((k / 8) ^ ((r >> 1) & 3)) * 8) + k % 8;
+        As[at] = a[i];
+        if (p.bmn) {
+            const int n = r, row = (n / 32) * 32 + k;
+            Bs[row * 32 + ((((n % 32) / 8) ^ ((row >> 1) & 3)) * 8) + n % 8] = b[i];
+        } else {
+            Bs[at] = b[i];
+        }
+    }
+    go_fence_proxy_async_smem();
+    __syncthreads();
+    const int w = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    float d[32];
+    for (int i = 0; i < 8; ++i)
+        for (int e = 0; e < 4; ++e)
+            d[4 * i + e] = c[(16 * w + g + (e >= 2 ? 8 : 0)) * 64 + 8 * i + 2 * t + e % 2];
+    const GoWgmmaDesc da = go_wgmma_desc_sw64(As);
+    go_wgmma_fence();
+    if (p.bmn) {
+        const GoWgmmaDesc db = go_wgmma_desc_sw64_mn(Bs, 2048);
+        for (int ks = 0; ks < K / 16; ++ks)
+            go_wgmma_m64n64k16<1>(Kind(), d, go_wgmma_desc_add(da, 32 * ks),
+                                  go_wgmma_desc_add(db, 1024 * ks));
+    } else {
+        const GoWgmmaDesc db = go_wgmma_desc_sw64(Bs);
+        for (int ks = 0; ks < K / 16; ++ks)
+            go_wgmma_m64n64k16<0>(Kind(), d, go_wgmma_desc_add(da, 32 * ks),
+                                  go_wgmma_desc_add(db, 32 * ks));
+    }
+    go_wgmma_commit();
+    go_wgmma_wait<0>();
+    for (int i = 0; i < 8; ++i)
+        for (int e = 0; e < 4; ++e)
+            dout[(16 * w + g + (e >= 2 ? 8 : 0)) * 64 + 8 * i + 2 * t + e % 2] = d[4 * i + e];
+}
+// emu_wgmma_test_tf32_body: the same with f32 operands (tf32 values: the caller rounds them)
+// through go_wgmma_m64n64k8_tf32, K-major only: A 64x8 and B [n][k] 64x8 (one wgmma), or
+// 64x16 (p.k32: two, the second from 32 bytes into each row); element k of row r at chunk
+// (k / 4) ^ ((r >> 1) & 3) of the row's 64 bytes, as the f32 conv tile stages them.
+GO_DEV void emu_wgmma_test_tf32_body(GoEmuWgmmaTestParams p) {
+    __shared__ __align__(512) float As[64 * 16];
+    __shared__ __align__(512) float Bs[64 * 16];
+    const int K = p.k32 ? 16 : 8;
+    const float* a = reinterpret_cast<const float*>(p.a);
+    const float* b = reinterpret_cast<const float*>(p.b);
+    const float* c = reinterpret_cast<const float*>(p.c);
+    float* dout = reinterpret_cast<float*>(p.d);
+    const int tid = threadIdx.x;
+    for (int i = tid; i < 64 * K; i += 128) {
+        const int r = i / K, k = i % K;
+        const int at = r * 16 + (((k / 4) ^ ((r >> 1) & 3)) * 4) + k % 4;
+        As[at] = a[i];
+        Bs[at] = b[i];
+    }
+    go_fence_proxy_async_smem();
+    __syncthreads();
+    const int w = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    float d[32];
+    for (int i = 0; i < 8; ++i)
+        for (int e = 0; e < 4; ++e)
+            d[4 * i + e] = c[(16 * w + g + (e >= 2 ? 8 : 0)) * 64 + 8 * i + 2 * t + e % 2];
+    const GoWgmmaDesc da = go_wgmma_desc_sw64(As), db = go_wgmma_desc_sw64(Bs);
+    go_wgmma_fence();
+    for (int ks = 0; ks < K / 8; ++ks)
+        go_wgmma_m64n64k8_tf32(d, go_wgmma_desc_add(da, 32 * ks), go_wgmma_desc_add(db, 32 * ks));
+    go_wgmma_commit();
+    go_wgmma_wait<0>();
+    for (int i = 0; i < 8; ++i)
+        for (int e = 0; e < 4; ++e)
+            dout[(16 * w + g + (e >= 2 ? 8 : 0)) * 64 + 8 * i + 2 * t + e % 2] = d[4 * i + e];
+}
+#endif  // GO_HAS_WGMMA
