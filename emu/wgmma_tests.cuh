@@ -22,6 +22,13 @@ struct GoEmuWgmmaTestParams {
     int32_t bmn;
 };
 
+// The row-major index in the 64 x 64 D of accumulator j of thread tid (kernels/mma.cuh: per n8
+// chunk i = j / 4, rows 16w + g and + 8, columns 8i + 2t and + 1).
+GO_DEV int emu_wgmma_d_at(int tid, int j) {
+    const int w = tid / 32, g = (tid % 32) / 4, t = tid % 4, i = j / 4, e = j % 4;
+    return (16 * w + g + (e >= 2 ? 8 : 0)) * 64 + 8 * i + 2 * t + e % 2;
+}
+
 template <typename T>
 GO_DEV void emu_wgmma_test_body(GoEmuWgmmaTestParams p) {
     typedef typename GoMmaKind<T>::type Kind;
@@ -47,11 +54,8 @@ GO_DEV void emu_wgmma_test_body(GoEmuWgmmaTestParams p) {
     }
     go_fence_proxy_async_smem();
     __syncthreads();
-    const int w = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     float d[32];
-    for (int i = 0; i < 8; ++i)
-        for (int e = 0; e < 4; ++e)
-            d[4 * i + e] = c[(16 * w + g + (e >= 2 ? 8 : 0)) * 64 + 8 * i + 2 * t + e % 2];
+    for (int j = 0; j < 32; ++j) d[j] = c[emu_wgmma_d_at(tid, j)];
     const GoWgmmaDesc da = go_wgmma_desc_sw64(As);
     go_wgmma_fence();
     if (p.bmn) {
@@ -67,9 +71,7 @@ GO_DEV void emu_wgmma_test_body(GoEmuWgmmaTestParams p) {
     }
     go_wgmma_commit();
     go_wgmma_wait<0>();
-    for (int i = 0; i < 8; ++i)
-        for (int e = 0; e < 4; ++e)
-            dout[(16 * w + g + (e >= 2 ? 8 : 0)) * 64 + 8 * i + 2 * t + e % 2] = d[4 * i + e];
+    for (int j = 0; j < 32; ++j) dout[emu_wgmma_d_at(tid, j)] = d[j];
 }
 // emu_wgmma_test_tf32_body: the same with f32 operands (tf32 values: the caller rounds them)
 // through go_wgmma_m64n64k8_tf32, K-major only: A 64x8 and B [n][k] 64x8 (one wgmma), or
@@ -92,19 +94,14 @@ GO_DEV void emu_wgmma_test_tf32_body(GoEmuWgmmaTestParams p) {
     }
     go_fence_proxy_async_smem();
     __syncthreads();
-    const int w = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     float d[32];
-    for (int i = 0; i < 8; ++i)
-        for (int e = 0; e < 4; ++e)
-            d[4 * i + e] = c[(16 * w + g + (e >= 2 ? 8 : 0)) * 64 + 8 * i + 2 * t + e % 2];
+    for (int j = 0; j < 32; ++j) d[j] = c[emu_wgmma_d_at(tid, j)];
     const GoWgmmaDesc da = go_wgmma_desc_sw64(As), db = go_wgmma_desc_sw64(Bs);
     go_wgmma_fence();
     for (int ks = 0; ks < K / 8; ++ks)
         go_wgmma_m64n64k8_tf32(d, go_wgmma_desc_add(da, 32 * ks), go_wgmma_desc_add(db, 32 * ks));
     go_wgmma_commit();
     go_wgmma_wait<0>();
-    for (int i = 0; i < 8; ++i)
-        for (int e = 0; e < 4; ++e)
-            dout[(16 * w + g + (e >= 2 ? 8 : 0)) * 64 + 8 * i + 2 * t + e % 2] = d[4 * i + e];
+    for (int j = 0; j < 32; ++j) dout[emu_wgmma_d_at(tid, j)] = d[j];
 }
 #endif  // GO_HAS_WGMMA

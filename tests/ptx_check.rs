@@ -629,19 +629,25 @@ fn wgmma_probe_compiles_for_sm90a() {
     let dir = std::env::temp_dir().join(format!("gradops-probe-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ptx_path = dir.join("wgmma_probe.compute_90a.ptx");
-    let out = Command::new(built::NVCC_PATH)
-        .args(["-ptx", "-arch=compute_90a", "-O3", "-std=c++17"])
-        .args(["--Werror", "all-warnings", "-I"])
-        .arg(root.join("kernels"))
-        .arg("-o")
-        .arg(&ptx_path)
-        .arg(root.join("emu/wgmma_probe.cu"))
-        .output()
-        .expect("running nvcc");
-    assert!(
-        out.status.success(),
-        "nvcc on emu/wgmma_probe.cu:\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let run = |cmd: &mut Command, what: &str| {
+        let out = cmd
+            .output()
+            .unwrap_or_else(|e| panic!("running {what}: {e}"));
+        assert!(
+            out.status.success(),
+            "{what} on emu/wgmma_probe.cu:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(
+        Command::new(built::NVCC_PATH)
+            .args(["-ptx", "-arch=compute_90a", "-O3", "-std=c++17"])
+            .args(["--Werror", "all-warnings", "-I"])
+            .arg(root.join("kernels"))
+            .arg("-o")
+            .arg(&ptx_path)
+            .arg(root.join("emu/wgmma_probe.cu")),
+        "nvcc",
     );
     let ptx = std::fs::read_to_string(&ptx_path).unwrap();
     for k in [
@@ -661,17 +667,13 @@ fn wgmma_probe_compiles_for_sm90a() {
             "no wgmma {op}"
         );
     }
-    let out = Command::new(ptxas())
-        .arg("-arch=sm_90a")
-        .arg(&ptx_path)
-        .arg("-o")
-        .arg(dir.join("wgmma_probe.sm_90a.cubin"))
-        .output()
-        .expect("running ptxas");
-    assert!(
-        out.status.success(),
-        "ptxas -arch=sm_90a on the probe:\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    run(
+        Command::new(ptxas())
+            .arg("-arch=sm_90a")
+            .arg(&ptx_path)
+            .arg("-o")
+            .arg(dir.join("wgmma_probe.sm_90a.cubin")),
+        "ptxas -arch=sm_90a",
     );
     std::fs::remove_dir_all(&dir).ok();
 }
