@@ -2686,6 +2686,30 @@ fn emulated_conv2d_tensor_core() {
             });
         }
     }
+    // Past one 64-channel tile in both ops (96 channels a group: a whole tile and a partial
+    // one of 32), two groups, stride 2 with a dilation: the lean kernels and their twins at
+    // n_base > 0 and a group's filter offset, every dtype.
+    for (i, &dt) in DTS.iter().enumerate() {
+        for layout in [NHWC, NCHW] {
+            cases.push(TcCase {
+                dt,
+                layout,
+                oihw: false,
+                n: 1,
+                cig: 96,
+                cog: 96,
+                groups: 2,
+                hi: 5,
+                wi: 6,
+                k: (3, 3),
+                s: (2, 1),
+                d: (1, 2),
+                pad: (1, 1, 2, 2),
+                exact: (i + layout as usize) % 2 == 0,
+                tf32: false,
+            });
+        }
+    }
     // Random cases on top.
     for case in 0..cases_count_tc() {
         let dt = DTS[case % DTS.len()];
