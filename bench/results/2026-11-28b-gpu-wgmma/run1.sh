@@ -17,7 +17,9 @@
 # in the f32 rounds, ncu on one exact NHWC W4f call. The 16-bit
 # timings are f16 only (bf16 ran within 1% of f16 in every earlier run).
 # Usage: run1.sh BUNDLE OUT   (BUNDLE: the unpacked target/gpu-carry/bundle.tar.xz)
-# About 8-9 minutes (estimated: not yet run); give it timeout_s 570.
+# Not yet run; the 2026-11-28 runs' steps of the same kinds took: conv tests 34 s, racecheck 8 s,
+# each gradops bench call ~1 s, peers.py 10-13 s, each ncu 3-4 s, so about 3-5 minutes plus the
+# first JIT of the images; give it timeout_s 570 all the same (every step has its own limit).
 # Everything is written under OUT as it goes (log.txt, w/*.json), so a run cut short by the
 # device tool's limit still brings back what it measured.
 B="$1" O="$2"; W="$O/w"; rm -rf "$W"; mkdir -p "$W" "$O"; L="$O/log.txt"
