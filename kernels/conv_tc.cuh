@@ -1239,10 +1239,10 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
 // A and B staged in the 64-byte swizzle and read by wgmma straight from shared memory: no
 // fragment loads or mma.sync in the main loop, 32 accumulators a thread (3 stages).
 // The lean wgmma tile (GO_TC_WGMMA_LEAN): the lean tile's 64 pixels on one warpgroup, 4
-// stages. f32's wgmma tile in both layouts, m64n64k8 tf32 (3xTF32, or plain TF32 under the
-// opt-in) on stages split in place (go_tc_split_tf32) with the split buffer after the stages
-// (40 KB of static shared memory; 128-pixel tiles with 3 stages would not fit 48 KB beside
-// it); and 16-bit NCHW's, both ops (m64n64k16, the wgmma tile's operations; its A chunks
+// stages. f32's wgmma tile, both ops in both layouts, m64n64k8 tf32 (3xTF32, or plain TF32
+// under the opt-in) on stages split in place (go_tc_split_tf32) with the split buffer after
+// the stages (40 KB of static shared memory; 128-pixel tiles with 3 stages would not fit 48
+// KB beside it; the forward's HWIO B gathered through registers and stored K-major); and 16-bit NCHW's, both ops (m64n64k16, the wgmma tile's operations; its A chunks
 // stored to the stage from registers as by the lean NCHW kernel, at the swizzled positions).
 enum GoTcTileKind { GO_TC_GENERAL = 0, GO_TC_LEAN = 1, GO_TC_WIDE = 2, GO_TC_TALL = 3,
                     GO_TC_SQUARE = 4, GO_TC_WGMMA = 5, GO_TC_WGMMA_LEAN = 6 };
