@@ -94,7 +94,9 @@ if [[ "$MODE" == prebuild ]]; then
   cp target/release/examples/train target/gpu-bundle/ 2>/dev/null || true
   # sm_90 machine code of the compute_90 images, for `cuobjdump -sass` on the GPU machine
   # (the crate embeds PTX only; the driver compiles it there).
-  out_dir="$(ls -td target/release/build/gradops-*/out 2>/dev/null | head -1)"
+  # The build's own PTX: the out folder holding the newest image (a folder's own time does not
+  # move when a build rewrites the files in it, so an older build's folder can look newer).
+  out_dir="$(dirname "$(ls -t target/release/build/gradops-*/out/conv.compute_90.ptx 2>/dev/null | head -1)")"
   ptxas="$(dirname "$NVCC")/ptxas"
   for ptx in "$out_dir"/*.compute_90.ptx; do
     [[ -e "$ptx" && -x "$ptxas" ]] || continue
