@@ -2705,7 +2705,7 @@ fn emulated_conv2d_tensor_core() {
                 s: (2, 1),
                 d: (1, 2),
                 pad: (1, 1, 2, 2),
-                exact: (i + layout as usize) % 2 == 0,
+                exact: (i + layout as usize).is_multiple_of(2),
                 tf32: false,
             });
         }
