@@ -881,6 +881,19 @@ GO_DEV void go_tc_pixel(const GoTcProblem& P, unsigned pix, unsigned* img, unsig
 #ifndef GO_TC_VEC_L1
 #define GO_TC_VEC_L1 3
 #endif
+
+// When the wgmma tiles issue a stage's wgmma. 0 (the default): after the refill of the
+// stage the last wgmma read, so each iteration first waits for that group to finish and the
+// refill's copies and loads are issued while no wgmma of the block runs. 1: before the
+// refill, which then overlaps the stage's wgmma: one group left in flight (wait_group 1),
+// then a second barrier, after which every warp's last group is done and its stage free
+// (f32's split buffer, read by every group, still waits for the last one before the split).
+// Same operations in the same order on the accumulators: the same bits. Neither has run on
+// a GPU yet; GRADOPS_NVCC_FLAGS=-DGO_TC_WGMMA_INFLIGHT=1 builds 1, for comparison
+// (scripts/gpu-check.sh --prebuild puts it in the bundle as gradops-inflight).
+#ifndef GO_TC_WGMMA_INFLIGHT
+#define GO_TC_WGMMA_INFLIGHT 0
+#endif
 template <int BIT>
 GO_DEV void go_tc_vec_copy16(void* dst, const void* src, int src_bytes) {
     if constexpr ((GO_TC_VEC_L1 & BIT) != 0) go_cp_async_16_ca(dst, src, src_bytes);
@@ -1137,14 +1150,17 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         }
         go_cp_async_commit();
     }
+    // The wgmma tiles with GO_TC_WGMMA_INFLIGHT: the stage's wgmma issued before the refill.
+    [[maybe_unused]] constexpr bool EARLY = WG && GO_TC_WGMMA_INFLIGHT != 0;
     int s_read = 0, s_load = STAGES - 1;
     for (int it = 0; it < kiters; ++it) {
         go_cp_async_wait<STAGES - 2>();
 #if GO_HAS_WGMMA
         if constexpr (WG) {
-            // The last stage's wgmma has read it (the gather below refills it); this
-            // thread's copies visible to the wgmma of the stage read next.
-            go_wgmma_wait<0>();
+            // The last stage's wgmma has read it (the gather below refills it; EARLY: f32's
+            // split buffer only); this thread's copies visible to the wgmma of the stage read
+            // next.
+            if constexpr (!EARLY || SPLIT) go_wgmma_wait<0>();
             // f32: this thread's chunks of the stage read next, split in place (its copies
             // have landed, NCHW's A chunks it stored itself; the split buffer's last
             // readers, the wgmma above, are done).
@@ -1166,6 +1182,17 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         }
 #endif
         __syncthreads();
+#if GO_HAS_WGMMA
+        if constexpr (EARLY) {
+            // This stage's group in flight; the last one done in every warp before the
+            // refill of the stage it read (s_load).
+            go_tc_stage_wgmma<T, BKN && !BREG, TF32>(As + s_read * BM * SLD,
+                                                     Bs + s_read * TC_BN * SLD, warp / 4,
+                                                     &acc[0][0][0], Xs, Xs + BM * SLD);
+            go_wgmma_wait<1>();
+            __syncthreads();
+        }
+#endif
         if (REG && it + STAGES - 2 < kiters) put(s_load == 0 ? STAGES - 1 : s_load - 1);
         if (it + STAGES - 1 < kiters) {
             gather(s_load);
@@ -1173,11 +1200,12 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         }
         go_cp_async_commit();
 #if GO_HAS_WGMMA
-        if constexpr (WG)
-            go_tc_stage_wgmma<T, BKN && !BREG, TF32>(As + s_read * BM * SLD,
-                                                     Bs + s_read * TC_BN * SLD, warp / 4,
-                                                     &acc[0][0][0], Xs, Xs + BM * SLD);
-        else
+        if constexpr (WG) {
+            if constexpr (!EARLY)
+                go_tc_stage_wgmma<T, BKN && !BREG, TF32>(As + s_read * BM * SLD,
+                                                         Bs + s_read * TC_BN * SLD, warp / 4,
+                                                         &acc[0][0][0], Xs, Xs + BM * SLD);
+        } else
 #endif
             go_tc_stage_mma<T, BKN, TF32, false, WM, WN>(As + s_read * BM * LD,
                                                          Bs + s_read * TC_BN * LD, wm, wn, lane,

@@ -35,6 +35,8 @@ mod launch;
     dead_code
 )]
 mod params;
+#[path = "common/wgmma_kernels.rs"]
+mod wgmma_kernels;
 
 use params::{GoConvFilterParams, GoConvParams, GoPoolParams, GoResizeParams};
 
@@ -67,17 +69,44 @@ fn cuda_include() -> Option<PathBuf> {
     cands.into_iter().find(|p| p.join("cuda_fp16.h").is_file())
 }
 
-/// Builds the ASan runner once per test process. Err(reason) means skip.
+/// A build-time variant of the kernels (`-D` flags) the emulator can be built with; the
+/// default build has none.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum EmuBuild {
+    Default,
+    /// `GO_TC_WGMMA_INFLIGHT=1` (kernels/conv_tc.cuh): the wgmma tiles issue a stage's wgmma
+    /// before the refill and leave one group in flight.
+    WgmmaInflight,
+}
+
+impl EmuBuild {
+    fn defines(self) -> &'static [&'static str] {
+        match self {
+            EmuBuild::Default => &[],
+            EmuBuild::WgmmaInflight => &["-DGO_TC_WGMMA_INFLIGHT=1"],
+        }
+    }
+}
+
+thread_local! {
+    /// The build [`run_kernel`] runs on this test's thread.
+    static EMU_BUILD: std::cell::Cell<EmuBuild> = const { std::cell::Cell::new(EmuBuild::Default) };
+}
+
+/// Builds the ASan runner of this thread's [`EmuBuild`] once per test process. Err(reason)
+/// means skip.
 fn runner() -> Result<&'static Path, String> {
-    static RUNNER: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    RUNNER
+    static RUNNERS: [OnceLock<Result<PathBuf, String>>; 2] = [OnceLock::new(), OnceLock::new()];
+    let build = EMU_BUILD.with(|b| b.get());
+    RUNNERS[build as usize]
         .get_or_init(|| {
             let inc = cuda_include().ok_or_else(|| {
                 "no CUDA headers (cuda_fp16.h): run `bash scripts/install-cuda-toolchain.sh`"
                     .to_string()
             })?;
             let cxx = std::env::var("CXX").unwrap_or_else(|_| "g++".into());
-            let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("gradops-emu-runner");
+            let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("gradops-emu-runner-{}", build as usize));
             let root = Path::new(ROOT);
             let status = Command::new(&cxx)
                 .args(["-std=c++20", "-O1", "-g", "-fno-omit-frame-pointer"])
@@ -89,6 +118,7 @@ fn runner() -> Result<&'static Path, String> {
                     "-Werror",
                     "-pthread",
                 ])
+                .args(build.defines())
                 .arg("-I")
                 .arg(root.join("kernels"))
                 .arg("-I")
@@ -102,7 +132,7 @@ fn runner() -> Result<&'static Path, String> {
                 .map_err(|e| format!("cannot run {cxx}: {e}"))?;
             if !status.success() {
                 // A compile error in the kernels or the harness is a failure, not a skip.
-                panic!("building the emulator with {cxx} failed ({status})");
+                panic!("building the emulator ({build:?}) with {cxx} failed ({status})");
             }
             Ok(out)
         })
@@ -2657,59 +2687,8 @@ fn emulated_conv2d_tensor_core() {
             });
         }
     }
-    // Cases for the lean _vec kernels (NHWC, HWIO, channels of whole 16-byte chunks and a
-    // reduction of whole 64-byte stages in every type): two pixel tiles, a partial channel
-    // tile; strides, a dilation and groups with phases of different tap counts.
-    for (i, &dt) in DTS.iter().enumerate() {
-        let (cig, cog, groups, k, s, d, pad) = if i % 2 == 0 {
-            (32, 64, 1, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1))
-        } else {
-            (32, 32, 2, (3, 2), (2, 2), (2, 1), (2, 0, 1, 1))
-        };
-        for layout in [NHWC, NCHW] {
-            cases.push(TcCase {
-                dt,
-                layout,
-                oihw: false,
-                n: 2 - (i as i64 % 2),
-                cig,
-                cog,
-                groups,
-                hi: 9 - (i as i64 % 2),
-                wi: 7 + 2 * (i as i64 % 2),
-                k,
-                s,
-                d,
-                pad,
-                exact: (i + layout as usize).is_multiple_of(3),
-                tf32: false,
-            });
-        }
-    }
-    // Past one 64-channel tile in both ops (96 channels a group: a whole tile and a partial
-    // one of 32), two groups, stride 2 with a dilation: the lean kernels and their twins at
-    // n_base > 0 and a group's filter offset, every dtype.
-    for (i, &dt) in DTS.iter().enumerate() {
-        for layout in [NHWC, NCHW] {
-            cases.push(TcCase {
-                dt,
-                layout,
-                oihw: false,
-                n: 1,
-                cig: 96,
-                cog: 96,
-                groups: 2,
-                hi: 5,
-                wi: 6,
-                k: (3, 3),
-                s: (2, 1),
-                d: (1, 2),
-                pad: (1, 1, 2, 2),
-                exact: (i + layout as usize).is_multiple_of(2),
-                tf32: false,
-            });
-        }
-    }
+    cases.extend(lean_tc_cases());
+    cases.extend(multi_tile_tc_cases());
     // Random cases on top.
     for case in 0..cases_count_tc() {
         let dt = DTS[case % DTS.len()];
@@ -2765,16 +2744,7 @@ fn emulated_conv2d_tensor_core() {
             );
         }
     }
-    for name in [
-        "conv2d_backprop_input_tc_vec_wgmma_f32",
-        "conv2d_backprop_input_tc_vec_nchw_wgmma_f32",
-        "conv2d_forward_tc_vec_wgmma_f32",
-        "conv2d_forward_tc_vec_nchw_wgmma_f32",
-        "conv2d_backprop_input_tc_vec_nchw_wgmma_f16",
-        "conv2d_backprop_input_tc_vec_nchw_wgmma_bf16",
-        "conv2d_forward_tc_vec_nchw_wgmma_f16",
-        "conv2d_forward_tc_vec_nchw_wgmma_bf16",
-    ] {
+    for name in wgmma_kernels::all() {
         assert!(
             KERNELS_RUN.with(|k| k.borrow().contains(name)),
             "{name} never ran"
@@ -2868,9 +2838,126 @@ fn emulated_conv2d_tf32() {
     println!("emulated_conv2d_tf32: {ran} cases x 2 ops x 3 runs");
 }
 
+/// The wgmma tiles built with `GO_TC_WGMMA_INFLIGHT=1` (kernels/conv_tc.cuh: a stage's wgmma
+/// issued before the refill, one group left in flight), in an emulator of their own: every
+/// wgmma kernel on the lean and multi-tile cases, f32 in both arithmetics, bit for bit
+/// against the general kernel on natural and tiny grids. The emulator performs a group's
+/// products at its wait, reading shared memory then, so a stage refilled while a group that
+/// reads it is in flight gives other bits.
+#[test]
+fn emulated_conv2d_wgmma_inflight() {
+    EMU_BUILD.with(|b| b.set(EmuBuild::WgmmaInflight));
+    let Some(_) = runner_or_skip("emulated_conv2d_wgmma_inflight") else {
+        return;
+    };
+    let mut rng = Rng(0x5eed_f117);
+    let mut cases = lean_tc_cases();
+    cases.extend(multi_tile_tc_cases());
+    // f32 under the TF32 opt-in too (its own instantiation: big*big only).
+    let tf32: Vec<TcCase> = cases
+        .iter()
+        .filter(|c| c.dt == Dt::F32)
+        .map(|&c| TcCase { tf32: true, ..c })
+        .collect();
+    cases.extend(tf32);
+    let mut ran = 0;
+    for c in cases {
+        if tc_case(c, &mut rng) {
+            ran += 1;
+        }
+    }
+    for name in wgmma_kernels::all() {
+        assert!(
+            KERNELS_RUN.with(|k| k.borrow().contains(name)),
+            "{name} never ran"
+        );
+    }
+    for name in wgmma_kernels::all().filter(|k| k.ends_with("_f32")) {
+        assert!(
+            KERNELS_RUN.with(|k| k.borrow().contains(&format!("{name} (TF32)"))),
+            "{name} never ran plain TF32"
+        );
+    }
+    // Only the wgmma twins beside the general kernel: no other lean kernel ran.
+    KERNELS_RUN.with(|k| {
+        let k = k.borrow();
+        let other = k
+            .iter()
+            .find(|n| n.contains("_tc_vec") && !n.contains("_wgmma_"));
+        assert!(
+            other.is_none(),
+            "{other:?} ran in the GO_TC_WGMMA_INFLIGHT build"
+        );
+    });
+    println!("emulated_conv2d_wgmma_inflight: {ran} cases");
+}
+
 fn cases_count_tc() -> usize {
     // The emulated mma is slow (a warp barrier per collective): a few random cases.
     cases().min(12) * 2 / 3
+}
+
+/// Cases for the lean `_vec` kernels (NHWC, HWIO, channels of whole 16-byte chunks and a
+/// reduction of whole 64-byte stages in every type): two pixel tiles, a partial channel
+/// tile; strides, a dilation and groups with phases of different tap counts.
+fn lean_tc_cases() -> Vec<TcCase> {
+    let mut cases = Vec::new();
+    for (i, &dt) in DTS.iter().enumerate() {
+        let (cig, cog, groups, k, s, d, pad) = if i % 2 == 0 {
+            (32, 64, 1, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1))
+        } else {
+            (32, 32, 2, (3, 2), (2, 2), (2, 1), (2, 0, 1, 1))
+        };
+        for layout in [NHWC, NCHW] {
+            cases.push(TcCase {
+                dt,
+                layout,
+                oihw: false,
+                n: 2 - (i as i64 % 2),
+                cig,
+                cog,
+                groups,
+                hi: 9 - (i as i64 % 2),
+                wi: 7 + 2 * (i as i64 % 2),
+                k,
+                s,
+                d,
+                pad,
+                exact: (i + layout as usize).is_multiple_of(3),
+                tf32: false,
+            });
+        }
+    }
+    cases
+}
+
+/// Past one 64-channel tile in both ops (96 channels a group: a whole tile and a partial one
+/// of 32), two groups, stride 2 with a dilation: the lean kernels and their twins at n_base >
+/// 0 and a group's filter offset, every dtype.
+fn multi_tile_tc_cases() -> Vec<TcCase> {
+    let mut cases = Vec::new();
+    for (i, &dt) in DTS.iter().enumerate() {
+        for layout in [NHWC, NCHW] {
+            cases.push(TcCase {
+                dt,
+                layout,
+                oihw: false,
+                n: 1,
+                cig: 96,
+                cog: 96,
+                groups: 2,
+                hi: 5,
+                wi: 6,
+                k: (3, 3),
+                s: (2, 1),
+                d: (1, 2),
+                pad: (1, 1, 2, 2),
+                exact: (i + layout as usize).is_multiple_of(2),
+                tf32: false,
+            });
+        }
+    }
+    cases
 }
 
 /// Runs one case through both tensor-core kernels; false if the geometry has no output.
@@ -2975,6 +3062,7 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
         } as i32,
         reserved: 0,
     };
+    let only_wgmma = EMU_BUILD.with(|b| b.get()) == EmuBuild::WgmmaInflight;
     for forward in [true, false] {
         let Some(natural) = launch::conv_tc(&p, forward) else {
             continue;
@@ -3008,7 +3096,14 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
         };
         let kernel = format!("{name}_{}", dt.suffix());
         let mut outs = Vec::new();
-        for l in [natural, tiny, natural] {
+        // (A build that differs in the wgmma tiles only: the general kernel once, as the
+        // reference of their bits; the default build checks its grids and reruns.)
+        let general = if only_wgmma {
+            &[natural][..]
+        } else {
+            &[natural, tiny, natural][..]
+        };
+        for &l in general {
             let r = run_kernel(&kernel, l, &as_bytes(&p), &bufs);
             outs.push(r[out_at].clone());
         }
@@ -3041,18 +3136,26 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
         } else {
             check(&what, dt, &got, reference);
         }
-        assert!(
-            outs[1] == outs[0],
-            "{what}: the tiny grid {:?} gave other bits",
-            tiny.grid
-        );
-        assert!(outs[2] == outs[0], "{what}: a second run gave other bits");
+        if !only_wgmma {
+            assert!(
+                outs[1] == outs[0],
+                "{what}: the tiny grid {:?} gave other bits",
+                tiny.grid
+            );
+            assert!(outs[2] == outs[0], "{what}: a second run gave other bits");
+        }
         // The lean twin where the host's rule picks it: the same arithmetic in the same
         // order, so the same bits (buffers are malloc'd: 16-byte aligned, as on a GPU).
         if launch::conv_tc_vec_eligible(&p, forward, dt.size()) {
             let lay = if layout == NCHW { "_nchw" } else { "" };
             let vec_kernel = format!("{name}_vec{lay}_{}", dt.suffix());
-            for l in [natural, tiny] {
+            // (A build that differs in the wgmma tiles only runs their twins.)
+            let lean = if only_wgmma {
+                &[][..]
+            } else {
+                &[natural, tiny][..]
+            };
+            for &l in lean {
                 let r = run_kernel(&vec_kernel, l, &as_bytes(&p), &bufs);
                 assert!(
                     r[out_at] == outs[0],
@@ -3064,6 +3167,9 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
             // bits.
             type Plan = fn(&GoConvParams, bool) -> Option<launch::Launch>;
             let run_twin = |twin_kernel: &str, plan: Plan| {
+                if only_wgmma && !twin_kernel.contains("_wgmma_") {
+                    return;
+                }
                 let twin = plan(&p, forward).expect("the twin's launch");
                 let twin_tiny = launch::Launch {
                     grid: (1, twin.grid.1.min(2), twin.grid.2.min(2)),

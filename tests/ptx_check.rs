@@ -14,6 +14,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "common/wgmma_kernels.rs"]
+mod wgmma_kernels;
+
 mod built {
     #![allow(dead_code)]
     include!(concat!(env!("OUT_DIR"), "/gradops_kernels.rs"));
@@ -529,35 +532,72 @@ fn sm90a_image_holds_the_wgmma_kernels() {
         .find_map(|l| l.trim().strip_prefix(".version "))
         .expect(".version line");
     assert!(version.trim() <= "9.0", "PTX ISA {version}");
+    let dir = std::env::temp_dir().join(format!("gradops-ptxas-90a-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("conv.compute_90a.ptx");
+    std::fs::write(&file, ptx).unwrap();
+    check_sm90a_wgmma_kernels(&file, "conv.compute_90a");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `GO_TC_WGMMA_INFLIGHT=1` (kernels/conv_tc.cuh: the wgmma tiles' build-time alternative,
+/// which `scripts/gpu-check.sh --prebuild` puts in the GPU bundle for a same-run comparison):
+/// `conv.cu` compiled for compute_90a with the build's nvcc and flags plus that one, then
+/// held to the image's checks (the same kernels; no spills, no stack, no serialized wgmma,
+/// the blocks per SM). Here so that the alternative cannot rot between GPU sessions.
+#[test]
+fn sm90a_wgmma_inflight_build_assembles() {
+    if kernels_or_skip("sm90a_wgmma_inflight_build_assembles").is_none() {
+        return;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::temp_dir().join(format!("gradops-inflight-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ptx_path = dir.join("conv.compute_90a.ptx");
+    let out = Command::new(built::NVCC_PATH)
+        .args([
+            "-ptx",
+            "-arch=compute_90a",
+            "-O3",
+            "-std=c++17",
+            "-lineinfo",
+        ])
+        .args(["--Werror", "all-warnings", "-DGO_TC_WGMMA_INFLIGHT=1", "-I"])
+        .arg(root.join("kernels"))
+        .arg("-o")
+        .arg(&ptx_path)
+        .arg(root.join("kernels/conv.cu"))
+        .output()
+        .expect("nvcc");
+    assert!(
+        out.status.success(),
+        "nvcc -DGO_TC_WGMMA_INFLIGHT=1 on kernels/conv.cu:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ptx = std::fs::read_to_string(&ptx_path).unwrap();
+    // Issued before the refill: a wait that leaves one group in flight.
+    assert!(
+        ptx.contains("wgmma.wait_group.sync.aligned 1;"),
+        "no wait_group 1"
+    );
+    check_sm90a_wgmma_kernels(&ptx_path, "conv.compute_90a, GO_TC_WGMMA_INFLIGHT=1");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A compute_90a conv image (`what`) holds exactly the wgmma kernels, which assemble for
+/// sm_90a without spills or stack, within the registers of their blocks per SM, and without
+/// ptxas serializing their wgmma.
+fn check_sm90a_wgmma_kernels(file: &Path, what: &str) {
+    let ptx = &std::fs::read_to_string(file).unwrap();
     let mut entries: Vec<&str> = ptx
         .lines()
         .filter_map(|l| l.split(".entry ").nth(1))
         .map(|r| r.trim_end_matches('('))
         .collect();
     entries.sort_unstable();
-    let mut want: Vec<String> = ["conv2d_backprop_input", "conv2d_forward"]
-        .iter()
-        .flat_map(|op| {
-            WIDE_DTYPES
-                .iter()
-                .map(move |d| format!("{op}_tc_vec_wgmma_{d}"))
-        })
-        .collect();
-    // The lean wgmma tile (f32 of both ops in both layouts, 16-bit NCHW of both ops; one
-    // warpgroup of 128 threads).
-    const LEAN_WGMMA: [&str; 8] = [
-        "conv2d_backprop_input_tc_vec_wgmma_f32",
-        "conv2d_backprop_input_tc_vec_nchw_wgmma_f32",
-        "conv2d_forward_tc_vec_wgmma_f32",
-        "conv2d_forward_tc_vec_nchw_wgmma_f32",
-        "conv2d_backprop_input_tc_vec_nchw_wgmma_f16",
-        "conv2d_backprop_input_tc_vec_nchw_wgmma_bf16",
-        "conv2d_forward_tc_vec_nchw_wgmma_f16",
-        "conv2d_forward_tc_vec_nchw_wgmma_bf16",
-    ];
-    want.extend(LEAN_WGMMA.iter().map(|k| k.to_string()));
+    let mut want: Vec<&str> = wgmma_kernels::all().collect();
     want.sort_unstable();
-    assert_eq!(entries, want, "conv.compute_90a's kernels");
+    assert_eq!(entries, want, "{what}'s kernels");
     assert!(ptx.contains("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"));
     assert!(ptx.contains("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"));
     assert!(ptx.contains("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"));
@@ -567,27 +607,22 @@ fn sm90a_image_holds_the_wgmma_kernels() {
         assert!(ptx.contains(&issue), "no wgmma with imm-trans-b {tb}");
     }
 
-    let dir = std::env::temp_dir().join(format!("gradops-ptxas-90a-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("conv.compute_90a.ptx");
-    std::fs::write(&file, ptx).unwrap();
     let out = Command::new(ptxas())
         .args(["-v", "-arch=sm_90a", "-o", "/dev/null"])
-        .arg(&file)
+        .arg(file)
         .output()
         .expect("ptxas");
     let text =
         String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(out.status.success(), "ptxas -arch=sm_90a failed:\n{text}");
     assert!(
         !text.contains("Performance Loss") && !text.contains("serialized"),
         "ptxas serializes the wgmma:\n{text}"
     );
     let usage = parse_ptxas(&text);
-    for k in &want {
+    for &k in &want {
         let u = usage
-            .get(k.as_str())
+            .get(k)
             .unwrap_or_else(|| panic!("{k}: no ptxas report"));
         println!(
             "{k}: sm_90a {} registers, {} bytes smem, {} stack, {} spilled",
@@ -602,7 +637,7 @@ fn sm90a_image_holds_the_wgmma_kernels() {
         );
         // Two 256-thread blocks per SM; the lean wgmma tile three of 128 threads (its
         // bounds).
-        let (threads, blocks) = if LEAN_WGMMA.contains(&k.as_str()) {
+        let (threads, blocks) = if wgmma_kernels::LEAN.contains(&k) {
             (128, 3)
         } else {
             (WIDE_THREADS, 2)
