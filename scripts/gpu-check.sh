@@ -110,22 +110,34 @@ if [[ "$MODE" == prebuild ]]; then
     "$ptxas" -arch=sm_90a "$ptx" -o "target/gpu-bundle/$m.sm_90a.cubin" || FAILED=1
   done
   step wgmma_probe wgmma_probe target/gpu-bundle/wgmma_probe.compute_90a.ptx
-  # The build-time comparison GO_TC_VEC_L1=0 (kernels/conv_tc.cuh: the lean conv tiles'
-  # copies through L2 only, cp.async.cg; the default, 3, goes through L1), as gradops-cg and
-  # cuda_ops-cg beside the default build, for a same-run comparison (scripts/gpu-session.sh,
-  # step experiments). Off unless CG_VARIANT=1 (it doubles the build).
+  # Build-time comparisons, as gradops-NAME and cuda_ops-NAME beside the default build (and,
+  # where the variant's compute_90a image differs, conv-NAME.sm_90a.cubin), for same-run
+  # comparisons on the GPU machine. Each doubles the build.
+  # - inflight (on unless INFLIGHT_VARIANT=0): GO_TC_WGMMA_INFLIGHT=1 (kernels/conv_tc.cuh:
+  #   the wgmma tiles issue a stage's wgmma before the refill, one group in flight), timed
+  #   against the default by bench/results/2026-11-28b-gpu-wgmma/run1.sh.
+  # - cg (off unless CG_VARIANT=1): GO_TC_VEC_L1=0 (the lean conv tiles' copies through L2
+  #   only, cp.async.cg; the default, 3, goes through L1), for scripts/gpu-session.sh's
+  #   experiments step.
   variants=()
-  if [[ "${CG_VARIANT:-0}" == 1 ]]; then
-    if CARGO_TARGET_DIR=target/cg-variant GRADOPS_NVCC_FLAGS=-DGO_TC_VEC_L1=0 \
-        step build_cg cargo build --release -p gradops-cli; then
-      cp target/cg-variant/release/gradops target/gpu-bundle/gradops-cg
-      exe="$(CARGO_TARGET_DIR=target/cg-variant GRADOPS_NVCC_FLAGS=-DGO_TC_VEC_L1=0 test_exe cuda_ops)"
-      [[ -n "$exe" ]] && cp "$exe" target/gpu-bundle/cuda_ops-cg
-      variants=(gradops-cg cuda_ops-cg)
+  build_variant() {  # NAME FLAGS
+    local name="$1" flags="$2" dir="target/variant-$1" exe vout
+    if CARGO_TARGET_DIR="$dir" GRADOPS_NVCC_FLAGS="$flags" \
+        step "build_$name" cargo build --release -p gradops-cli; then
+      cp "$dir/release/gradops" "target/gpu-bundle/gradops-$name"
+      exe="$(CARGO_TARGET_DIR="$dir" GRADOPS_NVCC_FLAGS="$flags" test_exe cuda_ops)"
+      [[ -n "$exe" ]] && cp "$exe" "target/gpu-bundle/cuda_ops-$name"
+      variants+=("gradops-$name" "cuda_ops-$name")
+      vout="$(ls -t "$dir"/release/build/gradops-*/out/conv.compute_90a.ptx 2>/dev/null | head -1)"
+      if [[ -n "$vout" && -x "$ptxas" ]] && ! cmp -s "$vout" "$out_dir/conv.compute_90a.ptx"; then
+        "$ptxas" -arch=sm_90a "$vout" -o "target/gpu-bundle/conv-$name.sm_90a.cubin" || FAILED=1
+      fi
     else
       FAILED=1
     fi
-  fi
+  }
+  [[ "${INFLIGHT_VARIANT:-1}" == 1 ]] && build_variant inflight -DGO_TC_WGMMA_INFLIGHT=1
+  [[ "${CG_VARIANT:-0}" == 1 ]] && build_variant cg -DGO_TC_VEC_L1=0
   ls -la target/gpu-bundle | tee -a "$RESULTS"
   # The executables stripped and packed with the cubins and the probe's PTX (the device tool
   # carries at most 64 MiB; stripped they are ~150 MB, packed ~15 MB):

@@ -14,15 +14,23 @@
 # (conv2d_{backprop_input,forward}_tc_vec_nchw_wgmma_*), timed against the lean NCHW kernels. And
 # (2026-11-29, second) the f32 forward on the f32 wgmma tile (conv2d_forward_tc_vec_wgmma_f32,
 # conv2d_forward_tc_vec_nchw_wgmma_f32, GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma): W4f and W5f
-# in the f32 rounds, ncu on one exact NHWC W4f call. The 16-bit
-# timings are f16 only (bf16 ran within 1% of f16 in every earlier run).
+# in the f32 rounds, ncu on one exact NHWC W4f call. And (2026-12-01) the same wgmma tiles
+# built with GO_TC_WGMMA_INFLIGHT=1 (gradops-inflight, cuda_ops-inflight: a stage's wgmma
+# issued before the refill, one group in flight): its conv tests, racecheck and synccheck,
+# then timed as a third variant (`inflight`) in every round, ncu on one W4 f16 call, its SASS.
+# The 16-bit timings are f16 only (bf16 ran within 1% of f16 in every earlier run).
 # Usage: run1.sh BUNDLE OUT   (BUNDLE: the unpacked target/gpu-carry/bundle.tar.xz)
 # Not yet run; the 2026-11-28 runs' steps of the same kinds took: conv tests 34 s, racecheck 8 s,
-# each gradops bench call ~1 s, peers.py 10-13 s, each ncu 3-4 s, so about 3-5 minutes plus the
-# first JIT of the images; give it timeout_s 570 all the same (every step has its own limit).
+# each gradops bench call ~1 s, peers.py 10-13 s, each ncu 3-4 s, so about 4-6 minutes with the
+# inflight build's steps, plus the first JIT of the images; give it timeout_s 570 all the same
+# (every step has its own limit).
 # Everything is written under OUT as it goes (log.txt, w/*.json), so a run cut short by the
 # device tool's limit still brings back what it measured.
 B="$1" O="$2"; W="$O/w"; rm -rf "$W"; mkdir -p "$W" "$O"; L="$O/log.txt"
+# A timed variant: `tall` and `wgmma` are tiles of the default build; `inflight` is the wgmma
+# tile of the GO_TC_WGMMA_INFLIGHT=1 build.
+vexe() { if [[ $1 == inflight ]]; then echo "$B/gradops-inflight"; else echo "$B/gradops"; fi; }
+vtile() { if [[ $1 == inflight ]]; then echo wgmma; else echo "$1"; fi; }
 reap() { pkill -9 -f "$B/" ; pkill -9 -f bench/peers.py; pkill -9 -x ncu; sleep 1; } 2>/dev/null
 st() { local n=$1 lim=$2; shift 2; local t0=$SECONDS; echo "=== $n: $*" >>"$L"; timeout "$lim" "$@" >>"$L" 2>&1; echo "=== $n: rc=$? ($((SECONDS-t0)) s)" | tee -a "$L"; }
 { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,compute_cap --format=csv
@@ -40,6 +48,16 @@ for tool in racecheck synccheck memcheck; do
   GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st "${tool}_wgmma" 90 "$SAN" --tool $tool \
     --error-exitcode 99 "$B/cuda_ops" --test-threads=1 gpu_conv2d_parity
 done
+# 1b. The GO_TC_WGMMA_INFLIGHT=1 build (gradops-inflight, cuda_ops-inflight; since 2026-12-01:
+#     the wgmma tiles issue a stage's wgmma before the refill, one group left in flight): its
+#     conv tests under both wgmma opt-ins, racecheck and synccheck on the parity test.
+if [[ -x "$B/cuda_ops-inflight" ]]; then
+  GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st inflight_tests 120 "$B/cuda_ops-inflight" --test-threads=1 conv
+  for tool in racecheck synccheck; do
+    GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st "${tool}_inflight" 90 "$SAN" --tool $tool \
+      --error-exitcode 99 "$B/cuda_ops-inflight" --test-threads=1 gpu_conv2d_parity
+  done
+fi
 # The conv property tests under the tiles (random geometry against the CPU; 16-bit NHWC
 # cases with whole chunks run the wgmma kernels).
 GRADOPS_PROP_CASES=150 GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st prop_wgmma 90 \
@@ -50,14 +68,15 @@ reap
 PYTHONUNBUFFERED=1 st peers_a 150 python3 bench/peers.py --device cuda --reps 50 --dtypes f16 \
   --layouts nchw,nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f --json "$W/peers-a.json"; reap
 for rep in 1 2; do
-  for v in tall wgmma; do
+  for v in tall wgmma inflight; do
+    [[ -x "$(vexe $v)" ]] || continue
     for d in f16; do
-      GRADOPS_CUDA_CONV_TC_TILE=$v GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$v st "t${rep}_${v}_$d" 40 \
-        "$B/gradops" bench --device cuda --dtype $d --layout nhwc --workload W4,W5,W4f,W5f \
+      GRADOPS_CUDA_CONV_TC_TILE=$(vtile $v) GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$(vtile $v) st "t${rep}_${v}_$d" 40 \
+        "$(vexe $v)" bench --device cuda --dtype $d --layout nhwc --workload W4,W5,W4f,W5f \
         --reps 50 --json "$W/t$rep-$v-$d.json"
       # NCHW: the lean NCHW kernels vs the lean wgmma tile (16-bit NCHW's, both ops).
-      GRADOPS_CUDA_CONV_TC_TILE=$v GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$v st "t${rep}_${v}_${d}_nchw" 40 \
-        "$B/gradops" bench --device cuda --dtype $d --layout nchw --workload W4,W5,W4f,W5f \
+      GRADOPS_CUDA_CONV_TC_TILE=$(vtile $v) GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$(vtile $v) st "t${rep}_${v}_${d}_nchw" 40 \
+        "$(vexe $v)" bench --device cuda --dtype $d --layout nchw --workload W4,W5,W4f,W5f \
         --reps 50 --json "$W/t$rep-$v-${d}_nchw.json"
     done
   done
@@ -71,11 +90,12 @@ PYTHONUNBUFFERED=1 st peers_f32a 150 python3 bench/peers.py --device cuda --reps
   --layouts nchw,nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f \
   --json "$W/peers-f32a.json"; reap
 for rep in 1 2; do
-  for v in tall wgmma; do
+  for v in tall wgmma inflight; do
+    [[ -x "$(vexe $v)" ]] || continue
     for prec in exact tf32; do
       for lay in nhwc nchw; do
-        GRADOPS_CUDA_CONV_TC_TILE=$v GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$v st \
-          "t${rep}_${v}_f32_${prec}_$lay" 40 "$B/gradops" bench --device cuda --dtype f32 \
+        GRADOPS_CUDA_CONV_TC_TILE=$(vtile $v) GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$(vtile $v) st \
+          "t${rep}_${v}_f32_${prec}_$lay" 40 "$(vexe $v)" bench --device cuda --dtype f32 \
           --f32-precision $prec --layout $lay --workload W4,W5,W4f,W5f \
           --reps 50 --json "$W/t$rep-$v-f32_${prec}_$lay.json"
       done
@@ -89,11 +109,13 @@ PYTHONUNBUFFERED=1 st peers_f32b 150 python3 bench/peers.py --device cuda --reps
 #    one, W4f of the wgmma forward.
 NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)"
 M='regex:^(smsp__average_warps_issue_stalled_.*_per_issue_active|l1tex__data_bank_conflicts_pipe_lsu_mem_shared|smsp__inst_executed(\.sum)?$|sm__inst_executed_pipe_tensor|l1tex__data_pipe_lsu_wavefronts_mem_shared(\.sum)?$)'
-for spec in wgmma:W4:backprop_input tall:W4:backprop_input wgmma:W5:backprop_input wgmma:W4f:forward; do
+for spec in wgmma:W4:backprop_input tall:W4:backprop_input wgmma:W5:backprop_input wgmma:W4f:forward \
+    inflight:W4:backprop_input; do
   IFS=: read -r v wl op <<<"$spec"
-  GRADOPS_CUDA_CONV_TC_TILE=$v GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$v st "ncu_${v}_$wl" 40 "$NCU" --clock-control none \
-    -k "conv2d_${op}_tc_vec_${v}_f16" -s 2 -c 1 --section SpeedOfLight --section Occupancy \
-    --section SchedulerStats --section MemoryWorkloadAnalysis --metrics "$M" "$B/gradops" bench \
+  [[ -x "$(vexe $v)" ]] || continue
+  GRADOPS_CUDA_CONV_TC_TILE=$(vtile $v) GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$(vtile $v) st "ncu_${v}_$wl" 40 "$NCU" --clock-control none \
+    -k "conv2d_${op}_tc_vec_$(vtile $v)_f16" -s 2 -c 1 --section SpeedOfLight --section Occupancy \
+    --section SchedulerStats --section MemoryWorkloadAnalysis --metrics "$M" "$(vexe $v)" bench \
     --device cuda --dtype f16 --layout nhwc --workload "$wl" --reps 3
 done
 GRADOPS_CUDA_CONV_TC_TILE=wgmma st ncu_wgmma_f32_W4 40 "$NCU" --clock-control none \
@@ -107,7 +129,8 @@ GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st ncu_wgmma_f32_W4f 40 "$NCU" --clock-c
 # 4. The wgmma kernels' SASS (the bundle's conv.sm_90a.cubin): HGMMA count, the main loop.
 OBJ="$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump | head -1)"
 st sass 30 bash -c 'for f in conv2d_backprop_input_tc_vec_wgmma_f16 conv2d_forward_tc_vec_wgmma_f16 conv2d_backprop_input_tc_vec_wgmma_f32 conv2d_backprop_input_tc_vec_nchw_wgmma_f32 conv2d_forward_tc_vec_wgmma_f32; do
-  "$0" -sass -fun $f "$1/conv.sm_90a.cubin" >> "$2/sass-wgmma.txt"; done
+  "$0" -sass -fun $f "$1/conv.sm_90a.cubin" >> "$2/sass-wgmma.txt"
+  [[ -e "$1/conv-inflight.sm_90a.cubin" ]] && "$0" -sass -fun $f "$1/conv-inflight.sm_90a.cubin" >> "$2/sass-wgmma-inflight.txt"; done
   grep -cE "HGMMA" "$2/sass-wgmma.txt"; grep -cE "^ +/\*[0-9a-f]{4}\*/" "$2/sass-wgmma.txt"' \
   "$OBJ" "$B" "$W"
 python3 bench/variant_summary.py "$W" "tiles (NHWC and NCHW, both ops; f16 and f32)" | tee -a "$L"
