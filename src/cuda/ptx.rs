@@ -43,6 +43,9 @@ pub struct BuildInfo {
     pub reason: &'static str,
     /// Kernel modules (file stems): `resize`, `conv`, `pool`.
     pub modules: &'static [&'static str],
+    /// Extra nvcc flags the kernels were built with (`GRADOPS_NVCC_FLAGS`, such as a
+    /// build-time alternative's `-DGO_TC_WGMMA_INFLIGHT=1`); empty for the default build.
+    pub nvcc_flags: &'static str,
 }
 
 impl BuildInfo {
@@ -82,6 +85,7 @@ pub fn build_info() -> BuildInfo {
         archs: built::CUDA_ARCHS,
         reason: built::NOT_COMPILED_REASON,
         modules: built::PTX_MODULES,
+        nvcc_flags: built::NVCC_FLAGS,
     }
 }
 
@@ -95,7 +99,11 @@ impl std::fmt::Display for BuildInfo {
                 self.nvcc_version,
                 self.modules.join(", "),
                 archs.join(", ")
-            )
+            )?;
+            if !self.nvcc_flags.is_empty() {
+                write!(f, " with GRADOPS_NVCC_FLAGS={}", self.nvcc_flags)?;
+            }
+            Ok(())
         } else {
             write!(f, "kernels not compiled: {}", self.reason)
         }
@@ -112,4 +120,29 @@ pub(crate) fn image(module: &str, arch: u32) -> Option<PtxImage> {
 /// The compute_90a image of `module`, if compiled.
 pub(crate) fn sm90a_image(module: &str) -> Option<PtxImage> {
     build_info().sm90a_images().find(|i| i.module == module)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `gradops info` names a build-time alternative's flags, and only for such a build.
+    #[test]
+    fn build_info_names_extra_nvcc_flags() {
+        let b = BuildInfo {
+            kernels_compiled: true,
+            nvcc_flags: "",
+            ..build_info()
+        };
+        assert!(!b.to_string().contains("GRADOPS_NVCC_FLAGS"), "{b}");
+        let v = BuildInfo {
+            nvcc_flags: "-DGO_TC_WGMMA_INFLIGHT=1",
+            ..b
+        };
+        assert!(
+            v.to_string()
+                .ends_with(") with GRADOPS_NVCC_FLAGS=-DGO_TC_WGMMA_INFLIGHT=1"),
+            "{v}"
+        );
+    }
 }

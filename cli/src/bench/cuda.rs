@@ -461,6 +461,13 @@ fn bench_cuda_typed<T: Element>(
                 .to_string(),
         );
     }
+    let flags = gradops::cuda::build_info().nvcc_flags;
+    if !flags.is_empty() {
+        notes.push(format!(
+            "kernels built with GRADOPS_NVCC_FLAGS={flags}: a build-time alternative, not the \
+             default build"
+        ));
+    }
     use gradops::cuda::ConvTcTile;
     let tile_name = |t: ConvTcTile| match t {
         ConvTcTile::Wide => "wide (128-pixel tiles on 8 warps of 32 x 32)",
