@@ -550,30 +550,7 @@ fn sm90a_wgmma_inflight_build_assembles() {
     if kernels_or_skip("sm90a_wgmma_inflight_build_assembles").is_none() {
         return;
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = std::env::temp_dir().join(format!("gradops-inflight-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let ptx_path = dir.join("conv.compute_90a.ptx");
-    let out = Command::new(built::NVCC_PATH)
-        .args([
-            "-ptx",
-            "-arch=compute_90a",
-            "-O3",
-            "-std=c++17",
-            "-lineinfo",
-        ])
-        .args(["--Werror", "all-warnings", "-DGO_TC_WGMMA_INFLIGHT=1", "-I"])
-        .arg(root.join("kernels"))
-        .arg("-o")
-        .arg(&ptx_path)
-        .arg(root.join("kernels/conv.cu"))
-        .output()
-        .expect("nvcc");
-    assert!(
-        out.status.success(),
-        "nvcc -DGO_TC_WGMMA_INFLIGHT=1 on kernels/conv.cu:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (dir, ptx_path) = nvcc_compute_90a("kernels/conv.cu", &["-DGO_TC_WGMMA_INFLIGHT=1"]);
     let ptx = std::fs::read_to_string(&ptx_path).unwrap();
     // Issued before the refill: a wait that leaves one group in flight.
     assert!(
@@ -660,30 +637,7 @@ fn wgmma_probe_compiles_for_sm90a() {
     if kernels_or_skip("wgmma_probe_compiles_for_sm90a").is_none() {
         return;
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = std::env::temp_dir().join(format!("gradops-probe-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let ptx_path = dir.join("wgmma_probe.compute_90a.ptx");
-    let run = |cmd: &mut Command, what: &str| {
-        let out = cmd
-            .output()
-            .unwrap_or_else(|e| panic!("running {what}: {e}"));
-        assert!(
-            out.status.success(),
-            "{what} on emu/wgmma_probe.cu:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    run(
-        Command::new(built::NVCC_PATH)
-            .args(["-ptx", "-arch=compute_90a", "-O3", "-std=c++17"])
-            .args(["--Werror", "all-warnings", "-I"])
-            .arg(root.join("kernels"))
-            .arg("-o")
-            .arg(&ptx_path)
-            .arg(root.join("emu/wgmma_probe.cu")),
-        "nvcc",
-    );
+    let (dir, ptx_path) = nvcc_compute_90a("emu/wgmma_probe.cu", &[]);
     let ptx = std::fs::read_to_string(&ptx_path).unwrap();
     for k in [
         "emu_wgmma_test_f16",
@@ -702,13 +656,55 @@ fn wgmma_probe_compiles_for_sm90a() {
             "no wgmma {op}"
         );
     }
-    run(
-        Command::new(ptxas())
-            .arg("-arch=sm_90a")
-            .arg(&ptx_path)
-            .arg("-o")
-            .arg(dir.join("wgmma_probe.sm_90a.cubin")),
-        "ptxas -arch=sm_90a",
+    let out = Command::new(ptxas())
+        .arg("-arch=sm_90a")
+        .arg(&ptx_path)
+        .arg("-o")
+        .arg(dir.join("wgmma_probe.sm_90a.cubin"))
+        .output()
+        .expect("ptxas");
+    assert!(
+        out.status.success(),
+        "ptxas -arch=sm_90a on the probe:\n{}",
+        String::from_utf8_lossy(&out.stderr)
     );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `src` (a path in the crate) compiled to compute_90a PTX with the build's nvcc and flags
+/// (build.rs's, warnings as errors) plus `defines`, in a fresh temporary folder: (the folder,
+/// the PTX file). Fails the test with nvcc's message if it does not compile.
+fn nvcc_compute_90a(src: &str, defines: &[&str]) -> (PathBuf, PathBuf) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let stem = Path::new(src).file_stem().unwrap().to_string_lossy();
+    let dir = std::env::temp_dir().join(format!(
+        "gradops-{stem}{}-{}",
+        defines.concat(),
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ptx_path = dir.join(format!("{stem}.compute_90a.ptx"));
+    let out = Command::new(built::NVCC_PATH)
+        .args([
+            "-ptx",
+            "-arch=compute_90a",
+            "-O3",
+            "-std=c++17",
+            "-lineinfo",
+        ])
+        .args(["--Werror", "all-warnings"])
+        .args(defines)
+        .arg("-I")
+        .arg(root.join("kernels"))
+        .arg("-o")
+        .arg(&ptx_path)
+        .arg(root.join(src))
+        .output()
+        .expect("nvcc");
+    assert!(
+        out.status.success(),
+        "nvcc {defines:?} on {src}:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (dir, ptx_path)
 }
