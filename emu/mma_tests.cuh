@@ -1,7 +1,7 @@
 // Emulator-only test kernels for the warp primitives of kernels/mma.cuh (driven by
 // tests/emulated_kernels.rs). Not part of any PTX image: on hardware the early reads of
-// emu_cp_async_test would be data races; in the model they show that a copy lands only
-// at its wait_group.
+// emu_cp_async_test would be data races; in the model they show that a copy's
+// destination is undefined (poisoned) until its wait_group.
 #pragma once
 
 #include "../kernels/mma.cuh"
@@ -49,7 +49,8 @@ void emu_mma_test_bf16(GoEmuMmaTestParams p) { emu_mma_test_body<__nv_bfloat16>(
 // emu_cp_async_test, one warp: lane l copies src[8l..8l+3] (group 1) and src[8l+4..8l+7]
 // (group 2; lanes with l % 4 == 3 zero-fill) into shared slots that hold 0xDEADBEEF, and
 // records both slots (4 u32 each) at three points into out[24l..24l+23]: right after
-// issuing, after wait_group 1, after wait_group 0.
+// issuing, after wait_group 1, after wait_group 0. (Until its wait a copy's destination
+// holds the emulator's 0xFF poison: emu/cuda_emu.h.)
 struct GoEmuCpAsyncTestParams {
     uint64_t src, out;
 };

@@ -19,6 +19,7 @@
 #include "../kernels/conv.cu"
 #include "../kernels/pool.cu"
 #include "mma_tests.cuh"
+#include "sched_tests.cuh"
 
 #include <cstring>
 #include <string>
@@ -124,6 +125,7 @@ int main() {
     GO_EMU_ONE(emu_mma_test, GoEmuMmaTestParams, 4, , bf16, __nv_bfloat16)
     if (name == "emu_mma_test_tf32") { run<GoEmuMmaTestParams>(emu_mma_test_tf32, 4, blob, bufs, grid, block); } else
     if (name == "emu_mma_test_f64") { run<GoEmuMmaTestParams>(emu_mma_test_f64, 4, blob, bufs, grid, block); } else
+    if (name == "emu_sched_test") { run<GoEmuSchedTestParams>(emu_sched_test, 1, blob, bufs, grid, block); } else
     if (name == "emu_cp_async_test") { run<GoEmuCpAsyncTestParams>(emu_cp_async_test, 2, blob, bufs, grid, block); } else
     GO_EMU_KERNEL(conv2d_backprop_filter_partial, GoConvFilterParams, 4)
     GO_EMU_KERNEL(conv2d_backprop_filter_partial_tc, GoConvFilterParams, 4)

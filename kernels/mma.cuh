@@ -525,7 +525,6 @@ GO_DEV void wgmma_issue(int kind, int tb, float* d, const GoWgmmaDesc& a,
     wgmma_check_desc(a, false);
     wgmma_check_desc(b, tb != 0);
     emu::WarpGroup& wg = this_warpgroup();
-    std::lock_guard<std::mutex> lock(wg.mu);
     const unsigned idx = emu::t_wg_issued++;
     if (wg.open.size() <= idx) {
         emu::WgmmaOp op{kind, tb, a.bits, b.bits, a.p, b.p, {}};
@@ -552,7 +551,6 @@ GO_DEV void wgmma_commit() {
 }
 GO_DEV void wgmma_wait(int pending) {
     emu::WarpGroup& wg = this_warpgroup();
-    std::lock_guard<std::mutex> lock(wg.mu);
     while ((int)wg.groups.size() > pending) {
         for (const emu::WgmmaOp& op : wg.groups.front()) wgmma_perform(op);
         wg.groups.pop_front();

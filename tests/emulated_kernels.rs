@@ -1,6 +1,6 @@
 //! Kernel emulation: the real .cu kernel bodies, compiled as host C++ with
 //! AddressSanitizer + UBSan (emu/runner.cpp, emu/cuda_emu.h), run over their real grids
-//! on the CPU (real OS threads per block, a real barrier for __syncthreads), compared
+//! on the CPU (a block's threads as fibers with real barriers for __syncthreads), compared
 //! with a float64 reference on random shapes, every dtype (f16, bf16, f32, f64) and both layouts. Each case
 //! also runs on a deliberately tiny grid to exercise the grid-stride loops. Output
 //! buffers start as NaN, so an element a kernel never writes fails the comparison, and
@@ -93,6 +93,22 @@ thread_local! {
     static EMU_BUILD: std::cell::Cell<EmuBuild> = const { std::cell::Cell::new(EmuBuild::Default) };
 }
 
+/// Selects this thread's [`EmuBuild`] until dropped, then restores the one before: under
+/// `--test-threads=1` every test shares one thread, and the tests after must run the default.
+struct EmuBuildScope(EmuBuild);
+
+impl EmuBuildScope {
+    fn enter(build: EmuBuild) -> Self {
+        EmuBuildScope(EMU_BUILD.with(|b| b.replace(build)))
+    }
+}
+
+impl Drop for EmuBuildScope {
+    fn drop(&mut self) {
+        EMU_BUILD.with(|b| b.set(self.0));
+    }
+}
+
 /// Builds the ASan runner of this thread's [`EmuBuild`] once per test process. Err(reason)
 /// means skip.
 fn runner() -> Result<&'static Path, String> {
@@ -171,6 +187,32 @@ fn as_bytes<P: Copy>(p: &P) -> Vec<u8> {
 
 /// Runs `kernel` in the emulator; returns every buffer's final bytes.
 fn run_kernel(kernel: &str, l: launch::Launch, params: &[u8], bufs: &[BufSpec]) -> Vec<Vec<u8>> {
+    let out = run_job(kernel, l, params, bufs);
+    assert!(
+        out.status.success(),
+        "{kernel} grid {:?}: emulator failed ({}):\n{}",
+        l.grid,
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut res = Vec::new();
+    let mut s = &out.stdout[..];
+    for _ in bufs {
+        let len = u64::from_le_bytes(s[..8].try_into().unwrap()) as usize;
+        res.push(s[8..8 + len].to_vec());
+        s = &s[8 + len..];
+    }
+    res
+}
+
+/// Runs `kernel` in the emulator and returns the runner's exit status and output, whatever
+/// they are (it fails the test only if the runner hangs).
+fn run_job(
+    kernel: &str,
+    l: launch::Launch,
+    params: &[u8],
+    bufs: &[BufSpec],
+) -> std::process::Output {
     let exe = runner().expect("runner");
     KERNELS_RUN.with(|k| k.borrow_mut().insert(kernel.to_string()));
     let mut job = Vec::new();
@@ -211,7 +253,8 @@ fn run_kernel(kernel: &str, l: launch::Launch, params: &[u8], bufs: &[BufSpec]) 
     let writer = std::thread::spawn(move || {
         let _ = stdin.write_all(&job);
     });
-    // Watchdog: a barrier that not every thread reaches deadlocks; fail instead of hang.
+    // Watchdog: fail instead of hang. (A barrier not every thread reaches makes the runner
+    // abort by itself: emu/cuda_emu.h.)
     let start = Instant::now();
     let pid = child.id();
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -232,23 +275,9 @@ fn run_kernel(kernel: &str, l: launch::Launch, params: &[u8], bufs: &[BufSpec]) 
     writer.join().unwrap();
     assert!(
         !timed_out,
-        "{kernel}: emulator hung (a __syncthreads not reached by every thread?)"
+        "{kernel}: emulator ran past 300 s (a loop that never ends?)"
     );
-    assert!(
-        out.status.success(),
-        "{kernel} grid {:?}: emulator failed ({}):\n{}",
-        l.grid,
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut res = Vec::new();
-    let mut s = &out.stdout[..];
-    for _ in bufs {
-        let len = u64::from_le_bytes(s[..8].try_into().unwrap()) as usize;
-        res.push(s[8..8 + len].to_vec());
-        s = &s[8 + len..];
-    }
-    res
+    out
 }
 
 // ------------------------------------------------------------------ dtypes, rng ----
@@ -2551,9 +2580,106 @@ fn emulated_mma_tf32_and_f64_model() {
     }
 }
 
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct EmuSchedTestParams {
+    out: u64,
+    mode: i32,
+    pad: i32,
+}
+
+/// The emulator's scheduler (emu/cuda_emu.h; kernel `emu_sched_test` in
+/// emu/sched_tests.cuh): with its barriers a block's shared memory reads see every write; a
+/// missing barrier shows up as stale reads whichever side of the writer the reader sits, in
+/// the first segment and after barriers (each pass over the threads in its own order), and
+/// a barrier not every thread reaches aborts the runner at once, naming a deadlock.
+#[test]
+fn emulated_scheduler_races_and_deadlock() {
+    let Some(_) = runner_or_skip("emulated_scheduler_races_and_deadlock") else {
+        return;
+    };
+    const N: u32 = 64;
+    let block = launch::Launch {
+        grid: (1, 1, 1),
+        block: (N, 1, 1),
+    };
+    let run = |mode: i32| {
+        let p = EmuSchedTestParams {
+            out: 1,
+            mode,
+            pad: 0,
+        };
+        run_job(
+            "emu_sched_test",
+            block,
+            &as_bytes(&p),
+            &[BufSpec::Out(4 * N as usize * 4)],
+        )
+    };
+    // What thread t reads when every write is seen: s1[t+1], s1[t-1], s2[t+1], s2[t-1].
+    let want = |t: u32, i: u32| match i {
+        0 => (t + 1) % N + 1,
+        1 => (t + N - 1) % N + 1,
+        2 => (t + 1) % N + 101,
+        _ => (t + N - 1) % N + 101,
+    };
+    // Per read slot, how many threads read something other than the write.
+    let stale = |mode: i32| -> [usize; 4] {
+        let out = run(mode);
+        assert!(
+            out.status.success(),
+            "mode {mode}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let bytes = &out.stdout[8..];
+        let mut n = [0; 4];
+        for t in 0..N {
+            for i in 0..4 {
+                let k = (4 * (4 * t + i)) as usize;
+                let got = u32::from_le_bytes(bytes[k..k + 4].try_into().unwrap());
+                if got != want(t, i) {
+                    n[i as usize] += 1;
+                }
+            }
+        }
+        n
+    };
+    assert_eq!(
+        stale(0),
+        [0; 4],
+        "with every barrier, every read sees its write"
+    );
+    let m1 = stale(1);
+    assert!(
+        m1[0] >= 8 && m1[1] >= 8 && m1[2..] == [0, 0],
+        "no barrier after the first writes: reads of both neighbours' slots must be stale for \
+         some threads, the second segment's for none: {m1:?}"
+    );
+    let m2 = stale(2);
+    assert!(
+        m2[2] >= 8 && m2[3] >= 8 && m2[..2] == [0, 0],
+        "no barrier after the second writes: reads of both neighbours' slots must be stale \
+         for some threads, the first segment's for none: {m2:?}"
+    );
+    let start = Instant::now();
+    let out = run(3);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("deadlock"),
+        "a __syncwarp one lane skips must abort the runner as a deadlock: {} {err}",
+        out.status
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(60),
+        "the deadlock took {:?} to report",
+        start.elapsed()
+    );
+}
+
 /// The cp.async model: a copy lands only at the wait_group that covers its group (reads
-/// right after issuing see the old bytes; wait_group 1 completes the older group only),
-/// and a zero-fill copy (src-size 0) writes zeros without reading.
+/// right after issuing see the poison that marks the destination undefined until then;
+/// wait_group 1 completes the older group only), and a zero-fill copy (src-size 0) writes
+/// zeros without reading.
 #[test]
 fn emulated_cp_async_model() {
     let Some(_) = runner_or_skip("emulated_cp_async_model") else {
@@ -2572,7 +2698,9 @@ fn emulated_cp_async_model() {
         .chunks_exact(4)
         .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
         .collect();
-    const OLD: u32 = 0xDEAD_BEEF;
+    // Between issue and wait a destination holds the emulator's poison, neither the old
+    // bytes nor the copy (the PTX ISA leaves it undefined).
+    const POISON: u32 = 0xFFFF_FFFF;
     for l in 0..32usize {
         let o = &out[24 * l..24 * l + 24];
         let g1: Vec<u32> = (0..4).map(|i| src[8 * l + i]).collect();
@@ -2583,8 +2711,8 @@ fn emulated_cp_async_model() {
         };
         assert_eq!(
             &o[0..8],
-            &[OLD; 8],
-            "lane {l}: read before any wait saw copied data"
+            &[POISON; 8],
+            "lane {l}: read before any wait saw other than the poison"
         );
         assert_eq!(
             &o[8..12],
@@ -2593,7 +2721,7 @@ fn emulated_cp_async_model() {
         );
         assert_eq!(
             &o[12..16],
-            &[OLD; 4],
+            &[POISON; 4],
             "lane {l}: wait_group 1 completed group 2 early"
         );
         assert_eq!(&o[16..20], &g1[..], "lane {l}: group 1 after wait_group 0");
@@ -2842,11 +2970,12 @@ fn emulated_conv2d_tf32() {
 /// issued before the refill, one group left in flight), in an emulator of their own: every
 /// wgmma kernel on the lean and multi-tile cases, f32 in both arithmetics, bit for bit
 /// against the general kernel on natural and tiny grids. The emulator performs a group's
-/// products at its wait, reading shared memory then, so a stage refilled while a group that
-/// reads it is in flight gives other bits.
+/// products at its wait, reading shared memory then, and poisons a copy's destination from
+/// its issue, so a stage refilled while a group that reads it is in flight gives other bits
+/// (dropping the `wait_group 1` or the barrier after it fails this test).
 #[test]
 fn emulated_conv2d_wgmma_inflight() {
-    EMU_BUILD.with(|b| b.set(EmuBuild::WgmmaInflight));
+    let _build = EmuBuildScope::enter(EmuBuild::WgmmaInflight);
     let Some(_) = runner_or_skip("emulated_conv2d_wgmma_inflight") else {
         return;
     };
