@@ -140,7 +140,7 @@ if [[ "$MODE" == prebuild ]]; then
   [[ "${CG_VARIANT:-0}" == 1 ]] && build_variant cg -DGO_TC_VEC_L1=0
   ls -la target/gpu-bundle | tee -a "$RESULTS"
   # The executables stripped and packed with the cubins and the probe's PTX (the device tool
-  # carries at most 64 MiB; stripped they are ~150 MB, packed ~15 MB):
+  # carries at most 64 MiB; stripped they are ~330 MB with the inflight build, packed ~25 MB):
   # target/gpu-carry/bundle.tar.xz.
   mkdir -p target/gpu-carry
   (cd target/gpu-bundle && strip cuda_ops cuda_conv_simt properties gradops train "${variants[@]}" 2>/dev/null;
