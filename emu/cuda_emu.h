@@ -10,8 +10,8 @@
 //
 // Threads: each thread of a block is a fiber (its own stack) on the one OS
 // thread; a thread runs until it waits at a barrier, then the scheduler resumes the next.
-// (OS threads, as before, spent four fifths of a run in the kernel's futex calls: a barrier
-// of 256 threads on 2 cores.) The scheduler visits the threads in a new pseudo-random
+// (OS threads, as before, spent most of a run in the kernel's futex calls: a barrier of
+// 256 threads on 2 cores.) The scheduler visits the threads in a new pseudo-random
 // order on each pass (a fixed seed, so a run repeats exactly), so between two barriers
 // some readers of shared memory that another thread writes without a barrier between them
 // run before the writer and some after, whichever side of it they sit; a barrier that not
@@ -366,16 +366,16 @@ void launch(void (*kernel)(P), dim3 grid, dim3 block, const P& params) {
     for (WarpGroup& wg : warpgroups) wg.bar = std::make_unique<Barrier>(128);
     g_warpgroups = &warpgroups;
 
+    // What a fiber's body (a captureless lambda: makecontext takes a plain function) runs.
     struct Job {
         void (*kernel)(P);
         const P* params;
         dim3 grid;
-        size_t nwarpgroups;
     };
     static Job job;
-    job = {kernel, &params, grid, warpgroups.size()};
+    job = {kernel, &params, grid};
     // A fiber's body: this thread's part of every block.
-    static void (*body)() = [] {
+    void (*body)() = [] {
         after_switch(nullptr, &g_sched.main_stack_bottom, &g_sched.main_stack_size);
         const unsigned t = t_linear;
         for (unsigned bz = 0; bz < job.grid.z; ++bz)
@@ -388,7 +388,7 @@ void launch(void (*kernel)(P), dim3 grid, dim3 block, const P& params) {
                                      "with copies never waited for\n", t, bx, by, bz);
                         std::abort();
                     }
-                    if (t < 128 * job.nwarpgroups) {
+                    if (t < 128 * g_warpgroups->size()) {
                         WarpGroup& wg = (*g_warpgroups)[t / 128];
                         if (!wg.open.empty() || !wg.groups.empty()) {
                             std::fprintf(stderr, "wgmma: thread %u of block (%u,%u,%u) ended "

@@ -2603,19 +2603,14 @@ fn emulated_scheduler_races_and_deadlock() {
         grid: (1, 1, 1),
         block: (N, 1, 1),
     };
-    let run = |mode: i32| {
-        let p = EmuSchedTestParams {
+    let params = |mode: i32| {
+        as_bytes(&EmuSchedTestParams {
             out: 1,
             mode,
             pad: 0,
-        };
-        run_job(
-            "emu_sched_test",
-            block,
-            &as_bytes(&p),
-            &[BufSpec::Out(4 * N as usize * 4)],
-        )
+        })
     };
+    let out_buf = [BufSpec::Out(4 * N as usize * 4)];
     // What thread t reads when every write is seen: s1[t+1], s1[t-1], s2[t+1], s2[t-1].
     let want = |t: u32, i: u32| match i {
         0 => (t + 1) % N + 1,
@@ -2625,18 +2620,12 @@ fn emulated_scheduler_races_and_deadlock() {
     };
     // Per read slot, how many threads read something other than the write.
     let stale = |mode: i32| -> [usize; 4] {
-        let out = run(mode);
-        assert!(
-            out.status.success(),
-            "mode {mode}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let bytes = &out.stdout[8..];
+        let out = &run_kernel("emu_sched_test", block, &params(mode), &out_buf)[0];
         let mut n = [0; 4];
         for t in 0..N {
             for i in 0..4 {
                 let k = (4 * (4 * t + i)) as usize;
-                let got = u32::from_le_bytes(bytes[k..k + 4].try_into().unwrap());
+                let got = u32::from_le_bytes(out[k..k + 4].try_into().unwrap());
                 if got != want(t, i) {
                     n[i as usize] += 1;
                 }
@@ -2662,7 +2651,7 @@ fn emulated_scheduler_races_and_deadlock() {
          for some threads, the first segment's for none: {m2:?}"
     );
     let start = Instant::now();
-    let out = run(3);
+    let out = run_job("emu_sched_test", block, &params(3), &out_buf);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && err.contains("deadlock"),
