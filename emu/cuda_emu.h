@@ -111,11 +111,11 @@ struct Warp {
 extern std::vector<Warp>* g_warps;
 extern unsigned t_linear;  // the running thread's linear id in the block
 
-// One wgmma.mma_async as issued: the kind (f16 or bf16 inputs), whether B is N-major
-// (imm-trans-b), the shared-memory descriptors' bits and addresses, and each of the
+// One wgmma.mma_async as issued: the kind (f16 or bf16 inputs), whether A is M-major
+// (imm-trans-a) and B N-major (imm-trans-b), the shared-memory descriptors' bits and addresses, and each of the
 // warpgroup's 128 threads' accumulators.
 struct WgmmaOp {
-    int kind, tb;
+    int kind, ta, tb;
     uint64_t abits, bbits;
     const unsigned char *ap, *bp;
     float* acc[128];

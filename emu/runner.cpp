@@ -118,6 +118,9 @@ int main() {
     GO_EMU_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams, 3, , f16, __half)
     GO_EMU_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams, 3, , bf16, __nv_bfloat16)
     GO_EMU_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams, 3, , f32, float)
+    GO_EMU_ONE(conv2d_backprop_filter_partial_tc_nhwc_wgmma, GoConvFilterParams, 4, , f16, __half)
+    GO_EMU_ONE(conv2d_backprop_filter_partial_tc_nhwc_wgmma, GoConvFilterParams, 4, , bf16,
+               __nv_bfloat16)
     GO_EMU_ONE(emu_wgmma_test, GoEmuWgmmaTestParams, 4, , f16, __half)
     GO_EMU_ONE(emu_wgmma_test, GoEmuWgmmaTestParams, 4, , bf16, __nv_bfloat16)
     if (name == "emu_wgmma_test_tf32") { run<GoEmuWgmmaTestParams>(emu_wgmma_test_tf32, 4, blob, bufs, grid, block); } else

@@ -13,14 +13,20 @@
 // C, A 64x16 b16 row-major, B given as [n][k] (64x16), C 64x64 f32 row-major, through one
 // go_wgmma_m64n64k16 (k 0-15) or two (k 0-15 from the first half of each 64-byte row,
 // then 16-31 from the second, with A and B of 64x32; p.k32) on operands staged in the
-// 64-byte swizzle the conv kernel uses: B K-major, or with p.bmn N-major as the forward's
-// (element (n, k) in row (n / 32) * 32 + k of 64 bytes, chunk (n % 32) / 8 swizzled; the
-// 32-n columns 2048 bytes apart, the second k16 1024 bytes on).
+// 64-byte swizzle the conv kernel uses: B K-major, or with bit 0 of p.bmn N-major as the
+// forward's (element (n, k) in row (n / 32) * 32 + k of 64 bytes, chunk (n % 32) / 8
+// swizzled; the 32-n columns 2048 bytes apart, the second k16 1024 bytes on); A K-major, or
+// with bit 1 of p.bmn M-major in that layout (the filter gradient's, imm-trans-a).
 struct GoEmuWgmmaTestParams {
     uint64_t a, b, c, d;
     int32_t k32;
     int32_t bmn;
 };
+// The element offset of (mn, k) in an MN-major operand staged as above.
+GO_DEV int emu_wgmma_mn_at(int mn, int k) {
+    const int row = (mn / 32) * 32 + k;
+    return row * 32 + ((((mn % 32) / 8) ^ ((row >> 1) & 3)) * 8) + mn % 8;
+}
 
 // The row-major index in the 64 x 64 D of accumulator j of thread tid (kernels/mma.cuh: per n8
 // chunk i = j / 4, rows 16w + g and + 8, columns 8i + 2t and + 1).
@@ -41,33 +47,29 @@ GO_DEV void emu_wgmma_test_body(GoEmuWgmmaTestParams p) {
     float* dout = reinterpret_cast<float*>(p.d);
     const int tid = threadIdx.x;
     // Element k of row r at chunk (k / 8) ^ ((r >> 1) & 3) of the row's 64 bytes.
+    const bool amn = (p.bmn & 2) != 0, bmn = (p.bmn & 1) != 0;
     for (int i = tid; i < 64 * K; i += 128) {
         const int r = i / K, k = i % K;
         const int at = r * 32 + (((k / 8) ^ ((r >> 1) & 3)) * 8) + k % 8;
-        As[at] = a[i];
-        if (p.bmn) {
-            const int n = r, row = (n / 32) * 32 + k;
-            Bs[row * 32 + ((((n % 32) / 8) ^ ((row >> 1) & 3)) * 8) + n % 8] = b[i];
-        } else {
-            Bs[at] = b[i];
-        }
+        As[amn ? emu_wgmma_mn_at(r, k) : at] = a[i];
+        Bs[bmn ? emu_wgmma_mn_at(r, k) : at] = b[i];
     }
     go_fence_proxy_async_smem();
     __syncthreads();
     float d[32];
     for (int j = 0; j < 32; ++j) d[j] = c[emu_wgmma_d_at(tid, j)];
-    const GoWgmmaDesc da = go_wgmma_desc_sw64(As);
+    const GoWgmmaDesc da = amn ? go_wgmma_desc_sw64_mn(As, 2048) : go_wgmma_desc_sw64(As);
+    const GoWgmmaDesc db = bmn ? go_wgmma_desc_sw64_mn(Bs, 2048) : go_wgmma_desc_sw64(Bs);
+    const int astep = amn ? 1024 : 32, bstep = bmn ? 1024 : 32;
     go_wgmma_fence();
-    if (p.bmn) {
-        const GoWgmmaDesc db = go_wgmma_desc_sw64_mn(Bs, 2048);
-        for (int ks = 0; ks < K / 16; ++ks)
-            go_wgmma_m64n64k16<1>(Kind(), d, go_wgmma_desc_add(da, 32 * ks),
-                                  go_wgmma_desc_add(db, 1024 * ks));
-    } else {
-        const GoWgmmaDesc db = go_wgmma_desc_sw64(Bs);
-        for (int ks = 0; ks < K / 16; ++ks)
-            go_wgmma_m64n64k16<0>(Kind(), d, go_wgmma_desc_add(da, 32 * ks),
-                                  go_wgmma_desc_add(db, 32 * ks));
+    // The transposes are immediates: one call site per combination.
+    for (int ks = 0; ks < K / 16; ++ks) {
+        const GoWgmmaDesc a1 = go_wgmma_desc_add(da, astep * ks);
+        const GoWgmmaDesc b1 = go_wgmma_desc_add(db, bstep * ks);
+        if (amn && bmn) go_wgmma_m64n64k16<1, 1>(Kind(), d, a1, b1);
+        else if (amn) go_wgmma_m64n64k16<0, 1>(Kind(), d, a1, b1);
+        else if (bmn) go_wgmma_m64n64k16<1, 0>(Kind(), d, a1, b1);
+        else go_wgmma_m64n64k16<0, 0>(Kind(), d, a1, b1);
     }
     go_wgmma_commit();
     go_wgmma_wait<0>();

@@ -1604,6 +1604,36 @@ struct GoTcFilterRow {
     int ok;
 };
 
+// A thread's two pixel rows of an NHWC chunk, kstep rows apart: index rr, (n, oy, ox), the
+// x offset of their (oy*sh, ox*sw) position (a filter row's choff away from its element)
+// and the dy offset of the thread's B chunk; advanced by a chunk at a time.
+struct GoTcFilterPixels {
+    GoPix q[2];
+    go_i64 rr[2], xo[2], dyo[2];
+
+    GO_DEV static go_i64 xpos(const GoConvFilterParams& p, const GoPix& u) {
+        return ((u.n * p.hi + u.oy * p.sh) * p.wi + u.ox * p.sw) * p.ci;
+    }
+    // Rows r0 and r0 + kstep; bch: the B chunk's first dy channel.
+    GO_DEV void init(const GoConvFilterParams& p, go_i64 r0, int kstep, go_i64 bch) {
+        const go_i64 npix = p.n * p.ho * p.wo;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            rr[h] = r0 + kstep * h;
+            q[h] = go_pix(rr[h] < npix ? rr[h] : 0, p.ho, p.wo);
+            xo[h] = xpos(p, q[h]);
+            dyo[h] = rr[h] * p.co + bch;
+        }
+    }
+    // Row h on by bk pixels.
+    GO_DEV void advance(const GoConvFilterParams& p, int h, int bk) {
+        rr[h] += bk;
+        dyo[h] += bk * p.co;
+        go_pix_advance(q[h], bk, p.ho, p.wo);
+        xo[h] = xpos(p, q[h]);
+    }
+};
+
 // NCHW chunk loop over pixels [r_begin, r_end) (see the section comment); As/Bs: one stage.
 template <typename T, bool TF32>
 GO_DEV void go_tc_filter_chunks_nchw(const GoConvFilterParams& p, const T* __restrict__ x,
@@ -1693,40 +1723,25 @@ GO_DEV void go_tc_filter_chunks_nhwc(const GoConvFilterParams& p, const T* __res
     const int wm = warp % (TC_BM / TC_WM), wn = warp / (TC_BM / TC_WM);
     const int mc = (t % CPR) * VEC, kt = t / CPR;
     const go_i64 cog = p.co / p.groups;
-    const go_i64 npix = p.n * p.ho * p.wo;
     const go_i64 nchunks = r_end > r_begin ? (r_end - r_begin + BK - 1) / BK : 0;
     const GoTcFilterRow RA = rowtab[mc];  // the vector chunk's row (one tap, channels on)
     const go_i64 bch = g * cog + n_base + mc;  // the B chunk's first dy channel
     const go_i64 brem = cog - (n_base + mc);   // dy channels of the group from there
-
-    // The chunk's two pixels of this thread: index rr, (n, oy, ox), the x offset of their
-    // (oy*sh, ox*sw) position (a row's choff away from its element) and the dy offset of
-    // the B chunk; advanced by BK per chunk.
-    GoPix q[2];
-    go_i64 rr[2], xo[2], dyo[2];
-    auto xpos = [&p](const GoPix& u) {
-        return ((u.n * p.hi + u.oy * p.sh) * p.wi + u.ox * p.sw) * p.ci;
-    };
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        rr[h] = r_begin + kt + KSTEP * h;
-        q[h] = go_pix(rr[h] < npix ? rr[h] : 0, p.ho, p.wo);
-        xo[h] = xpos(q[h]);
-        dyo[h] = rr[h] * p.co + bch;
-    }
+    GoTcFilterPixels u;  // the chunk's two pixels of this thread
+    u.init(p, r_begin + kt, KSTEP, bch);
     // Copies the next chunk into stage s.
     auto gather = [&](int s) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const bool valid = rr[h] < r_end;
+            const bool valid = u.rr[h] < r_end;
             const int k = kt + KSTEP * h;
             S* ad = As + s * TC_BM * LD + k * LDKN + mc;
             S* bd = Bs + s * TC_BN * LD + k * LDKN + mc;
-            const go_i64 iy0 = q[h].oy * p.sh, ix0 = q[h].ox * p.sw;
+            const go_i64 iy0 = u.q[h].oy * p.sh, ix0 = u.q[h].ox * p.sw;
             if (VEC16 || avec) {
                 const go_i64 iy = iy0 + RA.ybias, ix = ix0 + RA.xbias;
                 const bool in = valid && RA.ok && iy >= 0 && iy < p.hi && ix >= 0 && ix < p.wi;
-                go_cp_async_16(ad, in ? x + xo[h] + RA.choff : x, in ? 16 : 0);
+                go_cp_async_16(ad, in ? x + u.xo[h] + RA.choff : x, in ? 16 : 0);
             } else {
                 S v[VEC];
 #pragma unroll
@@ -1735,24 +1750,21 @@ GO_DEV void go_tc_filter_chunks_nhwc(const GoConvFilterParams& p, const T* __res
                     const go_i64 iy = iy0 + R.ybias, ix = ix0 + R.xbias;
                     v[e] = S(0);
                     if (valid && R.ok && iy >= 0 && iy < p.hi && ix >= 0 && ix < p.wi)
-                        v[e] = go_bits(go_ldg(x + xo[h] + R.choff));
+                        v[e] = go_bits(go_ldg(x + u.xo[h] + R.choff));
                 }
                 go_tc_store_chunk(ad, v);
             }
             if (VEC16 || bvec) {
                 const bool in = valid && brem > 0;
-                go_cp_async_16(bd, in ? dy + dyo[h] : dy, in ? 16 : 0);
+                go_cp_async_16(bd, in ? dy + u.dyo[h] : dy, in ? 16 : 0);
             } else {
                 S v[VEC];
 #pragma unroll
                 for (int e = 0; e < VEC; ++e)
-                    v[e] = valid && e < brem ? go_bits(go_ldg(dy + dyo[h] + e)) : S(0);
+                    v[e] = valid && e < brem ? go_bits(go_ldg(dy + u.dyo[h] + e)) : S(0);
                 go_tc_store_chunk(bd, v);
             }
-            rr[h] += BK;
-            dyo[h] += BK * p.co;
-            go_pix_advance(q[h], BK, p.ho, p.wo);
-            xo[h] = xpos(q[h]);
+            u.advance(p, h, BK);
         }
     };
 
@@ -1779,7 +1791,92 @@ GO_DEV void go_tc_filter_chunks_nhwc(const GoConvFilterParams& p, const T* __res
     go_cp_async_wait<0>();  // only empty groups can remain; nothing may outlive the tile
 }
 
-template <typename T, int L, bool TF32>
+#if GO_HAS_WGMMA
+// The NHWC chunk loop of the wgmma filter kernel (16-bit types, 16-byte copies only: cig and
+// cog multiples of VEC, tensors 16-byte aligned): the same chunks of BK pixels and the same
+// products in the same order as go_tc_filter_chunks_nhwc's VEC16 loop, on one warpgroup.
+// Both operands land [k][m] / [k][nn] (contiguous along the channels) in the 64-byte
+// swizzle as the forward's N-major B: a 32-channel column of atoms holds BK rows of 64
+// bytes (GO_TC_WGMMA_BKN_COLUMN_BYTES), chunk c (8 channels) of pixel row k in column c / 4,
+// at chunk (c % 4) ^ ((k >> 1) & 3) of its row; the tensor cores read A M-major
+// (imm-trans-a) and B N-major, two m64n64k16 a stage (the second k16 1024 bytes on), so no
+// ldmatrix.trans or fragment in the loop. TC_VSTAGES stages; a stage is refilled after the
+// wgmma that read it has completed (wait_group 0 before the barrier). d: the thread's 32
+// accumulators (wgmma's D fragment, kernels/mma.cuh).
+template <typename T>
+GO_DEV void go_tc_filter_chunks_nhwc_wgmma(const GoConvFilterParams& p, const T* __restrict__ x,
+                                           const T* __restrict__ dy, go_i64 g, go_i64 n_base,
+                                           go_i64 r_begin, go_i64 r_end, unsigned char* smem,
+                                           const GoTcFilterRow* rowtab, float* d) {
+    typedef typename GoTcTraits<T>::S S;
+    typedef typename GoMmaKind<T>::type Kind;
+    constexpr int BK = GoTcTraits<T>::BK, VEC = GoTcGeom<T>::VEC, STAGES = TC_VSTAGES;
+    constexpr int ROW = 64 / (int)sizeof(S);  // elements of a 64-byte row
+    constexpr int COL = GO_TC_WGMMA_BKN_COLUMN_BYTES / (int)sizeof(S);
+    constexpr int CPR = TC_BM / VEC, KSTEP = TC_THREADS / CPR;
+    static_assert(sizeof(S) == 2 && TC_BM == 64 && TC_BN == 64 && TC_THREADS == 128 &&
+                      BK * ROW == COL && 2 * KSTEP == BK && KSTEP % 8 == 0,
+                  "one warpgroup's m64n64, two 32-channel columns of BK rows, a thread's "
+                  "two pixel rows KSTEP apart in one swizzle phase");
+    S* As = reinterpret_cast<S*>(smem);
+    S* Bs = As + STAGES * TC_BM * BK;
+    const int t = threadIdx.x;
+    const int c = t % CPR, mc = c * VEC, kt = t / CPR;
+    // This thread's chunk in a stage (its second pixel row KSTEP rows further on).
+    const int dst = (c / 4) * COL + kt * ROW + ((c % 4) ^ ((kt >> 1) & 3)) * VEC;
+    const go_i64 cog = p.co / p.groups;
+    const go_i64 nchunks = r_end > r_begin ? (r_end - r_begin + BK - 1) / BK : 0;
+    const GoTcFilterRow RA = rowtab[mc];  // the chunk's row (one tap, channels on)
+    const bool bok = n_base + mc < cog;
+    GoTcFilterPixels u;
+    u.init(p, r_begin + kt, KSTEP, g * cog + n_base + mc);
+    auto gather = [&](int s) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const bool valid = u.rr[h] < r_end;
+            const int o = s * TC_BM * BK + dst + h * KSTEP * ROW;
+            const go_i64 iy = u.q[h].oy * p.sh + RA.ybias, ix = u.q[h].ox * p.sw + RA.xbias;
+            const bool in = valid && RA.ok && iy >= 0 && iy < p.hi && ix >= 0 && ix < p.wi;
+            go_cp_async_16(As + o, in ? x + u.xo[h] + RA.choff : x, in ? 16 : 0);
+            const bool bin = valid && bok;
+            go_cp_async_16(Bs + o, bin ? dy + u.dyo[h] : dy, bin ? 16 : 0);
+            u.advance(p, h, BK);
+        }
+    };
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < nchunks) gather(s);
+        go_cp_async_commit();
+    }
+    int s_read = 0, s_load = STAGES - 1;
+    for (go_i64 ch = 0; ch < nchunks; ++ch) {
+        go_cp_async_wait<STAGES - 2>();
+        // The wgmma of chunk ch - 1 has read stage s_load (refilled below); this thread's
+        // copies of chunk ch visible to the tensor cores.
+        go_wgmma_wait<0>();
+        go_fence_proxy_async_smem();
+        __syncthreads();
+        if (ch + STAGES - 1 < nchunks) gather(s_load);
+        go_cp_async_commit();
+        const GoWgmmaDesc da =
+            go_wgmma_desc_sw64_mn(As + s_read * TC_BM * BK, GO_TC_WGMMA_BKN_COLUMN_BYTES);
+        const GoWgmmaDesc db =
+            go_wgmma_desc_sw64_mn(Bs + s_read * TC_BN * BK, GO_TC_WGMMA_BKN_COLUMN_BYTES);
+        go_wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < 2; ++ks)
+            go_wgmma_m64n64k16<1, 1>(Kind(), d, go_wgmma_desc_add(da, 1024 * ks),
+                                     go_wgmma_desc_add(db, 1024 * ks));
+        go_wgmma_commit();
+        s_read = s_read + 1 == STAGES ? 0 : s_read + 1;
+        s_load = s_load + 1 == STAGES ? 0 : s_load + 1;
+    }
+    go_wgmma_wait<0>();
+    go_cp_async_wait<0>();  // only empty groups can remain; nothing may outlive the tile
+}
+#endif  // GO_HAS_WGMMA
+
+template <typename T, int L, bool TF32, bool WG = false>
 GO_DEV void conv2d_backprop_filter_partial_tc_layout(const GoConvFilterParams& p,
                                                      unsigned char* smem, GoTcFilterRow* rowtab) {
     typedef GoTcTraits<T> Tr;
@@ -1801,6 +1898,10 @@ GO_DEV void conv2d_backprop_filter_partial_tc_layout(const GoConvFilterParams& p
     constexpr int VEC = GoTcGeom<T>::VEC;
     const bool avec = cig % VEC == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
     const bool bvec = cog % VEC == 0 && reinterpret_cast<uintptr_t>(dy) % 16 == 0;
+    if constexpr (WG) {
+        // The wgmma kernel copies 16 bytes only (the host launches it where both hold).
+        if (!avec || !bvec) go_trap();
+    }
 
     for (go_i64 s = blockIdx.y; s < p.splits; s += gridDim.y) {
         const go_i64 r_begin = s * p.split_len;
@@ -1826,6 +1927,29 @@ GO_DEV void conv2d_backprop_filter_partial_tc_layout(const GoConvFilterParams& p
             }
             __syncthreads();
 
+            if constexpr (WG) {
+#if GO_HAS_WGMMA
+                static_assert(L == GO_LAYOUT_NHWC && !TF32, "the wgmma filter tile: NHWC, 16-bit");
+                float d[32];
+#pragma unroll
+                for (int j = 0; j < 32; ++j) d[j] = 0.0f;
+                go_tc_filter_chunks_nhwc_wgmma<T>(p, x, dy, g, n_base, r_begin, r_end, smem,
+                                                  rowtab, d);
+                // Split s's partial filter from wgmma's D fragment: warp w holds rows
+                // 16w + lane / 4 (+ 8), channels 8i + 2 (lane % 4) (+ 1).
+                Acc* __restrict__ part = ws + s * flen;
+                const int gq = lane / 4, tq = lane % 4;
+#pragma unroll
+                for (int i = 0; i < 8; ++i)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const go_i64 m = m_base + 16 * warp + gq + (e >= 2 ? 8 : 0);
+                        const go_i64 o = n_base + 8 * i + 2 * tq + (e % 2);
+                        if (m < rows && o < cog) part[m * p.co + g * cog + o] = d[4 * i + e];
+                    }
+#endif
+                continue;
+            }
             GoTcAcc<T> acc;
             go_tc_acc_zero<T>(acc);
             if constexpr (L == GO_LAYOUT_NCHW)
@@ -1875,6 +1999,20 @@ GO_DEV void conv2d_backprop_filter_partial_tc_nhwc_body(const GoConvFilterParams
         conv2d_backprop_filter_partial_tc_layout<T, GO_LAYOUT_NHWC, false>(p, smem, rowtab);
 }
 
+#if GO_HAS_WGMMA
+// The NHWC filter gradient's partial sums on one warpgroup of wgmma (16-bit types; sm_90a
+// images and the emulator; GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma): the tiles, splits and
+// sums of conv2d_backprop_filter_partial_tc_nhwc, bit for bit (the emulator), where cig and
+// cog are multiples of VEC and x and dy 16-byte aligned. TC_VSTAGES stages of 8 KB.
+template <typename T>
+GO_DEV void conv2d_backprop_filter_partial_tc_nhwc_wgmma_body(const GoConvFilterParams& p) {
+    __shared__ __align__(512) unsigned char smem[TC_VSTAGES * (TC_BM + TC_BN) * 64];
+    __shared__ GoTcFilterRow rowtab[TC_BM];
+    if (p.layout == GO_LAYOUT_NHWC)
+        conv2d_backprop_filter_partial_tc_layout<T, GO_LAYOUT_NHWC, false, true>(p, smem, rowtab);
+}
+#endif
+
 #define GO_TC_FILTER_INSTANTIATE(NAME, BODY)                                                  \
     GO_INSTANTIATE_ONE(NAME, GoConvFilterParams, BODY, GO_TC_BOUNDS_3, f16, __half)          \
     GO_INSTANTIATE_ONE(NAME, GoConvFilterParams, BODY, GO_TC_BOUNDS_3, bf16, __nv_bfloat16)  \
@@ -1884,6 +2022,16 @@ GO_TC_FILTER_INSTANTIATE(conv2d_backprop_filter_partial_tc, conv2d_backprop_filt
 GO_TC_FILTER_INSTANTIATE(conv2d_backprop_filter_partial_tc_nhwc,
                          conv2d_backprop_filter_partial_tc_nhwc_body)
 #undef GO_TC_FILTER_INSTANTIATE
+#if GO_HAS_WGMMA
+// Three blocks of one warpgroup per SM (168 registers; at four, 128, ptxas spilled 12
+// bytes: the two pixel rows' 64-bit cursors beside the 32 accumulators).
+GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_filter_partial_tc_nhwc_wgmma, GoConvFilterParams,
+                         conv2d_backprop_filter_partial_tc_nhwc_wgmma_body, GO_TC_BOUNDS_3, f16,
+                         __half)
+GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_filter_partial_tc_nhwc_wgmma, GoConvFilterParams,
+                         conv2d_backprop_filter_partial_tc_nhwc_wgmma_body, GO_TC_BOUNDS_3, bf16,
+                         __nv_bfloat16)
+#endif
 
 #undef TC_BM
 #undef TC_BN

@@ -334,7 +334,8 @@ template <int N> GO_DEV void go_cp_async_wait() { emu::cp_async_wait(N); }
 // in. And (the forward's B, whose filter is contiguous along n) N-major B (imm-trans-b 1) in
 // the same swizzle: rows of 64 bytes are 32 n of one k, an atom 8 k rows; stride byte offset
 // from one 8-k atom to the next (512 here), leading byte offset from one 32-n column of atoms
-// to the next; the second k16 starts two atoms (1024 bytes) on. f32 (tf32) operands take
+// to the next; the second k16 starts two atoms (1024 bytes) on. The filter gradient's A,
+// contiguous along m, is staged the same way and read M-major (imm-trans-a 1). f32 (tf32) operands take
 // m64n64k8: 8 k of 4 bytes, the same 32 bytes of a 64-byte row as a k16 of 16-bit ones, so
 // the same descriptors and offsets serve; K-major only (the ISA has no transposed tf32).
 #if (defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)) || !defined(__CUDACC__)
@@ -385,15 +386,16 @@ GO_DEV void go_fence_proxy_async_smem() {
 #define GO_WGMMA_M64N64K16(TYPE)                                                          \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                             \
                  "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " {"         \
-                 GO_WGMMA_REGS32 "}, %32, %33, p, 1, 1, 0, %35;\n}\n"                     \
+                 GO_WGMMA_REGS32 "}, %32, %33, p, 1, 1, %36, %35;\n}\n"                   \
                  : GO_WGMMA_ACC32(d)                                                      \
-                 : "l"(a), "l"(b), "r"(1), "n"(TB))
-// D += A * B (scale-d 1), A K-major, B K-major (TB 0) or N-major (TB 1).
-template <int TB>
+                 : "l"(a), "l"(b), "r"(1), "n"(TB), "n"(TA))
+// D += A * B (scale-d 1), A K-major (TA 0) or M-major (TA 1: imm-trans-a, the filter
+// gradient's [k][m] A, in the N-major B's layout), B K-major (TB 0) or N-major (TB 1).
+template <int TB, int TA = 0>
 GO_DEV void go_wgmma_m64n64k16(GoMmaF16, float d[32], GoWgmmaDesc a, GoWgmmaDesc b) {
     GO_WGMMA_M64N64K16("f16");
 }
-template <int TB>
+template <int TB, int TA = 0>
 GO_DEV void go_wgmma_m64n64k16(GoMmaBf16, float d[32], GoWgmmaDesc a, GoWgmmaDesc b) {
     GO_WGMMA_M64N64K16("bf16");
 }
@@ -481,7 +483,8 @@ GO_DEV void wgmma_check_desc(const GoWgmmaDesc& d, bool mn_major) {
     }
 }
 // The operation, for every thread of the warpgroup: d = (((d + p0) + p1) + ... + p15) in
-// f32, p_k = A[row][k] * B[col][k], k ascending (the order of the mma.sync model); for
+// f32, p_k = A[row][k] * B[col][k] (each operand K-major, or MN-major where op.ta / op.tb
+// say so), k ascending (the order of the mma.sync model); for
 // kind 2 (tf32, k8) p0..p7 of the operands' tf32 values (tf32_value: the unit's 19 bits).
 GO_DEV void wgmma_perform(const emu::WgmmaOp& op) {
     for (int tid = 0; tid < 128; ++tid) {
@@ -502,7 +505,8 @@ GO_DEV void wgmma_perform(const emu::WgmmaOp& op) {
                                tf32_value(wgmma_elem<4>(op.bbits, op.bp, col, k));
                 } else {
                     for (int k = 0; k < 16; ++k) {
-                        const uint16_t a = (uint16_t)wgmma_elem<2>(op.abits, op.ap, row, k);
+                        const uint16_t a = op.ta ? wgmma_elem_mn(op.abits, op.ap, row, k)
+                                                 : (uint16_t)wgmma_elem<2>(op.abits, op.ap, row, k);
                         const uint16_t b = op.tb ? wgmma_elem_mn(op.bbits, op.bp, col, k)
                                                  : (uint16_t)wgmma_elem<2>(op.bbits, op.bp, col, k);
                         acc += op.kind ? to_f(GoMmaBf16(), a) * to_f(GoMmaBf16(), b)
@@ -520,18 +524,19 @@ GO_DEV emu::WarpGroup& this_warpgroup() {
     }
     return (*emu::g_warpgroups)[emu::t_linear / 128];
 }
-GO_DEV void wgmma_issue(int kind, int tb, float* d, const GoWgmmaDesc& a,
+GO_DEV void wgmma_issue(int kind, int ta, int tb, float* d, const GoWgmmaDesc& a,
                         const GoWgmmaDesc& b) {
-    wgmma_check_desc(a, false);
+    wgmma_check_desc(a, ta != 0);
     wgmma_check_desc(b, tb != 0);
     emu::WarpGroup& wg = this_warpgroup();
     const unsigned idx = emu::t_wg_issued++;
     if (wg.open.size() <= idx) {
-        emu::WgmmaOp op{kind, tb, a.bits, b.bits, a.p, b.p, {}};
+        emu::WgmmaOp op{kind, ta, tb, a.bits, b.bits, a.p, b.p, {}};
         wg.open.push_back(op);
     }
     emu::WgmmaOp& op = wg.open[idx];
-    if (op.kind != kind || op.tb != tb || op.abits != a.bits || op.bbits != b.bits ||
+    if (op.kind != kind || op.ta != ta || op.tb != tb || op.abits != a.bits ||
+        op.bbits != b.bits ||
         op.ap != a.p || op.bp != b.p || op.acc[emu::t_linear % 128]) {
         std::fprintf(stderr, "wgmma: thread %u issued an operation its warpgroup did not\n",
                      emu::t_linear);
@@ -561,16 +566,16 @@ GO_DEV void go_wgmma_fence() {}
 GO_DEV void go_wgmma_commit() { emu_mma::wgmma_commit(); }
 template <int N> GO_DEV void go_wgmma_wait() { emu_mma::wgmma_wait(N); }
 GO_DEV void go_fence_proxy_async_smem() {}
-template <int TB>
+template <int TB, int TA = 0>
 GO_DEV void go_wgmma_m64n64k16(GoMmaF16, float d[32], GoWgmmaDesc a, GoWgmmaDesc b) {
-    emu_mma::wgmma_issue(0, TB, d, a, b);
+    emu_mma::wgmma_issue(0, TA, TB, d, a, b);
 }
-template <int TB>
+template <int TB, int TA = 0>
 GO_DEV void go_wgmma_m64n64k16(GoMmaBf16, float d[32], GoWgmmaDesc a, GoWgmmaDesc b) {
-    emu_mma::wgmma_issue(1, TB, d, a, b);
+    emu_mma::wgmma_issue(1, TA, TB, d, a, b);
 }
 GO_DEV void go_wgmma_m64n64k8_tf32(float d[32], GoWgmmaDesc a, GoWgmmaDesc b) {
-    emu_mma::wgmma_issue(2, 0, d, a, b);
+    emu_mma::wgmma_issue(2, 0, 0, d, a, b);
 }
 #endif  // __CUDA_ARCH__
 // The descriptor of the operand `bytes` further on (a multiple of 16).

@@ -1226,10 +1226,11 @@ mod gpu {
         let mut rng = Rng(0x5eed_0c91);
         let mut int = |lo: f64, hi: f64| (lo + (rng.f() + 1.0) / 2.0 * (hi - lo + 1.0)).floor();
         let mut runs = 0;
-        // (kernel, element bytes, k per wgmma, k32 flag values, bmn flag values)
+        // (kernel, element bytes, k per wgmma, k32 flag values, bmn flag values: bit 0 B
+        // N-major, bit 1 A M-major)
         for (kernel, bytes, kstep, bmns) in [
-            ("emu_wgmma_test_f16", 2, 16, &[0, 1][..]),
-            ("emu_wgmma_test_bf16", 2, 16, &[0, 1][..]),
+            ("emu_wgmma_test_f16", 2, 16, &[0, 1, 2, 3][..]),
+            ("emu_wgmma_test_bf16", 2, 16, &[0, 1, 2, 3][..]),
             ("emu_wgmma_test_tf32", 4, 8, &[0][..]),
         ] {
             let f = module.load_function(kernel).unwrap();
@@ -1292,7 +1293,7 @@ mod gpu {
                 }
             }
         }
-        assert_eq!(runs, 10);
+        assert_eq!(runs, 18);
         println!("wgmma_model_on_hardware: {runs} wgmma cases bit for bit on the hardware");
     }
 }

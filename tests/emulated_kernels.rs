@@ -1367,25 +1367,42 @@ fn run_filter_with(
     x: &[u8],
     dy: &[u8],
 ) -> Vec<u8> {
+    let ws = match lp {
+        Some(l) => run_filter_partial(partial, dt, p, l, x, dy),
+        None => vec![],
+    };
+    run_filter_reduce(dt, p, ws)
+}
+
+/// The partial kernel of family `partial` alone, launched as `l`: the workspace's bytes (all
+/// splits' partial filters).
+fn run_filter_partial(
+    partial: &str,
+    dt: Dt,
+    p: &GoConvFilterParams,
+    l: launch::Launch,
+    x: &[u8],
+    dy: &[u8],
+) -> Vec<u8> {
     let flen = (p.kh * p.kw * (p.ci / p.groups) * p.co) as usize;
     let acc = if dt == Dt::F64 { 8 } else { 4 };
     let ws_len = p.splits as usize * flen * acc;
-    let ws = match lp {
-        Some(l) => {
-            let r = run_kernel(
-                &format!("{partial}_{}", dt.suffix()),
-                l,
-                &as_bytes(p),
-                &[
-                    BufSpec::In(x.to_vec()),
-                    BufSpec::In(dy.to_vec()),
-                    BufSpec::Out(ws_len),
-                ],
-            );
-            r[2].clone()
-        }
-        None => vec![],
-    };
+    let r = run_kernel(
+        &format!("{partial}_{}", dt.suffix()),
+        l,
+        &as_bytes(p),
+        &[
+            BufSpec::In(x.to_vec()),
+            BufSpec::In(dy.to_vec()),
+            BufSpec::Out(ws_len),
+        ],
+    );
+    r[2].clone()
+}
+
+/// conv2d_backprop_filter_reduce over workspace `ws`: dw's bytes.
+fn run_filter_reduce(dt: Dt, p: &GoConvFilterParams, ws: Vec<u8>) -> Vec<u8> {
+    let flen = (p.kh * p.kw * (p.ci / p.groups) * p.co) as usize;
     let Some(lr) = launch::conv_filter_reduce(p) else {
         return vec![];
     };
@@ -1564,6 +1581,104 @@ fn emulated_conv2d_backprop_filter() {
 /// the runtime's split and forced ones, each on the natural grid and a tiny one (same
 /// bits). With inputs that are multiples of 1/4 in f32/f64 (exact products, even in TF32,
 /// and exact sums) every split gives the exact answer.
+/// A random conv2d_backprop_filter geometry for the tensor-core tests: `n` images of `ci`
+/// channels to `co` in `groups` (HWIO filter, `layout`), kernel 1-3 per axis, strides 1-2
+/// (1 where `unit_stride`), dilations 1-2, input `size` (else 6-12 per axis), pads 0-1;
+/// `None` where the kernel does not fit the padded input.
+fn tc_filter_params(
+    rng: &mut Rng,
+    (n, ci, co, groups): (i64, i64, i64, i64),
+    layout: i32,
+    size: Option<(i64, i64)>,
+    unit_stride: bool,
+) -> Option<GoConvFilterParams> {
+    let (kh, kw) = (rng.range(1, 3), rng.range(1, 3));
+    let (sh, sw) = if unit_stride {
+        (1, 1)
+    } else {
+        (rng.range(1, 2), rng.range(1, 2))
+    };
+    let (dh, dw) = (rng.range(1, 2), rng.range(1, 2));
+    let (hi, wi) = size.unwrap_or_else(|| (rng.range(6, 12), rng.range(6, 12)));
+    let (pt, pb, pl, pr) = (
+        rng.range(0, 1),
+        rng.range(0, 1),
+        rng.range(0, 1),
+        rng.range(0, 1),
+    );
+    let (keh, kew) = ((kh - 1) * dh + 1, (kw - 1) * dw + 1);
+    if hi + pt + pb < keh || wi + pl + pr < kew {
+        return None;
+    }
+    Some(GoConvFilterParams {
+        x: 1,
+        dy: 2,
+        ws: 3,
+        out: 0,
+        n,
+        ci,
+        hi,
+        wi,
+        co,
+        ho: (hi + pt + pb - keh) / sh + 1,
+        wo: (wi + pl + pr - kew) / sw + 1,
+        kh,
+        kw,
+        sh,
+        sw,
+        dh,
+        dw,
+        pad_top: pt,
+        pad_left: pl,
+        groups,
+        splits: 0,
+        split_len: 0,
+        layout,
+        filter_layout: params::GO_FILTER_HWIO as i32,
+    })
+}
+
+/// The splits `(splits, split_len)` the tensor-core filter tests run: the runtime's, one
+/// and three (those of them that differ).
+fn tc_filter_splits(p: &GoConvFilterParams) -> Vec<(i64, i64)> {
+    let npix = p.n * p.ho * p.wo;
+    let k = params::GO_CONV_FILTER_TILE_K as i64;
+    let chunks = (npix + k - 1) / k;
+    let mut splits = vec![launch::conv_filter_split(p)];
+    for s in [1, 3] {
+        let len = (chunks + s - 1) / s * k;
+        let cfg = ((npix + len - 1) / len, len);
+        if !splits.contains(&cfg) {
+            splits.push(cfg);
+        }
+    }
+    splits
+}
+
+/// A filter-gradient case's geometry, for messages.
+fn filter_what(p: &GoConvFilterParams) -> String {
+    format!(
+        "{} n={} ci={} co={} g={} in={}x{} k={}x{} s={}x{} d={}x{} pad=({},{}) out={}x{}",
+        if p.layout == NCHW { "NCHW" } else { "NHWC" },
+        p.n,
+        p.ci,
+        p.co,
+        p.groups,
+        p.hi,
+        p.wi,
+        p.kh,
+        p.kw,
+        p.sh,
+        p.sw,
+        p.dh,
+        p.dw,
+        p.pad_top,
+        p.pad_left,
+        p.ho,
+        p.wo
+    )
+}
+
 #[test]
 fn emulated_conv2d_backprop_filter_tensor_core() {
     let Some(_) = runner_or_skip("emulated_conv2d_backprop_filter_tensor_core") else {
@@ -1594,22 +1709,11 @@ fn emulated_conv2d_backprop_filter_tensor_core() {
         });
         let (ci, co) = (cig * groups, cog * groups);
         let n = rng.range(1, 2);
-        let (kh, kw) = (rng.range(1, 3), rng.range(1, 3));
-        let (sh, sw) = (rng.range(1, 2), rng.range(1, 2));
-        let (dh, dw) = (rng.range(1, 2), rng.range(1, 2));
-        let (hi, wi) = (rng.range(6, 12), rng.range(6, 12));
-        let (pt, pb, pl, pr) = (
-            rng.range(0, 1),
-            rng.range(0, 1),
-            rng.range(0, 1),
-            rng.range(0, 1),
-        );
-        let (keh, kew) = ((kh - 1) * dh + 1, (kw - 1) * dw + 1);
-        if hi + pt + pb < keh || wi + pl + pr < kew {
+        let Some(geom) = tc_filter_params(&mut rng, (n, ci, co, groups), NCHW, None, false) else {
             continue;
-        }
-        let ho = (hi + pt + pb - keh) / sh + 1;
-        let wo = (wi + pl + pr - kew) / sw + 1;
+        };
+        let (ho, wo) = (geom.ho, geom.wo);
+        let (hi, wi) = (geom.hi, geom.wi);
         for layout in [NCHW, NHWC] {
             if layout == NHWC {
                 if vec_ch {
@@ -1618,56 +1722,17 @@ fn emulated_conv2d_backprop_filter_tensor_core() {
                     nhwc_scalar += 1;
                 }
             }
-            let what = format!(
-                "filter tc {dt:?} {} n={n} ci={ci} co={co} g={groups} in={hi}x{wi} k={kh}x{kw} s={sh}x{sw} d={dh}x{dw} pad=({pt},{pb},{pl},{pr}) out={ho}x{wo}",
-                if layout == NCHW { "NCHW" } else { "NHWC" }
-            );
+            let mut p = GoConvFilterParams { layout, ..geom };
+            let what = format!("filter tc {dt:?} {}", filter_what(&p));
             let (xl, dyl) = ((n * ci * hi * wi) as usize, (n * co * ho * wo) as usize);
             let (x, dy) = (
                 filter_input(&mut rng, dt, exact, xl),
                 filter_input(&mut rng, dt, exact, dyl),
             );
-            let mut p = GoConvFilterParams {
-                x: 1,
-                dy: 2,
-                ws: 3,
-                out: 0,
-                n,
-                ci,
-                hi,
-                wi,
-                co,
-                ho,
-                wo,
-                kh,
-                kw,
-                sh,
-                sw,
-                dh,
-                dw,
-                pad_top: pt,
-                pad_left: pl,
-                groups,
-                splits: 0,
-                split_len: 0,
-                layout,
-                filter_layout: params::GO_FILTER_HWIO as i32,
-            };
             let want = filter_reference(&p, &x, &dy);
-            let natural = launch::conv_filter_split(&p);
             let npix = n * ho * wo;
-            let k = params::GO_CONV_FILTER_TILE_K as i64;
-            let chunks = (npix + k - 1) / k;
-            let mut splits = vec![natural];
-            for s in [1, 3] {
-                let len = (chunks + s - 1) / s * k;
-                let cfg = ((npix + len - 1) / len, len);
-                if !splits.contains(&cfg) {
-                    splits.push(cfg);
-                }
-            }
             let (xb, dyb) = (dt.encode(&x), dt.encode(&dy));
-            for (sp, len) in splits {
+            for (sp, len) in tc_filter_splits(&p) {
                 p.splits = sp;
                 p.split_len = len;
                 let Some(natural_launch) = launch::conv_filter_partial_tc(&p) else {
@@ -1727,6 +1792,118 @@ fn emulated_conv2d_backprop_filter_tensor_core() {
     );
     println!(
         "emulated_conv2d_backprop_filter_tensor_core: {ran} cases x 2 layouts, {exact_runs} exact runs, {deep} splits of 3+ chunks, NHWC {nhwc_vec} on 16-byte copies / {nhwc_scalar} scalar"
+    );
+}
+
+/// The NHWC filter gradient's wgmma kernel (`conv2d_backprop_filter_partial_tc_nhwc_wgmma_*`,
+/// 16-bit, channel counts of whole 16-byte chunks) against the mma.sync one it stands in for,
+/// bit for bit (the same chunks, products and order), and against the float64 reference
+/// (exactly, on inputs whose sums are exact): one and two groups, several filter-row and
+/// channel tiles (partial ones too), strides, dilations, padding, splits longer than the
+/// pipeline; the runtime's split, one split and three, each on the natural grid and on one
+/// block (which then runs every tile and split).
+#[test]
+fn emulated_conv2d_backprop_filter_wgmma() {
+    let Some(_) = runner_or_skip("emulated_conv2d_backprop_filter_wgmma") else {
+        return;
+    };
+    let mut rng = Rng(0x5eed_0f90);
+    let (mut ran, mut multi_tile, mut deep) = (0, 0, 0);
+    for case in 0..cases_count_tc().max(4) {
+        let dt = [Dt::F16, Dt::BF16][case % 2];
+        let exact = case % 4 < 2;
+        let groups = 1 + (case % 3 == 2) as i64;
+        let cig = 8 * rng.range(1, 3);
+        let cog = 8 * if case % 2 == 0 {
+            rng.range(1, 4)
+        } else {
+            rng.range(8, 10)
+        };
+        let (ci, co) = (cig * groups, cog * groups);
+        // Every fourth case long enough (stride 1, 3 x 12 x 12 pixels: 13 or more chunks of
+        // 32 on one split) that the pipeline refills its stages.
+        let long = case % 4 == 3;
+        let n = if long { 3 } else { rng.range(1, 2) };
+        let size = long.then_some((12, 12));
+        let Some(mut p) = tc_filter_params(&mut rng, (n, ci, co, groups), NHWC, size, long) else {
+            continue;
+        };
+        let what = format!("filter wgmma {dt:?} {}", filter_what(&p));
+        let (xl, dyl) = (
+            (n * ci * p.hi * p.wi) as usize,
+            (n * co * p.ho * p.wo) as usize,
+        );
+        let (x, dy) = (
+            filter_input(&mut rng, dt, exact, xl),
+            filter_input(&mut rng, dt, exact, dyl),
+        );
+        if p.kh * p.kw * cig > 64 || cog > 64 {
+            multi_tile += 1;
+        }
+        let want = filter_reference(&p, &x, &dy);
+        let npix = n * p.ho * p.wo;
+        let (xb, dyb) = (dt.encode(&x), dt.encode(&dy));
+        for (sp, len) in tc_filter_splits(&p) {
+            p.splits = sp;
+            p.split_len = len;
+            let Some(natural) = launch::conv_filter_partial_tc(&p) else {
+                continue;
+            };
+            // More chunks than the pipeline's 4 stages: stages refilled.
+            if (len.min(npix) + 31) / 32 > 4 {
+                deep += 1;
+            }
+            // The workspaces (every split's partial filter, poisoned before each run)
+            // compared bit for bit; the sum of the wgmma one against the reference.
+            let mma = run_filter_partial(
+                "conv2d_backprop_filter_partial_tc_nhwc",
+                dt,
+                &p,
+                natural,
+                &xb,
+                &dyb,
+            );
+            for l in [
+                natural,
+                launch::Launch {
+                    grid: (1, 1, 1),
+                    ..natural
+                },
+            ] {
+                let ws = run_filter_partial(
+                    "conv2d_backprop_filter_partial_tc_nhwc_wgmma",
+                    dt,
+                    &p,
+                    l,
+                    &xb,
+                    &dyb,
+                );
+                let at = format!("{what} splits={sp}x{len} grid {:?}", l.grid);
+                assert!(ws == mma, "{at}: not the mma.sync kernel's partial sums");
+            }
+            let out = run_filter_reduce(dt, &p, mma);
+            let at = format!("{what} splits={sp}x{len}");
+            check(&at, dt, &dt.decode(&out), &want);
+            if exact {
+                assert_eq!(dt.decode(&out), want, "{at}: not exact");
+            }
+        }
+        ran += 1;
+    }
+    assert!(ran >= 3, "only {ran} cases ran");
+    assert!(
+        multi_tile > 0,
+        "no case of several filter-row or channel tiles"
+    );
+    assert!(deep > 0, "no split of more than four chunks");
+    for name in wgmma_kernels::FILTER {
+        assert!(
+            KERNELS_RUN.with(|k| k.borrow().contains(name)),
+            "{name} never ran"
+        );
+    }
+    println!(
+        "emulated_conv2d_backprop_filter_wgmma: {ran} cases (16-bit NHWC), {multi_tile} of several tiles, {deep} splits of 5+ chunks, bit for bit against mma.sync"
     );
 }
 
@@ -2383,7 +2560,8 @@ fn emulated_wgmma_model() {
     let mut rng = Rng(0x5eed_0c90);
     let mut runs = 0;
     for dt in [Dt::F16, Dt::BF16] {
-        for (k32, bmn) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+        // bmn: bit 0 B N-major, bit 1 A M-major (the filter gradient's operands).
+        for (k32, bmn) in (0..4).flat_map(|bmn| [(0, bmn), (1, bmn)]) {
             for exact in [true, false] {
                 let kk = if k32 == 1 { 32 } else { 16 };
                 // A [m][k], B [n][k].
@@ -2467,7 +2645,7 @@ fn emulated_wgmma_model() {
             runs += 1;
         }
     }
-    assert_eq!(runs, 20);
+    assert_eq!(runs, 36);
 }
 
 /// f32 -> tf32 as cvt.rna.tf32.f32 does it: 10 mantissa bits, ties away from zero.
@@ -2861,7 +3039,7 @@ fn emulated_conv2d_tensor_core() {
             );
         }
     }
-    for name in wgmma_kernels::all() {
+    for name in wgmma_kernels::conv() {
         assert!(
             KERNELS_RUN.with(|k| k.borrow().contains(name)),
             "{name} never ran"
@@ -2984,13 +3162,13 @@ fn emulated_conv2d_wgmma_inflight() {
             ran += 1;
         }
     }
-    for name in wgmma_kernels::all() {
+    for name in wgmma_kernels::conv() {
         assert!(
             KERNELS_RUN.with(|k| k.borrow().contains(name)),
             "{name} never ran"
         );
     }
-    for name in wgmma_kernels::all().filter(|k| k.ends_with("_f32")) {
+    for name in wgmma_kernels::conv().filter(|k| k.ends_with("_f32")) {
         assert!(
             KERNELS_RUN.with(|k| k.borrow().contains(&format!("{name} (TF32)"))),
             "{name} never ran plain TF32"

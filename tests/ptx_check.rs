@@ -578,10 +578,14 @@ fn check_sm90a_wgmma_kernels(file: &Path, what: &str) {
     assert!(ptx.contains("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"));
     assert!(ptx.contains("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16"));
     assert!(ptx.contains("wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32"));
-    // The forward's B N-major (imm-trans-b 1), backprop_input's K-major.
-    for tb in ["0", "1"] {
-        let issue = format!("p, 1, 1, 0, {tb};");
-        assert!(ptx.contains(&issue), "no wgmma with imm-trans-b {tb}");
+    // The forward's B N-major (imm-trans-b 1), backprop_input's K-major; the filter
+    // gradient's A M-major and B N-major (imm-trans-a 1, imm-trans-b 1).
+    for tab in ["0, 0", "0, 1", "1, 1"] {
+        let issue = format!("p, 1, 1, {tab};");
+        assert!(
+            ptx.contains(&issue),
+            "no wgmma with imm-trans-a, imm-trans-b {tab}"
+        );
     }
 
     let out = Command::new(ptxas())
@@ -612,13 +616,14 @@ fn check_sm90a_wgmma_kernels(file: &Path, what: &str) {
             u.stack == 0 && u.spill_stores + u.spill_loads == 0,
             "{k} spills on sm_90a: {u:?}"
         );
-        // Two 256-thread blocks per SM; the lean wgmma tile three of 128 threads (its
-        // bounds).
-        let (threads, blocks) = if wgmma_kernels::LEAN.contains(&k) {
-            (128, 3)
-        } else {
-            (WIDE_THREADS, 2)
-        };
+        // Two 256-thread blocks per SM; the lean wgmma tile and the filter gradient's three
+        // of 128 threads (their bounds).
+        let (threads, blocks) =
+            if wgmma_kernels::LEAN.contains(&k) || wgmma_kernels::FILTER.contains(&k) {
+                (128, 3)
+            } else {
+                (WIDE_THREADS, 2)
+            };
         assert!(
             blocks_per_sm_by_registers(u.registers, threads) >= blocks,
             "{k}: {} registers leave fewer than {blocks} blocks of {threads} threads per SM",

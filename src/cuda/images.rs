@@ -266,6 +266,30 @@ fn conv_tc_tile_reading(v: Option<&str>, forward: bool) -> ConvTcTile {
     }
 }
 
+/// Environment variable for the kernel of 16-bit NHWC `conv2d_backprop_filter`'s partial sums
+/// on compute capability 9.0: `wgmma` (case-insensitive, surrounding whitespace ignored) runs
+/// `conv2d_backprop_filter_partial_tc_nhwc_wgmma_*` (the compute_90a image: the same 64 x 64
+/// tiles and splits as the mma.sync kernel on one warpgroup of `wgmma.mma_async` m64n64k16,
+/// both operands read by the tensor cores from shared memory, A M-major and B N-major) for
+/// calls whose channel counts per group are multiples of 8 and whose x and dy are 16-byte
+/// aligned; unset, any other value, other calls or other devices: the mma.sync kernel
+/// `conv2d_backprop_filter_partial_tc_nhwc_*`. The same results bit for bit (the emulator).
+/// Opt-in: checked in the emulator only so far (not yet run on a GPU). Read once per process.
+pub const CONV_TC_FILTER_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_FILTER_TILE";
+
+/// Whether [`CONV_TC_FILTER_TILE_ENV`] asks for the wgmma filter kernel (read on first use).
+pub fn conv_tc_filter_wgmma() -> bool {
+    static W: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *W.get_or_init(|| {
+        conv_tc_filter_tile_says_wgmma(std::env::var(CONV_TC_FILTER_TILE_ENV).ok().as_deref())
+    })
+}
+
+/// [`CONV_TC_FILTER_TILE_ENV`]'s reading.
+fn conv_tc_filter_tile_says_wgmma(v: Option<&str>) -> bool {
+    v.is_some_and(|v| v.trim().eq_ignore_ascii_case("wgmma"))
+}
+
 /// Environment variable for the grid of the lean tensor-core conv kernels: `wave` launches
 /// one wave of resident blocks (the device's SMs times the kernel's blocks per SM), each
 /// running several pixel tiles, for every call; `tiles` launches one block per tile for
@@ -429,6 +453,10 @@ mod tests {
         assert_eq!(forward("wide"), ConvTcTile::Tall);
         assert_eq!(forward("wgmma"), ConvTcTile::Wgmma);
         assert_eq!(conv_tc_tile_from_env(Some(" WGMMA")), ConvTcTile::Wgmma);
+        assert!(conv_tc_filter_tile_says_wgmma(Some(" WGMMA\n")));
+        for v in [None, Some(""), Some("mma"), Some("tall"), Some("wgmma2")] {
+            assert!(!conv_tc_filter_tile_says_wgmma(v), "{v:?}");
+        }
         assert_eq!(conv_tc_grid_from_env(None), ConvTcGrid::Auto);
         assert_eq!(conv_tc_grid_from_env(Some("auto")), ConvTcGrid::Auto);
         assert_eq!(conv_tc_grid_from_env(Some(" WAVE")), ConvTcGrid::Wave);

@@ -10,8 +10,8 @@ use cudarc::driver::{
 };
 
 use super::images::{
-    conv_tc_forward_tile, conv_tc_grid, conv_tc_tile, conv_tc_vec_enabled, conv_tc_wgmma_available,
-    conv_tensor_core_choice, conv_tensor_cores_for_all_dtypes, ConvTcTile,
+    conv_tc_filter_wgmma, conv_tc_forward_tile, conv_tc_grid, conv_tc_tile, conv_tc_vec_enabled,
+    conv_tc_wgmma_available, conv_tensor_core_choice, conv_tensor_cores_for_all_dtypes, ConvTcTile,
 };
 use super::launch::{self, Launch};
 use super::params::{
@@ -676,7 +676,7 @@ pub fn conv_kernel<T: Element>(
         ConvFamily::Forward => format!("conv2d_forward{tc}_{s}"),
         ConvFamily::BackpropInput => format!("conv2d_backprop_input{tc}_{s}"),
         ConvFamily::BackpropFilter => {
-            let partial = conv_filter_partial_kernel(tc == "_tc", layout);
+            let partial = conv_filter_partial_kernel(tc == "_tc", layout, false);
             format!("{partial}_{s} + conv2d_backprop_filter_reduce_{s}")
         }
     })
@@ -701,7 +701,19 @@ pub fn conv_kernel_for<T: Element>(
     let forward = match family {
         ConvFamily::Forward => true,
         ConvFamily::BackpropInput => false,
-        ConvFamily::BackpropFilter => return Ok(name),
+        ConvFamily::BackpropFilter => {
+            let tc = name.contains("_tc_nhwc_");
+            if !(tc && conv_tc_filter_wgmma() && conv_tc_wgmma_available()) {
+                return Ok(name);
+            }
+            let p = conv_filter_params("conv_kernel_for", g, layout, filter_layout)?;
+            if !conv_filter_wgmma_serves(&p, std::mem::size_of::<T>()) {
+                return Ok(name);
+            }
+            let s = T::SUFFIX;
+            let partial = conv_filter_partial_kernel(true, layout, true);
+            return Ok(format!("{partial}_{s} + conv2d_backprop_filter_reduce_{s}"));
+        }
     };
     let tc_name = format!("_tc_{}", T::SUFFIX);
     if !name.ends_with(&tc_name) {
@@ -827,13 +839,30 @@ fn conv_tc_vec_grid(
 }
 
 /// The filter gradient's partial-sum kernel family: the FFMA one, or the tensor-core one of
-/// `layout` (one entry point per layout, see `kernels/conv_tc.cuh`).
-fn conv_filter_partial_kernel(tc: bool, layout: Layout) -> &'static str {
+/// `layout` (one entry point per layout, see `kernels/conv_tc.cuh`), or where `wgmma` (see
+/// [`conv_filter_wgmma_serves`]) the NHWC wgmma one.
+fn conv_filter_partial_kernel(tc: bool, layout: Layout, wgmma: bool) -> &'static str {
     match (tc, layout) {
         (false, _) => "conv2d_backprop_filter_partial",
         (true, Layout::Nchw) => "conv2d_backprop_filter_partial_tc",
+        (true, Layout::Nhwc) if wgmma => "conv2d_backprop_filter_partial_tc_nhwc_wgmma",
         (true, Layout::Nhwc) => "conv2d_backprop_filter_partial_tc_nhwc",
     }
+}
+
+/// Whether the NHWC wgmma filter kernel serves a call (`GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma`
+/// and a device running the compute_90a image being the caller's part): 16-bit elements,
+/// NHWC, channel counts per group whole 16-byte chunks, x and dy (device addresses) 16-byte
+/// aligned, as its copies need.
+fn conv_filter_wgmma_serves(p: &GoConvFilterParams, elem_bytes: usize) -> bool {
+    let groups = p.groups.max(1);
+    let vec = (16 / elem_bytes) as i64;
+    elem_bytes == 2
+        && p.layout == GO_LAYOUT_NHWC as i32
+        && (p.ci / groups) % vec == 0
+        && (p.co / groups) % vec == 0
+        && p.x.is_multiple_of(16)
+        && p.dy.is_multiple_of(16)
 }
 
 /// Whether a conv call runs the tensor-core kernel, with `p.f32_precision` set to what it
@@ -991,18 +1020,30 @@ fn conv_backprop_filter_raw<T: Element>(
         stream_arch(stream, OP)?,
         F32Precision::Exact,
     );
-    let name = conv_filter_partial_kernel(tc, layout);
+    // The wgmma kernel (opt-in, compute_90a image): the same grid, split and sums.
+    let wgmma = tc
+        && conv_tc_filter_wgmma()
+        && conv_filter_wgmma_serves(&p, std::mem::size_of::<T>())
+        && stream_runs_sm90a(stream, OP, "conv")?;
+    let name = conv_filter_partial_kernel(tc, layout, wgmma);
     let partial = if tc {
         launch::conv_filter_partial_tc(&p)
     } else {
         launch::conv_filter_partial(&p)
     };
     if let Some(l) = partial {
-        let f = function(stream, OP, "conv", &format!("{name}_{}", T::SUFFIX))?;
+        let kernel = format!("{name}_{}", T::SUFFIX);
+        let f = if wgmma {
+            function_sm90a(stream, OP, "conv", &kernel)?
+        } else {
+            function(stream, OP, "conv", &kernel)?
+        };
         let mut b = stream.launch_builder(&f);
         b.arg(&p);
-        // SAFETY: conv2d_backprop_filter_partial_<T>, conv2d_backprop_filter_partial_tc_<T>
-        // and conv2d_backprop_filter_partial_tc_nhwc_<T> take one GoConvFilterParams; x and dy point to buffers of exactly the geometry's
+        // SAFETY: conv2d_backprop_filter_partial_<T>, conv2d_backprop_filter_partial_tc_<T>,
+        // conv2d_backprop_filter_partial_tc_nhwc_<T> and its _wgmma twin (launched only
+        // where conv_filter_wgmma_serves holds: the alignment and channel counts its 16-byte
+        // copies need) take one GoConvFilterParams; x and dy point to buffers of exactly the geometry's
         // input and output sizes (checked by every caller), ws to splits x filter elements of
         // T's accumulation type (allocated above); x and dy are read only at in-range
         // indices, each ws element written once; l is the launch geometry of the kernel chosen.

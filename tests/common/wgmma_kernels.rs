@@ -22,7 +22,22 @@ pub const LEAN: [&str; 8] = [
     "conv2d_forward_tc_vec_nchw_wgmma_bf16",
 ];
 
-/// Every wgmma kernel.
-pub fn all() -> impl Iterator<Item = &'static str> {
+/// The NHWC filter gradient's partial sums, one warpgroup of 128 threads (three blocks per
+/// SM), both operands read MN-major.
+pub const FILTER: [&str; 2] = [
+    "conv2d_backprop_filter_partial_tc_nhwc_wgmma_f16",
+    "conv2d_backprop_filter_partial_tc_nhwc_wgmma_bf16",
+];
+
+/// The wgmma kernels of `conv2d` and `conv2d_backprop_input` (the conv tiles').
+// Not every test binary that includes this file uses each item.
+#[allow(dead_code)]
+pub fn conv() -> impl Iterator<Item = &'static str> {
     WIDE.iter().chain(LEAN.iter()).copied()
+}
+
+/// Every wgmma kernel.
+#[allow(dead_code)]
+pub fn all() -> impl Iterator<Item = &'static str> {
+    conv().chain(FILTER.iter().copied())
 }

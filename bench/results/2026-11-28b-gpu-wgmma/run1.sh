@@ -18,6 +18,11 @@
 # built with GO_TC_WGMMA_INFLIGHT=1 (gradops-inflight, cuda_ops-inflight: a stage's wgmma
 # issued before the refill, one group in flight): its conv tests, racecheck and synccheck,
 # then timed as a third variant (`inflight`) in every round, ncu on one W4 f16 call, its SASS.
+# And (2026-12-02) the NHWC filter gradient's wgmma kernel
+# (conv2d_backprop_filter_partial_tc_nhwc_wgmma_*, GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma, set
+# beside the tile variables in every correctness step): its sanitizers on the filter parity
+# test, f16 W7 and W8 NHWC timed against the mma.sync kernel with cuDNN before and after, ncu
+# on one W7 call of each, its SASS.
 # The 16-bit timings are f16 only (bf16 ran within 1% of f16 in every earlier run).
 # Usage: run1.sh BUNDLE OUT   (BUNDLE: the unpacked target/gpu-carry/bundle.tar.xz)
 # Not yet run; the 2026-11-28 runs' steps of the same kinds took: conv tests 34 s, racecheck 8 s,
@@ -42,25 +47,31 @@ GRADOPS_WGMMA_PROBE_PTX="$B/wgmma_probe.compute_90a.ptx" GRADOPS_REQUIRE_GPU=1 s
   "$B/cuda_ops" --exact gpu::wgmma_model_on_hardware --nocapture
 # 1. Correctness first: the conv tests under the wgmma tile; the sanitizers on the parity test
 #    (every dtype and layout; the 16-bit NHWC calls run the wgmma kernel).
-GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st wgmma_tests 120 "$B/cuda_ops" --test-threads=1 conv
+GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st wgmma_tests 120 "$B/cuda_ops" --test-threads=1 conv
 SAN="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)"
 for tool in racecheck synccheck memcheck; do
-  GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st "${tool}_wgmma" 90 "$SAN" --tool $tool \
+  GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st "${tool}_wgmma" 90 "$SAN" --tool $tool \
     --error-exitcode 99 "$B/cuda_ops" --test-threads=1 gpu_conv2d_parity
+done
+# 1a. The filter gradient's wgmma kernel under the sanitizers (its parity test: every dtype
+#     and layout; the 16-bit NHWC calls run it).
+for tool in racecheck synccheck memcheck; do
+  GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma st "${tool}_filter_wgmma" 90 "$SAN" --tool $tool \
+    --error-exitcode 99 "$B/cuda_ops" --test-threads=1 gpu_conv2d_backprop_filter
 done
 # 1b. The GO_TC_WGMMA_INFLIGHT=1 build (gradops-inflight, cuda_ops-inflight; since 2026-12-01:
 #     the wgmma tiles issue a stage's wgmma before the refill, one group left in flight): its
 #     conv tests under both wgmma opt-ins, racecheck and synccheck on the parity test.
 if [[ -x "$B/cuda_ops-inflight" ]]; then
-  GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st inflight_tests 120 "$B/cuda_ops-inflight" --test-threads=1 conv
+  GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st inflight_tests 120 "$B/cuda_ops-inflight" --test-threads=1 conv
   for tool in racecheck synccheck; do
-    GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st "${tool}_inflight" 90 "$SAN" --tool $tool \
+    GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st "${tool}_inflight" 90 "$SAN" --tool $tool \
       --error-exitcode 99 "$B/cuda_ops-inflight" --test-threads=1 gpu_conv2d_parity
   done
 fi
 # The conv property tests under the tiles (random geometry against the CPU; 16-bit NHWC
 # cases with whole chunks run the wgmma kernels).
-GRADOPS_PROP_CASES=150 GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st prop_wgmma 90 \
+GRADOPS_PROP_CASES=150 GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st prop_wgmma 90 \
   "$B/properties" --exact conv2d_backprop_input_geometry_cuda conv2d_geometry_cuda --nocapture
 reap
 # 2. cuDNN (f16 W4, W5, W4f, W5f, NHWC (channels_last) and NCHW), the tiles in turn (NHWC, and
@@ -105,6 +116,18 @@ done
 PYTHONUNBUFFERED=1 st peers_f32b 150 python3 bench/peers.py --device cuda --reps 50 --dtypes f32 \
   --layouts nchw,nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f \
   --json "$W/peers-f32b.json"; reap
+# 2c. The filter gradient, f16 NHWC W7 and W8: the mma.sync partial-sum kernel (the default)
+#     and the wgmma one in turn, twice, cuDNN (channels_last) before and after.
+PYTHONUNBUFFERED=1 st peers_filter_a 120 python3 bench/peers.py --device cuda --reps 50 --dtypes f16 \
+  --layouts nhwc --workloads W7,W8 --nhwc-workloads W7,W8 --json "$W/peers-filter-a.json"; reap
+for rep in 1 2; do
+  for v in mma wgmma; do
+    GRADOPS_CUDA_CONV_TC_FILTER_TILE=$v st "t${rep}_filter${v}_f16" 40 "$B/gradops" bench --device cuda \
+      --dtype f16 --layout nhwc --workload W7,W8 --reps 50 --json "$W/t$rep-filter$v-f16.json"
+  done
+done
+PYTHONUNBUFFERED=1 st peers_filter_b 120 python3 bench/peers.py --device cuda --reps 50 --dtypes f16 \
+  --layouts nhwc --workloads W7,W8 --nhwc-workloads W7,W8 --json "$W/peers-filter-b.json"; reap
 # 3. ncu on one f16 call each: W4 and W5 of the wgmma backprop_input kernel, W4 of the tall
 #    one, W4f of the wgmma forward.
 NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)"
@@ -126,13 +149,21 @@ GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st ncu_wgmma_f32_W4f 40 "$NCU" --clock-c
   -k conv2d_forward_tc_vec_wgmma_f32 -s 2 -c 1 --section SpeedOfLight --section Occupancy \
   --section SchedulerStats --section MemoryWorkloadAnalysis --metrics "$M" "$B/gradops" bench \
   --device cuda --dtype f32 --layout nhwc --workload W4f --reps 3
+for v in mma wgmma; do
+  k=conv2d_backprop_filter_partial_tc_nhwc_f16
+  [[ $v == wgmma ]] && k=conv2d_backprop_filter_partial_tc_nhwc_wgmma_f16
+  GRADOPS_CUDA_CONV_TC_FILTER_TILE=$v st "ncu_filter_${v}_W7" 40 "$NCU" --clock-control none \
+    -k $k -s 2 -c 1 --section SpeedOfLight --section Occupancy --section SchedulerStats \
+    --section MemoryWorkloadAnalysis --metrics "$M" "$B/gradops" bench --device cuda --dtype f16 \
+    --layout nhwc --workload W7 --reps 3
+done
 # 4. The wgmma kernels' SASS (the bundle's conv.sm_90a.cubin): HGMMA count, the main loop.
 OBJ="$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump | head -1)"
-st sass 30 bash -c 'for f in conv2d_backprop_input_tc_vec_wgmma_f16 conv2d_forward_tc_vec_wgmma_f16 conv2d_backprop_input_tc_vec_wgmma_f32 conv2d_backprop_input_tc_vec_nchw_wgmma_f32 conv2d_forward_tc_vec_wgmma_f32; do
+st sass 30 bash -c 'for f in conv2d_backprop_input_tc_vec_wgmma_f16 conv2d_forward_tc_vec_wgmma_f16 conv2d_backprop_input_tc_vec_wgmma_f32 conv2d_backprop_input_tc_vec_nchw_wgmma_f32 conv2d_forward_tc_vec_wgmma_f32 conv2d_backprop_filter_partial_tc_nhwc_wgmma_f16; do
   "$0" -sass -fun $f "$1/conv.sm_90a.cubin" >> "$2/sass-wgmma.txt"
   [[ -e "$1/conv-inflight.sm_90a.cubin" ]] && "$0" -sass -fun $f "$1/conv-inflight.sm_90a.cubin" >> "$2/sass-wgmma-inflight.txt"; done
   grep -cE "HGMMA" "$2/sass-wgmma.txt"; grep -cE "^ +/\*[0-9a-f]{4}\*/" "$2/sass-wgmma.txt"' \
   "$OBJ" "$B" "$W"
-python3 bench/variant_summary.py "$W" "tiles (NHWC and NCHW, both ops; f16 and f32)" | tee -a "$L"
+python3 bench/variant_summary.py "$W" "tiles (NHWC and NCHW, both ops; f16 and f32; the f16 filter gradient)" | tee -a "$L"
 grep -hE "rc=" "$L" | grep -v "rc=0 "; grep -hE "rc=" "$L" | wc -l
 tail -8 "$L"

@@ -516,6 +516,18 @@ fn bench_cuda_typed<T: Element>(
             ));
         }
     }
+    if gradops::cuda::conv_tc_filter_wgmma() {
+        let env = gradops::cuda::CONV_TC_FILTER_TILE_ENV;
+        notes.push(if gradops::cuda::conv_tc_wgmma_available() {
+            format!(
+                "{env}=wgmma: f16/bf16 NHWC conv2d_backprop_filter (channels per group whole                  16-byte chunks) ran its partial sums on one warpgroup of m64n64 wgmma                  (conv2d_backprop_filter_partial_tc_nhwc_wgmma), not the mma.sync kernel"
+            )
+        } else {
+            format!(
+                "{env}=wgmma: this device or build has no compute_90a image (compute capability                  9.0 only): conv2d_backprop_filter ran the default mma.sync kernels"
+            )
+        });
+    }
     match gradops::cuda::conv_tc_grid() {
         gradops::cuda::ConvTcGrid::Auto => {}
         g => notes.push(format!(
