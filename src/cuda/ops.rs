@@ -1004,9 +1004,16 @@ fn conv_backprop_filter_raw<T: Element>(
     p.dy = dy;
     p.out = dw;
     // The workspace lives until the end of this function; the kernels queued on `stream`
-    // before its (stream-ordered) release read it first.
-    let mut ws = stream
-        .alloc_zeros::<u8>(conv_filter_ws_bytes::<T>(OP, g, &p)?.max(1))
+    // before its (stream-ordered) release read it first. Not cleared: the partial kernel
+    // writes each of its elements before the reduce reads it (a memset would write the
+    // splits x filter partials, 16.5 MB for W7, once more per call).
+    let ws_bytes = conv_filter_ws_bytes::<T>(OP, g, &p)?.max(1);
+    // SAFETY: an allocation of ws_bytes on `stream`, its contents unset: every element the
+    // reduce kernel reads (splits x filter, only where splits > 0) is written first by the
+    // partial kernel queued before it on the same stream, which runs whenever splits > 0
+    // (conv_filter_split gives splits = 0 exactly where there is no tile or pixel); nothing
+    // else reads it.
+    let mut ws = unsafe { stream.alloc::<u8>(ws_bytes) }
         .map_err(|e| cuda_err(OP, "workspace allocation", e))?;
     let (w, _gw) = ws.device_ptr_mut(stream);
     p.ws = w;
