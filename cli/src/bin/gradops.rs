@@ -93,7 +93,8 @@ fn info() {
     if !sm90a.is_empty() {
         println!(
             "cuda compute_90a images (compute capability 9.0 only: the wgmma conv tiles, \
-             GRADOPS_CUDA_CONV_TC_TILE=wgmma and GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma): {}",
+             GRADOPS_CUDA_CONV_TC_TILE=wgmma, GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma and \
+             GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma): {}",
             sm90a.join(", ")
         );
     }
