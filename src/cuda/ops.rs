@@ -1697,6 +1697,73 @@ mod tests {
         }
     }
 
+    /// Which filter-gradient calls the wgmma partial kernel serves: 16-bit NHWC, channels per
+    /// group whole 16-byte chunks, x and dy 16-byte aligned; the kernel names per choice.
+    #[test]
+    fn conv_filter_wgmma_calls() {
+        let w7 = GoConvFilterParams {
+            n: 32,
+            ci: 64,
+            hi: 56,
+            wi: 56,
+            co: 64,
+            ho: 56,
+            wo: 56,
+            kh: 3,
+            kw: 3,
+            sh: 1,
+            sw: 1,
+            dh: 1,
+            dw: 1,
+            pad_top: 1,
+            pad_left: 1,
+            groups: 1,
+            layout: GO_LAYOUT_NHWC as i32,
+            filter_layout: GO_FILTER_HWIO as i32,
+            x: 1 << 20,
+            dy: 2 << 20,
+            ..Default::default()
+        };
+        assert!(conv_filter_wgmma_serves(&w7, 2));
+        assert!(!conv_filter_wgmma_serves(&w7, 4), "f32");
+        assert!(!conv_filter_wgmma_serves(&w7, 8), "f64");
+        let with = |f: &dyn Fn(&mut GoConvFilterParams)| {
+            let mut p = w7;
+            f(&mut p);
+            conv_filter_wgmma_serves(&p, 2)
+        };
+        assert!(!with(&|p| p.layout = GO_LAYOUT_NCHW as i32), "NCHW");
+        assert!(with(&|p| p.groups = 8), "8 channels a group");
+        assert!(!with(&|p| p.groups = 16), "4 channels a group");
+        assert!(!with(&|p| p.ci = 60), "ci 60");
+        assert!(!with(&|p| p.co = 68), "co 68");
+        assert!(!with(&|p| p.x += 8), "x 8 bytes off");
+        assert!(!with(&|p| p.dy += 2), "dy 2 bytes off");
+        for (tc, layout, wgmma, want) in [
+            (false, Layout::Nhwc, true, "conv2d_backprop_filter_partial"),
+            (
+                true,
+                Layout::Nchw,
+                true,
+                "conv2d_backprop_filter_partial_tc",
+            ),
+            (
+                true,
+                Layout::Nhwc,
+                false,
+                "conv2d_backprop_filter_partial_tc_nhwc",
+            ),
+            (
+                true,
+                Layout::Nhwc,
+                true,
+                "conv2d_backprop_filter_partial_tc_nhwc_wgmma",
+            ),
+        ] {
+            assert_eq!(conv_filter_partial_kernel(tc, layout, wgmma), want);
+        }
+    }
+
     /// Which family each (op, element size, environment tile, compute_90a) runs: the f32
     /// wgmma tile only for NHWC backprop_input under `wgmma` on a compute_90a device, on the
     /// lean tile's launch; the lean tile for f32 otherwise; 16-bit types as before.
