@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{
     CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, LaunchConfig,
-    PushKernelArg,
+    PushKernelArg, ValidAsZeroBits,
 };
 
 use super::images::{
@@ -380,7 +380,7 @@ fn grad_alloc<T: Element>(
 ) -> Result<DeviceTensor<T>> {
     // Validated before anything is allocated.
     let plan = plan_resize_grad::<T>(op, dy.shape(), x_shape, dy.layout(), attrs)?;
-    let mut dx = DeviceTensor::zeros_for(op, "x", stream, x_shape, dy.layout())?;
+    let mut dx = unset_output(op, "x", stream, x_shape, dy.layout())?;
     resize_views(stream, op, &plan, ("dy", &dy), ("dx", &mut dx.view_mut()))?;
     Ok(dx)
 }
@@ -421,7 +421,7 @@ fn forward_alloc<T: Element>(
 ) -> Result<DeviceTensor<T>> {
     let plan = plan_resize::<T>(op, x.shape(), out_hw, x.layout(), attrs)?;
     let shape = x.layout().shape(plan.dst);
-    let mut y = DeviceTensor::zeros_for(op, "size", stream, shape, x.layout())?;
+    let mut y = unset_output(op, "size", stream, shape, x.layout())?;
     resize_views(stream, op, &plan, ("x", &x), ("y", &mut y.view_mut()))?;
     Ok(y)
 }
@@ -1148,6 +1148,33 @@ fn conv_check<T>(
     same_context(op, out_arg, stream, out.data())
 }
 
+/// A tensor of `shape` on `stream` for an allocating op's output, its contents unset: the
+/// caller hands it straight to the op's `_into`, which writes every element (a kernel that
+/// writes each once, a copy, or `zero_fill` where every element is an empty sum), and drops
+/// it unread if that fails. Clearing it first (`DeviceTensor::zeros`) would write the whole
+/// output once more per call. Errors name `op` and `arg`.
+fn unset_output<T: DeviceRepr + ValidAsZeroBits>(
+    op: &'static str,
+    arg: &'static str,
+    stream: &Arc<CudaStream>,
+    shape: [usize; 4],
+    layout: Layout,
+) -> Result<DeviceTensor<T>> {
+    let len = Layout::Nchw.dims(shape).len(op, arg)?;
+    if len == 0 {
+        // Nothing to write; a one-element placeholder, as every empty tensor holds.
+        return DeviceTensor::zeros_for(op, arg, stream, shape, layout);
+    }
+    // SAFETY: a fresh allocation of `len` elements on `stream`; its unset contents are never
+    // read: every caller passes the tensor to its op's `_into` on the same stream, which
+    // writes all `len` elements before anything can read them (the device-API tests in
+    // tests/cuda_ops.rs compare each allocating op with its `_into` into poisoned buffers),
+    // and returns the tensor only after that call succeeds.
+    let buf =
+        unsafe { stream.alloc::<T>(len) }.map_err(|e| cuda_err(op, "device allocation", e))?;
+    DeviceTensor::from_slice(buf, shape, layout)
+}
+
 /// Zeroes `out` on `stream` (an output that is an empty sum everywhere).
 fn zero_fill<T: Element>(
     stream: &Arc<CudaStream>,
@@ -1205,7 +1232,7 @@ pub fn conv2d_backprop_input<T: Element>(
 ) -> Result<DeviceTensor<T>> {
     const OP: &str = "conv2d_backprop_input";
     plan_conv2d_backprop_input(dy.shape(), filter.shape(), input_shape, dy.layout(), attrs)?;
-    let mut dx = DeviceTensor::zeros_for(OP, "input_shape", stream, input_shape, dy.layout())?;
+    let mut dx = unset_output(OP, "input_shape", stream, input_shape, dy.layout())?;
     conv2d_backprop_input_into(stream, dy, filter, attrs, dx.view_mut())?;
     Ok(dx)
 }
@@ -1250,7 +1277,7 @@ pub fn conv2d<T: Element>(
     const OP: &str = "conv2d";
     let g = plan_conv2d(x.shape(), filter.shape(), x.layout(), attrs)?;
     let shape = x.layout().shape(g.output_dims());
-    let mut y = DeviceTensor::zeros_for(OP, "y", stream, shape, x.layout())?;
+    let mut y = unset_output(OP, "y", stream, shape, x.layout())?;
     conv2d_into(stream, x, filter, attrs, y.view_mut())?;
     Ok(y)
 }
@@ -1306,7 +1333,7 @@ pub fn conv2d_backprop_filter<T: Element>(
 ) -> Result<DeviceTensor<T>> {
     const OP: &str = "conv2d_backprop_filter";
     plan_conv2d_backprop_filter(x.shape(), dy.shape(), filter_shape, x.layout(), attrs)?;
-    let mut dw = DeviceTensor::zeros_for(OP, "filter_shape", stream, filter_shape, x.layout())?;
+    let mut dw = unset_output(OP, "filter_shape", stream, filter_shape, x.layout())?;
     conv2d_backprop_filter_into(stream, x, dy, attrs, dw.view_mut())?;
     Ok(dw)
 }
@@ -1534,11 +1561,9 @@ pub fn max_pool<T: Element>(
     let layout = x.layout();
     let g = plan_max_pool(OP, x.shape(), layout, attrs)?;
     let shape = layout.shape(g.output_dims());
-    let mut y = DeviceTensor::zeros_for(OP, "y", stream, shape, layout)?;
+    let mut y = unset_output(OP, "y", stream, shape, layout)?;
     let mut am = if want_argmax {
-        Some(DeviceTensor::<i64>::zeros_for(
-            OP, "argmax", stream, shape, layout,
-        )?)
+        Some(unset_output::<i64>(OP, "argmax", stream, shape, layout)?)
     } else {
         None
     };
@@ -1606,7 +1631,7 @@ pub fn max_pool_grad<T: Element>(
     attrs: &MaxPoolAttrs,
 ) -> Result<DeviceTensor<T>> {
     const OP: &str = "max_pool_grad";
-    let mut dx = DeviceTensor::zeros_for(OP, "x", stream, x.shape(), x.layout())?;
+    let mut dx = unset_output(OP, "x", stream, x.shape(), x.layout())?;
     max_pool_grad_into(stream, dy, x, y, attrs, dx.view_mut())?;
     Ok(dx)
 }
@@ -1660,7 +1685,7 @@ pub fn max_pool_grad_with_argmax<T: Element>(
 ) -> Result<DeviceTensor<T>> {
     const OP: &str = "max_pool_grad_with_argmax";
     plan_max_pool_grad_with_argmax(dy.shape(), x_shape, dy.layout(), attrs)?;
-    let mut dx = DeviceTensor::zeros_for(OP, "x", stream, x_shape, dy.layout())?;
+    let mut dx = unset_output(OP, "x", stream, x_shape, dy.layout())?;
     max_pool_grad_with_argmax_into(stream, dy, argmax, attrs, dx.view_mut())?;
     Ok(dx)
 }
