@@ -132,6 +132,7 @@ int main() {
     if (name == "emu_cp_async_test") { run<GoEmuCpAsyncTestParams>(emu_cp_async_test, 2, blob, bufs, grid, block); } else
     GO_EMU_KERNEL(conv2d_backprop_filter_partial, GoConvFilterParams, 4)
     GO_EMU_KERNEL(conv2d_backprop_filter_partial_tc, GoConvFilterParams, 4)
+    GO_EMU_KERNEL(conv2d_backprop_filter_partial_tc_elementwise, GoConvFilterParams, 4)
     GO_EMU_KERNEL(conv2d_backprop_filter_partial_tc_nhwc, GoConvFilterParams, 4)
     GO_EMU_KERNEL(conv2d_backprop_filter_reduce, GoConvFilterParams, 4)
     GO_EMU_KERNEL(max_pool_forward, GoPoolParams, 5)

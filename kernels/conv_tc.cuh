@@ -1583,10 +1583,12 @@ GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
 //   x[n, g*cig + c, oy*sh - top + ky*dh, ox*sw - left + kx*dw] * dy[n, g*cog + o, oy, ox]
 // for a TC_BM-row x TC_BN-channel tile, in chunks of BK pixels (the GEMM's k). The chunk
 // loops follow the layout:
-//   NCHW: both operands have the pixels contiguous. Threads walk pixels (loads coalesce)
-//         and the tiles land [m][k] / [nn][k]; each thread gathers its chunk elements into
-//         registers while the warps run the previous chunk's mma (register double
-//         buffering; one shared stage).
+//   NCHW: both operands have the pixels contiguous; the tiles land [m][k] / [nn][k]. A
+//         thread takes a run of VEC pixels of a few rows: x's runs gathered into registers
+//         (16-byte loads shifted into place where the run lies in one x row at unit stride)
+//         while the warps run the previous chunk's mma, dy's as 16-byte cp.async copies
+//         (where dy's planes are whole runs); two stages. (The elementwise loop, opt-in:
+//         one element per load, one shared stage.)
 //   NHWC: both operands have the channels contiguous. The tiles land [k][m] / [k][nn] as
 //         16-byte cp.async copies along the channels (where cig and cog are multiples of
 //         VEC and the tensors 16-byte aligned; else VEC scalar loads packed into one shared
@@ -1634,12 +1636,185 @@ struct GoTcFilterPixels {
     }
 };
 
-// NCHW chunk loop over pixels [r_begin, r_end) (see the section comment); As/Bs: one stage.
-template <typename T, bool TF32>
+// The 32 bits of hi:lo from bit `bits` (0-31) on: one funnel shift.
+GO_DEV uint32_t go_funnel_r(uint32_t lo, uint32_t hi, unsigned bits) {
+#ifdef __CUDACC__
+    return __funnelshift_r(lo, hi, bits);
+#else
+    return (uint32_t)((((uint64_t)hi << 32) | lo) >> (bits & 31));
+#endif
+}
+
+// The 16 bytes of elements row[ix0, ix0 + 16 / sizeof(S)) of a row of wi elements that
+// starts 16-byte aligned, wi a multiple of 16 / sizeof(S); elements outside [0, wi) zero.
+// Each of the two aligned 16-byte runs the wanted one straddles lies wholly inside the row
+// or wholly outside it, so a run is loaded or left zero (no element masks), and the wanted
+// bytes are shifted out of the pair: whole words by selects, the rest by funnel shifts.
+template <typename S>
+GO_DEV uint4 go_ld_row_run16(const S* row, go_i64 ix0, go_i64 wi) {
+    constexpr int VEC = 16 / (int)sizeof(S);
+    const go_i64 a = ix0 & ~(go_i64)(VEC - 1);  // the aligned run at or before ix0
+    const int b = (int)(ix0 - a) * (int)sizeof(S);  // bytes to drop from it, 0-15
+    uint4 lo, hi;
+    lo.x = lo.y = lo.z = lo.w = 0u;
+    hi = lo;
+    if (a >= 0 && a < wi) lo = go_ldg(reinterpret_cast<const uint4*>(row + a));
+    if (b > 0 && a + VEC >= 0 && a + VEC < wi)
+        hi = go_ldg(reinterpret_cast<const uint4*>(row + (a + VEC)));
+    const uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    uint32_t v[6], u[5];
+#pragma unroll
+    for (int i = 0; i < 6; ++i) v[i] = (b & 8) ? w[i + 2] : w[i];
+#pragma unroll
+    for (int i = 0; i < 5; ++i) u[i] = (b & 4) ? v[i + 1] : v[i];
+    const unsigned bits = 8u * (unsigned)(b & 3);
+    uint4 r;
+    r.x = go_funnel_r(u[0], u[1], bits);
+    r.y = go_funnel_r(u[1], u[2], bits);
+    r.z = go_funnel_r(u[2], u[3], bits);
+    r.w = go_funnel_r(u[3], u[4], bits);
+    return r;
+}
+
+// NCHW chunk loop over pixels [r_begin, r_end) by runs of VEC pixels (see the section
+// comment). Thread t takes run j = t % RUNS of each chunk, for filter rows (A) and output
+// channels (B) t / RUNS + RSTEP * i: a run of A is gathered into registers, 16 bytes at a
+// time where it lies in one x row at unit stride (avec: x 16-byte aligned, rows of whole
+// runs; go_ld_row_run16), element by element elsewhere, and stored one iteration later; a
+// run of B is one 16-byte cp.async (BV: dy 16-byte aligned, planes of whole runs), or
+// gathered as A's. Two stages (smem: 2 x TC_STAGE_BYTES), one barrier a chunk. The staged
+// tiles, and so the products and their order, are those of go_tc_filter_chunks_nchw_elementwise.
+template <typename T, bool TF32, bool BV>
 GO_DEV void go_tc_filter_chunks_nchw(const GoConvFilterParams& p, const T* __restrict__ x,
                                      const T* __restrict__ dy, go_i64 g, go_i64 n_base,
-                                     go_i64 r_begin, go_i64 r_end, unsigned char* smem,
+                                     go_i64 r_begin, go_i64 r_end, bool avec, unsigned char* smem,
                                      const GoTcFilterRow* rowtab, GoTcAcc<T>& acc) {
+    typedef typename GoTcTraits<T>::S S;
+    constexpr int BK = GoTcTraits<T>::BK, LD = GoTcGeom<T>::LD, VEC = GoTcGeom<T>::VEC;
+    constexpr int RUNS = BK / VEC;              // runs of a row per chunk
+    constexpr int RSTEP = TC_THREADS / RUNS;    // rows between a thread's rows
+    constexpr int NA = TC_BM / RSTEP, NB = TC_BN / RSTEP;
+    static_assert(BK % VEC == 0 && TC_THREADS % RUNS == 0 && TC_BM % RSTEP == 0 &&
+                      TC_BN % RSTEP == 0,
+                  "whole runs, whole rows per thread");
+    const int t = threadIdx.x, lane = t % 32, warp = t / 32;
+    const int wm = warp % (TC_BM / TC_WM), wn = warp / (TC_BM / TC_WM);
+    const int j = t % RUNS, r0 = t / RUNS;
+    const go_i64 cog = p.co / p.groups;
+    const go_i64 npix = p.n * p.ho * p.wo;
+    const go_i64 himg = p.hi * p.wi, hw = p.ho * p.wo;
+    const go_i64 nchunks = r_end > r_begin ? (r_end - r_begin + BK - 1) / BK : 0;
+    auto stage_a = [&](int s) { return reinterpret_cast<S*>(smem + s * TC_STAGE_BYTES); };
+    auto stage_b = [&](int s) {
+        return reinterpret_cast<S*>(smem + s * TC_STAGE_BYTES + TC_BM * TC_ROW_BYTES);
+    };
+    GoTcFilterRow ra[NA];  // this thread's filter rows
+#pragma unroll
+    for (int i = 0; i < NA; ++i) ra[i] = rowtab[r0 + RSTEP * i];
+    // The run's first pixel and its (n, oy, ox), advanced by BK per chunk.
+    go_i64 r = r_begin + j * VEC;
+    GoPix q = go_pix(r < npix ? r : 0, p.ho, p.wo);
+    uint4 av[NA], bv[NB];
+    // Gathers the chunk at r into av (and bv, or B's copies into stage s where BV).
+    auto gather = [&](int s) {
+        const bool arun = avec && r + VEC <= r_end && q.ox + VEC <= p.wo;
+        if (arun) {
+            const go_i64 xn = q.n * p.ci * himg;
+#pragma unroll
+            for (int i = 0; i < NA; ++i) {
+                const go_i64 iy = q.oy * p.sh + ra[i].ybias;
+                av[i].x = av[i].y = av[i].z = av[i].w = 0u;
+                if (ra[i].ok && iy >= 0 && iy < p.hi)
+                    av[i] = go_ld_row_run16(x + xn + ra[i].choff + iy * p.wi,
+                                            q.ox + ra[i].xbias, p.wi);  // unit stride (avec)
+            }
+        }
+        if (!arun || !BV) {
+            S va[NA][VEC], vb[BV ? 1 : NB][VEC];
+            GoPix e = q;
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+                if (k > 0) go_pix_advance(e, 1, p.ho, p.wo);
+                const bool valid = r + k < r_end;
+                if (!arun) {
+                    const go_i64 xn = e.n * p.ci * himg;
+                    const go_i64 iy0 = e.oy * p.sh, ix0 = e.ox * p.sw;
+#pragma unroll
+                    for (int i = 0; i < NA; ++i) {
+                        const go_i64 iy = iy0 + ra[i].ybias, ix = ix0 + ra[i].xbias;
+                        S v = S(0);
+                        if (valid && ra[i].ok && iy >= 0 && iy < p.hi && ix >= 0 && ix < p.wi)
+                            v = go_bits(go_ldg(x + xn + ra[i].choff + iy * p.wi + ix));
+                        va[i][k] = v;
+                    }
+                }
+                if constexpr (!BV) {
+                    const go_i64 dyp = (e.n * p.co + g * cog + n_base) * hw + e.oy * p.wo + e.ox;
+#pragma unroll
+                    for (int i = 0; i < NB; ++i) {
+                        const go_i64 o = r0 + RSTEP * i;
+                        S v = S(0);
+                        if (valid && n_base + o < cog) v = go_bits(go_ldg(dy + dyp + o * hw));
+                        vb[i][k] = v;
+                    }
+                }
+            }
+            if (!arun)
+#pragma unroll
+                for (int i = 0; i < NA; ++i) memcpy(&av[i], va[i], 16);
+            if constexpr (!BV)
+#pragma unroll
+                for (int i = 0; i < NB; ++i) memcpy(&bv[i], vb[i], 16);
+        }
+        if constexpr (BV) {
+            // The run lies in one image (planes of whole runs, runs aligned), valid as a whole.
+            const go_i64 dyp = (q.n * p.co + g * cog + n_base) * hw + q.oy * p.wo + q.ox;
+            S* bs = stage_b(s);
+#pragma unroll
+            for (int i = 0; i < NB; ++i) {
+                const int o = r0 + RSTEP * i;
+                const bool in = r < r_end && n_base + o < cog;
+                go_cp_async_16(bs + o * LD + j * VEC, in ? dy + dyp + o * hw : dy, in ? 16 : 0);
+            }
+        }
+    };
+    if (nchunks > 0) gather(0);
+    go_cp_async_commit();
+    for (go_i64 c = 0; c < nchunks; ++c) {
+        const int s = (int)(c & 1);
+        // Stage s was last read by chunk c - 2's mma, before the previous barrier.
+        S* as = stage_a(s);
+        S* bs = stage_b(s);
+#pragma unroll
+        for (int i = 0; i < NA; ++i)
+            *reinterpret_cast<uint4*>(as + (r0 + RSTEP * i) * LD + j * VEC) = av[i];
+        if constexpr (!BV)
+#pragma unroll
+            for (int i = 0; i < NB; ++i)
+                *reinterpret_cast<uint4*>(bs + (r0 + RSTEP * i) * LD + j * VEC) = bv[i];
+        go_cp_async_wait<0>();  // this thread's copies of chunk c
+        __syncthreads();        // chunk c visible to all; every warp done with chunk c - 1
+        if (c + 1 < nchunks) {
+            r += BK;
+            go_pix_advance(q, BK, p.ho, p.wo);
+            gather(s ^ 1);  // in flight while the warps run this chunk
+        }
+        go_cp_async_commit();
+        go_tc_stage_mma<T, false, TF32>(as, bs, wm, wn, lane, acc);
+    }
+    go_cp_async_wait<0>();  // only empty groups can remain
+}
+
+// The NCHW chunk loop element by element (GRADOPS_CUDA_CONV_TC_FILTER_TILE=elementwise): each
+// thread gathers the chunk's elements of rows t / BK + RSTEP * r of pixel t % BK into
+// registers while the warps run the previous chunk (one shared stage); As/Bs: one stage.
+template <typename T, bool TF32>
+GO_DEV void go_tc_filter_chunks_nchw_elementwise(const GoConvFilterParams& p,
+                                                 const T* __restrict__ x,
+                                                 const T* __restrict__ dy, go_i64 g,
+                                                 go_i64 n_base, go_i64 r_begin, go_i64 r_end,
+                                                 unsigned char* smem,
+                                                 const GoTcFilterRow* rowtab, GoTcAcc<T>& acc) {
     typedef typename GoTcTraits<T>::S S;
     constexpr int BK = GoTcTraits<T>::BK, LD = GoTcGeom<T>::LD;
     // Threads walk the chunk's BK pixels; each covers rows t / BK + RSTEP * r.
@@ -1876,7 +2051,8 @@ GO_DEV void go_tc_filter_chunks_nhwc_wgmma(const GoConvFilterParams& p, const T*
 }
 #endif  // GO_HAS_WGMMA
 
-template <typename T, int L, bool TF32, bool WG = false>
+// WG: the NHWC wgmma loop; ELEM: NCHW's elementwise loop.
+template <typename T, int L, bool TF32, bool WG = false, bool ELEM = false>
 GO_DEV void conv2d_backprop_filter_partial_tc_layout(const GoConvFilterParams& p,
                                                      unsigned char* smem, GoTcFilterRow* rowtab) {
     typedef GoTcTraits<T> Tr;
@@ -1902,6 +2078,11 @@ GO_DEV void conv2d_backprop_filter_partial_tc_layout(const GoConvFilterParams& p
         // The wgmma kernel copies 16 bytes only (the host launches it where both hold).
         if (!avec || !bvec) go_trap();
     }
+    // NCHW's 16-byte runs: x rows (and so planes and images) of whole runs at unit stride,
+    // dy planes of whole runs; both tensors 16-byte aligned.
+    const bool navec =
+        p.sw == 1 && p.wi % VEC == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+    const bool nbvec = (p.ho * p.wo) % VEC == 0 && reinterpret_cast<uintptr_t>(dy) % 16 == 0;
 
     for (go_i64 s = blockIdx.y; s < p.splits; s += gridDim.y) {
         const go_i64 r_begin = s * p.split_len;
@@ -1952,10 +2133,17 @@ GO_DEV void conv2d_backprop_filter_partial_tc_layout(const GoConvFilterParams& p
             }
             GoTcAcc<T> acc;
             go_tc_acc_zero<T>(acc);
-            if constexpr (L == GO_LAYOUT_NCHW)
-                go_tc_filter_chunks_nchw<T, TF32>(p, x, dy, g, n_base, r_begin, r_end, smem,
-                                                  rowtab, acc);
-            else if (avec && bvec)
+            if constexpr (L == GO_LAYOUT_NCHW && ELEM)
+                go_tc_filter_chunks_nchw_elementwise<T, TF32>(p, x, dy, g, n_base, r_begin,
+                                                              r_end, smem, rowtab, acc);
+            else if constexpr (L == GO_LAYOUT_NCHW) {
+                if (nbvec)
+                    go_tc_filter_chunks_nchw<T, TF32, true>(p, x, dy, g, n_base, r_begin, r_end,
+                                                            navec, smem, rowtab, acc);
+                else
+                    go_tc_filter_chunks_nchw<T, TF32, false>(p, x, dy, g, n_base, r_begin, r_end,
+                                                             navec, smem, rowtab, acc);
+            } else if (avec && bvec)
                 go_tc_filter_chunks_nhwc<T, TF32, true>(p, x, dy, g, n_base, r_begin, r_end,
                                                         true, true, smem, rowtab, acc);
             else
@@ -1984,12 +2172,22 @@ GO_DEV void conv2d_backprop_filter_partial_tc_layout(const GoConvFilterParams& p
 // 16-bit types' three blocks per SM (each alone needs about 166 registers).
 template <typename T>
 GO_DEV void conv2d_backprop_filter_partial_tc_body(const GoConvFilterParams& p) {
-    __shared__ __align__(16) unsigned char smem[(TC_BM + TC_BN) * TC_ROW_BYTES];
+    __shared__ __align__(16) unsigned char smem[2 * TC_STAGE_BYTES];
     __shared__ GoTcFilterRow rowtab[TC_BM];
     // The filter gradient stays exact in f32 (3xTF32; the TF32 allowance covers the forward
     // and backprop_input only).
     if (p.layout == GO_LAYOUT_NCHW)
         conv2d_backprop_filter_partial_tc_layout<T, GO_LAYOUT_NCHW, false>(p, smem, rowtab);
+}
+// The NCHW loop element by element, the default before 2026-12-02 (kept for timing
+// against it; GRADOPS_CUDA_CONV_TC_FILTER_TILE=elementwise).
+template <typename T>
+GO_DEV void conv2d_backprop_filter_partial_tc_elementwise_body(const GoConvFilterParams& p) {
+    __shared__ __align__(16) unsigned char smem[TC_STAGE_BYTES];
+    __shared__ GoTcFilterRow rowtab[TC_BM];
+    if (p.layout == GO_LAYOUT_NCHW)
+        conv2d_backprop_filter_partial_tc_layout<T, GO_LAYOUT_NCHW, false, false, true>(p, smem,
+                                                                                    rowtab);
 }
 template <typename T>
 GO_DEV void conv2d_backprop_filter_partial_tc_nhwc_body(const GoConvFilterParams& p) {
@@ -2019,6 +2217,8 @@ GO_DEV void conv2d_backprop_filter_partial_tc_nhwc_wgmma_body(const GoConvFilter
     GO_INSTANTIATE_ONE(NAME, GoConvFilterParams, BODY, GO_TC_BOUNDS_2, f32, float)         \
     GO_INSTANTIATE_ONE(NAME, GoConvFilterParams, BODY, GO_TC_BOUNDS_2, f64, double)
 GO_TC_FILTER_INSTANTIATE(conv2d_backprop_filter_partial_tc, conv2d_backprop_filter_partial_tc_body)
+GO_TC_FILTER_INSTANTIATE(conv2d_backprop_filter_partial_tc_elementwise,
+                         conv2d_backprop_filter_partial_tc_elementwise_body)
 GO_TC_FILTER_INSTANTIATE(conv2d_backprop_filter_partial_tc_nhwc,
                          conv2d_backprop_filter_partial_tc_nhwc_body)
 #undef GO_TC_FILTER_INSTANTIATE

@@ -637,8 +637,10 @@ mod gpu {
         big: bool,
     ) {
         let mut rng = Rng(23);
+        // The big case's rows (32) and planes whole 16-byte runs in every type: NCHW's
+        // tensor-core partial sums load x and dy 16 bytes at a time (at unit stride for x).
         let (n, ci, h, w, co, k): (usize, usize, usize, usize, usize, usize) = if big {
-            (4, 32 * groups, 28, 28, 48 * groups, 3)
+            (4, 32 * groups, 28, 32, 48 * groups, 3)
         } else {
             (2, 5 * groups, 11, 10, 3 * groups, 3)
         };

@@ -1574,8 +1574,8 @@ fn emulated_conv2d_backprop_filter() {
 
 /// conv2d_backprop_filter_partial_tc and _tc_nhwc (the split-K partial sums on mma.sync)
 /// then the reduce kernel, against a float64 reference: every dtype (f16/bf16 on m16n8k16,
-/// f32 as 3xTF32, f64 on DMMA), both layouts on the same geometry (NCHW's register-staged
-/// gather, NHWC's cp.async pipeline with ldmatrix.trans), groups, strides, dilations, padding, rows and
+/// f32 as 3xTF32, f64 on DMMA), both layouts on the same geometry (NCHW's gather by 16-byte
+/// runs, NHWC's cp.async pipeline with ldmatrix.trans), groups, strides, dilations, padding, rows and
 /// channels that cross the 64 x 64 tiles and chunks that end inside a split; channel counts
 /// on NHWC's 16-byte copies (multiples of 8) in every other case and off them in the rest;
 /// the runtime's split and forced ones, each on the natural grid and a tiny one (same
@@ -1904,6 +1904,169 @@ fn emulated_conv2d_backprop_filter_wgmma() {
     }
     println!(
         "emulated_conv2d_backprop_filter_wgmma: {ran} cases (16-bit NHWC), {multi_tile} of several tiles, {deep} splits of 5+ chunks, bit for bit against mma.sync"
+    );
+}
+
+/// The NCHW filter gradient's tensor-core partial sums by runs of 16 bytes
+/// (`conv2d_backprop_filter_partial_tc_*`: x's runs loaded 16 bytes at a time and shifted into
+/// place where a run lies in one x row at unit stride, dy's as 16-byte copies where its planes
+/// are whole runs) against the elementwise loop they replaced
+/// (`conv2d_backprop_filter_partial_tc_elementwise_*`), bit for bit (the same staged tiles,
+/// products and order), and against the float64 reference (exactly on inputs whose sums are
+/// exact): every dtype; x rows of whole runs and one element longer; dy planes of whole runs
+/// and not; tap offsets negative, zero and past a run (dilations up to 5, left pads up to the
+/// kernel's extent); unit stride and stride 2 along x; one and two groups, several tiles;
+/// the runtime's split, one and three, on the natural grid and on one block.
+#[test]
+fn emulated_conv2d_backprop_filter_nchw_runs() {
+    let Some(_) = runner_or_skip("emulated_conv2d_backprop_filter_nchw_runs") else {
+        return;
+    };
+    let mut rng = Rng(0x5eed_0fa1);
+    let (mut ran, mut x_runs, mut x_ragged, mut dy_runs, mut dy_ragged) = (0, 0, 0, 0, 0);
+    let (mut far_shift, mut multi_tile, mut deep) = (0, 0, 0);
+    for case in 0..cases_count_tc().max(8) {
+        let dt = DTS[case % DTS.len()];
+        let vec = 16 / dt.size() as i64;
+        let exact = matches!(dt, Dt::F32 | Dt::F64) && (case / DTS.len()).is_multiple_of(2);
+        let groups = 1 + (case % 3 == 2) as i64;
+        let big = case == 1;
+        let cig = if big {
+            rng.range(8, 12)
+        } else {
+            rng.range(1, 6)
+        };
+        let cog = if big {
+            rng.range(60, 70)
+        } else {
+            rng.range(1, 9)
+        };
+        let (ci, co) = (cig * groups, cog * groups);
+        // Every fourth case (f16 or bf16) with a tap 8 to 10 elements right of its pixel.
+        let far = case % 4 == 0;
+        let (kh, kw) = (rng.range(1, 3), if far { 3 } else { rng.range(1, 3) });
+        let (dh, dw) = (rng.range(1, 2), if far { 5 } else { rng.range(1, 5) });
+        let (sh, sw) = (rng.range(1, 2), if case % 5 == 4 { 2 } else { 1 });
+        // x rows of whole runs (16-byte loads) but in every third case.
+        let wi = vec * rng.range(1 + far as i64, 3) + (case % 3 == 1) as i64;
+        let hi = rng.range(3, 7);
+        let (keh, kew) = ((kh - 1) * dh + 1, (kw - 1) * dw + 1);
+        let (pt, pb) = (rng.range(0, 1), rng.range(0, 1));
+        let pl = if far {
+            rng.range(0, 2)
+        } else {
+            rng.range(0, kew - 1)
+        };
+        let pr = rng.range(0, 1);
+        if hi + pt + pb < keh || wi + pl + pr < kew {
+            continue;
+        }
+        let n = rng.range(1, 3);
+        let mut p = GoConvFilterParams {
+            x: 1,
+            dy: 2,
+            ws: 3,
+            out: 0,
+            n,
+            ci,
+            hi,
+            wi,
+            co,
+            ho: (hi + pt + pb - keh) / sh + 1,
+            wo: (wi + pl + pr - kew) / sw + 1,
+            kh,
+            kw,
+            sh,
+            sw,
+            dh,
+            dw,
+            pad_top: pt,
+            pad_left: pl,
+            groups,
+            splits: 0,
+            split_len: 0,
+            layout: NCHW,
+            filter_layout: params::GO_FILTER_HWIO as i32,
+        };
+        let what = format!("filter nchw runs {dt:?} {}", filter_what(&p));
+        if sw == 1 && wi % vec == 0 && p.wo >= vec {
+            x_runs += 1;
+        } else {
+            x_ragged += 1;
+        }
+        if (p.ho * p.wo) % vec == 0 {
+            dy_runs += 1;
+        } else {
+            dy_ragged += 1;
+        }
+        // A tap whose run starts a whole run or more to the right of its pixel.
+        if (kw - 1) * dw - pl >= vec {
+            far_shift += 1;
+        }
+        if kh * kw * cig > 64 || cog > 64 {
+            multi_tile += 1;
+        }
+        let (xl, dyl) = ((n * ci * hi * wi) as usize, (n * co * p.ho * p.wo) as usize);
+        let (x, dy) = (
+            filter_input(&mut rng, dt, exact, xl),
+            filter_input(&mut rng, dt, exact, dyl),
+        );
+        let want = filter_reference(&p, &x, &dy);
+        let npix = n * p.ho * p.wo;
+        let bk = 64 / dt.size() as i64;
+        let (xb, dyb) = (dt.encode(&x), dt.encode(&dy));
+        for (sp, len) in tc_filter_splits(&p) {
+            p.splits = sp;
+            p.split_len = len;
+            let Some(natural) = launch::conv_filter_partial_tc(&p) else {
+                continue;
+            };
+            // Three or more chunks: both stages refilled.
+            if (len.min(npix) + bk - 1) / bk >= 3 {
+                deep += 1;
+            }
+            let elementwise = run_filter_partial(
+                "conv2d_backprop_filter_partial_tc_elementwise",
+                dt,
+                &p,
+                natural,
+                &xb,
+                &dyb,
+            );
+            for l in [
+                natural,
+                launch::Launch {
+                    grid: (1, 1, 1),
+                    ..natural
+                },
+            ] {
+                let ws =
+                    run_filter_partial("conv2d_backprop_filter_partial_tc", dt, &p, l, &xb, &dyb);
+                let at = format!("{what} splits={sp}x{len} grid {:?}", l.grid);
+                assert!(
+                    ws == elementwise,
+                    "{at}: not the elementwise loop's partial sums"
+                );
+            }
+            let out = run_filter_reduce(dt, &p, elementwise);
+            let at = format!("{what} splits={sp}x{len}");
+            check(&at, dt, &dt.decode(&out), &want);
+            if exact {
+                assert_eq!(dt.decode(&out), want, "{at}: not exact");
+            }
+        }
+        ran += 1;
+    }
+    assert!(ran >= 6, "only {ran} cases ran");
+    assert!(
+        x_runs > 0 && x_ragged > 0 && dy_runs > 0 && dy_ragged > 0,
+        "x rows of runs {x_runs} / not {x_ragged}, dy planes of runs {dy_runs} / not {dy_ragged}"
+    );
+    assert!(far_shift > 0, "no tap a whole run off its pixel");
+    assert!(multi_tile > 0, "no case of several tiles");
+    assert!(deep > 0, "no split of three or more chunks");
+    println!(
+        "emulated_conv2d_backprop_filter_nchw_runs: {ran} cases, x rows of runs {x_runs} / not {x_ragged}, dy planes of runs {dy_runs} / not {dy_ragged}, {far_shift} with a tap a run or more off, {multi_tile} of several tiles, {deep} splits of 3+ chunks, bit for bit against the elementwise loop"
     );
 }
 

@@ -57,6 +57,7 @@ const TC_OPS: &[&str] = &[
     "conv2d_backprop_input_tc_vec_nchw",
     "conv2d_forward_tc_vec_nchw",
     "conv2d_backprop_filter_partial_tc",
+    "conv2d_backprop_filter_partial_tc_elementwise",
     "conv2d_backprop_filter_partial_tc_nhwc",
 ];
 /// The wide lean kernel (f16 and bf16 only), in the compute_80+ images only.

@@ -266,28 +266,54 @@ fn conv_tc_tile_reading(v: Option<&str>, forward: bool) -> ConvTcTile {
     }
 }
 
-/// Environment variable for the kernel of 16-bit NHWC `conv2d_backprop_filter`'s partial sums
-/// on compute capability 9.0: `wgmma` (case-insensitive, surrounding whitespace ignored) runs
-/// `conv2d_backprop_filter_partial_tc_nhwc_wgmma_*` (the compute_90a image: the same 64 x 64
-/// tiles and splits as the mma.sync kernel on one warpgroup of `wgmma.mma_async` m64n64k16,
-/// both operands read by the tensor cores from shared memory, A M-major and B N-major) for
-/// calls whose channel counts per group are multiples of 8 and whose x and dy are 16-byte
-/// aligned; unset, any other value, other calls or other devices: the mma.sync kernel
-/// `conv2d_backprop_filter_partial_tc_nhwc_*`. The same results bit for bit (the emulator).
-/// Opt-in: checked in the emulator only so far (not yet run on a GPU). Read once per process.
+/// Environment variable for the kernel of `conv2d_backprop_filter`'s tensor-core partial sums
+/// (values case-insensitive, surrounding whitespace ignored; read once per process):
+/// - `wgmma`, on compute capability 9.0: 16-bit NHWC calls whose channel counts per group are
+///   multiples of 8 and whose x and dy are 16-byte aligned run
+///   `conv2d_backprop_filter_partial_tc_nhwc_wgmma_*` (the compute_90a image: the same 64 x 64
+///   tiles and splits as the mma.sync kernel on one warpgroup of `wgmma.mma_async` m64n64k16,
+///   both operands read by the tensor cores from shared memory, A M-major and B N-major);
+///   other calls and devices run the default kernels. Opt-in: checked in the emulator only
+///   so far (not yet run on a GPU).
+/// - `elementwise`: NCHW calls run `conv2d_backprop_filter_partial_tc_elementwise_*`, the
+///   NCHW kernel before 2026-12-02 (each thread gathers single elements, one shared stage),
+///   kept to time the default against.
+///
+/// Unset or any other value: `conv2d_backprop_filter_partial_tc_nhwc_*` (NHWC) and
+/// `conv2d_backprop_filter_partial_tc_*` (NCHW: x gathered by runs of 16 bytes where a run
+/// lies in one x row at unit stride, dy by 16-byte copies where its planes are whole runs;
+/// not yet timed on a GPU). Every kernel gives the same results bit for bit (the emulator).
 pub const CONV_TC_FILTER_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_FILTER_TILE";
 
-/// Whether [`CONV_TC_FILTER_TILE_ENV`] asks for the wgmma filter kernel (read on first use).
-pub fn conv_tc_filter_wgmma() -> bool {
-    static W: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+/// The kernel of `conv2d_backprop_filter`'s tensor-core partial sums
+/// ([`CONV_TC_FILTER_TILE_ENV`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConvTcFilterTile {
+    /// `conv2d_backprop_filter_partial_tc_*` (NCHW) and `_tc_nhwc_*` (NHWC), on mma.sync.
+    Mma,
+    /// The NHWC wgmma kernel where it serves the call (compute capability 9.0), else
+    /// [`ConvTcFilterTile::Mma`]'s.
+    Wgmma,
+    /// NCHW's elementwise gather (`conv2d_backprop_filter_partial_tc_elementwise_*`); NHWC as
+    /// [`ConvTcFilterTile::Mma`].
+    Elementwise,
+}
+
+/// The filter gradient's tensor-core kernel ([`CONV_TC_FILTER_TILE_ENV`], read on first use).
+pub fn conv_tc_filter_tile() -> ConvTcFilterTile {
+    static W: std::sync::OnceLock<ConvTcFilterTile> = std::sync::OnceLock::new();
     *W.get_or_init(|| {
-        conv_tc_filter_tile_says_wgmma(std::env::var(CONV_TC_FILTER_TILE_ENV).ok().as_deref())
+        conv_tc_filter_tile_from_env(std::env::var(CONV_TC_FILTER_TILE_ENV).ok().as_deref())
     })
 }
 
 /// [`CONV_TC_FILTER_TILE_ENV`]'s reading.
-fn conv_tc_filter_tile_says_wgmma(v: Option<&str>) -> bool {
-    v.is_some_and(|v| v.trim().eq_ignore_ascii_case("wgmma"))
+fn conv_tc_filter_tile_from_env(v: Option<&str>) -> ConvTcFilterTile {
+    match v.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+        Some("wgmma") => ConvTcFilterTile::Wgmma,
+        Some("elementwise") => ConvTcFilterTile::Elementwise,
+        _ => ConvTcFilterTile::Mma,
+    }
 }
 
 /// Environment variable for the grid of the lean tensor-core conv kernels: `wave` launches
@@ -453,9 +479,11 @@ mod tests {
         assert_eq!(forward("wide"), ConvTcTile::Tall);
         assert_eq!(forward("wgmma"), ConvTcTile::Wgmma);
         assert_eq!(conv_tc_tile_from_env(Some(" WGMMA")), ConvTcTile::Wgmma);
-        assert!(conv_tc_filter_tile_says_wgmma(Some(" WGMMA\n")));
+        let filter = conv_tc_filter_tile_from_env;
+        assert_eq!(filter(Some(" WGMMA\n")), ConvTcFilterTile::Wgmma);
+        assert_eq!(filter(Some("Elementwise ")), ConvTcFilterTile::Elementwise);
         for v in [None, Some(""), Some("mma"), Some("tall"), Some("wgmma2")] {
-            assert!(!conv_tc_filter_tile_says_wgmma(v), "{v:?}");
+            assert_eq!(filter(v), ConvTcFilterTile::Mma, "{v:?}");
         }
         assert_eq!(conv_tc_grid_from_env(None), ConvTcGrid::Auto);
         assert_eq!(conv_tc_grid_from_env(Some("auto")), ConvTcGrid::Auto);
@@ -635,6 +663,7 @@ mod tests {
                 "conv2d_backprop_input_tc_vec_nchw",
                 "conv2d_forward_tc_vec_nchw",
                 "conv2d_backprop_filter_partial_tc",
+                "conv2d_backprop_filter_partial_tc_elementwise",
                 "conv2d_backprop_filter_partial_tc_nhwc",
             ] {
                 for d in crate::DType::ALL {

@@ -10,8 +10,9 @@ use cudarc::driver::{
 };
 
 use super::images::{
-    conv_tc_filter_wgmma, conv_tc_forward_tile, conv_tc_grid, conv_tc_tile, conv_tc_vec_enabled,
-    conv_tc_wgmma_available, conv_tensor_core_choice, conv_tensor_cores_for_all_dtypes, ConvTcTile,
+    conv_tc_filter_tile, conv_tc_forward_tile, conv_tc_grid, conv_tc_tile, conv_tc_vec_enabled,
+    conv_tc_wgmma_available, conv_tensor_core_choice, conv_tensor_cores_for_all_dtypes,
+    ConvTcFilterTile, ConvTcTile,
 };
 use super::launch::{self, Launch};
 use super::params::{
@@ -676,10 +677,16 @@ pub fn conv_kernel<T: Element>(
         ConvFamily::Forward => format!("conv2d_forward{tc}_{s}"),
         ConvFamily::BackpropInput => format!("conv2d_backprop_input{tc}_{s}"),
         ConvFamily::BackpropFilter => {
-            let partial = conv_filter_partial_kernel(tc == "_tc", layout, false);
-            format!("{partial}_{s} + conv2d_backprop_filter_reduce_{s}")
+            // Without a geometry: the wgmma kernel's calls unknown (conv_kernel_for knows).
+            let tile = conv_filter_tile(layout, false);
+            conv_filter_kernels(conv_filter_partial_kernel(tc == "_tc", layout, tile), s)
         }
     })
+}
+
+/// The filter gradient's two kernels in element type `s` (suffix), for reports.
+fn conv_filter_kernels(partial: &str, s: &str) -> String {
+    format!("{partial}_{s} + conv2d_backprop_filter_reduce_{s}")
 }
 
 /// [`conv_kernel`] for one call of geometry `g` (from [`plan_conv2d`] or
@@ -703,16 +710,14 @@ pub fn conv_kernel_for<T: Element>(
         ConvFamily::BackpropInput => false,
         ConvFamily::BackpropFilter => {
             let tc = name.contains("_tc_nhwc_");
-            if !(tc && conv_tc_filter_wgmma() && conv_tc_wgmma_available()) {
+            if !(tc && conv_tc_filter_tile() == ConvTcFilterTile::Wgmma) {
                 return Ok(name);
             }
             let p = conv_filter_params("conv_kernel_for", g, layout, filter_layout)?;
-            if !conv_filter_wgmma_serves(&p, std::mem::size_of::<T>()) {
-                return Ok(name);
-            }
-            let s = T::SUFFIX;
-            let partial = conv_filter_partial_kernel(true, layout, true);
-            return Ok(format!("{partial}_{s} + conv2d_backprop_filter_reduce_{s}"));
+            let serves = conv_filter_wgmma_serves(&p, std::mem::size_of::<T>());
+            let tile = conv_filter_tile(layout, serves && conv_tc_wgmma_available());
+            let partial = conv_filter_partial_kernel(true, layout, tile);
+            return Ok(conv_filter_kernels(partial, T::SUFFIX));
         }
     };
     let tc_name = format!("_tc_{}", T::SUFFIX);
@@ -839,14 +844,39 @@ fn conv_tc_vec_grid(
 }
 
 /// The filter gradient's partial-sum kernel family: the FFMA one, or the tensor-core one of
-/// `layout` (one entry point per layout, see `kernels/conv_tc.cuh`), or where `wgmma` (see
-/// [`conv_filter_wgmma_serves`]) the NHWC wgmma one.
-fn conv_filter_partial_kernel(tc: bool, layout: Layout, wgmma: bool) -> &'static str {
-    match (tc, layout) {
-        (false, _) => "conv2d_backprop_filter_partial",
-        (true, Layout::Nchw) => "conv2d_backprop_filter_partial_tc",
-        (true, Layout::Nhwc) if wgmma => "conv2d_backprop_filter_partial_tc_nhwc_wgmma",
-        (true, Layout::Nhwc) => "conv2d_backprop_filter_partial_tc_nhwc",
+/// `layout` and `tile` (one entry point per layout and loop, see `kernels/conv_tc.cuh`; `tile`
+/// as [`conv_filter_tile`] gives it).
+fn conv_filter_partial_kernel(tc: bool, layout: Layout, tile: ConvTcFilterTile) -> &'static str {
+    match (tc, layout, tile) {
+        (false, _, _) => "conv2d_backprop_filter_partial",
+        (true, Layout::Nchw, ConvTcFilterTile::Elementwise) => {
+            "conv2d_backprop_filter_partial_tc_elementwise"
+        }
+        (true, Layout::Nchw, _) => "conv2d_backprop_filter_partial_tc",
+        (true, Layout::Nhwc, ConvTcFilterTile::Wgmma) => {
+            "conv2d_backprop_filter_partial_tc_nhwc_wgmma"
+        }
+        (true, Layout::Nhwc, _) => "conv2d_backprop_filter_partial_tc_nhwc",
+    }
+}
+
+/// The tensor-core filter kernel a `layout` call runs under [`conv_tc_filter_tile`]: the
+/// wgmma one only where `wgmma_serves` (the call: [`conv_filter_wgmma_serves`]; the device:
+/// the compute_90a image), the elementwise one only for NCHW.
+fn conv_filter_tile(layout: Layout, wgmma_serves: bool) -> ConvTcFilterTile {
+    conv_filter_tile_of(conv_tc_filter_tile(), layout, wgmma_serves)
+}
+
+/// [`conv_filter_tile`] with the environment's choice `env`.
+fn conv_filter_tile_of(
+    env: ConvTcFilterTile,
+    layout: Layout,
+    wgmma_serves: bool,
+) -> ConvTcFilterTile {
+    match (env, layout) {
+        (ConvTcFilterTile::Wgmma, Layout::Nhwc) if wgmma_serves => ConvTcFilterTile::Wgmma,
+        (ConvTcFilterTile::Elementwise, Layout::Nchw) => ConvTcFilterTile::Elementwise,
+        _ => ConvTcFilterTile::Mma,
     }
 }
 
@@ -1027,12 +1057,15 @@ fn conv_backprop_filter_raw<T: Element>(
         stream_arch(stream, OP)?,
         F32Precision::Exact,
     );
-    // The wgmma kernel (opt-in, compute_90a image): the same grid, split and sums.
-    let wgmma = tc
-        && conv_tc_filter_wgmma()
+    // The wgmma kernel (opt-in, compute_90a image) or NCHW's elementwise one (opt-in): the
+    // same grid, split and sums.
+    let wgmma_serves = tc
+        && conv_tc_filter_tile() == ConvTcFilterTile::Wgmma
         && conv_filter_wgmma_serves(&p, std::mem::size_of::<T>())
         && stream_runs_sm90a(stream, OP, "conv")?;
-    let name = conv_filter_partial_kernel(tc, layout, wgmma);
+    let tile = conv_filter_tile(layout, wgmma_serves);
+    let wgmma = tile == ConvTcFilterTile::Wgmma;
+    let name = conv_filter_partial_kernel(tc, layout, tile);
     let partial = if tc {
         launch::conv_filter_partial_tc(&p)
     } else {
@@ -1047,8 +1080,8 @@ fn conv_backprop_filter_raw<T: Element>(
         };
         let mut b = stream.launch_builder(&f);
         b.arg(&p);
-        // SAFETY: conv2d_backprop_filter_partial_<T>, conv2d_backprop_filter_partial_tc_<T>,
-        // conv2d_backprop_filter_partial_tc_nhwc_<T> and its _wgmma twin (launched only
+        // SAFETY: conv2d_backprop_filter_partial_<T>, conv2d_backprop_filter_partial_tc_<T>
+        // and its _elementwise twin, conv2d_backprop_filter_partial_tc_nhwc_<T> and its _wgmma twin (launched only
         // where conv_filter_wgmma_serves holds: the alignment and channel counts its 16-byte
         // copies need) take one GoConvFilterParams; x and dy point to buffers of exactly the geometry's
         // input and output sizes (checked by every caller), ws to splits x filter elements of
@@ -1764,28 +1797,76 @@ mod tests {
         assert!(!with(&|p| p.co = 68), "co 68");
         assert!(!with(&|p| p.x += 8), "x 8 bytes off");
         assert!(!with(&|p| p.dy += 2), "dy 2 bytes off");
-        for (tc, layout, wgmma, want) in [
-            (false, Layout::Nhwc, true, "conv2d_backprop_filter_partial"),
+        use ConvTcFilterTile::{Elementwise, Mma, Wgmma};
+        // (tc, layout, environment, the call served by wgmma, partial kernel)
+        for (tc, layout, env, serves, want) in [
+            (
+                false,
+                Layout::Nhwc,
+                Wgmma,
+                true,
+                "conv2d_backprop_filter_partial",
+            ),
+            (
+                false,
+                Layout::Nchw,
+                Elementwise,
+                false,
+                "conv2d_backprop_filter_partial",
+            ),
             (
                 true,
                 Layout::Nchw,
+                Mma,
+                false,
+                "conv2d_backprop_filter_partial_tc",
+            ),
+            (
+                true,
+                Layout::Nchw,
+                Wgmma,
                 true,
                 "conv2d_backprop_filter_partial_tc",
             ),
             (
                 true,
+                Layout::Nchw,
+                Elementwise,
+                false,
+                "conv2d_backprop_filter_partial_tc_elementwise",
+            ),
+            (
+                true,
                 Layout::Nhwc,
+                Mma,
+                true,
+                "conv2d_backprop_filter_partial_tc_nhwc",
+            ),
+            (
+                true,
+                Layout::Nhwc,
+                Wgmma,
                 false,
                 "conv2d_backprop_filter_partial_tc_nhwc",
             ),
             (
                 true,
                 Layout::Nhwc,
+                Elementwise,
+                false,
+                "conv2d_backprop_filter_partial_tc_nhwc",
+            ),
+            (
+                true,
+                Layout::Nhwc,
+                Wgmma,
                 true,
                 "conv2d_backprop_filter_partial_tc_nhwc_wgmma",
             ),
         ] {
-            assert_eq!(conv_filter_partial_kernel(tc, layout, wgmma), want);
+            let tile = conv_filter_tile_of(env, layout, serves);
+            let what = format!("{tc} {layout:?} {env:?} {serves}");
+            assert_eq!(conv_filter_partial_kernel(tc, layout, tile), want, "{what}");
         }
     }
 

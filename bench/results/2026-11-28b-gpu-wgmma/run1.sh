@@ -22,7 +22,8 @@
 # (conv2d_backprop_filter_partial_tc_nhwc_wgmma_*, GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma, set
 # beside the tile variables in every correctness step): its sanitizers on the filter parity
 # test, f16 W7 and W8 NHWC timed against the mma.sync kernel with cuDNN before and after, ncu
-# on one W7 call of each, its SASS.
+# on one W7 call of each, its SASS. And (2026-12-02, third session) the NCHW filter gradient by
+# 16-byte runs (the new default) against the elementwise loop, f16 and f32 W7/W8, ncu on W7.
 # The 16-bit timings are f16 only (bf16 ran within 1% of f16 in every earlier run).
 # Usage: run1.sh BUNDLE OUT   (BUNDLE: the unpacked target/gpu-carry/bundle.tar.xz)
 # Not yet run; the 2026-11-28 runs' steps of the same kinds took: conv tests 34 s, racecheck 8 s,
@@ -128,6 +129,24 @@ for rep in 1 2; do
 done
 PYTHONUNBUFFERED=1 st peers_filter_b 120 python3 bench/peers.py --device cuda --reps 50 --dtypes f16 \
   --layouts nhwc --workloads W7,W8 --nhwc-workloads W7,W8 --json "$W/peers-filter-b.json"; reap
+# 2d. (2026-12-02, third session) The NCHW filter gradient's partial sums by 16-byte runs (the
+#     new default, conv2d_backprop_filter_partial_tc_*) against the elementwise loop it
+#     replaced (GRADOPS_CUDA_CONV_TC_FILTER_TILE=elementwise), f16 and exact f32, W7 and W8,
+#     twice in turn, cuDNN NCHW before and after. (Its correctness on the GPU: the conv tests
+#     and the filter sanitizers above, whose NCHW calls run it.)
+PYTHONUNBUFFERED=1 st peers_nchw_filter_a 120 python3 bench/peers.py --device cuda --reps 50 \
+  --dtypes f16,f32 --layouts nchw --workloads W7,W8 --json "$W/peers-nchw-filter-a.json"; reap
+for rep in 1 2; do
+  for v in runs elementwise; do
+    for d in f16 f32; do
+      GRADOPS_CUDA_CONV_TC_FILTER_TILE=$v st "t${rep}_nchw${v}_$d" 40 "$B/gradops" bench --device cuda \
+        --dtype $d --layout nchw --workload W7,W8 --reps 50 \
+        --json "$W/t$rep-nchw$v-$(if [[ $d == f32 ]]; then echo f32_exact; else echo $d; fi)_nchw.json"
+    done
+  done
+done
+PYTHONUNBUFFERED=1 st peers_nchw_filter_b 120 python3 bench/peers.py --device cuda --reps 50 \
+  --dtypes f16,f32 --layouts nchw --workloads W7,W8 --json "$W/peers-nchw-filter-b.json"; reap
 # 3. ncu on one f16 call each: W4 and W5 of the wgmma backprop_input kernel, W4 of the tall
 #    one, W4f of the wgmma forward.
 NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)"
@@ -157,6 +176,14 @@ for v in mma wgmma; do
     --section MemoryWorkloadAnalysis --metrics "$M" "$B/gradops" bench --device cuda --dtype f16 \
     --layout nhwc --workload W7 --reps 3
 done
+for v in runs elementwise; do
+  k=conv2d_backprop_filter_partial_tc_f16
+  [[ $v == elementwise ]] && k=conv2d_backprop_filter_partial_tc_elementwise_f16
+  GRADOPS_CUDA_CONV_TC_FILTER_TILE=$v st "ncu_filter_nchw_${v}_W7" 40 "$NCU" --clock-control none \
+    -k $k -s 2 -c 1 --section SpeedOfLight --section Occupancy --section SchedulerStats \
+    --section MemoryWorkloadAnalysis --metrics "$M" "$B/gradops" bench --device cuda --dtype f16 \
+    --layout nchw --workload W7 --reps 3
+done
 # 4. The wgmma kernels' SASS (the bundle's conv.sm_90a.cubin): HGMMA count, the main loop.
 OBJ="$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump | head -1)"
 st sass 30 bash -c 'for f in conv2d_backprop_input_tc_vec_wgmma_f16 conv2d_forward_tc_vec_wgmma_f16 conv2d_backprop_input_tc_vec_wgmma_f32 conv2d_backprop_input_tc_vec_nchw_wgmma_f32 conv2d_forward_tc_vec_wgmma_f32 conv2d_backprop_filter_partial_tc_nhwc_wgmma_f16; do
@@ -164,6 +191,6 @@ st sass 30 bash -c 'for f in conv2d_backprop_input_tc_vec_wgmma_f16 conv2d_forwa
   [[ -e "$1/conv-inflight.sm_90a.cubin" ]] && "$0" -sass -fun $f "$1/conv-inflight.sm_90a.cubin" >> "$2/sass-wgmma-inflight.txt"; done
   grep -cE "HGMMA" "$2/sass-wgmma.txt"; grep -cE "^ +/\*[0-9a-f]{4}\*/" "$2/sass-wgmma.txt"' \
   "$OBJ" "$B" "$W"
-python3 bench/variant_summary.py "$W" "tiles (NHWC and NCHW, both ops; f16 and f32; the f16 filter gradient)" | tee -a "$L"
+python3 bench/variant_summary.py "$W" "tiles (NHWC and NCHW, both ops; f16 and f32; the filter gradient)" | tee -a "$L"
 grep -hE "rc=" "$L" | grep -v "rc=0 "; grep -hE "rc=" "$L" | wc -l
 tail -8 "$L"

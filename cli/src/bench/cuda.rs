@@ -516,17 +516,29 @@ fn bench_cuda_typed<T: Element>(
             ));
         }
     }
-    if gradops::cuda::conv_tc_filter_wgmma() {
-        let env = gradops::cuda::CONV_TC_FILTER_TILE_ENV;
-        notes.push(if gradops::cuda::conv_tc_wgmma_available() {
-            format!(
-                "{env}=wgmma: f16/bf16 NHWC conv2d_backprop_filter (channels per group whole                  16-byte chunks) ran its partial sums on one warpgroup of m64n64 wgmma                  (conv2d_backprop_filter_partial_tc_nhwc_wgmma), not the mma.sync kernel"
-            )
-        } else {
-            format!(
-                "{env}=wgmma: this device or build has no compute_90a image (compute capability                  9.0 only): conv2d_backprop_filter ran the default mma.sync kernels"
-            )
-        });
+    let env = gradops::cuda::CONV_TC_FILTER_TILE_ENV;
+    match gradops::cuda::conv_tc_filter_tile() {
+        gradops::cuda::ConvTcFilterTile::Mma => {}
+        gradops::cuda::ConvTcFilterTile::Wgmma => {
+            notes.push(if gradops::cuda::conv_tc_wgmma_available() {
+                format!(
+                    "{env}=wgmma: f16/bf16 NHWC conv2d_backprop_filter (channels per group whole \
+                     16-byte chunks) ran its partial sums on one warpgroup of m64n64 wgmma \
+                     (conv2d_backprop_filter_partial_tc_nhwc_wgmma), not the mma.sync kernel"
+                )
+            } else {
+                format!(
+                    "{env}=wgmma: this device or build has no compute_90a image (compute \
+                     capability 9.0 only): conv2d_backprop_filter ran the default mma.sync kernels"
+                )
+            })
+        }
+        gradops::cuda::ConvTcFilterTile::Elementwise => notes.push(format!(
+            "{env}=elementwise: NCHW conv2d_backprop_filter on the tensor cores gathered its \
+             operands element by element into one shared stage \
+             (conv2d_backprop_filter_partial_tc_elementwise, the kernel before 2026-12-02), not \
+             by 16-byte runs"
+        )),
     }
     match gradops::cuda::conv_tc_grid() {
         gradops::cuda::ConvTcGrid::Auto => {}
