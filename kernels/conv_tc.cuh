@@ -1585,7 +1585,8 @@ GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
 // loops follow the layout:
 //   NCHW: both operands have the pixels contiguous; the tiles land [m][k] / [nn][k]. A
 //         thread takes a run of VEC pixels of a few rows: x's runs gathered into registers
-//         (16-byte loads shifted into place where the run lies in one x row at unit stride)
+//         (16-byte loads shifted into place where the run lies in one x row at stride 1
+//         or 2)
 //         while the warps run the previous chunk's mma, dy's as 16-byte cp.async copies
 //         (where dy's planes are whole runs); two stages. (The elementwise loop, opt-in:
 //         one element per load, one shared stage.)
@@ -1645,41 +1646,59 @@ GO_DEV uint32_t go_funnel_r(uint32_t lo, uint32_t hi, unsigned bits) {
 #endif
 }
 
-// The 16 bytes of elements row[ix0, ix0 + 16 / sizeof(S)) of a row of wi elements that
-// starts 16-byte aligned, wi a multiple of 16 / sizeof(S); elements outside [0, wi) zero.
-// Each of the two aligned 16-byte runs the wanted one straddles lies wholly inside the row
-// or wholly outside it, so a run is loaded or left zero (no element masks), and the wanted
-// bytes are shifted out of the pair: whole words by selects, the rest by funnel shifts.
-template <typename S>
-GO_DEV uint4 go_ld_row_run16(const S* row, go_i64 ix0, go_i64 wi) {
-    constexpr int VEC = 16 / (int)sizeof(S);
+// The 16 bytes of elements row[ix0 + SW * e], e = 0 .. 16 / sizeof(S) - 1 (SW: 1 or 2), of a
+// row of wi elements that starts 16-byte aligned, wi a multiple of 16 / sizeof(S); elements
+// outside [0, wi) zero. Each of the SW + 1 aligned 16-byte runs the elements span lies wholly
+// inside the row or wholly outside it, so a run is loaded or left zero (no element masks);
+// the span is shifted out of them (whole words by selects, the rest by funnel shifts) and,
+// at SW 2, its even elements kept.
+template <typename S, int SW>
+GO_DEV uint4 go_ld_row_run16(const S* __restrict__ row, go_i64 ix0, go_i64 wi) {
+    static_assert(SW == 1 || SW == 2, "unit stride or stride 2");
+    constexpr int VEC = 16 / (int)sizeof(S), NR = SW + 1, NW = 4 * NR;
     const go_i64 a = ix0 & ~(go_i64)(VEC - 1);  // the aligned run at or before ix0
     const int b = (int)(ix0 - a) * (int)sizeof(S);  // bytes to drop from it, 0-15
-    uint4 lo, hi;
-    lo.x = lo.y = lo.z = lo.w = 0u;
-    hi = lo;
-    if (a >= 0 && a < wi) lo = go_ldg(reinterpret_cast<const uint4*>(row + a));
-    if (b > 0 && a + VEC >= 0 && a + VEC < wi)
-        hi = go_ldg(reinterpret_cast<const uint4*>(row + (a + VEC)));
-    const uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-    uint32_t v[6], u[5];
+    uint32_t w[NW];
 #pragma unroll
-    for (int i = 0; i < 6; ++i) v[i] = (b & 8) ? w[i + 2] : w[i];
+    for (int k = 0; k < NR; ++k) {
+        const go_i64 ak = a + k * VEC;
+        uint4 v;
+        v.x = v.y = v.z = v.w = 0u;
+        // The last run only where the span reaches into it.
+        const bool need = k < SW || b > 0;
+        if (need && ak >= 0 && ak < wi) v = go_ldg(reinterpret_cast<const uint4*>(row + ak));
+        w[4 * k] = v.x, w[4 * k + 1] = v.y, w[4 * k + 2] = v.z, w[4 * k + 3] = v.w;
+    }
+    // The span's 4 * SW words from byte b on.
+    uint32_t v[NW - 2], u[NW - 3], z[4 * SW];
 #pragma unroll
-    for (int i = 0; i < 5; ++i) u[i] = (b & 4) ? v[i + 1] : v[i];
+    for (int i = 0; i < NW - 2; ++i) v[i] = (b & 8) ? w[i + 2] : w[i];
+#pragma unroll
+    for (int i = 0; i < NW - 3; ++i) u[i] = (b & 4) ? v[i + 1] : v[i];
     const unsigned bits = 8u * (unsigned)(b & 3);
+#pragma unroll
+    for (int i = 0; i < 4 * SW; ++i) z[i] = go_funnel_r(u[i], u[i + 1], bits);
+    uint32_t o[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        if constexpr (SW == 1)
+            o[j] = z[j];
+        else if constexpr (sizeof(S) == 2)  // span elements 4j and 4j + 2
+            o[j] = (z[2 * j] & 0xFFFFu) | (z[2 * j + 1] << 16);
+        else if constexpr (sizeof(S) == 4)
+            o[j] = z[2 * j];
+        else  // 8-byte elements: span elements 0 and 2
+            o[j] = z[(j / 2) * 4 + j % 2];
+    }
     uint4 r;
-    r.x = go_funnel_r(u[0], u[1], bits);
-    r.y = go_funnel_r(u[1], u[2], bits);
-    r.z = go_funnel_r(u[2], u[3], bits);
-    r.w = go_funnel_r(u[3], u[4], bits);
+    r.x = o[0], r.y = o[1], r.z = o[2], r.w = o[3];
     return r;
 }
 
 // NCHW chunk loop over pixels [r_begin, r_end) by runs of VEC pixels (see the section
 // comment). Thread t takes run j = t % RUNS of each chunk, for filter rows (A) and output
 // channels (B) t / RUNS + RSTEP * i: a run of A is gathered into registers, 16 bytes at a
-// time where it lies in one x row at unit stride (avec: x 16-byte aligned, rows of whole
+// time where it lies in one x row at stride 1 or 2 (avec: x 16-byte aligned, rows of whole
 // runs; go_ld_row_run16), element by element elsewhere, and stored one iteration later; a
 // run of B is one 16-byte cp.async (BV: dy 16-byte aligned, planes of whole runs), or
 // gathered as A's. Two stages (smem: 2 x TC_STAGE_BYTES), one barrier a chunk. The staged
@@ -1724,9 +1743,12 @@ GO_DEV void go_tc_filter_chunks_nchw(const GoConvFilterParams& p, const T* __res
             for (int i = 0; i < NA; ++i) {
                 const go_i64 iy = q.oy * p.sh + ra[i].ybias;
                 av[i].x = av[i].y = av[i].z = av[i].w = 0u;
-                if (ra[i].ok && iy >= 0 && iy < p.hi)
-                    av[i] = go_ld_row_run16(x + xn + ra[i].choff + iy * p.wi,
-                                            q.ox + ra[i].xbias, p.wi);  // unit stride (avec)
+                if (ra[i].ok && iy >= 0 && iy < p.hi) {
+                    const T* row = x + xn + ra[i].choff + iy * p.wi;
+                    const go_i64 ix0 = q.ox * p.sw + ra[i].xbias;
+                    av[i] = p.sw == 1 ? go_ld_row_run16<T, 1>(row, ix0, p.wi)
+                                      : go_ld_row_run16<T, 2>(row, ix0, p.wi);
+                }
             }
         }
         if (!arun || !BV) {
@@ -2078,10 +2100,10 @@ GO_DEV void conv2d_backprop_filter_partial_tc_layout(const GoConvFilterParams& p
         // The wgmma kernel copies 16 bytes only (the host launches it where both hold).
         if (!avec || !bvec) go_trap();
     }
-    // NCHW's 16-byte runs: x rows (and so planes and images) of whole runs at unit stride,
+    // NCHW's 16-byte runs: x rows (and so planes and images) of whole runs at stride 1 or 2,
     // dy planes of whole runs; both tensors 16-byte aligned.
-    const bool navec =
-        p.sw == 1 && p.wi % VEC == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+    const bool navec = (p.sw == 1 || p.sw == 2) && p.wi % VEC == 0 &&
+                       reinterpret_cast<uintptr_t>(x) % 16 == 0;
     const bool nbvec = (p.ho * p.wo) % VEC == 0 && reinterpret_cast<uintptr_t>(dy) % 16 == 0;
 
     for (go_i64 s = blockIdx.y; s < p.splits; s += gridDim.y) {

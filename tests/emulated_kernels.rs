@@ -1909,13 +1909,13 @@ fn emulated_conv2d_backprop_filter_wgmma() {
 
 /// The NCHW filter gradient's tensor-core partial sums by runs of 16 bytes
 /// (`conv2d_backprop_filter_partial_tc_*`: x's runs loaded 16 bytes at a time and shifted into
-/// place where a run lies in one x row at unit stride, dy's as 16-byte copies where its planes
+/// place where a run lies in one x row at stride 1 or 2, dy's as 16-byte copies where its planes
 /// are whole runs) against the elementwise loop they replaced
 /// (`conv2d_backprop_filter_partial_tc_elementwise_*`), bit for bit (the same staged tiles,
 /// products and order), and against the float64 reference (exactly on inputs whose sums are
 /// exact): every dtype; x rows of whole runs and one element longer; dy planes of whole runs
 /// and not; tap offsets negative, zero and past a run (dilations up to 5, left pads up to the
-/// kernel's extent); unit stride and stride 2 along x; one and two groups, several tiles;
+/// kernel's extent); stride 1 and 2 along x (both on runs); one and two groups, several tiles;
 /// the runtime's split, one and three, on the natural grid and on one block.
 #[test]
 fn emulated_conv2d_backprop_filter_nchw_runs() {
@@ -1924,6 +1924,7 @@ fn emulated_conv2d_backprop_filter_nchw_runs() {
     };
     let mut rng = Rng(0x5eed_0fa1);
     let (mut ran, mut x_runs, mut x_ragged, mut dy_runs, mut dy_ragged) = (0, 0, 0, 0, 0);
+    let mut x_runs_s2 = 0;
     let (mut far_shift, mut multi_tile, mut deep) = (0, 0, 0);
     for case in 0..cases_count_tc().max(8) {
         let dt = DTS[case % DTS.len()];
@@ -1946,9 +1947,17 @@ fn emulated_conv2d_backprop_filter_nchw_runs() {
         let far = case % 4 == 0;
         let (kh, kw) = (rng.range(1, 3), if far { 3 } else { rng.range(1, 3) });
         let (dh, dw) = (rng.range(1, 2), if far { 5 } else { rng.range(1, 5) });
-        let (sh, sw) = (rng.range(1, 2), if case % 5 == 4 { 2 } else { 1 });
+        // Stride 2 along x in three cases (f32 twice, bf16), their x rows long enough for
+        // runs of output pixels in one row.
+        let sw2 = case % 4 == 2 || case % 8 == 5;
+        let (sh, sw) = (rng.range(1, 2), if sw2 { 2 } else { 1 });
         // x rows of whole runs (16-byte loads) but in every third case.
-        let wi = vec * rng.range(1 + far as i64, 3) + (case % 3 == 1) as i64;
+        let runs = if sw2 {
+            rng.range(if vec == 8 { 4 } else { 3 }, 5)
+        } else {
+            rng.range(1 + far as i64, 3)
+        };
+        let wi = vec * runs + (case % 3 == 1) as i64;
         let hi = rng.range(3, 7);
         let (keh, kew) = ((kh - 1) * dh + 1, (kw - 1) * dw + 1);
         let (pt, pb) = (rng.range(0, 1), rng.range(0, 1));
@@ -1989,8 +1998,9 @@ fn emulated_conv2d_backprop_filter_nchw_runs() {
             filter_layout: params::GO_FILTER_HWIO as i32,
         };
         let what = format!("filter nchw runs {dt:?} {}", filter_what(&p));
-        if sw == 1 && wi % vec == 0 && p.wo >= vec {
+        if wi % vec == 0 && p.wo >= vec {
             x_runs += 1;
+            x_runs_s2 += (sw == 2) as usize;
         } else {
             x_ragged += 1;
         }
@@ -2062,11 +2072,12 @@ fn emulated_conv2d_backprop_filter_nchw_runs() {
         x_runs > 0 && x_ragged > 0 && dy_runs > 0 && dy_ragged > 0,
         "x rows of runs {x_runs} / not {x_ragged}, dy planes of runs {dy_runs} / not {dy_ragged}"
     );
+    assert!(x_runs_s2 > 0, "no x rows of runs at stride 2");
     assert!(far_shift > 0, "no tap a whole run off its pixel");
     assert!(multi_tile > 0, "no case of several tiles");
     assert!(deep > 0, "no split of three or more chunks");
     println!(
-        "emulated_conv2d_backprop_filter_nchw_runs: {ran} cases, x rows of runs {x_runs} / not {x_ragged}, dy planes of runs {dy_runs} / not {dy_ragged}, {far_shift} with a tap a run or more off, {multi_tile} of several tiles, {deep} splits of 3+ chunks, bit for bit against the elementwise loop"
+        "emulated_conv2d_backprop_filter_nchw_runs: {ran} cases, x rows of runs {x_runs} ({x_runs_s2} at stride 2) / not {x_ragged}, dy planes of runs {dy_runs} / not {dy_ragged}, {far_shift} with a tap a run or more off, {multi_tile} of several tiles, {deep} splits of 3+ chunks, bit for bit against the elementwise loop"
     );
 }
 

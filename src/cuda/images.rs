@@ -281,7 +281,7 @@ fn conv_tc_tile_reading(v: Option<&str>, forward: bool) -> ConvTcTile {
 ///
 /// Unset or any other value: `conv2d_backprop_filter_partial_tc_nhwc_*` (NHWC) and
 /// `conv2d_backprop_filter_partial_tc_*` (NCHW: x gathered by runs of 16 bytes where a run
-/// lies in one x row at unit stride, dy by 16-byte copies where its planes are whole runs;
+/// lies in one x row at stride 1 or 2, dy by 16-byte copies where its planes are whole runs;
 /// not yet timed on a GPU). Every kernel gives the same results bit for bit (the emulator).
 pub const CONV_TC_FILTER_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_FILTER_TILE";
 
