@@ -130,10 +130,10 @@ done
 PYTHONUNBUFFERED=1 st peers_filter_b 120 python3 bench/peers.py --device cuda --reps 50 --dtypes f16 \
   --layouts nhwc --workloads W7,W8 --nhwc-workloads W7,W8 --json "$W/peers-filter-b.json"; reap
 # 2d. (2026-12-02, third session) The NCHW filter gradient's partial sums by 16-byte runs (the
-#     new default, conv2d_backprop_filter_partial_tc_*) against the elementwise loop it
-#     replaced (GRADOPS_CUDA_CONV_TC_FILTER_TILE=elementwise), f16 and exact f32, W7 and W8 (W8: x at stride 2, on runs too since the same session),
-#     twice in turn, cuDNN NCHW before and after. (Its correctness on the GPU: the conv tests
-#     and the filter sanitizers above, whose NCHW calls run it.)
+#     new default, conv2d_backprop_filter_partial_tc_*; x at stride 1 or 2) against the
+#     elementwise loop it replaced (GRADOPS_CUDA_CONV_TC_FILTER_TILE=elementwise), f16 and
+#     exact f32, W7 and W8, twice in turn, cuDNN NCHW before and after. (Its correctness on
+#     the GPU: the conv tests and the filter sanitizers above, whose NCHW calls run it.)
 PYTHONUNBUFFERED=1 st peers_nchw_filter_a 120 python3 bench/peers.py --device cuda --reps 50 \
   --dtypes f16,f32 --layouts nchw --workloads W7,W8 --json "$W/peers-nchw-filter-a.json"; reap
 for rep in 1 2; do
