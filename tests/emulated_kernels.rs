@@ -1606,6 +1606,29 @@ fn tc_filter_params(
         rng.range(0, 1),
         rng.range(0, 1),
     );
+    filter_geometry(
+        (n, ci, co, groups),
+        layout,
+        (hi, wi),
+        (kh, kw),
+        (sh, sw),
+        (dh, dw),
+        (pt, pb, pl, pr),
+    )
+}
+
+/// A conv2d_backprop_filter geometry (HWIO filter, no split yet): `n` images of `ci` channels
+/// to `co` in `groups`, in `layout`, input `(hi, wi)`, kernel, strides, dilations, pads
+/// `(top, bottom, left, right)`; `None` where the kernel does not fit the padded input.
+fn filter_geometry(
+    (n, ci, co, groups): (i64, i64, i64, i64),
+    layout: i32,
+    (hi, wi): (i64, i64),
+    (kh, kw): (i64, i64),
+    (sh, sw): (i64, i64),
+    (dh, dw): (i64, i64),
+    (pt, pb, pl, pr): (i64, i64, i64, i64),
+) -> Option<GoConvFilterParams> {
     let (keh, kew) = ((kh - 1) * dh + 1, (kw - 1) * dw + 1);
     if hi + pt + pb < keh || wi + pl + pr < kew {
         return None;
@@ -1959,7 +1982,7 @@ fn emulated_conv2d_backprop_filter_nchw_runs() {
         };
         let wi = vec * runs + (case % 3 == 1) as i64;
         let hi = rng.range(3, 7);
-        let (keh, kew) = ((kh - 1) * dh + 1, (kw - 1) * dw + 1);
+        let kew = (kw - 1) * dw + 1;
         let (pt, pb) = (rng.range(0, 1), rng.range(0, 1));
         let pl = if far {
             rng.range(0, 2)
@@ -1967,35 +1990,17 @@ fn emulated_conv2d_backprop_filter_nchw_runs() {
             rng.range(0, kew - 1)
         };
         let pr = rng.range(0, 1);
-        if hi + pt + pb < keh || wi + pl + pr < kew {
-            continue;
-        }
         let n = rng.range(1, 3);
-        let mut p = GoConvFilterParams {
-            x: 1,
-            dy: 2,
-            ws: 3,
-            out: 0,
-            n,
-            ci,
-            hi,
-            wi,
-            co,
-            ho: (hi + pt + pb - keh) / sh + 1,
-            wo: (wi + pl + pr - kew) / sw + 1,
-            kh,
-            kw,
-            sh,
-            sw,
-            dh,
-            dw,
-            pad_top: pt,
-            pad_left: pl,
-            groups,
-            splits: 0,
-            split_len: 0,
-            layout: NCHW,
-            filter_layout: params::GO_FILTER_HWIO as i32,
+        let Some(mut p) = filter_geometry(
+            (n, ci, co, groups),
+            NCHW,
+            (hi, wi),
+            (kh, kw),
+            (sh, sw),
+            (dh, dw),
+            (pt, pb, pl, pr),
+        ) else {
+            continue;
         };
         let what = format!("filter nchw runs {dt:?} {}", filter_what(&p));
         if wi % vec == 0 && p.wo >= vec {
