@@ -1947,7 +1947,8 @@ fn emulated_conv2d_backprop_filter_nchw_runs() {
     };
     let mut rng = Rng(0x5eed_0fa1);
     let (mut ran, mut x_runs, mut x_ragged, mut dy_runs, mut dy_ragged) = (0, 0, 0, 0, 0);
-    let mut x_runs_s2 = 0;
+    // Element sizes whose x runs ran at stride 2 (each packs its kept elements its own way).
+    let mut x_runs_s2 = std::collections::BTreeSet::new();
     let (mut far_shift, mut multi_tile, mut deep) = (0, 0, 0);
     for case in 0..cases_count_tc().max(8) {
         let dt = DTS[case % DTS.len()];
@@ -1970,17 +1971,17 @@ fn emulated_conv2d_backprop_filter_nchw_runs() {
         let far = case % 4 == 0;
         let (kh, kw) = (rng.range(1, 3), if far { 3 } else { rng.range(1, 3) });
         let (dh, dw) = (rng.range(1, 2), if far { 5 } else { rng.range(1, 5) });
-        // Stride 2 along x in three cases (f32 twice, bf16), their x rows long enough for
-        // runs of output pixels in one row.
-        let sw2 = case % 4 == 2 || case % 8 == 5;
+        // Stride 2 along x in four cases (f32 twice, bf16, f64), their x rows long enough
+        // for runs of output pixels in one row.
+        let sw2 = case % 4 == 2 || case % 8 == 5 || case % 8 == 7;
         let (sh, sw) = (rng.range(1, 2), if sw2 { 2 } else { 1 });
-        // x rows of whole runs (16-byte loads) but in every third case.
+        // x rows of whole runs (16-byte loads) but in every third case at stride 1.
         let runs = if sw2 {
             rng.range(if vec == 8 { 4 } else { 3 }, 5)
         } else {
             rng.range(1 + far as i64, 3)
         };
-        let wi = vec * runs + (case % 3 == 1) as i64;
+        let wi = vec * runs + (case % 3 == 1 && !sw2) as i64;
         let hi = rng.range(3, 7);
         let kew = (kw - 1) * dw + 1;
         let (pt, pb) = (rng.range(0, 1), rng.range(0, 1));
@@ -2005,7 +2006,9 @@ fn emulated_conv2d_backprop_filter_nchw_runs() {
         let what = format!("filter nchw runs {dt:?} {}", filter_what(&p));
         if wi % vec == 0 && p.wo >= vec {
             x_runs += 1;
-            x_runs_s2 += (sw == 2) as usize;
+            if sw == 2 {
+                x_runs_s2.insert(dt.size());
+            }
         } else {
             x_ragged += 1;
         }
@@ -2077,12 +2080,16 @@ fn emulated_conv2d_backprop_filter_nchw_runs() {
         x_runs > 0 && x_ragged > 0 && dy_runs > 0 && dy_ragged > 0,
         "x rows of runs {x_runs} / not {x_ragged}, dy planes of runs {dy_runs} / not {dy_ragged}"
     );
-    assert!(x_runs_s2 > 0, "no x rows of runs at stride 2");
+    assert_eq!(
+        x_runs_s2.into_iter().collect::<Vec<_>>(),
+        [2, 4, 8],
+        "element sizes on x runs at stride 2"
+    );
     assert!(far_shift > 0, "no tap a whole run off its pixel");
     assert!(multi_tile > 0, "no case of several tiles");
     assert!(deep > 0, "no split of three or more chunks");
     println!(
-        "emulated_conv2d_backprop_filter_nchw_runs: {ran} cases, x rows of runs {x_runs} ({x_runs_s2} at stride 2) / not {x_ragged}, dy planes of runs {dy_runs} / not {dy_ragged}, {far_shift} with a tap a run or more off, {multi_tile} of several tiles, {deep} splits of 3+ chunks, bit for bit against the elementwise loop"
+        "emulated_conv2d_backprop_filter_nchw_runs: {ran} cases, x rows of runs {x_runs} / not {x_ragged} (at stride 2 too, 2-, 4- and 8-byte types), dy planes of runs {dy_runs} / not {dy_ragged}, {far_shift} with a tap a run or more off, {multi_tile} of several tiles, {deep} splits of 3+ chunks, bit for bit against the elementwise loop"
     );
 }
 
