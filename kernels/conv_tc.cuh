@@ -1585,9 +1585,8 @@ GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
 // loops follow the layout:
 //   NCHW: both operands have the pixels contiguous; the tiles land [m][k] / [nn][k]. A
 //         thread takes a run of VEC pixels of a few rows: x's runs gathered into registers
-//         (16-byte loads shifted into place where the run lies in one x row at stride 1
-//         or 2)
-//         while the warps run the previous chunk's mma, dy's as 16-byte cp.async copies
+//         (16-byte loads shifted into place where the run lies in one x row at stride 1 or
+//         2) while the warps run the previous chunk's mma, dy's as 16-byte cp.async copies
 //         (where dy's planes are whole runs); two stages. (The elementwise loop, opt-in:
 //         one element per load, one shared stage.)
 //   NHWC: both operands have the channels contiguous. The tiles land [k][m] / [k][nn] as
