@@ -1081,12 +1081,13 @@ fn conv_backprop_filter_raw<T: Element>(
         let mut b = stream.launch_builder(&f);
         b.arg(&p);
         // SAFETY: conv2d_backprop_filter_partial_<T>, conv2d_backprop_filter_partial_tc_<T>
-        // and its _elementwise twin, conv2d_backprop_filter_partial_tc_nhwc_<T> and its _wgmma twin (launched only
-        // where conv_filter_wgmma_serves holds: the alignment and channel counts its 16-byte
-        // copies need) take one GoConvFilterParams; x and dy point to buffers of exactly the geometry's
-        // input and output sizes (checked by every caller), ws to splits x filter elements of
-        // T's accumulation type (allocated above); x and dy are read only at in-range
-        // indices, each ws element written once; l is the launch geometry of the kernel chosen.
+        // and its _elementwise twin, conv2d_backprop_filter_partial_tc_nhwc_<T> and its
+        // _wgmma twin (launched only where conv_filter_wgmma_serves holds: the alignment and
+        // channel counts its 16-byte copies need) take one GoConvFilterParams; x and dy point
+        // to buffers of exactly the geometry's input and output sizes (checked by every
+        // caller), ws to splits x filter elements of T's accumulation type (allocated above);
+        // x and dy are read only at in-range indices, each ws element written once; l is the
+        // launch geometry of the kernel chosen.
         unsafe { b.launch(config(l)) }
             .map_err(|e| cuda_err(OP, "launching conv2d_backprop_filter_partial", e))?;
     }
