@@ -1726,9 +1726,25 @@ GO_DEV void go_tc_filter_chunks_nchw(const GoConvFilterParams& p, const T* __res
     auto stage_b = [&](int s) {
         return reinterpret_cast<S*>(smem + s * TC_STAGE_BYTES + TC_BM * TC_ROW_BYTES);
     };
-    GoTcFilterRow ra[NA];  // this thread's filter rows
+    // This thread's filter rows (their taps; xc: x at their channel plane of image 0) and
+    // output channels (dyc: dy at their plane of image 0; bok: inside the group), so that a
+    // chunk's offsets are the pixel's alone.
+    GoTcFilterRow ra[NA];
+    const T* xc[NA];
 #pragma unroll
-    for (int i = 0; i < NA; ++i) ra[i] = rowtab[r0 + RSTEP * i];
+    for (int i = 0; i < NA; ++i) {
+        ra[i] = rowtab[r0 + RSTEP * i];
+        xc[i] = x + (ra[i].ok ? ra[i].choff : 0);
+    }
+    const T* dyc[NB];
+    bool bok[NB];
+#pragma unroll
+    for (int i = 0; i < NB; ++i) {
+        const go_i64 o = r0 + RSTEP * i;
+        bok[i] = n_base + o < cog;
+        dyc[i] = dy + (bok[i] ? (g * cog + n_base + o) * hw : 0);
+    }
+    const go_i64 ximg = p.ci * himg, dyimg = p.co * hw;  // an image of x, of dy
     // The run's first pixel and its (n, oy, ox), advanced by BK per chunk.
     go_i64 r = r_begin + j * VEC;
     GoPix q = go_pix(r < npix ? r : 0, p.ho, p.wo);
@@ -1737,13 +1753,13 @@ GO_DEV void go_tc_filter_chunks_nchw(const GoConvFilterParams& p, const T* __res
     auto gather = [&](int s) {
         const bool arun = avec && r + VEC <= r_end && q.ox + VEC <= p.wo;
         if (arun) {
-            const go_i64 xn = q.n * p.ci * himg;
+            const go_i64 xn = q.n * ximg;
 #pragma unroll
             for (int i = 0; i < NA; ++i) {
                 const go_i64 iy = q.oy * p.sh + ra[i].ybias;
                 av[i].x = av[i].y = av[i].z = av[i].w = 0u;
                 if (ra[i].ok && iy >= 0 && iy < p.hi) {
-                    const T* row = x + xn + ra[i].choff + iy * p.wi;
+                    const T* row = xc[i] + xn + iy * p.wi;
                     const go_i64 ix0 = q.ox * p.sw + ra[i].xbias;
                     av[i] = p.sw == 1 ? go_ld_row_run16<T, 1>(row, ix0, p.wi)
                                       : go_ld_row_run16<T, 2>(row, ix0, p.wi);
@@ -1758,26 +1774,22 @@ GO_DEV void go_tc_filter_chunks_nchw(const GoConvFilterParams& p, const T* __res
                 if (k > 0) go_pix_advance(e, 1, p.ho, p.wo);
                 const bool valid = r + k < r_end;
                 if (!arun) {
-                    const go_i64 xn = e.n * p.ci * himg;
+                    const go_i64 xn = e.n * ximg;
                     const go_i64 iy0 = e.oy * p.sh, ix0 = e.ox * p.sw;
 #pragma unroll
                     for (int i = 0; i < NA; ++i) {
                         const go_i64 iy = iy0 + ra[i].ybias, ix = ix0 + ra[i].xbias;
                         S v = S(0);
                         if (valid && ra[i].ok && iy >= 0 && iy < p.hi && ix >= 0 && ix < p.wi)
-                            v = go_bits(go_ldg(x + xn + ra[i].choff + iy * p.wi + ix));
+                            v = go_bits(go_ldg(xc[i] + xn + iy * p.wi + ix));
                         va[i][k] = v;
                     }
                 }
                 if constexpr (!BV) {
-                    const go_i64 dyp = (e.n * p.co + g * cog + n_base) * hw + e.oy * p.wo + e.ox;
+                    const go_i64 dyp = e.n * dyimg + e.oy * p.wo + e.ox;
 #pragma unroll
-                    for (int i = 0; i < NB; ++i) {
-                        const go_i64 o = r0 + RSTEP * i;
-                        S v = S(0);
-                        if (valid && n_base + o < cog) v = go_bits(go_ldg(dy + dyp + o * hw));
-                        vb[i][k] = v;
-                    }
+                    for (int i = 0; i < NB; ++i)
+                        vb[i][k] = valid && bok[i] ? go_bits(go_ldg(dyc[i] + dyp)) : S(0);
                 }
             }
             if (!arun)
@@ -1788,14 +1800,15 @@ GO_DEV void go_tc_filter_chunks_nchw(const GoConvFilterParams& p, const T* __res
                 for (int i = 0; i < NB; ++i) memcpy(&bv[i], vb[i], 16);
         }
         if constexpr (BV) {
-            // The run lies in one image (planes of whole runs, runs aligned), valid as a whole.
-            const go_i64 dyp = (q.n * p.co + g * cog + n_base) * hw + q.oy * p.wo + q.ox;
+            // The run lies in one image (planes of whole runs, runs aligned), valid as a whole;
+            // its pixel r - q.n * hw of image q.n.
+            const go_i64 dyp = q.n * (dyimg - hw) + r;
             S* bs = stage_b(s);
 #pragma unroll
             for (int i = 0; i < NB; ++i) {
-                const int o = r0 + RSTEP * i;
-                const bool in = r < r_end && n_base + o < cog;
-                go_cp_async_16(bs + o * LD + j * VEC, in ? dy + dyp + o * hw : dy, in ? 16 : 0);
+                const bool in = r < r_end && bok[i];
+                go_cp_async_16(bs + (r0 + RSTEP * i) * LD + j * VEC, in ? dyc[i] + dyp : dy,
+                               in ? 16 : 0);
             }
         }
     };
