@@ -168,21 +168,15 @@ GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st ncu_wgmma_f32_W4f 40 "$NCU" --clock-c
   -k conv2d_forward_tc_vec_wgmma_f32 -s 2 -c 1 --section SpeedOfLight --section Occupancy \
   --section SchedulerStats --section MemoryWorkloadAnalysis --metrics "$M" "$B/gradops" bench \
   --device cuda --dtype f32 --layout nhwc --workload W4f --reps 3
-for v in mma wgmma; do
-  k=conv2d_backprop_filter_partial_tc_nhwc_f16
-  [[ $v == wgmma ]] && k=conv2d_backprop_filter_partial_tc_nhwc_wgmma_f16
-  GRADOPS_CUDA_CONV_TC_FILTER_TILE=$v st "ncu_filter_${v}_W7" 40 "$NCU" --clock-control none \
-    -k $k -s 2 -c 1 --section SpeedOfLight --section Occupancy --section SchedulerStats \
+# The filter gradient's partial-sum kernels, one W7 f16 call each: NHWC mma.sync and wgmma,
+# NCHW by runs (the default; `runs` is no value of the variable) and elementwise.
+for spec in nhwc:mma:nhwc nhwc:wgmma:nhwc_wgmma nchw:runs: nchw:elementwise:elementwise; do
+  IFS=: read -r lay v kind <<<"$spec"
+  GRADOPS_CUDA_CONV_TC_FILTER_TILE=$v st "ncu_filter_${lay}_${v}_W7" 40 "$NCU" \
+    --clock-control none -k "conv2d_backprop_filter_partial_tc${kind:+_$kind}_f16" -s 2 -c 1 \
+    --section SpeedOfLight --section Occupancy --section SchedulerStats \
     --section MemoryWorkloadAnalysis --metrics "$M" "$B/gradops" bench --device cuda --dtype f16 \
-    --layout nhwc --workload W7 --reps 3
-done
-for v in runs elementwise; do
-  k=conv2d_backprop_filter_partial_tc_f16
-  [[ $v == elementwise ]] && k=conv2d_backprop_filter_partial_tc_elementwise_f16
-  GRADOPS_CUDA_CONV_TC_FILTER_TILE=$v st "ncu_filter_nchw_${v}_W7" 40 "$NCU" --clock-control none \
-    -k $k -s 2 -c 1 --section SpeedOfLight --section Occupancy --section SchedulerStats \
-    --section MemoryWorkloadAnalysis --metrics "$M" "$B/gradops" bench --device cuda --dtype f16 \
-    --layout nchw --workload W7 --reps 3
+    --layout "$lay" --workload W7 --reps 3
 done
 # 4. The wgmma kernels' SASS (the bundle's conv.sm_90a.cubin): HGMMA count, the main loop.
 OBJ="$(command -v cuobjdump || ls /usr/local/cuda*/bin/cuobjdump | head -1)"
