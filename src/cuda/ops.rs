@@ -1760,29 +1760,12 @@ mod tests {
     /// group whole 16-byte chunks, x and dy 16-byte aligned; the kernel names per choice.
     #[test]
     fn conv_filter_wgmma_calls() {
-        let w7 = GoConvFilterParams {
-            n: 32,
-            ci: 64,
-            hi: 56,
-            wi: 56,
-            co: 64,
-            ho: 56,
-            wo: 56,
-            kh: 3,
-            kw: 3,
-            sh: 1,
-            sw: 1,
-            dh: 1,
-            dw: 1,
-            pad_top: 1,
-            pad_left: 1,
-            groups: 1,
-            layout: GO_LAYOUT_NHWC as i32,
-            filter_layout: GO_FILTER_HWIO as i32,
-            x: 1 << 20,
-            dy: 2 << 20,
-            ..Default::default()
-        };
+        // W7 (NHWC, HWIO, 64 -> 64, SAME) through the op's own planning, 16-byte aligned.
+        let attrs = crate::Conv2dAttrs::default().padding(crate::Padding::Same);
+        let (x, dy, f) = ([32, 56, 56, 64], [32, 56, 56, 64], [3, 3, 64, 64]);
+        let g = plan_conv2d_backprop_filter(x, dy, f, Layout::Nhwc, &attrs).unwrap();
+        let mut w7 = conv_filter_params("test", &g, Layout::Nhwc, FilterLayout::Hwio).unwrap();
+        (w7.x, w7.dy) = (1 << 20, 2 << 20);
         assert!(conv_filter_wgmma_serves(&w7, 2));
         assert!(!conv_filter_wgmma_serves(&w7, 4), "f32");
         assert!(!conv_filter_wgmma_serves(&w7, 8), "f64");
