@@ -157,13 +157,25 @@ fn info() {
                 .max()
                 .unwrap_or(11)
                 .max(11);
-            let mut header = format!("  {:<30} {:<34}", "op", "kernels");
+            // The op and kernel columns as wide as their longest entry.
+            let wop = gradops::cuda::OP_KERNELS
+                .iter()
+                .map(|&(op, _, _)| op.len())
+                .max()
+                .unwrap_or(2);
+            let kernels_of = |module: &str, kernel: &str| format!("{module}.{kernel}_*");
+            let wk = gradops::cuda::OP_KERNELS
+                .iter()
+                .map(|&(_, m, k)| kernels_of(m, k).len())
+                .max()
+                .unwrap_or(7);
+            let mut header = format!("  {:<wop$} {:<wk$}", "op", "kernels");
             for a in &archs {
                 header.push_str(&format!(" {a:<wcol$}"));
             }
             println!("{}", header.trim_end());
             for &(op, module, kernel) in gradops::cuda::OP_KERNELS {
-                let mut row = format!("  {op:<30} {:<34}", format!("{module}.{kernel}_*"));
+                let mut row = format!("  {op:<wop$} {:<wk$}", kernels_of(module, kernel));
                 for &a in build.archs {
                     row.push_str(&format!(
                         " {:<wcol$}",
