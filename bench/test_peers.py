@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tests of bench/peers.py's GPU mode that run on a CPU-only machine.
+"""Tests of bench/peers.py's GPU mode (and bench/paired.py's gradops side) that run on a CPU-only machine.
 
     python3 bench/test_peers.py                 # pure-Python parts (no torch needed)
     bench/.venv/bin/python bench/test_peers.py  # plus the end-to-end --torch-device cpu flow
@@ -189,6 +189,26 @@ class EndToEnd(unittest.TestCase):
                 k = (c["workload"], c["variant"], c["dtype"], c["layout"])
                 self.assertEqual(by_key[k], c["gradops_bytes"], k)
             self.assertIn("ratio", r.stdout)
+
+
+@unittest.skipUnless(os.path.exists(GRADOPS), "no target/release/gradops")
+class PairedServe(unittest.TestCase):
+    """bench/paired.py's gradops side: `gradops bench --serve` answers one call per request."""
+
+    def test_serve_calls(self):
+        sys.path.insert(0, HERE)
+        import paired
+
+        a = paired.parse_args(["--gradops", GRADOPS, "--peer", "pytorch", "--layout", "nhwc",
+                               "--workloads", "W5,W3", "--threads", "1", "--scale-down", "16"])
+        g = paired.Gradops(a)
+        try:
+            times = [g.call(w) for w in ("W5", "W3", "W5")]
+            self.assertTrue(all(t > 0 for t in times), times)
+            with self.assertRaises(RuntimeError):
+                g.call("W4")  # not served: gradops exits with an error
+        finally:
+            self.assertNotEqual(g.close(), 0)
 
 
 if __name__ == "__main__":

@@ -368,6 +368,71 @@ fn bench_cpu_typed<T: Element>(opts: &BenchOptions) -> Result<BenchReport> {
     })
 }
 
+/// `gradops bench --serve` on the CPU: builds the first kernel of each of `opts.workloads`
+/// (random inputs, preallocated output, one untimed call each), then for every non-empty
+/// line of `input` (a workload id) runs that kernel once and writes `ID MS` (the call's wall
+/// time) to `output`, flushed, until `input` ends. A driver (`bench/paired.py`) alternates
+/// these calls with a peer's, so both are timed in the same moments of a shared machine.
+pub fn serve_cpu(
+    opts: &BenchOptions,
+    input: impl std::io::BufRead,
+    output: impl std::io::Write,
+) -> Result<()> {
+    match opts.dtype {
+        DType::F16 => serve_cpu_typed::<f16>(opts, input, output),
+        DType::BF16 => serve_cpu_typed::<bf16>(opts, input, output),
+        DType::F32 => serve_cpu_typed::<f32>(opts, input, output),
+        DType::F64 => serve_cpu_typed::<f64>(opts, input, output),
+    }
+}
+
+fn serve_cpu_typed<T: Element>(
+    opts: &BenchOptions,
+    input: impl std::io::BufRead,
+    mut output: impl std::io::Write,
+) -> Result<()> {
+    let io_err = |source| gradops::error::Error::Io {
+        path: "<stdio>".into(),
+        source,
+    };
+    let mut kernels = Vec::new();
+    for w in &opts.workloads {
+        let mut k = cpu_kernels::<T>(w, CPU_BATCH, opts.scale_down)?.swap_remove(0);
+        k.call()?;
+        kernels.push((w.id, k));
+    }
+    for line in input.lines() {
+        let line = line.map_err(io_err)?;
+        let id = line.trim();
+        if id.is_empty() {
+            continue;
+        }
+        let Some((name, k)) = kernels
+            .iter_mut()
+            .find(|(name, _)| name.eq_ignore_ascii_case(id))
+        else {
+            return Err(gradops::error::Error::attr(
+                "bench",
+                "serve",
+                format!(
+                    "asked for workload {id:?}, serving {}",
+                    opts.workloads
+                        .iter()
+                        .map(|w| w.id)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        };
+        let t = Instant::now();
+        k.call()?;
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        writeln!(output, "{name} {ms:.4}").map_err(io_err)?;
+        output.flush().map_err(io_err)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -388,6 +453,45 @@ mod tests {
         assert_eq!(k.len(), 1);
         k[0].call().unwrap();
         assert!(k[0].flops.is_some());
+    }
+
+    #[test]
+    fn serve_times_the_asked_workloads() {
+        // Scaled-down W5 and W3: one line out per id asked (any case, blank lines skipped),
+        // in order, each a positive time; an id not served is an error naming both.
+        let mut opts = BenchOptions::from_args(&BenchArgs {
+            device: BenchDevice::Cpu,
+            dtype: DType::F32,
+            layout: Layout::Nhwc,
+            workload: Some("W5,W3".into()),
+            reps: None,
+            json: None,
+            scale_down: 16,
+            f32_precision: BenchF32Precision::Exact,
+            serve: true,
+        })
+        .unwrap();
+        let mut out = Vec::new();
+        serve_cpu(&opts, &b"W5\n\nw3\nW5\n"[..], &mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        let got: Vec<(&str, f64)> = out
+            .lines()
+            .map(|l| {
+                let (id, ms) = l.split_once(' ').unwrap();
+                (id, ms.parse().unwrap())
+            })
+            .collect();
+        assert_eq!(
+            got.iter().map(|g| g.0).collect::<Vec<_>>(),
+            ["W5", "W3", "W5"],
+            "{out}"
+        );
+        assert!(got.iter().all(|g| g.1 > 0.0), "{out}");
+        opts.dtype = DType::F16;
+        let e = serve_cpu(&opts, &b"W4\n"[..], std::io::sink())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"W4\"") && e.contains("W5, W3"), "{e}");
     }
 
     #[test]

@@ -589,6 +589,7 @@ mod tests {
             json: None,
             scale_down: 16,
             f32_precision: BenchF32Precision::Exact,
+            serve: false,
         })
         .unwrap();
         if let Err(e) = gradops::cuda::probe() {

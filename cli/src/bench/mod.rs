@@ -91,6 +91,11 @@ pub struct BenchArgs {
     /// `bench/peers.py` pairs them with cuDNN at the same setting.
     #[arg(long, value_enum, default_value = "exact")]
     pub f32_precision: BenchF32Precision,
+    /// CPU only: time calls on request instead of rows, for `bench/paired.py` (gradops and a
+    /// peer called in turn, so both see the same moments of a shared machine). Reads one
+    /// workload id per stdin line, runs that workload's first kernel once, prints `ID MS`.
+    #[arg(long)]
+    pub serve: bool,
 }
 
 /// `--f32-precision`.
@@ -218,6 +223,17 @@ pub fn run(device: BenchDevice, opts: &BenchOptions) -> Result<BenchReport> {
 /// `gradops bench`: parse options, pick the device, run, print, write the JSON.
 pub fn run_cli(args: &BenchArgs) -> Result<()> {
     let opts = BenchOptions::from_args(args)?;
+    if args.serve {
+        if args.device == BenchDevice::Cuda {
+            return Err(Error::attr(
+                "bench",
+                "serve",
+                "times CPU calls only, got --device cuda",
+            ));
+        }
+        let stdin = std::io::stdin();
+        return serve_cpu(&opts, stdin.lock(), std::io::stdout().lock());
+    }
     let report = run(args.device, &opts)?;
     print!("{}", format_report(&report));
     if let Some(path) = &args.json {
@@ -255,6 +271,7 @@ mod tests {
             json: None,
             scale_down: 16,
             f32_precision: BenchF32Precision::Exact,
+            serve: false,
         })
         .unwrap();
         assert!(opts.workloads.iter().all(|w| w.layout == Layout::Nhwc));
@@ -313,6 +330,7 @@ mod tests {
             json: None,
             scale_down: 64,
             f32_precision: BenchF32Precision::Exact,
+            serve: false,
         })
         .unwrap();
         match run(BenchDevice::Cuda, &opts) {
@@ -333,6 +351,7 @@ mod tests {
             json: None,
             scale_down: 16,
             f32_precision,
+            serve: false,
         };
         let o = BenchOptions::from_args(&args(DType::F32, BenchF32Precision::Tf32)).unwrap();
         assert_eq!(o.f32_precision, F32Precision::Tf32);
