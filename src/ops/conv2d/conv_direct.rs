@@ -685,6 +685,15 @@ fn tile_dispatch<S: Simd>(simd: S, nr: usize, nv: usize, t: TileArgs) {
     go!(6, 4; 6, 3; 6, 2; 6, 1; 5, 2; 5, 1; 4, 4; 4, 3; 4, 2; 4, 1; 2, 4; 2, 3; 2, 2; 2, 1; 1, 4; 1, 3; 1, 2; 1, 1)
 }
 
+/// Reduction channels per iteration of a register tile's loop. One at a time, the loop's
+/// address and counter updates added 9 instructions to the AVX2 tile's 17 (10 FMAs, 5
+/// broadcasts, 2 loads); two at a time 7 to 34. Four at a time LLVM keeps more filter
+/// vectors live than AVX2's 16 registers hold and moves an accumulator to the stack (the
+/// fastest calls 11-16% slower). On the project's Zen 3 VMs, whose calls run up to 1.5x
+/// slower in spells while a pure-FMA loop keeps its rate, two at a time took 10-14% off W4
+/// and W5 (paired calls, BENCHMARKS.md 2026-12-02). The sums keep their order.
+const K_UNROLL: usize = 2;
+
 /// `out[(q0 + r) s + x0][v] = sum over taps and j < k of a[tap.1 + (q0 + r) lda + j] *
 /// wt[tap.0 + j NV lanes][v]`.
 #[inline(always)]
@@ -708,7 +717,25 @@ fn tile<S: Simd, const NR: usize, const NV: usize>(simd: S, t: TileArgs) {
             *ar = &src[ao + (q0 + r) * lda..][..k];
         }
         let (bv, _) = S::as_simd_f32s(&wt[wofs..][..k * NV * lanes]);
-        for (o, bo) in bv.chunks_exact(NV).enumerate() {
+        // Channels by K_UNROLL (same order, same sums), then the rest one by one.
+        let nk = k / K_UNROLL;
+        let (bvk, bvr) = bv.split_at(nk * K_UNROLL * NV);
+        let mut ak: [&[[f32; K_UNROLL]]; NR] = [&[]; NR];
+        for (r, akr) in ak.iter_mut().enumerate() {
+            *akr = &a[r].as_chunks::<K_UNROLL>().0[..nk];
+        }
+        for (ok, bo) in bvk.chunks_exact(K_UNROLL * NV).enumerate() {
+            for u in 0..K_UNROLL {
+                for r in 0..NR {
+                    let av = simd.splat_f32s(ak[r][ok][u]);
+                    for v in 0..NV {
+                        acc[r][v] = simd.mul_add_f32s(av, bo[u * NV + v], acc[r][v]);
+                    }
+                }
+            }
+        }
+        for (o, bo) in bvr.chunks_exact(NV).enumerate() {
+            let o = nk * K_UNROLL + o;
             for r in 0..NR {
                 let av = simd.splat_f32s(a[r][o]);
                 for v in 0..NV {
