@@ -397,7 +397,12 @@ fn serve_cpu_typed<T: Element>(
     };
     let mut kernels = Vec::new();
     for w in &opts.workloads {
-        let mut k = cpu_kernels::<T>(w, CPU_BATCH, opts.scale_down)?.swap_remove(0);
+        let Some(mut k) = cpu_kernels::<T>(w, CPU_BATCH, opts.scale_down)?
+            .into_iter()
+            .next()
+        else {
+            continue;
+        };
         k.call()?;
         kernels.push((w.id, k));
     }
@@ -416,9 +421,9 @@ fn serve_cpu_typed<T: Element>(
                 "serve",
                 format!(
                     "asked for workload {id:?}, serving {}",
-                    opts.workloads
+                    kernels
                         .iter()
-                        .map(|w| w.id)
+                        .map(|(name, _)| *name)
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
