@@ -690,8 +690,8 @@ fn tile_dispatch<S: Simd>(simd: S, nr: usize, nv: usize, t: TileArgs) {
 /// broadcasts, 2 loads); two at a time 7 to 34. Four at a time LLVM keeps more filter
 /// vectors live than AVX2's 16 registers hold and moves an accumulator to the stack (the
 /// fastest calls 11-16% slower). On the project's Zen 3 VMs, whose calls run up to 1.5x
-/// slower in spells while a pure-FMA loop keeps its rate, two at a time took 10-14% off W4
-/// and W5 (paired calls, BENCHMARKS.md 2026-12-02). The sums keep their order.
+/// slower in spells while a pure-FMA loop keeps its rate, two at a time ran W4 and W5 1.05x
+/// to 1.14x as fast (paired calls, BENCHMARKS.md 2026-12-02). The sums keep their order.
 const K_UNROLL: usize = 2;
 
 /// `out[(q0 + r) s + x0][v] = sum over taps and j < k of a[tap.1 + (q0 + r) lda + j] *
