@@ -2,17 +2,31 @@
 //! SPEC's shapes (f32; NCHW and NHWC, or the one layout named: `nchw`, `nhwc`): median and min of `REPS`
 //! calls. `cargo run --release --example input_timing [reps] [filter]`, e.g.
 //! `RAYON_NUM_THREADS=1 target/release/examples/input_timing 40 W4,nchw`.
+//!
+//! `input_timing series REPS FILTER` prints every call instead, one line each: the call's time
+//! and the f32 FMA rate of one thread's burst of independent FMA chains (about 5 ms, the
+//! `fma_peak` loop) right after it, so a call slowed by a shared core can be told from one
+//! slowed by its own work (BENCHMARKS.md, 2026-12-02: the FMA rate held while the calls
+//! slowed), e.g. `RAYON_NUM_THREADS=1 taskset -c 0 target/release/examples/input_timing series 200 W5,nhwc`.
 use gradops::{
     conv2d_backprop_input_into, conv2d_into, Conv2dAttrs, FilterRef, Layout, Padding, TensorRef,
 };
 use std::time::Instant;
 
+#[path = "support/fma.rs"]
+mod fma;
+
+/// Rounds of the FMA burst after each call in `series` mode.
+const SERIES_FMA_ITERS: usize = 2_000_000;
+
 fn main() {
-    let reps: usize = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(30);
-    let only = std::env::args().nth(2).unwrap_or_default();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let series = args.first().is_some_and(|a| a == "series");
+    if series {
+        args.remove(0);
+    }
+    let reps: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(30);
+    let only = args.get(1).cloned().unwrap_or_default();
     for (name, co, s, fwd) in [
         ("W4", 64usize, 1usize, false),
         ("W5", 128, 2, false),
@@ -50,7 +64,7 @@ fn main() {
             let mut dx = vec![0f32; x.len()];
             let mut y = vec![0f32; dy.len()];
             let mut t = Vec::new();
-            for _ in 0..reps + 3 {
+            for i in 0..reps + 3 {
                 let t0 = Instant::now();
                 if fwd {
                     conv2d_into(
@@ -70,6 +84,17 @@ fn main() {
                 }
                 .unwrap();
                 t.push(t0.elapsed().as_secs_f64() * 1e3);
+                if series && i >= 3 {
+                    let t1 = Instant::now();
+                    let (sum, lanes) = fma::chains(SERIES_FMA_ITERS, 1.0);
+                    let flops = (2 * fma::CHAINS * lanes * SERIES_FMA_ITERS) as f64;
+                    std::hint::black_box(sum);
+                    println!(
+                        "{name} {layout} call {:.3} ms, FMA burst {:.1} GFLOP/s",
+                        t[t.len() - 1],
+                        flops / t1.elapsed().as_secs_f64() / 1e9
+                    );
+                }
             }
             t.drain(..3);
             t.sort_by(|a, b| a.partial_cmp(b).unwrap());
