@@ -735,28 +735,37 @@ impl ForwardY {
     }
 
     /// GEMM groups per block: each a sum (in the registers) of (filter row, operand slot) taps.
+    /// F(2,2)'s points 0 and 2 each take one of the direct rows (slots 3 and 4, kernel row 1)
+    /// as a second tap: each sums into one output row only, so the pair needs one GEMM result
+    /// where two were stored and read back.
     fn groups(&self) -> usize {
         match self {
             ForwardY::Direct => 1,
-            ForwardY::F22(_) => MAX_SLOTS,
+            ForwardY::F22(_) => 3,
         }
     }
 
     /// The taps of group `gi`: (filter row, operand slot).
     fn group_taps(&self, kh: usize, gi: usize) -> impl Iterator<Item = (usize, usize)> {
-        let (lo, n, f) = match self {
-            ForwardY::Direct => (0, kh, None),
-            ForwardY::F22(_) => (gi, 1, Some([0, 1, 2, 3, 3][gi])),
+        let taps: &[(usize, usize)] = match (self, gi) {
+            (ForwardY::Direct, _) => &[],
+            (ForwardY::F22(_), 0) => &[(0, 0), (3, 3)],
+            (ForwardY::F22(_), 1) => &[(1, 1)],
+            (ForwardY::F22(_), _) => &[(2, 2), (3, 4)],
         };
-        (lo..lo + n).map(move |slot| (f.unwrap_or(slot), slot))
+        let direct = match self {
+            ForwardY::Direct => kh,
+            ForwardY::F22(_) => 0,
+        };
+        taps.iter().copied().chain((0..direct).map(|r| (r, r)))
     }
 
     /// The groups summed into output row `u` of a block, in order.
     fn output_groups(&self, u: usize) -> &'static [usize] {
         match (self, u) {
             (ForwardY::Direct, _) => &[0],
-            (ForwardY::F22(_), 0) => &[0, 1, 3],
-            (ForwardY::F22(_), _) => &[1, 2, 4],
+            (ForwardY::F22(_), 0) => &[0, 1],
+            (ForwardY::F22(_), _) => &[1, 2],
         }
     }
 }
@@ -907,7 +916,7 @@ pub(super) fn forward_row_winograd<T: Element>(
                     with_scratch(|[workv, rowv, mv]| {
                         let (Some(work), Some(rowbuf)) = (
                             scratch_as::<T::Acc>(workv, u_at + nslots * ulen),
-                            scratch_as::<T::Acc>(rowv, ub * wo * nb),
+                            scratch_as::<T::Acc>(rowv, ub * wo * cog),
                         ) else {
                             return;
                         };
@@ -924,7 +933,6 @@ pub(super) fn forward_row_winograd<T: Element>(
                             w: wo,
                             c: g.co,
                         };
-                        let direct = layout == Layout::Nhwc && f32_view::<T>(yi).is_some();
                         let Some(work) = T::Acc::as_f32_mut(work) else {
                             return;
                         };
@@ -969,14 +977,13 @@ pub(super) fn forward_row_winograd<T: Element>(
                                         );
                                     }
                                 }
+                                let nrows = ub.min(ho - b * ub);
                                 for ob in (0..cog).step_by(nb) {
                                     let bw = nb.min(cog - ob);
                                     let vtb = &vt[(grp * cog + ob) * nfr * POINTS * cig..]
                                         [..bw * nfr * POINTS * cig];
                                     // Group by group: its GEMM results (five x points, at
                                     // most 18 KB) are added to the rows while in L1.
-                                    let nrows = ub.min(ho - b * ub);
-                                    let at = img.at(grp * cog + ob, b * ub);
                                     for gi in 0..ngroups {
                                         taps.clear();
                                         segs.clear();
@@ -1016,35 +1023,32 @@ pub(super) fn forward_row_winograd<T: Element>(
                                             bw,
                                         }
                                         .run(level);
-                                        // Into y itself where it is f32 NHWC (as the
-                                        // backprop_input's transform), else the staged rows.
-                                        let geom = (nbx, bw, wo);
-                                        let rows = (&fy, gi, nrows);
-                                        if direct {
-                                            if let Some(y) = f32_view::<T>(yi) {
-                                                row_output_transform(
-                                                    mv,
-                                                    geom,
-                                                    rows,
-                                                    (wo * g.co, g.co),
-                                                    &mut y[at..],
-                                                );
-                                            }
-                                        } else if let Some(r) =
-                                            T::Acc::as_f32_mut(&mut rowbuf[..nrows * wo * bw])
+                                        // Into the staged rows, every channel of a pixel
+                                        // side by side; y is written below a whole row at
+                                        // a time. Written into y directly, 64 bytes a pixel
+                                        // per channel block, each store a new cache line:
+                                        // in one-thread perf of NHWC W5f that transform
+                                        // was 17% of the time, stalled on the stores;
+                                        // staged, it and the row stores were 15% (11% with
+                                        // the merged groups of `ForwardY::groups`).
+                                        if let Some(r) =
+                                            T::Acc::as_f32_mut(&mut rowbuf[ob..nrows * wo * cog])
                                         {
-                                            row_output_transform(mv, geom, rows, (wo * bw, bw), r);
+                                            row_output_transform(
+                                                mv,
+                                                (nbx, bw, wo),
+                                                (&fy, gi, nrows),
+                                                (wo * cog, cog),
+                                                r,
+                                            );
                                         }
                                     }
-                                    if direct {
-                                        continue;
-                                    }
-                                    img.store::<T>(
-                                        &rowbuf[..nrows * wo * bw],
-                                        (nrows, bw),
-                                        &mut yi[at..],
-                                    );
                                 }
+                                img.store::<T>(
+                                    &rowbuf[..nrows * wo * cog],
+                                    (nrows, cog),
+                                    &mut yi[img.at(grp * cog, b * ub)..],
+                                );
                             }
                         }
                     })
