@@ -9,9 +9,8 @@
 //! time, one thread). Here the `x` operand is read in place, one element broadcast per filter
 //! row and pixel (at the column stride; a tap's pixels whose input column lies in the padding
 //! are skipped, their products being zero), and `dy`'s output channels of a pixel are loaded
-//! as vectors: NHWC `dy` in place, NCHW `dy` transposed once per image into pixel-major blocks
-//! of a tile's output channels. On W8 (one thread) the register tile runs near the FMA peak
-//! and the copies shrink to NCHW's transpose.
+//! as vectors: NHWC `dy` packed per unit into a tile's output channels of consecutive pixels,
+//! NCHW `dy` transposed once per image into such pixel-major blocks.
 //!
 //! (An earlier NHWC version transposed `x` to channel-major and re-blocked `dy` per image for
 //! the NCHW tiles: slower than the GEMM path, 4.75-4.81 against 4.37-4.61 ms on one Zen 5
@@ -138,7 +137,7 @@ pub(super) fn backprop_filter_direct<T: Element>(
             .for_each(|(s, part)| {
                 part.fill(0.0);
                 with_scratch(|[xav, dyav]| {
-                    let mut runs = Vec::new();
+                    let (mut runs, mut packed) = (Vec::new(), Vec::new());
                     let (Some(xa), Some(dya)) = (
                         // f32 `x` needs no copy.
                         scratch_as::<T::Acc>(
@@ -205,6 +204,7 @@ pub(super) fn backprop_filter_direct<T: Element>(
                             oy: (oy0, split.rows.min(ho - oy0)),
                             part: &mut *part,
                             runs: &mut runs,
+                            packed: &mut packed,
                         };
                         unit.run(level);
                     }
@@ -355,6 +355,8 @@ struct Unit<'a> {
     part: &'a mut [f32],
     /// Scratch: (`x` offset of the input row, `dy` block offset of the output row) per row.
     runs: &'a mut Vec<(usize, usize)>,
+    /// Scratch: NHWC `dy`'s output-channel block of the unit's pixels, packed.
+    packed: &'a mut Vec<f32>,
 }
 
 impl Unit<'_> {
@@ -376,6 +378,7 @@ impl pulp::WithSimd for Unit<'_> {
             oy: (oy0, tr),
             part,
             runs,
+            packed,
         } = self;
         let lanes = S::F32_LANES;
         let nb = vectors(lanes) * lanes;
@@ -394,13 +397,21 @@ impl pulp::WithSimd for Unit<'_> {
                 let nv = (cog - cb).min(nb) / lanes;
                 let col = grp * cog + cb;
                 let w = nv * lanes;
-                let (b, bp) = match layout {
-                    Layout::Nchw => (&dyt[col * np + oy0 * wo * w..][..tr * wo * w], w),
-                    Layout::Nhwc => (
-                        &dyt[oy0 * wo * g.co + col..][..(tr * wo - 1) * g.co + w],
-                        g.co,
-                    ),
+                let b = match layout {
+                    Layout::Nchw => &dyt[col * np + oy0 * wo * w..][..tr * wo * w],
+                    // Packed: in place, a pixel's block is `g.co` floats from the last, and
+                    // at W8's 128 channels (512 bytes) a tile's pixels fall in 8 of L1's 64
+                    // sets, evicting each other (NHWC W8 ran 1.2x NCHW's time).
+                    Layout::Nhwc => {
+                        let rows = &dyt[oy0 * wo * g.co..][..tr * wo * g.co];
+                        packed.clear();
+                        for px in rows.chunks_exact(g.co) {
+                            packed.extend_from_slice(&px[col..][..w]);
+                        }
+                        &packed[..]
+                    }
                 };
+                let bp = w;
                 for ky in 0..g.h.kernel {
                     runs.clear();
                     for oy in oy0..oy0 + tr {
@@ -460,12 +471,17 @@ struct TileArgs<'a> {
 
 #[inline(always)]
 fn tile_dispatch<S: Simd>(simd: S, stride: usize, nr: usize, nv: usize, t: TileArgs) {
+    // NHWC `x` (channels 1 apart) as a constant: the filter rows' broadcasts then read at
+    // fixed offsets from one address instead of a chain of adds of a stride.
+    let unit = t.xs.0 == 1;
     macro_rules! go {
         ($($r:literal, $v:literal);*) => {
-            match (stride, nr, nv) {
+            match (unit, stride, nr, nv) {
                 $(
-                    (1, $r, $v) => tile::<S, 1, $r, $v>(simd, t),
-                    (2, $r, $v) => tile::<S, 2, $r, $v>(simd, t),
+                    (true, 1, $r, $v) => tile::<S, 1, $r, $v, true>(simd, t),
+                    (true, 2, $r, $v) => tile::<S, 2, $r, $v, true>(simd, t),
+                    (false, 1, $r, $v) => tile::<S, 1, $r, $v, false>(simd, t),
+                    (false, 2, $r, $v) => tile::<S, 2, $r, $v, false>(simd, t),
                 )*
                 _ => unreachable!("tile stride {stride}, shape {nr}x{nv}"),
             }
@@ -475,9 +491,12 @@ fn tile_dispatch<S: Simd>(simd: S, stride: usize, nr: usize, nv: usize, t: TileA
 }
 
 /// `c[r][v] += sum over runs and output columns q of x[r xs.0 + run.0 + ST xs.1 (q - q0)] *
-/// b[run.1 + q bp][v]`.
+/// b[run.1 + q bp][v]`. `UNIT`: `xs.0` is 1 (NHWC), a pixel's filter rows side by side.
 #[inline(always)]
-fn tile<S: Simd, const ST: usize, const NR: usize, const NV: usize>(simd: S, t: TileArgs) {
+fn tile<S: Simd, const ST: usize, const NR: usize, const NV: usize, const UNIT: bool>(
+    simd: S,
+    t: TileArgs,
+) {
     let TileArgs {
         x,
         xs: (xc, xp),
@@ -499,19 +518,55 @@ fn tile<S: Simd, const ST: usize, const NR: usize, const NV: usize>(simd: S, t: 
         }
     }
     let step = ST * xp;
-    for &(ao, bo) in runs {
-        // Pixel q's element is a[r][step q]: exactly the slice's reach, so no bounds checks.
-        let mut a: [&[f32]; NR] = [&[]; NR];
-        for (r, ar) in a.iter_mut().enumerate() {
-            *ar = &x[r * xc + ao..][..step * (nq - 1) + 1];
-        }
-        let bs = &b[bo + q0 * bp..][..(nq - 1) * bp + NV * lanes];
-        for (q, bq) in bs.chunks(bp).enumerate() {
-            let (bq, _) = S::as_simd_f32s(&bq[..NV * lanes]);
+    // One pixel's products: `xq[r]` (r < NR) times the vectors of `bq` (a macro: a closure
+    // holding `acc` kept it in memory).
+    macro_rules! pixel {
+        ($xq:expr, $bq:expr) => {{
+            let (xq, (bq, _)) = ($xq, S::as_simd_f32s($bq));
             for r in 0..NR {
-                let av = simd.splat_f32s(a[r][step * q]);
+                let av = simd.splat_f32s(xq[r]);
                 for v in 0..NV {
                     acc[r][v] = simd.mul_add_f32s(av, bq[v], acc[r][v]);
+                }
+            }
+        }};
+    }
+    if UNIT {
+        // Pixel q's filter rows are `NR` consecutive floats.
+        for &(ao, bo) in runs {
+            let xr = &x[ao..][..step * (nq - 1) + NR];
+            let bs = &b[bo + q0 * bp..][..(nq - 1) * bp + NV * lanes];
+            // Two pixels an iteration (one at a time, the loop's index, bounds and stride
+            // arithmetic was 17 of a pixel's 37 instructions), each sum still taking the
+            // pixels in order.
+            let (mut xo, mut bo) = (0, 0);
+            for _ in 0..nq / 2 {
+                pixel!(&xr[xo..][..NR], &bs[bo..][..NV * lanes]);
+                pixel!(&xr[xo + step..][..NR], &bs[bo + bp..][..NV * lanes]);
+                xo += 2 * step;
+                bo += 2 * bp;
+            }
+            if nq % 2 == 1 {
+                pixel!(&xr[xo..][..NR], &bs[bo..][..NV * lanes]);
+            }
+        }
+    } else {
+        // One pixel at a time: two at a time ran NCHW W8 1.01x-1.03x as fast but, moving the
+        // code around it, cost the NHWC loop above 4-9% (paired calls): not kept.
+        for &(ao, bo) in runs {
+            // Pixel q's element is a[r][step q]: exactly the slice's reach, so no bounds checks.
+            let mut a: [&[f32]; NR] = [&[]; NR];
+            for (r, ar) in a.iter_mut().enumerate() {
+                *ar = &x[r * xc + ao..][..step * (nq - 1) + 1];
+            }
+            let bs = &b[bo + q0 * bp..][..(nq - 1) * bp + NV * lanes];
+            for (q, bq) in bs.chunks(bp).enumerate() {
+                let (bq, _) = S::as_simd_f32s(&bq[..NV * lanes]);
+                for r in 0..NR {
+                    let av = simd.splat_f32s(a[r][step * q]);
+                    for v in 0..NV {
+                        acc[r][v] = simd.mul_add_f32s(av, bq[v], acc[r][v]);
+                    }
                 }
             }
         }
