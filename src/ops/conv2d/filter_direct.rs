@@ -6,10 +6,11 @@
 //! Why not the GEMM path: in NCHW both operands of `im2col(x)^T * dy` have the pixels (the
 //! reduction) contiguous, so the GEMM needs `x` copied into nine column blocks and then packed
 //! again, and `dy` packed per tile; in NHWC the column blocks are copies too (a tenth of W8's
-//! time, one thread). Here the `x` operand is read in place, one element broadcast per filter
-//! row and pixel (at the column stride; a tap's pixels whose input column lies in the padding
-//! are skipped, their products being zero), and `dy`'s output channels of a pixel are loaded
-//! as vectors: NHWC `dy` packed per unit into a tile's output channels of consecutive pixels,
+//! time, one thread). Here the `x` operand is one element broadcast per filter row and pixel
+//! (a tap's pixels whose input column lies in the padding are skipped, their products being
+//! zero), read in place in NCHW (at the column stride) and in NHWC packed per unit and tap
+//! (its pixels' channels, consecutive pixels); `dy`'s output channels of a pixel are loaded as
+//! vectors: NHWC `dy` packed per unit into a block's output channels of consecutive pixels,
 //! NCHW `dy` transposed once per image into such pixel-major blocks.
 //!
 //! (An earlier NHWC version transposed `x` to channel-major and re-blocked `dy` per image for
@@ -137,7 +138,7 @@ pub(super) fn backprop_filter_direct<T: Element>(
             .for_each(|(s, part)| {
                 part.fill(0.0);
                 with_scratch(|[xav, dyav]| {
-                    let (mut runs, mut packed) = (Vec::new(), Vec::new());
+                    let (mut runs, mut packed, mut xpacked) = (Vec::new(), Vec::new(), Vec::new());
                     let (Some(xa), Some(dya)) = (
                         // f32 `x` needs no copy.
                         scratch_as::<T::Acc>(
@@ -205,6 +206,7 @@ pub(super) fn backprop_filter_direct<T: Element>(
                             part: &mut *part,
                             runs: &mut runs,
                             packed: &mut packed,
+                            xpacked: &mut xpacked,
                         };
                         unit.run(level);
                     }
@@ -355,8 +357,10 @@ struct Unit<'a> {
     part: &'a mut [f32],
     /// Scratch: (`x` offset of the input row, `dy` block offset of the output row) per row.
     runs: &'a mut Vec<(usize, usize)>,
-    /// Scratch: NHWC `dy`'s output-channel block of the unit's pixels, packed.
+    /// Scratch: NHWC `dy`'s output-channel blocks of the unit's pixels, packed.
     packed: &'a mut Vec<f32>,
+    /// Scratch: NHWC `x`'s pixels of one tap, packed.
+    xpacked: &'a mut Vec<f32>,
 }
 
 impl Unit<'_> {
@@ -379,17 +383,95 @@ impl pulp::WithSimd for Unit<'_> {
             part,
             runs,
             packed,
+            xpacked,
         } = self;
         let lanes = S::F32_LANES;
         let nb = vectors(lanes) * lanes;
         let (hi, wi, ho, wo) = (g.h.input, g.w.input, g.h.output, g.w.output);
         let (cig, cog, kw) = (g.ci / g.groups, g.co / g.groups, g.w.kernel);
         let np = ho * wo;
-        // x: elements between channels and between columns; dy: between pixels.
-        let (xc, xp) = match layout {
-            Layout::Nchw => (hi * wi, 1),
-            Layout::Nhwc => (1, g.ci),
-        };
+        if layout == Layout::Nhwc {
+            // NHWC reads both operands packed: in place, a tile's consecutive pixels are
+            // `g.co` (dy) and `stride * g.ci` (x) floats apart, at W8's 128 and 2 x 64
+            // channels 512 bytes, so its 112 pixels fell in 8 of L1's 64 sets and evicted each
+            // other (NHWC W8 ran 1.2x NCHW's time). Taps outermost: a tap's packed pixels
+            // serve every output-channel block.
+            for grp in 0..g.groups {
+                // Every output-channel block of the unit's pixels, packed: block `cb` at
+                // `cb * npx`, `w` floats a pixel.
+                let npx = tr * wo;
+                packed.clear();
+                for cb in (0..cog).step_by(nb) {
+                    let w = (cog - cb).min(nb);
+                    for px in dyt[oy0 * wo * g.co..][..npx * g.co].chunks_exact(g.co) {
+                        packed.extend_from_slice(&px[grp * cog + cb..][..w]);
+                    }
+                }
+                // A packed pixel's stride: the group's channels rounded to whole lines and to
+                // an odd number of them, so consecutive pixels' lines cover every L1 set (the
+                // pad floats are never read; 1.02x on W8 against whole lines alone).
+                let lines = cig.div_ceil(16);
+                let xps = 16 * (lines + (lines + 1) % 2);
+                for ky in 0..g.h.kernel {
+                    let rows: Vec<(usize, usize)> = (oy0..oy0 + tr)
+                        .filter_map(|oy| g.h.input_index(oy, ky).map(|y| (y, oy - oy0)))
+                        .collect();
+                    for kx in 0..kw {
+                        let q = g.w.windows_reaching(kx);
+                        if q.is_empty() || rows.is_empty() {
+                            continue;
+                        }
+                        let nq = q.len();
+                        let first = g.w.input_index(q.start, kx).unwrap_or(0);
+                        // The tap's pixels of every row, `xps` floats apart.
+                        xpacked.clear();
+                        for &(y, _) in &rows {
+                            let row = &xf[y * wi * g.ci..][..wi * g.ci];
+                            for qi in 0..nq {
+                                let col = first + qi * g.w.stride;
+                                xpacked.extend_from_slice(&row[col * g.ci + grp * cig..][..cig]);
+                                xpacked.resize(xpacked.len() + xps - cig, 0.0);
+                            }
+                        }
+                        let mut c0 = 0;
+                        while c0 < cig {
+                            let nr = match cig - c0 {
+                                n if n >= R => R,
+                                n if n >= 4 => 4,
+                                n if n >= 2 => 2,
+                                _ => 1,
+                            };
+                            for cb in (0..cog).step_by(nb) {
+                                let nv = (cog - cb).min(nb) / lanes;
+                                let w = nv * lanes;
+                                runs.clear();
+                                runs.extend(
+                                    rows.iter()
+                                        .enumerate()
+                                        .map(|(ri, &(_, r))| (ri * nq * xps, r * wo * w)),
+                                );
+                                let t = TileArgs {
+                                    x: &xpacked[c0..],
+                                    xs: (1, xps),
+                                    runs,
+                                    q: (q.start, nq),
+                                    b: &packed[cb * npx..][..npx * w],
+                                    bp: w,
+                                    c: &mut part
+                                        [((ky * kw + kx) * cig + c0) * g.co + grp * cog + cb..],
+                                    ldc: g.co,
+                                };
+                                tile_dispatch(simd, 1, nr, nv, t);
+                            }
+                            c0 += nr;
+                        }
+                    }
+                }
+            }
+            return;
+        }
+        // NCHW x: channel planes `xc` apart, columns 1 apart.
+        let (xc, xp) = (hi * wi, 1);
         for grp in 0..g.groups {
             // Output-channel blocks outermost: the block's `dy` pixels (at most 32 KiB)
             // stay in L1 for every tap and channel tile.
@@ -397,20 +479,7 @@ impl pulp::WithSimd for Unit<'_> {
                 let nv = (cog - cb).min(nb) / lanes;
                 let col = grp * cog + cb;
                 let w = nv * lanes;
-                let b = match layout {
-                    Layout::Nchw => &dyt[col * np + oy0 * wo * w..][..tr * wo * w],
-                    // Packed: in place, a pixel's block is `g.co` floats from the last, and
-                    // at W8's 128 channels (512 bytes) a tile's pixels fall in 8 of L1's 64
-                    // sets, evicting each other (NHWC W8 ran 1.2x NCHW's time).
-                    Layout::Nhwc => {
-                        let rows = &dyt[oy0 * wo * g.co..][..tr * wo * g.co];
-                        packed.clear();
-                        for px in rows.chunks_exact(g.co) {
-                            packed.extend_from_slice(&px[col..][..w]);
-                        }
-                        &packed[..]
-                    }
-                };
+                let b = &dyt[col * np + oy0 * wo * w..][..tr * wo * w];
                 let bp = w;
                 for ky in 0..g.h.kernel {
                     runs.clear();
@@ -471,15 +540,15 @@ struct TileArgs<'a> {
 
 #[inline(always)]
 fn tile_dispatch<S: Simd>(simd: S, stride: usize, nr: usize, nv: usize, t: TileArgs) {
-    // NHWC `x` (channels 1 apart) as a constant: the filter rows' broadcasts then read at
-    // fixed offsets from one address instead of a chain of adds of a stride.
+    // Packed NHWC `x` (channels 1 apart, pixels consecutive: column stride 1) as a constant:
+    // the filter rows' broadcasts then read at fixed offsets from one address instead of a
+    // chain of adds of a stride.
     let unit = t.xs.0 == 1;
     macro_rules! go {
         ($($r:literal, $v:literal);*) => {
             match (unit, stride, nr, nv) {
                 $(
                     (true, 1, $r, $v) => tile::<S, 1, $r, $v, true>(simd, t),
-                    (true, 2, $r, $v) => tile::<S, 2, $r, $v, true>(simd, t),
                     (false, 1, $r, $v) => tile::<S, 1, $r, $v, false>(simd, t),
                     (false, 2, $r, $v) => tile::<S, 2, $r, $v, false>(simd, t),
                 )*
@@ -491,7 +560,7 @@ fn tile_dispatch<S: Simd>(simd: S, stride: usize, nr: usize, nv: usize, t: TileA
 }
 
 /// `c[r][v] += sum over runs and output columns q of x[r xs.0 + run.0 + ST xs.1 (q - q0)] *
-/// b[run.1 + q bp][v]`. `UNIT`: `xs.0` is 1 (NHWC), a pixel's filter rows side by side.
+/// b[run.1 + q bp][v]`. `UNIT`: `xs.0` is 1 (packed NHWC), a pixel's filter rows side by side.
 #[inline(always)]
 fn tile<S: Simd, const ST: usize, const NR: usize, const NV: usize, const UNIT: bool>(
     simd: S,
