@@ -138,7 +138,8 @@ pub(super) fn backprop_filter_direct<T: Element>(
             .for_each(|(s, part)| {
                 part.fill(0.0);
                 with_scratch(|[xav, dyav]| {
-                    let (mut runs, mut packed, mut xpacked) = (Vec::new(), Vec::new(), Vec::new());
+                    let (mut runs, mut packed, mut xpacked, mut rows) =
+                        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
                     let (Some(xa), Some(dya)) = (
                         // f32 `x` needs no copy.
                         scratch_as::<T::Acc>(
@@ -207,6 +208,7 @@ pub(super) fn backprop_filter_direct<T: Element>(
                             runs: &mut runs,
                             packed: &mut packed,
                             xpacked: &mut xpacked,
+                            rows: &mut rows,
                         };
                         unit.run(level);
                     }
@@ -361,6 +363,8 @@ struct Unit<'a> {
     packed: &'a mut Vec<f32>,
     /// Scratch: NHWC `x`'s pixels of one tap, packed.
     xpacked: &'a mut Vec<f32>,
+    /// Scratch: NHWC, the (input row, unit row) of each output row one kernel row reaches.
+    rows: &'a mut Vec<(usize, usize)>,
 }
 
 impl Unit<'_> {
@@ -384,6 +388,7 @@ impl pulp::WithSimd for Unit<'_> {
             runs,
             packed,
             xpacked,
+            rows,
         } = self;
         let lanes = S::F32_LANES;
         let nb = vectors(lanes) * lanes;
@@ -413,9 +418,11 @@ impl pulp::WithSimd for Unit<'_> {
                 let lines = cig.div_ceil(16);
                 let xps = 16 * (lines + (lines + 1) % 2);
                 for ky in 0..g.h.kernel {
-                    let rows: Vec<(usize, usize)> = (oy0..oy0 + tr)
-                        .filter_map(|oy| g.h.input_index(oy, ky).map(|y| (y, oy - oy0)))
-                        .collect();
+                    rows.clear();
+                    rows.extend(
+                        (oy0..oy0 + tr)
+                            .filter_map(|oy| g.h.input_index(oy, ky).map(|y| (y, oy - oy0))),
+                    );
                     for kx in 0..kw {
                         let q = g.w.windows_reaching(kx);
                         if q.is_empty() || rows.is_empty() {
@@ -423,24 +430,25 @@ impl pulp::WithSimd for Unit<'_> {
                         }
                         let nq = q.len();
                         let first = g.w.input_index(q.start, kx).unwrap_or(0);
-                        // The tap's pixels of every row, `xps` floats apart.
-                        xpacked.clear();
-                        for &(y, _) in &rows {
+                        // The tap's pixels of every row, `xps` floats apart (the pad floats
+                        // after each pixel's channels are left as they are: never read).
+                        let len = rows.len() * nq * xps;
+                        if xpacked.len() < len {
+                            xpacked.resize(len, 0.0);
+                        }
+                        let mut at = 0;
+                        for &(y, _) in rows.iter() {
                             let row = &xf[y * wi * g.ci..][..wi * g.ci];
                             for qi in 0..nq {
                                 let col = first + qi * g.w.stride;
-                                xpacked.extend_from_slice(&row[col * g.ci + grp * cig..][..cig]);
-                                xpacked.resize(xpacked.len() + xps - cig, 0.0);
+                                xpacked[at..][..cig]
+                                    .copy_from_slice(&row[col * g.ci + grp * cig..][..cig]);
+                                at += xps;
                             }
                         }
                         let mut c0 = 0;
                         while c0 < cig {
-                            let nr = match cig - c0 {
-                                n if n >= R => R,
-                                n if n >= 4 => 4,
-                                n if n >= 2 => 2,
-                                _ => 1,
-                            };
+                            let nr = tile_rows(cig - c0);
                             for cb in (0..cog).step_by(nb) {
                                 let nv = (cog - cb).min(nb) / lanes;
                                 let w = nv * lanes;
@@ -497,12 +505,7 @@ impl pulp::WithSimd for Unit<'_> {
                         let first = g.w.input_index(q.start, kx).unwrap_or(0);
                         let mut c0 = 0;
                         while c0 < cig {
-                            let nr = match cig - c0 {
-                                n if n >= R => R,
-                                n if n >= 4 => 4,
-                                n if n >= 2 => 2,
-                                _ => 1,
-                            };
+                            let nr = tile_rows(cig - c0);
                             let t = TileArgs {
                                 x: &xf[(grp * cig + c0) * xc + first * xp..],
                                 xs: (xc, xp),
@@ -520,6 +523,17 @@ impl pulp::WithSimd for Unit<'_> {
                 }
             }
         }
+    }
+}
+
+/// Filter rows of the next register tile, `left` channels still to go: [`R`], else the
+/// largest instantiated shape that fits.
+fn tile_rows(left: usize) -> usize {
+    match left {
+        n if n >= R => R,
+        n if n >= 4 => 4,
+        n if n >= 2 => 2,
+        _ => 1,
     }
 }
 
