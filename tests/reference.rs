@@ -679,6 +679,11 @@ fn max_pool_grad_wide_planes_match_reference_bf16() {
     max_pool_grad_wide_planes::<bf16>(52);
 }
 
+#[test]
+fn max_pool_grad_wide_planes_match_reference_f64() {
+    max_pool_grad_wide_planes::<f64>(53);
+}
+
 fn max_pool_grad_wide_planes<T: Element>(seed: u64) {
     let mut rng = Rng::new(seed);
     // f32 keeps its tighter bound (each dx is a short f32 sum, rounded once).
@@ -694,6 +699,11 @@ fn max_pool_grad_wide_planes<T: Element>(seed: u64) {
             (33, 2, 1),
             (29, 3, 3),
             (50, 4, 2),
+            // NCHW rows of more than one register block of windows (32), the last block
+            // overlapping the one before.
+            (75, 3, 2),
+            (101, 3, 1),
+            (131, 2, 2),
         ] {
             for padding in [
                 Padding::Same,
@@ -740,6 +750,17 @@ fn max_pool_grad_wide_planes<T: Element>(seed: u64) {
                     "{:?} {layout} c {c} w {w} k {k} s {s} {padding:?}: rel err {err:e}",
                     T::DTYPE
                 );
+                // The forward's argmax routes the same, bit for bit.
+                let xv = TensorRef::new(&x[..], shape(layout, xd), layout);
+                let (_, arg) = gradops::max_pool(xv, &attrs, true).unwrap();
+                let dx2 = gradops::max_pool_grad_with_argmax(
+                    TensorRef::new(&dy, shape(layout, yd), layout),
+                    &arg.unwrap(),
+                    shape(layout, xd),
+                    &attrs,
+                )
+                .unwrap();
+                assert_eq!(to_f64(&dx2.data), to_f64(&dx), "{layout} w {w} k {k} s {s}");
             }
         }
     }

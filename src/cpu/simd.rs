@@ -300,33 +300,6 @@ simd_fn! {
     }
 }
 
-simd_fn! {
-    /// One step of a running argmax with the TF rule: where `v[i] > best[i]` (strictly; false for
-    /// NaN on either side) take `v[i]` and tap `t`, else keep. Reads `best`/`tap`, writes
-    /// `best_out`/`tap_out` (ping-pong buffers: an in-place conditional update compiles to masked
-    /// stores, which are microcoded and slow on AMD).
-    pub(crate) fn argmax_step<A: Accum>(
-        best: &[A],
-        tap: &[u32],
-        v: &[A],
-        t: u32,
-        best_out: &mut [A],
-        tap_out: &mut [u32],
-    ) {
-        for ((((b, i), &x), bo), io) in best
-            .iter()
-            .zip(tap)
-            .zip(v)
-            .zip(best_out.iter_mut())
-            .zip(tap_out.iter_mut())
-        {
-            let gt = x > *b;
-            *bo = if gt { x } else { *b };
-            *io = if gt { t } else { *i };
-        }
-    }
-}
-
 /// `p0[k] = src[2k]`, `p1[k] = src[2k + 1]` for the pairs of `src` (as many as both outputs
 /// hold): the stride-2 phase split of a row, compiled per SIMD level (in callers built for the
 /// baseline only it was a scalar loop).

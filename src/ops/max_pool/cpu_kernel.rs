@@ -29,19 +29,57 @@ fn ranges(a: &crate::geometry::window::WindowAxis) -> Vec<std::ops::Range<usize>
 struct PlaneArgmax<A> {
     tap_offset: Vec<usize>,
     phases: Vec<A>,
-    best: Vec<A>,
+    /// Where each tap's values of the output row's full windows start (in `x` or `phases`).
+    tap_at: Vec<usize>,
     tap: Vec<u32>,
-    best2: Vec<A>,
-    tap2: Vec<u32>,
 }
 
-/// Calls `f(o, i)` for each window `o` (row-major) of one plane with the in-plane index `i`
-/// (`y*W + x`) of its argmax (TF rule); windows with no in-bounds cell are skipped.
+/// What [`plane_argmax`] gives each window's argmax to.
+trait WindowSink {
+    /// Before an output row's windows: they touch input rows below `end` only.
+    fn rows_upto(&mut self, _end: usize) {}
+    /// Window `o`'s argmax is the in-plane index `i`.
+    fn put(&mut self, o: usize, i: usize);
+}
+
+/// A closure as a [`WindowSink`] that needs no rows.
+struct Put<F>(F);
+
+impl<F: FnMut(usize, usize)> WindowSink for Put<F> {
+    fn put(&mut self, o: usize, i: usize) {
+        (self.0)(o, i)
+    }
+}
+
+/// The gradient of one NCHW plane: `acc[i] += dy[o]`, `acc`'s rows zeroed as the windows
+/// reach them (so that they are still in L1 for the sums; the plane is larger than L1).
+struct PlaneGrad<'a, A> {
+    acc: &'a mut [A],
+    dy: &'a [A],
+    w: usize,
+    zeroed: usize,
+}
+
+impl<A: Accum> WindowSink for PlaneGrad<'_, A> {
+    fn rows_upto(&mut self, end: usize) {
+        if end > self.zeroed {
+            self.acc[self.zeroed * self.w..end * self.w].fill(A::zero());
+            self.zeroed = end;
+        }
+    }
+    fn put(&mut self, o: usize, i: usize) {
+        self.acc[i] = self.acc[i] + self.dy[o];
+    }
+}
+
+/// Calls `sink.put(o, i)` for each window `o` (row-major) of one plane with the in-plane index
+/// `i` (`y*W + x`) of its argmax (TF rule); windows with no in-bounds cell are skipped.
 ///
 /// Windows that lie horizontally inside the image are done a whole output row at a time: each
-/// tap reads a contiguous slice of the phase-split input row, and the running argmax is a
-/// vector compare/blend over (value, tap number). Taps go in row-major order, as in the
-/// scalar loop used for the edge windows, so both follow the same rule.
+/// tap reads a contiguous slice of the phase-split input row, and [`row_argmax`] keeps the
+/// running (value, tap number) of a block of windows in registers over every tap. Taps go in
+/// row-major order, as in the scalar loop used for the edge windows, so both follow the same
+/// rule.
 #[inline]
 fn plane_argmax<A: Accum>(
     g: &PoolGeometry,
@@ -49,7 +87,7 @@ fn plane_argmax<A: Accum>(
     xs: &[std::ops::Range<usize>],
     x: &[A],
     sc: &mut PlaneArgmax<A>,
-    mut f: impl FnMut(usize, usize),
+    sink: &mut impl WindowSink,
 ) {
     let (w, wo) = (g.w.input, xs.len());
     let (s, pad, k) = (g.w.stride, g.w.pad_before, g.w.kernel);
@@ -81,28 +119,14 @@ fn plane_argmax<A: Accum>(
         }
         bi
     };
-    if n > 0 && s > 1 {
-        // Phase-split every row once: phases[(y*s + p)*plen + m] = x[y*W + m*s + p].
+    // Rows are phase-split as the output rows reach them (so a row's phases are still in L1
+    // when its taps read them): phases[(y*s + p)*plen + m] = x[y*W + m*s + p].
+    let split = n > 0 && s > 1;
+    if split {
         let h = x.len() / w.max(1);
-        sc.phases.clear();
         sc.phases.resize(h * s * plen, A::zero());
-        for (y, row) in x.chunks_exact(w).enumerate() {
-            let dst = &mut sc.phases[y * s * plen..(y + 1) * s * plen];
-            if s == 2 {
-                let (p0, p1) = dst.split_at_mut(plen);
-                simd::deinterleave2(row, p0, p1);
-                if w % 2 == 1 {
-                    p0[plen - 1] = row[w - 1];
-                }
-            } else {
-                for (m, c) in row.chunks(s).enumerate() {
-                    for (p, &v) in c.iter().enumerate() {
-                        dst[p * plen + m] = v;
-                    }
-                }
-            }
-        }
     }
+    let mut split_upto = 0;
     // In-window offset of each tap (row-major over the full kh x kw window).
     sc.tap_offset.clear();
     for ky in 0..g.h.kernel {
@@ -114,45 +138,99 @@ fn plane_argmax<A: Accum>(
         if yr.is_empty() {
             continue;
         }
+        sink.rows_upto(yr.end);
+        if split {
+            for y in split_upto.max(yr.start)..yr.end {
+                let row = &x[y * w..][..w];
+                let dst = &mut sc.phases[y * s * plen..][..s * plen];
+                if s == 2 {
+                    let (p0, p1) = dst.split_at_mut(plen);
+                    simd::deinterleave2(row, p0, p1);
+                    if w % 2 == 1 {
+                        p0[plen - 1] = row[w - 1];
+                    }
+                } else {
+                    for (m, c) in row.chunks(s).enumerate() {
+                        for (p, &v) in c.iter().enumerate() {
+                            dst[p * plen + m] = v;
+                        }
+                    }
+                }
+            }
+            split_upto = split_upto.max(yr.end);
+        }
         if n > 0 {
-            for b in [&mut sc.best, &mut sc.best2] {
-                b.resize(n, A::zero());
-            }
-            for b in [&mut sc.tap, &mut sc.tap2] {
-                b.resize(n, 0);
-            }
-            let mut t = 0u32;
+            sc.tap.resize(n, 0);
+            sc.tap_at.clear();
             for y in yr.clone() {
                 for kx in 0..k {
                     let off = lo * s + kx - pad;
-                    let v = if s > 1 {
-                        &sc.phases[(y * s + off % s) * plen + off / s..][..n]
+                    sc.tap_at.push(if s > 1 {
+                        (y * s + off % s) * plen + off / s
                     } else {
-                        &x[y * w + off..][..n]
-                    };
-                    if t == 0 {
-                        sc.best.copy_from_slice(v);
-                        sc.tap.fill(0);
-                    } else {
-                        simd::argmax_step(&sc.best, &sc.tap, v, t, &mut sc.best2, &mut sc.tap2);
-                        std::mem::swap(&mut sc.best, &mut sc.best2);
-                        std::mem::swap(&mut sc.tap, &mut sc.tap2);
-                    }
-                    t += 1;
+                        y * w + off
+                    });
                 }
             }
+            let src = if s > 1 { &sc.phases[..] } else { x };
+            row_argmax(src, &sc.tap_at, &mut sc.tap);
         }
-        for (ox, xr) in xs.iter().enumerate() {
-            if xr.is_empty() {
-                continue;
+        // Windows in order: the left edge's, the full ones', the right edge's.
+        for (ox, xr) in xs.iter().enumerate().take(lo) {
+            if !xr.is_empty() {
+                sink.put(oy * wo + ox, scalar(yr, xr));
             }
-            let bi = if (lo..hi).contains(&ox) {
-                yr.start * w + ox * s - pad + sc.tap_offset[sc.tap[ox - lo] as usize]
-            } else {
-                scalar(yr, xr)
-            };
-            f(oy * wo + ox, bi);
         }
+        let base = yr.start * w + lo * s - pad;
+        for (j, &t) in sc.tap[..n].iter().enumerate() {
+            sink.put(oy * wo + lo + j, base + j * s + sc.tap_offset[t as usize]);
+        }
+        for (ox, xr) in xs.iter().enumerate().skip(hi) {
+            if !xr.is_empty() {
+                sink.put(oy * wo + ox, scalar(yr, xr));
+            }
+        }
+    }
+}
+
+simd_fn! {
+    /// The argmax tap of each of `tap.len()` consecutive windows (TF rule: the first tap is the
+    /// initial candidate, a later one replaces it only if strictly greater, NaN never), tap `t`'s
+    /// values of the windows being `src[tap_at[t]..][..tap.len()]`. A block of windows' values
+    /// and taps stays in registers over every tap (a dispatched compare/blend pass per tap, in
+    /// memory, was 43% of a one-thread NCHW W6). The last block overlaps the one before rather
+    /// than run short (a short block's masked stores were 40% of this function's time).
+    fn row_argmax<A: Accum>(src: &[A], tap_at: &[usize], tap: &mut [u32]) {
+        let n = tap.len();
+        if n >= ARGMAX_CHUNK {
+            argmax_blocks::<A, ARGMAX_CHUNK>(src, tap_at, tap);
+        } else if n >= 8 {
+            argmax_blocks::<A, 8>(src, tap_at, tap);
+        } else {
+            argmax_blocks::<A, 1>(src, tap_at, tap);
+        }
+    }
+}
+
+/// [`row_argmax`] in blocks of `C` windows (`tap.len() >= C`), the last block ending at the
+/// last window: windows it repeats get the same tap again.
+#[inline(always)]
+fn argmax_blocks<A: Accum, const C: usize>(src: &[A], tap_at: &[usize], tap: &mut [u32]) {
+    let Some((&first, rest)) = tap_at.split_first() else {
+        return;
+    };
+    let n = tap.len();
+    let mut j0 = 0;
+    while j0 < n {
+        let j = j0.min(n - C);
+        let mut v = [A::zero(); C];
+        let mut i = [0u32; C];
+        v.copy_from_slice(&src[first + j..][..C]);
+        for (t, &at) in rest.iter().enumerate() {
+            (v, i) = greater_of(v, i, &src[at + j..][..C], t as u32 + 1);
+        }
+        tap[j..j + C].copy_from_slice(&i);
+        j0 += C;
     }
 }
 
@@ -194,6 +272,27 @@ fn keep_greater<A: Accum>(best: &mut [A], at: &mut [u32], src: &[A], cell: usize
     }
 }
 
+/// [`keep_greater`] on a block held in registers: where `src` is strictly greater than `v`
+/// (false for NaN on either side), its value and `cell`. Into new arrays, not updated in
+/// place: an update whose else-branch stores the old value back compiles to masked stores
+/// (microcoded, slow on AMD: 40% of a one-thread NCHW W6).
+#[inline(always)]
+fn greater_of<A: Accum, const C: usize>(
+    v: [A; C],
+    i: [u32; C],
+    src: &[A],
+    cell: u32,
+) -> ([A; C], [u32; C]) {
+    let s = &src[..C];
+    let (mut nv, mut ni) = ([A::zero(); C], [0u32; C]);
+    for l in 0..C {
+        let gt = s[l] > v[l];
+        nv[l] = if gt { s[l] } else { v[l] };
+        ni[l] = if gt { cell } else { i[l] };
+    }
+    (nv, ni)
+}
+
 /// Channels [`window_argmax`] keeps in registers at a time.
 const ARGMAX_CHUNK: usize = 32;
 
@@ -220,7 +319,7 @@ simd_fn! {
             for y in yr.clone() {
                 for xx in xr.clone() {
                     let cell = y * w + xx;
-                    keep_greater(&mut v, &mut i, &x[cell * c + c0..][..ARGMAX_CHUNK], cell);
+                    (v, i) = greater_of(v, i, &x[cell * c + c0..][..ARGMAX_CHUNK], cell as u32);
                 }
             }
             best[c0..c0 + ARGMAX_CHUNK].copy_from_slice(&i);
@@ -303,7 +402,7 @@ pub fn forward<T: Element>(
                 }
             };
             match layout {
-                Layout::Nchw => plane_argmax(g, &ys, &xs, &xa, &mut s.plane, put),
+                Layout::Nchw => plane_argmax(g, &ys, &xs, &xa, &mut s.plane, &mut Put(put)),
                 Layout::Nhwc => image_argmax(&ys, &xs, w, c, &xa, &mut s.channels, |o, best| {
                     for (ch, &i) in best.iter().enumerate() {
                         put(o * c + ch, i as usize * c + ch);
@@ -331,28 +430,34 @@ pub(crate) fn grad<T: Element>(g: &PoolGeometry, layout: Layout, dy: &[T], x: &[
             let xa = acc_view(xu, &mut s.x);
             let dya = acc_view(dyu, &mut s.dy);
             let mut owned = std::mem::take(&mut s.acc);
-            let direct = T::as_acc_slice_mut(dxu);
-            let acc: &mut [T::Acc] = match direct {
-                Some(d) => {
-                    d.fill(zero);
-                    d
-                }
+            let acc: &mut [T::Acc] = match T::as_acc_slice_mut(dxu) {
+                Some(d) => d,
                 None => {
-                    owned.clear();
                     owned.resize(xl, zero);
                     &mut owned
                 }
             };
             match layout {
-                Layout::Nchw => plane_argmax(g, &ys, &xs, &xa, &mut s.plane, |o, i| {
-                    acc[i] = acc[i] + dya[o]
-                }),
-                Layout::Nhwc => image_argmax(&ys, &xs, w, c, &xa, &mut s.channels, |o, best| {
-                    for (ch, &i) in best.iter().enumerate() {
-                        let at = i as usize * c + ch;
-                        acc[at] = acc[at] + dya[o * c + ch];
-                    }
-                }),
+                Layout::Nchw => {
+                    let mut sink = PlaneGrad {
+                        acc,
+                        dy: &dya,
+                        w,
+                        zeroed: 0,
+                    };
+                    plane_argmax(g, &ys, &xs, &xa, &mut s.plane, &mut sink);
+                    // Rows no window reached.
+                    sink.rows_upto(g.h.input);
+                }
+                Layout::Nhwc => {
+                    acc.fill(zero);
+                    image_argmax(&ys, &xs, w, c, &xa, &mut s.channels, |o, best| {
+                        for (ch, &i) in best.iter().enumerate() {
+                            let at = i as usize * c + ch;
+                            acc[at] = acc[at] + dya[o * c + ch];
+                        }
+                    })
+                }
             }
             if T::as_acc_slice(dxu).is_none() {
                 T::slice_from_acc(&owned, dxu);
