@@ -255,6 +255,16 @@ pub(crate) fn axpy_inline<A: Accum>(acc: &mut [A], w: A, x: &[A]) {
 }
 
 simd_fn! {
+    /// `out[i] = 0 + w * x[i]`: [`axpy`] into a zeroed `out`, the same bits (`+0` for a `-0`
+    /// product), in one pass that writes `out` without reading it.
+    pub(crate) fn scale_into<A: Accum>(out: &mut [A], w: A, x: &[A]) {
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = A::zero() + w * v;
+        }
+    }
+}
+
+simd_fn! {
     /// `acc[i] += w[i] * x[i]`.
     pub(crate) fn mul_add<A: Accum>(acc: &mut [A], w: &[A], x: &[A]) {
         for ((a, &w), &v) in acc.iter_mut().zip(w).zip(x) {
@@ -353,6 +363,36 @@ simd_fn! {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `scale_into` gives the bits of a zero fill and one `axpy`, signed zeros, subnormals and
+    /// non-finite values included.
+    #[test]
+    fn scale_into_is_a_zeroed_axpy() {
+        let x: Vec<f32> = [
+            -0.0,
+            0.0,
+            1e-40,
+            -1e-40,
+            3.5,
+            -2.25,
+            f32::INFINITY,
+            f32::NAN,
+        ]
+        .iter()
+        .cycle()
+        .take(37)
+        .enumerate()
+        .map(|(i, &v)| v * (1.0 + i as f32 / 64.0))
+        .collect();
+        for w in [0.0f32, -0.0, 0.75, -1.0, 1e-30] {
+            let mut want = vec![0.0f32; x.len()];
+            axpy(&mut want, w, &x);
+            let mut got = vec![f32::NAN; x.len()];
+            scale_into(&mut got, w, &x);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "w = {w}");
+        }
+    }
 
     #[test]
     fn cap_readings() {
