@@ -567,8 +567,9 @@ fn results_are_bitwise_deterministic() {
     }
 }
 
-/// Sizes large enough for the CPU fast paths (affine tables for integer ratios, dense bands
-/// for the others), against the reference, with NaN/Inf rows that must take the exact path.
+/// Sizes large enough for the CPU fast paths (affine tables for integer ratios; register
+/// permutes where 8 outputs read at most 8 sources, dense bands for the other ratios), against
+/// the reference, with NaN/Inf rows that must take the exact path.
 #[test]
 fn resize_grad_fast_paths_match_reference() {
     resize_grad_fast_paths::<f32>(41);
