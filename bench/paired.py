@@ -18,6 +18,11 @@ The peer: `pytorch` (NHWC rows with `channels_last`, as peers.py --torch-channel
 `tensorflow-onednn` (TensorFlow with TF_ENABLE_ONEDNN_OPTS=1, NHWC whatever --layout is, as
 in peers.py), or `gradops` with `--baseline BIN`: another gradops build served the same way,
 an A/B of two versions (ratio above 1: --gradops faster than the baseline).
+
+A workload is an id (its first row: W6's is max_pool_grad with the argmax recomputed, while
+PyTorch's first and only W6 row takes stored indices) or `ID:VARIANT` for one row of it on
+both sides: `W6:stored` pairs gradops' max_pool_grad_with_argmax with PyTorch's
+max_pool2d_with_indices_backward or TensorFlow's MaxPoolGradWithArgmax.
 RAYON_NUM_THREADS of the gradops children and the peer's thread pools are all --threads;
 PyTorch runs with OMP_WAIT_POLICY=PASSIVE unless the environment sets it (see peer_calls).
 """
@@ -34,6 +39,21 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peers  # noqa: E402  (the peer ops, exactly as peers.py times them)
 
 PEERS = ("pytorch", "tensorflow-onednn", "gradops")
+# A row of a workload, `ID:VARIANT`, as `gradops bench`'s JSON names it; a bare id is its first
+# row (W6: recompute). The peer's case for `ID:VARIANT` is the one peers.py tags with that
+# argmax kind (`stored`, `recompute`; untagged cases are `backward`).
+VARIANTS = ("backward", "recompute", "stored", "forward")
+
+
+def canon_row(name):
+    """`w6:Stored` -> `W6:stored`."""
+    wid, sep, variant = name.strip().partition(":")
+    return peers.canon_workload(wid) + (sep + variant.strip().lower() if sep else "")
+
+
+def base_id(row):
+    """`W6:stored` -> `W6`."""
+    return row.partition(":")[0]
 
 
 def parse_args(argv):
@@ -49,12 +69,16 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--scale-down", type=int, default=1, metavar="N",
                    help="gradops --scale-down (tests only: the peer keeps the SPEC's shapes)")
+    p.add_argument("--torch-out", action="store_true",
+                   help="--peer pytorch: W1/W2/W3/W6 write into a preallocated dx, as gradops "
+                        "does (peers.py --torch-out)")
     p.add_argument("--json", metavar="PATH", help="write every call's time and the summary")
     a = p.parse_args(argv)
-    a.workloads = [peers.canon_workload(w) for w in a.workloads.split(",") if w.strip()]
-    bad = [w for w in a.workloads if w not in peers.WORKLOADS]
+    a.workloads = [canon_row(w) for w in a.workloads.split(",") if w.strip()]
+    bad = [w for w in a.workloads if base_id(w) not in peers.WORKLOADS
+           or w.partition(":")[2] not in ("",) + VARIANTS]
     if bad:
-        p.error(f"unknown workload(s) {bad}")
+        p.error(f"unknown workload(s) {bad} (an id, or ID:VARIANT with a variant of {VARIANTS})")
     if (a.peer == "gradops") != bool(a.baseline):
         p.error("--baseline BIN goes with --peer gradops (and only with it)")
     if a.pairs < 1 or a.threads < 1:
@@ -64,10 +88,14 @@ def parse_args(argv):
 
 def peer_calls(a):
     """{workload: (op description, layout, the peer's call)} for the requested workloads."""
-    argv = ["--workloads", ",".join(a.workloads), "--threads", str(a.threads),
-            "--seed", str(a.seed), "--no-tf-argmax"]
+    ids = list(dict.fromkeys(base_id(w) for w in a.workloads))
+    argv = ["--workloads", ",".join(ids), "--threads", str(a.threads), "--seed", str(a.seed)]
+    if not any(w.endswith(":stored") for w in a.workloads):
+        argv.append("--no-tf-argmax")
     if a.peer == "pytorch" and a.layout == "nhwc":
         argv.append("--torch-channels-last")
+    if a.torch_out:
+        argv.append("--torch-out")
     pa = peers.parse_args(argv)
     if a.peer == "pytorch":
         # PyTorch's OpenMP workers spin after each call (OMP_WAIT_POLICY unset: ACTIVE), and
@@ -82,8 +110,14 @@ def peer_calls(a):
         os.environ["TF_ENABLE_ONEDNN_OPTS"] = "1"  # before TensorFlow loads
         cases = peers.tf_cases(pa)
     out = {}
-    for wid, op, layout, _argmax, fn in cases:
-        out.setdefault(wid, (op, layout, fn))  # W6: its first row (recompute)
+    for row in a.workloads:
+        wid, _, variant = row.partition(":")
+        found = [(op, layout, fn) for w, op, layout, tag, fn in cases
+                 if w == wid and (not variant or (tag or "backward") == variant)]
+        if not found:
+            have = sorted({tag or "backward" for w, _, _, tag, _ in cases if w == wid})
+            raise SystemExit(f"{a.peer} has no {row} case (its {wid} rows: {have})")
+        out[row] = found[0]  # a bare id: the peer's first row (W6: TF recompute, PyTorch stored)
     return out
 
 
@@ -92,7 +126,8 @@ class Gradops:
 
     def __init__(self, a, binary=None):
         cmd = [binary or a.gradops, "bench", "--device", "cpu", "--layout", a.layout,
-               "--workload", ",".join(a.workloads), "--serve"]
+               "--workload", ",".join(dict.fromkeys(base_id(w) for w in a.workloads)),
+               "--serve"]
         if a.scale_down != 1:
             cmd += ["--scale-down", str(a.scale_down)]
         env = dict(os.environ, RAYON_NUM_THREADS=str(a.threads))

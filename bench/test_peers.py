@@ -200,10 +200,16 @@ class PairedServe(unittest.TestCase):
         import paired
 
         a = paired.parse_args(["--gradops", GRADOPS, "--peer", "pytorch", "--layout", "nhwc",
-                               "--workloads", "W5,W3", "--threads", "1", "--scale-down", "16"])
+                               "--workloads", "W5,W3,w6:Stored", "--threads", "1",
+                               "--scale-down", "16"])
+        self.assertEqual(a.workloads, ["W5", "W3", "W6:stored"])
+        for bad in ("W6:argmax", "W9", "W9:stored"):
+            with self.assertRaises(SystemExit):
+                paired.parse_args(["--gradops", GRADOPS, "--peer", "pytorch",
+                                   "--workloads", bad])
         g = paired.Gradops(a)
         try:
-            times = [g.call(w) for w in ("W5", "W3", "W5")]
+            times = [g.call(w) for w in ("W5", "W3", "W6:stored", "W6", "W5")]
             self.assertTrue(all(t > 0 for t in times), times)
             with self.assertRaises(RuntimeError):
                 g.call("W4")  # not served: gradops exits with an error

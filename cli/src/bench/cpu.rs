@@ -368,11 +368,13 @@ fn bench_cpu_typed<T: Element>(opts: &BenchOptions) -> Result<BenchReport> {
     })
 }
 
-/// `gradops bench --serve` on the CPU: builds the first kernel of each of `opts.workloads`
+/// `gradops bench --serve` on the CPU: builds every kernel of each of `opts.workloads`
 /// (random inputs, preallocated output, one untimed call each), then for every non-empty
-/// line of `input` (a workload id) runs that kernel once and writes `ID MS` (the call's wall
-/// time) to `output`, flushed, until `input` ends. A driver (`bench/paired.py`) alternates
-/// these calls with a peer's, so both are timed in the same moments of a shared machine.
+/// line of `input` runs one kernel once and writes `NAME MS` (the call's wall time) to
+/// `output`, flushed, until `input` ends. A line names a workload's first row by its id
+/// (`W6`: max pool's recompute row) or any row by `ID:VARIANT`, the variant as in the JSON
+/// (`W6:stored`, `W6:forward`, `W5:backward`). A driver (`bench/paired.py`) alternates these
+/// calls with a peer's, so both are timed in the same moments of a shared machine.
 pub fn serve_cpu(
     opts: &BenchOptions,
     input: impl std::io::BufRead,
@@ -395,16 +397,22 @@ fn serve_cpu_typed<T: Element>(
         path: "<stdio>".into(),
         source,
     };
-    let mut kernels = Vec::new();
+    // (names, kernel): the first row answers to its id too.
+    let mut kernels: Vec<(Vec<String>, CpuKernel)> = Vec::new();
     for w in &opts.workloads {
-        let Some(mut k) = cpu_kernels::<T>(w, CPU_BATCH, opts.scale_down)?
+        for (i, mut k) in cpu_kernels::<T>(w, CPU_BATCH, opts.scale_down)?
             .into_iter()
-            .next()
-        else {
-            continue;
-        };
-        k.call()?;
-        kernels.push((w.id, k));
+            .enumerate()
+        {
+            k.call()?;
+            let full = format!("{}:{}", w.id, k.variant.name(w));
+            let names = if i == 0 {
+                vec![w.id.to_string(), full]
+            } else {
+                vec![full]
+            };
+            kernels.push((names, k));
+        }
     }
     for line in input.lines() {
         let line = line.map_err(io_err)?;
@@ -412,10 +420,11 @@ fn serve_cpu_typed<T: Element>(
         if id.is_empty() {
             continue;
         }
-        let Some((name, k)) = kernels
-            .iter_mut()
-            .find(|(name, _)| name.eq_ignore_ascii_case(id))
-        else {
+        let found = kernels.iter_mut().find_map(|(names, k)| {
+            let name = names.iter().find(|n| n.eq_ignore_ascii_case(id))?;
+            Some((name, k))
+        });
+        let Some((name, k)) = found else {
             return Err(gradops::error::Error::attr(
                 "bench",
                 "serve",
@@ -423,7 +432,7 @@ fn serve_cpu_typed<T: Element>(
                     "asked for workload {id:?}, serving {}",
                     kernels
                         .iter()
-                        .map(|(name, _)| *name)
+                        .flat_map(|(names, _)| names.iter().map(String::as_str))
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
@@ -462,13 +471,14 @@ mod tests {
 
     #[test]
     fn serve_times_the_asked_workloads() {
-        // Scaled-down W5 and W3: one line out per id asked (any case, blank lines skipped),
-        // in order, each a positive time; an id not served is an error naming both.
+        // Scaled-down W5, W3 and W6: one line out per name asked (any case, blank lines
+        // skipped), in order, each a positive time; a bare id is the first row, `ID:VARIANT`
+        // any row; a name not served is an error naming all that are.
         let mut opts = BenchOptions::from_args(&BenchArgs {
             device: BenchDevice::Cpu,
             dtype: DType::F32,
             layout: Layout::Nhwc,
-            workload: Some("W5,W3".into()),
+            workload: Some("W5,W3,W6".into()),
             reps: None,
             json: None,
             scale_down: 16,
@@ -477,7 +487,8 @@ mod tests {
         })
         .unwrap();
         let mut out = Vec::new();
-        serve_cpu(&opts, &b"W5\n\nw3\nW5\n"[..], &mut out).unwrap();
+        let asked = b"W5\n\nw3\nW6:stored\nW5\nw6:Forward\nW6\nW5:backward\n";
+        serve_cpu(&opts, &asked[..], &mut out).unwrap();
         let out = String::from_utf8(out).unwrap();
         let got: Vec<(&str, f64)> = out
             .lines()
@@ -488,15 +499,27 @@ mod tests {
             .collect();
         assert_eq!(
             got.iter().map(|g| g.0).collect::<Vec<_>>(),
-            ["W5", "W3", "W5"],
+            [
+                "W5",
+                "W3",
+                "W6:stored",
+                "W5",
+                "W6:forward",
+                "W6",
+                "W5:backward"
+            ],
             "{out}"
         );
         assert!(got.iter().all(|g| g.1 > 0.0), "{out}");
         opts.dtype = DType::F16;
-        let e = serve_cpu(&opts, &b"W4\n"[..], std::io::sink())
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("\"W4\"") && e.contains("W5, W3"), "{e}");
+        for bad in ["W4", "W6:backward", "W5:stored"] {
+            let e = serve_cpu(&opts, format!("{bad}\n").as_bytes(), std::io::sink())
+                .unwrap_err()
+                .to_string();
+            let served =
+                "W5, W5:backward, W3, W3:backward, W6, W6:recompute, W6:stored, W6:forward";
+            assert!(e.contains(&format!("{bad:?}")) && e.contains(served), "{e}");
+        }
     }
 
     #[test]
