@@ -174,3 +174,84 @@ fn bf16_sums_in_f32_and_rounds_once() {
     .unwrap();
     assert_eq!(dx.data[4].to_f32(), 260.0);
 }
+
+#[test]
+fn stored_argmax_anywhere_in_its_unit_scatters_in_window_order() {
+    // Indices anywhere in their window's unit (plane or image) and channel, far ahead of and
+    // behind the window, -1 among them, land where a plain zero-then-scatter in window order
+    // puts them, bit for bit, into a poisoned dx: the kernel zeroes small units piecemeal as
+    // the indices reach them, and this covers units of several pieces.
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let attrs = MaxPoolAttrs::new([3, 3])
+        .strides([2, 2])
+        .padding(Padding::Same);
+    for (layout, n, c, h, w) in [
+        (Layout::Nchw, 2usize, 3usize, 83usize, 83usize),
+        (Layout::Nchw, 1, 2, 9, 7),
+        (Layout::Nhwc, 2, 5, 50, 50),
+        (Layout::Nhwc, 2, 4, 40, 33),
+        (Layout::Nhwc, 1, 1, 97, 90),
+        // A unit over 1 MiB: zeroed whole before the scatter, not piecemeal.
+        (Layout::Nhwc, 1, 4, 300, 300),
+    ] {
+        let (oh, ow) = (h.div_ceil(2), w.div_ceil(2));
+        let (xs, ys) = match layout {
+            Layout::Nchw => ([n, c, h, w], [n, c, oh, ow]),
+            Layout::Nhwc => ([n, h, w, c], [n, oh, ow, c]),
+        };
+        let ny = n * c * oh * ow;
+        let dy: Vec<f32> = (0..ny)
+            .map(|_| (next() % 2001) as f32 / 1000.0 - 1.0)
+            .collect();
+        let unit = match layout {
+            Layout::Nchw => h * w,
+            Layout::Nhwc => h * w * c,
+        };
+        let argmax: Vec<i64> = (0..ny)
+            .map(|o| {
+                let (u, ch) = match layout {
+                    Layout::Nchw => (o / (oh * ow), 0),
+                    Layout::Nhwc => (o / (oh * ow * c), o % c),
+                };
+                if next() % 10 == 0 {
+                    return -1;
+                }
+                let cell = next() as usize % (h * w);
+                let within = match layout {
+                    Layout::Nchw => cell,
+                    Layout::Nhwc => cell * c + ch,
+                };
+                (u * unit + within) as i64
+            })
+            .collect();
+        let mut want = vec![0.0f32; n * c * h * w];
+        for (&d, &a) in dy.iter().zip(&argmax) {
+            if a >= 0 {
+                want[a as usize] += d;
+            }
+        }
+        let mut got = vec![f32::NAN; want.len()];
+        gradops::max_pool_grad_with_argmax_into(
+            TensorRef::new(&dy, ys, layout),
+            &argmax,
+            xs,
+            &attrs,
+            &mut got,
+        )
+        .unwrap();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert!(
+            bits(&got) == bits(&want),
+            "{layout:?} {xs:?}: first difference at {:?}",
+            got.iter()
+                .zip(&want)
+                .position(|(a, b)| a.to_bits() != b.to_bits())
+        );
+    }
+}
