@@ -484,19 +484,20 @@ simd_fn! {
         if !lazy_zero {
             acc.fill(A::zero());
         }
-        // In the window's channel: i % c == ch. NCHW (c == 1): always; another power of two by a
-        // mask; any other `c` divides (a division per window).
+        // In the window's channel: i % c == o % c. NCHW (c == 1): always; another power of two
+        // by the low bits of `i ^ o` (W6 NHWC 1.07x on one thread, Zen 4, against the counted
+        // channel `ch` and a mask); any other `c` divides (a division per window).
         match (lazy_zero, c) {
-            (true, 1) => scatter::<_, true>(acc, dy, argmax, lo, c, |_, _| true),
-            (false, 1) => scatter::<_, false>(acc, dy, argmax, lo, c, |_, _| true),
+            (true, 1) => scatter::<_, true>(acc, dy, argmax, lo, c, |_, _, _| true),
+            (false, 1) => scatter::<_, false>(acc, dy, argmax, lo, c, |_, _, _| true),
             (true, _) if c.is_power_of_two() => {
-                scatter::<_, true>(acc, dy, argmax, lo, c, |i, ch| i & (c - 1) == ch)
+                scatter::<_, true>(acc, dy, argmax, lo, c, |i, o, _| (i ^ o) & (c - 1) == 0)
             }
             (false, _) if c.is_power_of_two() => {
-                scatter::<_, false>(acc, dy, argmax, lo, c, |i, ch| i & (c - 1) == ch)
+                scatter::<_, false>(acc, dy, argmax, lo, c, |i, o, _| (i ^ o) & (c - 1) == 0)
             }
-            (true, _) => scatter::<_, true>(acc, dy, argmax, lo, c, |i, ch| i % c == ch),
-            (false, _) => scatter::<_, false>(acc, dy, argmax, lo, c, |i, ch| i % c == ch),
+            (true, _) => scatter::<_, true>(acc, dy, argmax, lo, c, |i, _, ch| i % c == ch),
+            (false, _) => scatter::<_, false>(acc, dy, argmax, lo, c, |i, _, ch| i % c == ch),
         }
     }
 }
@@ -508,7 +509,8 @@ const ZERO_CHUNK: usize = 4096;
 /// The largest unit [`grad_with_argmax`] zeroes piecemeal (see there).
 const LAZY_ZERO_MAX_BYTES: usize = 1 << 20;
 
-/// [`scatter_unit`]'s loop, `in_channel(i, ch)` the channel test. `acc` is zeroed on entry,
+/// [`scatter_unit`]'s loop, `in_channel(i, o, ch)` the channel test of index `i` (in the unit)
+/// for window `o` (in the unit), whose channel is `ch`. `acc` is zeroed on entry,
 /// or with `LAZY` not at all: then it is zeroed [`ZERO_CHUNK`] elements at a time as the indices
 /// reach it, just before the adds into it, and what none reached at the end. Each cell is zeroed
 /// before its first add and its adds keep window order: the sums of a zero fill first. (Two
@@ -520,25 +522,26 @@ fn scatter<A: Accum, const LAZY: bool>(
     argmax: &[i64],
     lo: i64,
     c: usize,
-    in_channel: impl Fn(usize, usize) -> bool,
+    in_channel: impl Fn(usize, usize, usize) -> bool,
 ) -> Option<usize> {
     let xl = acc.len();
     // `acc[..zeroed]` is zeroed.
     let mut zeroed = if LAZY { 0 } else { xl };
-    // The window's channel, counted rather than divided for (NHWC: o % c; NCHW: 0).
+    // The window's channel, counted rather than divided for (NHWC: o % c; NCHW: 0); dead code
+    // where `in_channel` ignores it.
     let mut ch = 0usize;
     for (o, (&d, &a)) in dy.iter().zip(argmax).enumerate() {
         // An index below 0 wraps past any length.
         let i = a.wrapping_sub(lo) as usize;
         if !LAZY {
-            if i < xl && in_channel(i, ch) {
+            if i < xl && in_channel(i, o, ch) {
                 acc[i] = acc[i] + d;
             } else if a != -1 {
                 return Some(o);
             }
-        } else if let Some(v) = acc[..zeroed].get_mut(i).filter(|_| in_channel(i, ch)) {
+        } else if let Some(v) = acc[..zeroed].get_mut(i).filter(|_| in_channel(i, o, ch)) {
             *v = *v + d;
-        } else if i < xl && in_channel(i, ch) {
+        } else if i < xl && in_channel(i, o, ch) {
             let end = ((i / ZERO_CHUNK + 1) * ZERO_CHUNK).min(xl);
             acc[zeroed..end].fill(A::zero());
             zeroed = end;
