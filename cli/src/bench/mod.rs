@@ -93,7 +93,8 @@ pub struct BenchArgs {
     pub f32_precision: BenchF32Precision,
     /// CPU only: time calls on request instead of rows, for `bench/paired.py` (gradops and a
     /// peer called in turn, so both see the same moments of a shared machine). Reads one
-    /// workload id per stdin line, runs that workload's first kernel once, prints `ID MS`.
+    /// workload per stdin line, an id (its first row) or `ID:VARIANT` (`W6:stored`), runs
+    /// that row's kernel once, prints `NAME MS`.
     #[arg(long)]
     pub serve: bool,
 }
