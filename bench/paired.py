@@ -18,13 +18,13 @@ The peer: `pytorch` (NHWC rows with `channels_last`, as peers.py --torch-channel
 `tensorflow-onednn` (TensorFlow with TF_ENABLE_ONEDNN_OPTS=1, NHWC whatever --layout is, as
 in peers.py), or `gradops` with `--baseline BIN`: another gradops build served the same way,
 an A/B of two versions (ratio above 1: --gradops faster than the baseline).
+RAYON_NUM_THREADS of the gradops children and the peer's thread pools are all --threads;
+PyTorch runs with OMP_WAIT_POLICY=PASSIVE unless the environment sets it (see peer_calls).
 
 A workload is an id (its first row: W6's is max_pool_grad with the argmax recomputed, while
 PyTorch's first and only W6 row takes stored indices) or `ID:VARIANT` for one row of it on
 both sides: `W6:stored` pairs gradops' max_pool_grad_with_argmax with PyTorch's
 max_pool2d_with_indices_backward or TensorFlow's MaxPoolGradWithArgmax.
-RAYON_NUM_THREADS of the gradops children and the peer's thread pools are all --threads;
-PyTorch runs with OMP_WAIT_POLICY=PASSIVE unless the environment sets it (see peer_calls).
 """
 
 import argparse

@@ -580,8 +580,8 @@ pub(crate) fn grad_with_argmax<T: Element>(
     let c = if layout == Layout::Nhwc { g.c } else { 1 };
     let zero = T::Acc::zero();
     // Small units (NCHW planes: 50 KB on W6) are zeroed as the scatter reaches them, while in
-    // cache: W6 NCHW 1.22x on one thread (Zen 4). A unit of megabytes (W6's NHWC images, 3.2 MB)
-    // is zeroed whole first: one large fill ran faster there (piecemeal: 0.88x-0.98x).
+    // cache: W6 NCHW 1.17x on one thread (Zen 4). A unit of megabytes (W6's NHWC images, 3.2 MB)
+    // is zeroed whole first: one large fill ran faster there (piecemeal: 0.88x-0.93x).
     let lazy_zero = xl * std::mem::size_of::<T::Acc>() <= LAZY_ZERO_MAX_BYTES;
     let bad = dx
         .par_chunks_mut(xl)
