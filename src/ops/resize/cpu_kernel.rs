@@ -191,7 +191,7 @@ impl<A: Accum> Banded<A> {
 const PERMUTE_LANES: usize = 8;
 
 /// Tables whose every block of [`PERMUTE_LANES`] outputs reads at most that many consecutive
-/// sources (a downscale's gradient: 97 -> 256 on W2, two taps an output): one load of the
+/// sources (a downscale's gradient: 97 -> 256 on W2, one tap an output): one load of the
 /// block's sources, then per tap a register permute, a multiply and an add, against
 /// [`simd::banded`]'s dense `span x BAND` block (four times the products on W2, and 38% of
 /// its one-thread samples; W2 NCHW 1.10x faster on one thread, 1.13x on two, Zen 4). f32
@@ -227,7 +227,8 @@ impl<A: Accum> Permuted<A> {
         let blocks = d / PERMUTE_LANES;
         let taps = (0..blocks * PERMUTE_LANES)
             .map(|j| t.offsets[j + 1] - t.offsets[j])
-            .max()? as usize;
+            .max()?
+            .max(1) as usize;
         let mut fixup = Vec::new();
         let mut lo = Vec::with_capacity(blocks);
         let mut index = vec![0i32; blocks * taps * PERMUTE_LANES];
@@ -275,11 +276,38 @@ impl<A: Accum> Permuted<A> {
     fn run(&self, row: &[A], out: &mut [A]) -> bool {
         permuted(row, (&self.lo, self.taps, &self.index), &self.w, out)
     }
+
+    /// For the destination rows `rows` of a plane, into `out` (`rows.len()` rows of the
+    /// table's length), the whole blocks of `sum over ty's entries (r, wy), in order, of wy *
+    /// (this pass of plane row r)`, from zero, each term's pass summed in registers (the bits
+    /// of [`Permuted::run`] into rows, then [`axpy`]s into a zeroed row); rows without entries
+    /// zeroed whole. False (nothing to rely on written) where this type cannot take this path
+    /// or a row has more than [`FUSED_TERMS`] entries.
+    fn run_rows(
+        &self,
+        (plane, width): (&[A], usize),
+        ty: &AxisTable<A>,
+        rows: std::ops::Range<usize>,
+        out: &mut [A],
+    ) -> bool {
+        permuted_rows(
+            (plane, width),
+            (&ty.offsets, &ty.index, &ty.weight),
+            (rows.start, rows.len()),
+            (&self.lo, self.taps, &self.index),
+            &self.w,
+            out,
+        )
+    }
 }
+
+/// The most vertical terms [`permuted_rows`] takes in registers; rows with more take the
+/// horizontal-first order.
+const FUSED_TERMS: usize = 4;
 
 simd_fn! {
     /// [`Permuted`]'s blocks, compiled per SIMD level (the AVX2 kernel inlined where the level
-    /// has it); true when it ran.
+    /// has it, once per tap count up to four); true when it ran.
     fn permuted<A: Accum>(
         row: &[A],
         (lo, taps, index): (&[u32], usize, &[i32]),
@@ -290,47 +318,134 @@ simd_fn! {
         if let (Some(simd), Some(row), Some(w), Some(out)) =
             (simd::avx2(), A::as_f32(row), A::as_f32(w), A::as_f32_mut(out))
         {
-            permuted_avx(simd, row, (lo, taps, index), w, out);
+            let rows = [(row, 0f32)];
+            let (index, _) = index.as_chunks::<PERMUTE_LANES>();
+            let (w, _) = w.as_chunks::<PERMUTE_LANES>();
+            // A constant tap count per arm: the tap loop unrolled, no bounds checks in it
+            // (the H pass of W2 NCHW, one thread: 5.7-6.3 -> 4.9-5.9 ms, Zen 4).
+            match taps {
+                1 => permuted_avx::<false>(simd, &rows, lo, taps_of::<1>(index, w), out),
+                2 => permuted_avx::<false>(simd, &rows, lo, taps_of::<2>(index, w), out),
+                3 => permuted_avx::<false>(simd, &rows, lo, taps_of::<3>(index, w), out),
+                4 => permuted_avx::<false>(simd, &rows, lo, taps_of::<4>(index, w), out),
+                t => {
+                    let blocks = index.chunks_exact(t).zip(w.chunks_exact(t));
+                    permuted_avx::<false>(simd, &rows, lo, blocks, out)
+                }
+            }
             return true;
         }
         false
     }
 }
 
-/// `out[8b + l] = sum over taps t, in order, of w[..] * row[lo[b] + index[..]]` for the whole
-/// blocks of `out` (`(b * taps + t) * 8 + l` indexes `index` and `w`), from zero, a multiply
-/// then an add (no fused multiply-add: the CSR sum's bits). Inlined into callers compiled with
-/// AVX2.
+simd_fn! {
+    /// [`Permuted::run_rows`], compiled per SIMD level like [`permuted`], once per tap count
+    /// and term count up to two; the rows' loop inside (a dispatched call per row cost W2 NCHW
+    /// 10% on one thread, Zen 4).
+    fn permuted_rows<A: Accum>(
+        (plane, width): (&[A], usize),
+        (offsets, rindex, rweight): (&[u32], &[u32], &[A]),
+        (first, count): (usize, usize),
+        (lo, taps, index): (&[u32], usize, &[i32]),
+        w: &[A],
+        out: &mut [A],
+    ) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if let (Some(simd), Some(plane), Some(rweight), Some(w), Some(out)) = (
+            simd::avx2(),
+            A::as_f32(plane),
+            A::as_f32(rweight),
+            A::as_f32(w),
+            A::as_f32_mut(out),
+        ) {
+            let (index, _) = index.as_chunks::<PERMUTE_LANES>();
+            let (w, _) = w.as_chunks::<PERMUTE_LANES>();
+            let Some(out_width) = out.len().checked_div(count) else {
+                return true;
+            };
+            for (i, o) in (first..first + count).zip(out.chunks_exact_mut(out_width)) {
+                let (a, z) = (offsets[i] as usize, offsets[i + 1] as usize);
+                if z - a > FUSED_TERMS {
+                    return false;
+                }
+                let mut rows = [(&plane[..0], 0f32); FUSED_TERMS];
+                for (slot, (&r, &wy)) in rows.iter_mut().zip(rindex[a..z].iter().zip(&rweight[a..z])) {
+                    let r = r as usize;
+                    *slot = (&plane[r * width..(r + 1) * width], wy);
+                }
+                match (taps, z - a) {
+                    (_, 0) => o.fill(0.0),
+                    (1, 1) => permuted_avx::<true>(simd, &rows[..1], lo, taps_of::<1>(index, w), o),
+                    (1, 2) => permuted_avx::<true>(simd, &rows[..2], lo, taps_of::<1>(index, w), o),
+                    (2, 1) => permuted_avx::<true>(simd, &rows[..1], lo, taps_of::<2>(index, w), o),
+                    (2, 2) => permuted_avx::<true>(simd, &rows[..2], lo, taps_of::<2>(index, w), o),
+                    (t, n) => {
+                        let blocks = index.chunks_exact(t).zip(w.chunks_exact(t));
+                        permuted_avx::<true>(simd, &rows[..n], lo, blocks, o)
+                    }
+                }
+            }
+            return true;
+        }
+        false
+    }
+}
+
+/// For the whole blocks `b` of `out` (lanes `l`), with `h(row) = sum over taps t, in order, of
+/// w[..] * row[lo[b] + index[..]]` from zero (`(b * taps + t) * 8 + l` indexes `index` and
+/// `w`): `out[8b + l] = h(rows[0].0)` for a horizontal pass alone (`SCALED` false), or, for
+/// rows of a plane summed with their vertical weights (`SCALED`), `sum over (row, wy), in
+/// order, of wy * h(row)`, from zero. A multiply then an add throughout (no fused
+/// multiply-add): the bits of the CSR sums, and of [`axpy`]s of passed rows into a zeroed row.
+/// Inlined into callers compiled with AVX2; constant `taps` and `rows.len()` unroll the loops.
+/// Each block's `TAPS` index and weight vectors, as slices of a constant length.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn permuted_avx(
+fn taps_of<'t, const TAPS: usize>(
+    index: &'t [[i32; PERMUTE_LANES]],
+    w: &'t [[f32; PERMUTE_LANES]],
+) -> impl Iterator<Item = (&'t [[i32; PERMUTE_LANES]], &'t [[f32; PERMUTE_LANES]])> {
+    let (index, _) = index.as_chunks::<TAPS>();
+    let (w, _) = w.as_chunks::<TAPS>();
+    index
+        .iter()
+        .zip(w)
+        .map(|(i, w)| (i.as_slice(), w.as_slice()))
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn permuted_avx<'t, const SCALED: bool>(
     simd: pulp::x86::V3,
-    row: &[f32],
-    (lo, taps, index): (&[u32], usize, &[i32]),
-    w: &[f32],
+    rows: &[(&[f32], f32)],
+    lo: &[u32],
+    blocks: impl Iterator<Item = (&'t [[i32; PERMUTE_LANES]], &'t [[f32; PERMUTE_LANES]])>,
     out: &mut [f32],
 ) {
     use core::arch::x86_64::{__m256, __m256i};
     use pulp::bytemuck::cast;
     let (avx, avx2) = (simd.avx, simd.avx2);
-    let step = taps * PERMUTE_LANES;
-    for (b, o) in out.chunks_exact_mut(PERMUTE_LANES).enumerate() {
-        let mut v = [0f32; PERMUTE_LANES];
-        v.copy_from_slice(&row[lo[b] as usize..][..PERMUTE_LANES]);
-        let v = cast::<_, __m256>(v);
-        let mut acc = avx._mm256_setzero_ps();
-        for (ix, wt) in index[b * step..][..step]
-            .chunks_exact(PERMUTE_LANES)
-            .zip(w[b * step..][..step].chunks_exact(PERMUTE_LANES))
-        {
-            let mut i = [0i32; PERMUTE_LANES];
-            i.copy_from_slice(ix);
-            let mut c = [0f32; PERMUTE_LANES];
-            c.copy_from_slice(wt);
-            let g = avx2._mm256_permutevar8x32_ps(v, cast::<_, __m256i>(i));
-            acc = avx._mm256_add_ps(acc, avx._mm256_mul_ps(cast::<_, __m256>(c), g));
+    let (out, _) = out.as_chunks_mut::<PERMUTE_LANES>();
+    let zero = avx._mm256_setzero_ps();
+    for ((o, &l), (ix, wt)) in out.iter_mut().zip(lo).zip(blocks) {
+        let l = l as usize;
+        let mut sum = zero;
+        for &(row, wy) in rows {
+            let v: [f32; PERMUTE_LANES] = row[l..l + PERMUTE_LANES].try_into().unwrap_or_default();
+            let v = cast::<_, __m256>(v);
+            let mut h = zero;
+            for (ix, wt) in ix.iter().zip(wt) {
+                let g = avx2._mm256_permutevar8x32_ps(v, cast::<_, __m256i>(*ix));
+                h = avx._mm256_add_ps(h, avx._mm256_mul_ps(cast::<_, __m256>(*wt), g));
+            }
+            sum = if SCALED {
+                avx._mm256_add_ps(sum, avx._mm256_mul_ps(avx._mm256_set1_ps(wy), h))
+            } else {
+                h
+            };
         }
-        o.copy_from_slice(&cast::<__m256, [f32; PERMUTE_LANES]>(acc));
+        *o = cast::<__m256, [f32; PERMUTE_LANES]>(sum);
     }
 }
 
@@ -378,12 +493,17 @@ impl<'a, A: Accum> Horizontal<'a, A> {
 
     fn csr(&self, row: &[A], out: &mut [A], js: std::ops::Range<usize>) {
         for j in js {
-            let mut s = A::zero();
-            for (i, w) in self.table.entries(j) {
-                s = s + w * row[i];
-            }
-            out[j] = s;
+            out[j] = self.csr_at(row, j);
         }
+    }
+
+    /// `out[j]` of the CSR path.
+    fn csr_at(&self, row: &[A], j: usize) -> A {
+        let mut s = A::zero();
+        for (i, w) in self.table.entries(j) {
+            s = s + w * row[i];
+        }
+        s
     }
 
     /// `phases` is scratch for the de-interleaved row.
@@ -467,28 +587,81 @@ struct PlaneScratch<A> {
     phases: Vec<A>,
 }
 
-/// One plane at a time, separably, in whichever order costs less: vertical first (each
-/// destination row sums whole source rows, then one horizontal pass) or horizontal first
-/// (each used source row once into `tmp`, then whole-row sums).
+/// The order [`gather_nchw`] takes each plane in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PlaneOrder {
+    /// Each destination row sums whole source rows, then one horizontal pass.
+    VerticalFirst,
+    /// Each used source row once through the horizontal pass into `tmp`, then each destination
+    /// row zeroed and its rows of `tmp` added.
+    HorizontalFirst,
+    /// Each destination row's blocks summed in registers from its source rows, each term's
+    /// horizontal pass ([`Permuted`]) recomputed, and stored once: no `tmp`, no zero fill and
+    /// no second pass over the row (W2 NCHW, one thread: 16.1-16.5 -> 11.2-11.7 ms, Zen 4;
+    /// the horizontal passes double, but `dx`, 87% of W2's traffic, is written once). Planes
+    /// with a non-finite value take the horizontal-first order (the permuted pass is exact only
+    /// on finite rows).
+    Fused,
+}
+
+impl PlaneOrder {
+    /// The cheaper order by the instruction counts of [`Horizontal::cost`].
+    fn choose<A: Accum>(plan: &ResizePlan<A>, horizontal: &Horizontal<'_, A>) -> PlaneOrder {
+        let (ty, sw, dh, dw) = (&plan.y, plan.src.w, plan.dst.h, plan.dst.w);
+        let mut used = vec![false; plan.src.h];
+        for &r in &ty.index {
+            used[r as usize] = true;
+        }
+        let used_rows = used.iter().filter(|&&u| u).count();
+        let nnz = ty.index.len();
+        // Whole-row sums cost ~1/4 instruction per element.
+        let vertical_first = nnz * sw / 4 + dh * horizontal.cost();
+        let horizontal_first = used_rows * horizontal.cost() + nnz * dw / 4;
+        let fused = nnz * horizontal.cost();
+        let fusable = horizontal.permuted.is_some()
+            && (0..dh).all(|i| ty.offsets[i + 1] - ty.offsets[i] <= FUSED_TERMS as u32);
+        // Against the horizontal-first order, its zero fill of every row counts too.
+        if fusable && fused <= vertical_first && fused <= horizontal_first + dh * dw / 4 {
+            PlaneOrder::Fused
+        } else if vertical_first <= horizontal_first {
+            PlaneOrder::VerticalFirst
+        } else {
+            PlaneOrder::HorizontalFirst
+        }
+    }
+}
+
+/// One plane at a time, separably, in the order [`PlaneOrder::choose`] finds cheaper.
 fn gather_nchw<T: Element>(plan: &ResizePlan<T::Acc>, src: &[T], dst: &mut [T]) {
+    let horizontal = Horizontal::new(&plan.x);
+    let order = PlaneOrder::choose(plan, &horizontal);
+    gather_nchw_in(plan, &horizontal, order, src, dst);
+}
+
+/// [`gather_nchw`] in the given order.
+fn gather_nchw_in<T: Element>(
+    plan: &ResizePlan<T::Acc>,
+    horizontal: &Horizontal<'_, T::Acc>,
+    order: PlaneOrder,
+    src: &[T],
+    dst: &mut [T],
+) {
     let (sh, sw, dh, dw) = (plan.src.h, plan.src.w, plan.dst.h, plan.dst.w);
     let ty = &plan.y;
-    let horizontal = Horizontal::new(&plan.x);
     let mut used = vec![false; sh];
     for &r in &ty.index {
         used[r as usize] = true;
     }
-    let used_rows = used.iter().filter(|&&u| u).count();
-    // Whole-row sums cost ~1/4 instruction per element.
-    let vertical_first = ty.index.len() * sw / 4 + dh * horizontal.cost();
-    let horizontal_first = used_rows * horizontal.cost() + ty.index.len() * dw / 4;
     let zero = T::Acc::zero();
     dst.par_chunks_mut(dh * dw)
         .zip(src.par_chunks(sh * sw))
         .for_each_init(PlaneScratch::default, |s, (d, sp)| {
             let plane = acc_view(sp, &mut s.plane);
             s.acc.resize(dw, zero);
-            if vertical_first <= horizontal_first {
+            if order == PlaneOrder::Fused && fused_plane(plan, horizontal, &plane, d, &mut s.acc) {
+                return;
+            }
+            if order == PlaneOrder::VerticalFirst {
                 s.row.resize(sw, zero);
                 for i in 0..dh {
                     // The first term written over the row, the rest added (not a zero fill
@@ -539,6 +712,70 @@ fn gather_nchw<T: Element>(plan: &ResizePlan<T::Acc>, src: &[T], dst: &mut [T]) 
                 }
             }
         });
+}
+
+/// The columns of a fused destination row past the whole blocks, and the blocks' fixups:
+/// each term's CSR sum, summed as the blocks are.
+fn fused_columns<A: Accum>(
+    horizontal: &Horizontal<'_, A>,
+    (plane, sw): (&[A], usize),
+    (ty, i): (&AxisTable<A>, usize),
+    (whole, fixup): (usize, &[usize]),
+    out: &mut [A],
+) {
+    for j in (whole..out.len()).chain(fixup.iter().copied()) {
+        let mut sum = A::zero();
+        for (r, wy) in ty.entries(i) {
+            sum = sum + wy * horizontal.csr_at(&plane[r * sw..(r + 1) * sw], j);
+        }
+        out[j] = sum;
+    }
+}
+
+/// One plane in [`PlaneOrder::Fused`]; false (nothing to rely on written) where the plane
+/// holds a non-finite value or the pass cannot run here.
+fn fused_plane<T: Element>(
+    plan: &ResizePlan<T::Acc>,
+    horizontal: &Horizontal<'_, T::Acc>,
+    plane: &[T::Acc],
+    d: &mut [T],
+    acc: &mut [T::Acc],
+) -> bool {
+    let (sw, dw) = (plan.src.w, plan.dst.w);
+    let Some(p) = &horizontal.permuted else {
+        return false;
+    };
+    if !simd::all_finite(plane) {
+        return false;
+    }
+    let whole = dw / PERMUTE_LANES * PERMUTE_LANES;
+    let ty = &plan.y;
+    match T::as_acc_slice_mut(d) {
+        // f32: the whole plane in one call.
+        Some(out) => {
+            if !p.run_rows((plane, sw), ty, 0..plan.dst.h, out) {
+                return false;
+            }
+        }
+        None => {
+            for (i, drow) in d.chunks_exact_mut(dw).enumerate() {
+                if !p.run_rows((plane, sw), ty, i..i + 1, acc) {
+                    return false;
+                }
+                fused_columns(horizontal, (plane, sw), (ty, i), (whole, &p.fixup), acc);
+                store::<T>(acc, drow);
+            }
+            return true;
+        }
+    }
+    if whole < dw || !p.fixup.is_empty() {
+        for (i, drow) in d.chunks_exact_mut(dw).enumerate() {
+            if let Some(out) = T::as_acc_slice_mut(drow) {
+                fused_columns(horizontal, (plane, sw), (ty, i), (whole, &p.fixup), out);
+            }
+        }
+    }
+    true
 }
 
 simd_fn! {
@@ -679,5 +916,89 @@ mod tests {
         if simd::avx2().is_some() {
             assert!(permuted >= 6, "the permuted path ran on {permuted} tables");
         }
+    }
+    /// The fused order gives the horizontal-first order's bits (the vertical-first order
+    /// multiplies in another order), f32 and f16, on
+    /// gradient plans whose destination rows have zero to many terms, widths with and
+    /// without a partial block, and planes holding NaN or an infinity (which leave the fused
+    /// order for another).
+    #[test]
+    fn plane_orders_match_bitwise() {
+        use crate::tensor::Dims;
+        use half::f16;
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            ((seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 8.0
+        };
+        let mut fused = 0;
+        // (dx h, w) <- (dy h, w): W2's ratio, rows of two terms, a partial block, an
+        // upscale's gradient (many terms a row), a downscale by more than 8 in x.
+        for ((xh, xw), (yh, yw)) in [
+            ((64, 64), (23, 23)),
+            ((40, 61), (31, 23)),
+            ((33, 45), (17, 13)),
+            ((12, 20), (40, 53)),
+            ((50, 100), (9, 11)),
+        ] {
+            for ctm in [
+                CoordinateTransform::HalfPixel,
+                CoordinateTransform::AlignCorners,
+            ] {
+                let attrs =
+                    ResizeAttrs::new(ResizeMode::Linear).coordinate_transformation_mode(ctm);
+                let dims = |h, w| Dims { n: 1, c: 3, h, w };
+                let plan = ResizePlan::<f32>::backward("test", dims(xh, xw), dims(yh, yw), &attrs)
+                    .unwrap();
+                let horizontal = Horizontal::new(&plan.x);
+                let mut dy: Vec<f32> = (0..3 * yh * yw).map(|_| next()).collect();
+                // The last plane holds a NaN and an infinity.
+                let last = 2 * yh * yw;
+                dy[last + yw + 1] = f32::NAN;
+                dy[last + yh * yw - 1] = f32::INFINITY;
+                let dy16: Vec<f16> = dy.iter().map(|&v| f16::from_f32(v)).collect();
+                let runs = |order| {
+                    let mut dx = vec![f32::NAN; 3 * xh * xw];
+                    gather_nchw_in(&plan, &horizontal, order, &dy, &mut dx);
+                    let mut dx16 = vec![f16::NAN; 3 * xh * xw];
+                    gather_nchw_in(&plan, &horizontal, order, &dy16, &mut dx16);
+                    let bits: Vec<u32> = dx.iter().map(|v| v.to_bits()).collect();
+                    let bits16: Vec<u16> = dx16.iter().map(|v| v.to_bits()).collect();
+                    (bits, bits16)
+                };
+                let want = runs(PlaneOrder::HorizontalFirst);
+                assert_eq!(
+                    runs(PlaneOrder::Fused),
+                    want,
+                    "dx {xh}x{xw} <- dy {yh}x{yw} {ctm:?}"
+                );
+                fused += usize::from(horizontal.permuted.is_some());
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        if simd::avx2().is_some() {
+            assert!(fused >= 6, "the fused order ran on {fused} plans");
+        }
+    }
+
+    /// W2's plan takes the fused order.
+    #[test]
+    fn w2_takes_the_fused_order() {
+        use crate::tensor::Dims;
+        let attrs = ResizeAttrs::new(ResizeMode::Linear)
+            .coordinate_transformation_mode(CoordinateTransform::HalfPixel);
+        let dims = |h, w| Dims { n: 1, c: 1, h, w };
+        let plan =
+            ResizePlan::<f32>::backward("test", dims(256, 256), dims(97, 97), &attrs).unwrap();
+        let horizontal = Horizontal::new(&plan.x);
+        let want = if let Some(p) = &horizontal.permuted {
+            assert_eq!(p.taps, 1, "W2's horizontal pass: one tap an output");
+            PlaneOrder::Fused
+        } else {
+            PlaneOrder::HorizontalFirst
+        };
+        assert_eq!(PlaneOrder::choose(&plan, &horizontal), want);
     }
 }
