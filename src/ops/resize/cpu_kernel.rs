@@ -322,7 +322,8 @@ simd_fn! {
             let (index, _) = index.as_chunks::<PERMUTE_LANES>();
             let (w, _) = w.as_chunks::<PERMUTE_LANES>();
             // A constant tap count per arm: the tap loop unrolled, no bounds checks in it
-            // (the H pass of W2 NCHW, one thread: 5.7-6.3 -> 4.9-5.9 ms, Zen 4).
+            // (W2 NCHW's horizontal passes alone, one thread: 8.0-8.7 -> 4.9-6.0 ms in one
+            // slow spell of the host, Zen 4).
             match taps {
                 1 => permuted_avx::<false>(simd, &rows, lo, taps_of::<1>(index, w), out),
                 2 => permuted_avx::<false>(simd, &rows, lo, taps_of::<2>(index, w), out),
@@ -341,8 +342,8 @@ simd_fn! {
 
 simd_fn! {
     /// [`Permuted::run_rows`], compiled per SIMD level like [`permuted`], once per tap count
-    /// and term count up to two; the rows' loop inside (a dispatched call per row cost W2 NCHW
-    /// 10% on one thread, Zen 4).
+    /// and term count up to two; the rows' loop inside (with a dispatched call per row, W2 NCHW
+    /// ran 0.86x of this on one thread, Zen 4).
     fn permuted_rows<A: Accum>(
         (plane, width): (&[A], usize),
         (offsets, rindex, rweight): (&[u32], &[u32], &[A]),
@@ -392,13 +393,6 @@ simd_fn! {
     }
 }
 
-/// For the whole blocks `b` of `out` (lanes `l`), with `h(row) = sum over taps t, in order, of
-/// w[..] * row[lo[b] + index[..]]` from zero (`(b * taps + t) * 8 + l` indexes `index` and
-/// `w`): `out[8b + l] = h(rows[0].0)` for a horizontal pass alone (`SCALED` false), or, for
-/// rows of a plane summed with their vertical weights (`SCALED`), `sum over (row, wy), in
-/// order, of wy * h(row)`, from zero. A multiply then an add throughout (no fused
-/// multiply-add): the bits of the CSR sums, and of [`axpy`]s of passed rows into a zeroed row.
-/// Inlined into callers compiled with AVX2; constant `taps` and `rows.len()` unroll the loops.
 /// Each block's `TAPS` index and weight vectors, as slices of a constant length.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
@@ -414,6 +408,13 @@ fn taps_of<'t, const TAPS: usize>(
         .map(|(i, w)| (i.as_slice(), w.as_slice()))
 }
 
+/// For the whole blocks `b` of `out` (lanes `l`), with `h(row) = sum over taps t, in order, of
+/// w[..] * row[lo[b] + index[..]]` from zero (`(b * taps + t) * 8 + l` indexes `index` and
+/// `w`): `out[8b + l] = h(rows[0].0)` for a horizontal pass alone (`SCALED` false), or, for
+/// rows of a plane summed with their vertical weights (`SCALED`), `sum over (row, wy), in
+/// order, of wy * h(row)`, from zero. A multiply then an add throughout (no fused
+/// multiply-add): the bits of the CSR sums, and of [`axpy`]s of passed rows into a zeroed row.
+/// Inlined into callers compiled with AVX2; constant `taps` and `rows.len()` unroll the loops.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn permuted_avx<'t, const SCALED: bool>(
@@ -432,6 +433,7 @@ fn permuted_avx<'t, const SCALED: bool>(
         let l = l as usize;
         let mut sum = zero;
         for &(row, wy) in rows {
+            // A slice of exactly PERMUTE_LANES: the conversion cannot fail.
             let v: [f32; PERMUTE_LANES] = row[l..l + PERMUTE_LANES].try_into().unwrap_or_default();
             let v = cast::<_, __m256>(v);
             let mut h = zero;
@@ -597,8 +599,8 @@ enum PlaneOrder {
     HorizontalFirst,
     /// Each destination row's blocks summed in registers from its source rows, each term's
     /// horizontal pass ([`Permuted`]) recomputed, and stored once: no `tmp`, no zero fill and
-    /// no second pass over the row (W2 NCHW, one thread: 16.1-16.5 -> 11.2-11.7 ms, Zen 4;
-    /// the horizontal passes double, but `dx`, 87% of W2's traffic, is written once). Planes
+    /// no second pass over the row (W2 NCHW 1.48x on one thread and on two, Zen 4: the
+    /// horizontal passes double, but `dx`, 87% of W2's traffic, is written once). Planes
     /// with a non-finite value take the horizontal-first order (the permuted pass is exact only
     /// on finite rows).
     Fused,
@@ -917,11 +919,11 @@ mod tests {
             assert!(permuted >= 6, "the permuted path ran on {permuted} tables");
         }
     }
+
     /// The fused order gives the horizontal-first order's bits (the vertical-first order
-    /// multiplies in another order), f32 and f16, on
-    /// gradient plans whose destination rows have zero to many terms, widths with and
-    /// without a partial block, and planes holding NaN or an infinity (which leave the fused
-    /// order for another).
+    /// multiplies in another order), f32 and f16, on gradient plans whose destination rows
+    /// have zero to many terms, widths with and without a partial block, and planes holding NaN
+    /// or an infinity (which leave the fused order for another).
     #[test]
     fn plane_orders_match_bitwise() {
         use crate::tensor::Dims;
