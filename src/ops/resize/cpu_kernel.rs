@@ -225,6 +225,8 @@ impl<A: Accum> Permuted<A> {
             return None;
         }
         let blocks = d / PERMUTE_LANES;
+        // At least one (of zero weight where the blocks read nothing): the kernels step
+        // through the table by `taps`.
         let taps = (0..blocks * PERMUTE_LANES)
             .map(|j| t.offsets[j + 1] - t.offsets[j])
             .max()?
