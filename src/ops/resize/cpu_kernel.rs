@@ -453,6 +453,79 @@ fn permuted_avx<'t, const SCALED: bool>(
     }
 }
 
+simd_fn! {
+    /// [`Affine`]'s interior for a stride of two, `out[j] = sum over u < k, in order, of
+    /// w[u * n + (j - lo)] * row[2j + c + u]` from zero (`n = hi - lo`), in registers: the bits
+    /// of the phase-split rows' zero fill and `k` [`simd::mul_add`] passes, in one pass that
+    /// stores each output once. Compiled per SIMD level (the AVX2 kernel inlined where the
+    /// level has it, once per `k` up to four); true when it ran.
+    fn affine2<A: Accum>(
+        row: &[A],
+        (c, k, lo, hi): (isize, usize, usize, usize),
+        w: &[A],
+        out: &mut [A],
+    ) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if let (Some(simd), Some(row), Some(w), Some(out)) =
+            (simd::avx2(), A::as_f32(row), A::as_f32(w), A::as_f32_mut(out))
+        {
+            let interior = (c, lo, hi);
+            match k {
+                1 => affine2_avx(simd, row, interior, 1, w, out),
+                2 => affine2_avx(simd, row, interior, 2, w, out),
+                3 => affine2_avx(simd, row, interior, 3, w, out),
+                4 => affine2_avx(simd, row, interior, 4, w, out),
+                k => affine2_avx(simd, row, interior, k, w, out),
+            }
+            return true;
+        }
+        false
+    }
+}
+
+/// [`affine2`] on AVX2: per block of 8 outputs and tap `u`, the 16 sources from `2j + c + u`
+/// loaded as two vectors and their even lanes gathered by a shuffle and a lane permute. The
+/// outputs whose loads would pass the row's end are summed one by one, in the same order.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn affine2_avx(
+    simd: pulp::x86::V3,
+    row: &[f32],
+    (c, lo, hi): (isize, usize, usize),
+    k: usize,
+    w: &[f32],
+    out: &mut [f32],
+) {
+    use core::arch::x86_64::{__m256, __m256d};
+    use pulp::bytemuck::cast;
+    let (avx, avx2) = (simd.avx, simd.avx2);
+    let n = hi - lo;
+    // Every source 2j + c + u of the interior is in the row, so 2 * lo + c >= 0.
+    let start = |j: usize| (2 * j as isize + c) as usize;
+    let mut j = lo;
+    while j + 8 <= hi && start(j) + k - 1 + 16 <= row.len() {
+        let mut acc = avx._mm256_setzero_ps();
+        for u in 0..k {
+            let b = start(j) + u;
+            let lo8: [f32; 8] = row[b..b + 8].try_into().unwrap_or_default();
+            let hi8: [f32; 8] = row[b + 8..b + 16].try_into().unwrap_or_default();
+            let pairs = avx._mm256_shuffle_ps::<0x88>(cast(lo8), cast(hi8));
+            let even: __m256 = cast(avx2._mm256_permute4x64_pd::<0xD8>(cast::<_, __m256d>(pairs)));
+            let wv: [f32; 8] = w[u * n + (j - lo)..][..8].try_into().unwrap_or_default();
+            acc = avx._mm256_add_ps(acc, avx._mm256_mul_ps(cast(wv), even));
+        }
+        out[j..j + 8].copy_from_slice(&cast::<__m256, [f32; 8]>(acc));
+        j += 8;
+    }
+    for j in j..hi {
+        let mut sum = 0f32;
+        for u in 0..k {
+            sum = sum + w[u * n + (j - lo)] * row[start(j) + u];
+        }
+        out[j] = sum;
+    }
+}
+
 /// Horizontal pass of one row: `out[j] = sum over tx[j] of w * row[i]`.
 struct Horizontal<'a, A> {
     table: &'a AxisTable<A>,
@@ -537,6 +610,9 @@ impl<'a, A: Accum> Horizontal<'a, A> {
         };
         self.csr(row, out, 0..a.lo);
         self.csr(row, out, a.hi..out.len());
+        if a.s == 2 && affine2(row, (a.c, a.k, a.lo, a.hi), &a.w, out) {
+            return;
+        }
         let n = a.hi - a.lo;
         let plen = row.len().div_ceil(a.s);
         if a.s > 1 {
@@ -881,7 +957,18 @@ mod tests {
             ((seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 8.0
         };
         let mut permuted = 0;
-        for (x_len, y_len) in [(256, 97), (64, 23), (31, 17), (100, 131), (9, 5), (40, 41)] {
+        for (x_len, y_len) in [
+            (256, 97),
+            (64, 23),
+            (31, 17),
+            (100, 131),
+            (9, 5),
+            (40, 41),
+            (128, 256),
+            (37, 74),
+            (16, 32),
+            (20, 41),
+        ] {
             for mode in [ResizeMode::Linear, ResizeMode::Nearest] {
                 for ctm in [
                     CoordinateTransform::HalfPixel,
