@@ -458,8 +458,8 @@ simd_fn! {
     /// w[u * n + (j - lo)] * row[2j + c + u]` from zero (`n = hi - lo`), in registers: the bits
     /// of the phase-split rows' zero fill and `k` [`simd::mul_add`] passes, in one pass that
     /// stores each output once (W1 NCHW 1.18x on one thread, 1.14x on two, Zen 4). Compiled
-    /// per SIMD level (the AVX2 kernel inlined where the
-    /// level has it, once per `k` up to four); true when it ran.
+    /// per SIMD level (the AVX2 kernel inlined where the level has it, once per `k` up to
+    /// four); true when it ran.
     fn affine2<A: Accum>(
         row: &[A],
         (c, k, lo, hi): (isize, usize, usize, usize),
@@ -946,17 +946,22 @@ mod tests {
     use super::*;
     use crate::geometry::resize::{AxisMap, CoordinateTransform, ResizeAttrs, ResizeMode};
 
-    /// The horizontal pass's fast paths (permuted blocks, dense bands) give the CSR sum's
-    /// bits on finite rows, for gradient tables of non-integer ratios both ways.
-    #[test]
-    fn horizontal_fast_paths_match_csr_bitwise() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
+    /// Values uniform in [-4, 4) from a xorshift generator.
+    fn uniform(mut seed: u64) -> impl FnMut() -> f32 {
+        move || {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;
             ((seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 8.0
-        };
+        }
+    }
+
+    /// The horizontal pass's fast paths (permuted blocks, dense bands, the stride-2 affine
+    /// pass in registers) give the CSR sum's bits on finite rows, for gradient tables of
+    /// non-integer ratios both ways and of integer ratios (stride two).
+    #[test]
+    fn horizontal_fast_paths_match_csr_bitwise() {
+        let mut next = uniform(0x9e37_79b9_7f4a_7c15);
         let mut permuted = 0;
         for (x_len, y_len) in [
             (256, 97),
@@ -1018,13 +1023,7 @@ mod tests {
     fn plane_orders_match_bitwise() {
         use crate::tensor::Dims;
         use half::f16;
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            ((seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 8.0
-        };
+        let mut next = uniform(0x2545_f491_4f6c_dd1d);
         let mut fused = 0;
         // (dx h, w) <- (dy h, w): W2's ratio, rows of two terms, a partial block, an
         // upscale's gradient (many terms a row), a downscale by more than 8 in x.
