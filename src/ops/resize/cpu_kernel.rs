@@ -689,11 +689,7 @@ impl PlaneOrder {
     /// The cheaper order by the instruction counts of [`Horizontal::cost`].
     fn choose<A: Accum>(plan: &ResizePlan<A>, horizontal: &Horizontal<'_, A>) -> PlaneOrder {
         let (ty, sw, dh, dw) = (&plan.y, plan.src.w, plan.dst.h, plan.dst.w);
-        let mut used = vec![false; plan.src.h];
-        for &r in &ty.index {
-            used[r as usize] = true;
-        }
-        let used_rows = used.iter().filter(|&&u| u).count();
+        let used_rows = used_source_rows(plan).iter().filter(|&&u| u).count();
         let nnz = ty.index.len();
         // Whole-row sums cost ~1/4 instruction per element.
         let vertical_first = nnz * sw / 4 + dh * horizontal.cost();
@@ -710,6 +706,15 @@ impl PlaneOrder {
             PlaneOrder::HorizontalFirst
         }
     }
+}
+
+/// Whether each source row is read by some destination row.
+fn used_source_rows<A: Accum>(plan: &ResizePlan<A>) -> Vec<bool> {
+    let mut used = vec![false; plan.src.h];
+    for &r in &plan.y.index {
+        used[r as usize] = true;
+    }
+    used
 }
 
 /// One plane at a time, separably, in the order [`PlaneOrder::choose`] finds cheaper.
@@ -729,10 +734,7 @@ fn gather_nchw_in<T: Element>(
 ) {
     let (sh, sw, dh, dw) = (plan.src.h, plan.src.w, plan.dst.h, plan.dst.w);
     let ty = &plan.y;
-    let mut used = vec![false; sh];
-    for &r in &ty.index {
-        used[r as usize] = true;
-    }
+    let used = used_source_rows(plan);
     let zero = T::Acc::zero();
     dst.par_chunks_mut(dh * dw)
         .zip(src.par_chunks(sh * sw))
