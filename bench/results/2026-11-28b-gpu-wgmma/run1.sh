@@ -38,7 +38,11 @@ B="$1" O="$2"; W="$O/w"; rm -rf "$W"; mkdir -p "$W" "$O"; L="$O/log.txt"
 vexe() { if [[ $1 == inflight ]]; then echo "$B/gradops-inflight"; else echo "$B/gradops"; fi; }
 vtile() { if [[ $1 == inflight ]]; then echo wgmma; else echo "$1"; fi; }
 reap() { pkill -9 -f "$B/" ; pkill -9 -f bench/peers.py; pkill -9 -x ncu; sleep 1; } 2>/dev/null
-st() { local n=$1 lim=$2; shift 2; local t0=$SECONDS; echo "=== $n: $*" >>"$L"; timeout "$lim" "$@" >>"$L" 2>&1; echo "=== $n: rc=$? ($((SECONDS-t0)) s)" | tee -a "$L"; }
+st() { local n=$1 lim=$2; shift 2; local t0=$SECONDS; echo "=== $n: $*" >>"$L"; timeout "$lim" "$@" >>"$L" 2>&1; local rc=$?; echo "=== $n: rc=$rc ($((SECONDS-t0)) s)" | tee -a "$L"; return $rc; }
+# If the wgmma kernels hang (the conv tests under them time out), every later wgmma step would
+# too: HUNG skips them, so the default tiles' rows and cuDNN's still come back.
+HUNG=""
+live() { [[ -z $HUNG || ( $1 != wgmma && $1 != inflight ) ]]; }
 { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,compute_cap --format=csv
   python3 -c 'import torch; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version())'; } >>"$L" 2>&1
 st info 30 "$B/gradops" info
@@ -49,21 +53,24 @@ GRADOPS_WGMMA_PROBE_PTX="$B/wgmma_probe.compute_90a.ptx" GRADOPS_REQUIRE_GPU=1 s
 # 1. Correctness first: the conv tests under the wgmma tile; the sanitizers on the parity test
 #    (every dtype and layout; the 16-bit NHWC calls run the wgmma kernel).
 GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st wgmma_tests 120 "$B/cuda_ops" --test-threads=1 conv
+[[ $? == 124 ]] && HUNG=1 && echo "=== the wgmma tiles hung: their later steps skipped" | tee -a "$L"
 SAN="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)"
 for tool in racecheck synccheck memcheck; do
+  live wgmma || break
   GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st "${tool}_wgmma" 90 "$SAN" --tool $tool \
     --error-exitcode 99 "$B/cuda_ops" --test-threads=1 gpu_conv2d_parity
 done
 # 1a. The filter gradient's wgmma kernel under the sanitizers (its parity test: every dtype
 #     and layout; the 16-bit NHWC calls run it).
 for tool in racecheck synccheck memcheck; do
+  live wgmma || break
   GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma st "${tool}_filter_wgmma" 90 "$SAN" --tool $tool \
     --error-exitcode 99 "$B/cuda_ops" --test-threads=1 gpu_conv2d_backprop_filter
 done
 # 1b. The GO_TC_WGMMA_INFLIGHT=1 build (gradops-inflight, cuda_ops-inflight; since 2026-12-01:
 #     the wgmma tiles issue a stage's wgmma before the refill, one group left in flight): its
 #     conv tests under both wgmma opt-ins, racecheck and synccheck on the parity test.
-if [[ -x "$B/cuda_ops-inflight" ]]; then
+if [[ -x "$B/cuda_ops-inflight" ]] && live inflight; then
   GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st inflight_tests 120 "$B/cuda_ops-inflight" --test-threads=1 conv
   for tool in racecheck synccheck; do
     GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st "${tool}_inflight" 90 "$SAN" --tool $tool \
@@ -72,7 +79,7 @@ if [[ -x "$B/cuda_ops-inflight" ]]; then
 fi
 # The conv property tests under the tiles (random geometry against the CPU; 16-bit NHWC
 # cases with whole chunks run the wgmma kernels).
-GRADOPS_PROP_CASES=150 GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st prop_wgmma 90 \
+live wgmma && GRADOPS_PROP_CASES=150 GRADOPS_REQUIRE_GPU=1 GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma GRADOPS_CUDA_CONV_TC_TILE=wgmma GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st prop_wgmma 90 \
   "$B/properties" --exact conv2d_backprop_input_geometry_cuda conv2d_geometry_cuda --nocapture
 reap
 # 2. cuDNN (f16 W4, W5, W4f, W5f, NHWC (channels_last) and NCHW), the tiles in turn (NHWC, and
@@ -81,7 +88,7 @@ PYTHONUNBUFFERED=1 st peers_a 150 python3 bench/peers.py --device cuda --reps 50
   --layouts nchw,nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f --json "$W/peers-a.json"; reap
 for rep in 1 2; do
   for v in tall wgmma inflight; do
-    [[ -x "$(vexe $v)" ]] || continue
+    [[ -x "$(vexe $v)" ]] && live $v || continue
     for d in f16; do
       GRADOPS_CUDA_CONV_TC_TILE=$(vtile $v) GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$(vtile $v) st "t${rep}_${v}_$d" 40 \
         "$(vexe $v)" bench --device cuda --dtype $d --layout nhwc --workload W4,W5,W4f,W5f \
@@ -103,7 +110,7 @@ PYTHONUNBUFFERED=1 st peers_f32a 150 python3 bench/peers.py --device cuda --reps
   --json "$W/peers-f32a.json"; reap
 for rep in 1 2; do
   for v in tall wgmma inflight; do
-    [[ -x "$(vexe $v)" ]] || continue
+    [[ -x "$(vexe $v)" ]] && live $v || continue
     for prec in exact tf32; do
       for lay in nhwc nchw; do
         GRADOPS_CUDA_CONV_TC_TILE=$(vtile $v) GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$(vtile $v) st \
@@ -123,6 +130,7 @@ PYTHONUNBUFFERED=1 st peers_filter_a 120 python3 bench/peers.py --device cuda --
   --layouts nhwc --workloads W7,W8 --nhwc-workloads W7,W8 --json "$W/peers-filter-a.json"; reap
 for rep in 1 2; do
   for v in mma wgmma; do
+    live $v || continue
     GRADOPS_CUDA_CONV_TC_FILTER_TILE=$v st "t${rep}_filter${v}_f16" 40 "$B/gradops" bench --device cuda \
       --dtype f16 --layout nhwc --workload W7,W8 --reps 50 --json "$W/t$rep-filter$v-f16.json"
   done
@@ -154,17 +162,17 @@ M='regex:^(smsp__average_warps_issue_stalled_.*_per_issue_active|l1tex__data_ban
 for spec in wgmma:W4:backprop_input tall:W4:backprop_input wgmma:W5:backprop_input wgmma:W4f:forward \
     inflight:W4:backprop_input; do
   IFS=: read -r v wl op <<<"$spec"
-  [[ -x "$(vexe $v)" ]] || continue
+  [[ -x "$(vexe $v)" ]] && live $v || continue
   GRADOPS_CUDA_CONV_TC_TILE=$(vtile $v) GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$(vtile $v) st "ncu_${v}_$wl" 40 "$NCU" --clock-control none \
     -k "conv2d_${op}_tc_vec_$(vtile $v)_f16" -s 2 -c 1 --section SpeedOfLight --section Occupancy \
     --section SchedulerStats --section MemoryWorkloadAnalysis --metrics "$M" "$(vexe $v)" bench \
     --device cuda --dtype f16 --layout nhwc --workload "$wl" --reps 3
 done
-GRADOPS_CUDA_CONV_TC_TILE=wgmma st ncu_wgmma_f32_W4 40 "$NCU" --clock-control none \
+live wgmma && GRADOPS_CUDA_CONV_TC_TILE=wgmma st ncu_wgmma_f32_W4 40 "$NCU" --clock-control none \
   -k conv2d_backprop_input_tc_vec_wgmma_f32 -s 2 -c 1 --section SpeedOfLight --section Occupancy \
   --section SchedulerStats --section MemoryWorkloadAnalysis --metrics "$M" "$B/gradops" bench \
   --device cuda --dtype f32 --layout nhwc --workload W4 --reps 3
-GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st ncu_wgmma_f32_W4f 40 "$NCU" --clock-control none \
+live wgmma && GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st ncu_wgmma_f32_W4f 40 "$NCU" --clock-control none \
   -k conv2d_forward_tc_vec_wgmma_f32 -s 2 -c 1 --section SpeedOfLight --section Occupancy \
   --section SchedulerStats --section MemoryWorkloadAnalysis --metrics "$M" "$B/gradops" bench \
   --device cuda --dtype f32 --layout nhwc --workload W4f --reps 3
@@ -172,6 +180,7 @@ GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma st ncu_wgmma_f32_W4f 40 "$NCU" --clock-c
 # NCHW by runs (the default; `runs` is no value of the variable) and elementwise.
 for spec in nhwc:mma:nhwc nhwc:wgmma:nhwc_wgmma nchw:runs: nchw:elementwise:elementwise; do
   IFS=: read -r lay v kind <<<"$spec"
+  live $v || continue
   GRADOPS_CUDA_CONV_TC_FILTER_TILE=$v st "ncu_filter_${lay}_${v}_W7" 40 "$NCU" \
     --clock-control none -k "conv2d_backprop_filter_partial_tc${kind:+_$kind}_f16" -s 2 -c 1 \
     --section SpeedOfLight --section Occupancy --section SchedulerStats \
