@@ -882,17 +882,19 @@ GO_DEV void go_tc_pixel(const GoTcProblem& P, unsigned pix, unsigned* img, unsig
 #define GO_TC_VEC_L1 3
 #endif
 
-// When the wgmma tiles issue a stage's wgmma. 0 (the default): after the refill of the
-// stage the last wgmma read, so each iteration first waits for that group to finish and the
-// refill's copies and loads are issued while no wgmma of the block runs. 1: before the
+// When the wgmma tiles issue a stage's wgmma. 1 (the default since 2026-12-04): before the
 // refill, which then overlaps the stage's wgmma: one group left in flight (wait_group 1),
 // then a second barrier, after which every warp's last group is done and its stage free
 // (f32's split buffer, read by every group, still waits for the last one before the split).
-// Same operations in the same order on the accumulators: the same bits. Neither has run on
-// a GPU yet; GRADOPS_NVCC_FLAGS=-DGO_TC_WGMMA_INFLIGHT=1 builds 1, for comparison
-// (scripts/gpu-check.sh --prebuild puts it in the bundle as gradops-inflight).
+// 0: after the refill of the stage the last wgmma read, so each iteration first waits for
+// that group to finish and the refill's copies and loads are issued while no wgmma of the
+// block runs. Same operations in the same order on the accumulators: the same bits. On an
+// H200 (2026-12-04, same run) 1 took 1-6% less time than 0 on every wgmma row but two
+// within 1% (BENCHMARKS.md); GRADOPS_NVCC_FLAGS=-DGO_TC_WGMMA_INFLIGHT=0 builds 0, for
+// comparison (scripts/gpu-check.sh --prebuild with REFILL_VARIANT=1 puts it in the bundle
+// as gradops-refill).
 #ifndef GO_TC_WGMMA_INFLIGHT
-#define GO_TC_WGMMA_INFLIGHT 0
+#define GO_TC_WGMMA_INFLIGHT 1
 #endif
 template <int BIT>
 GO_DEV void go_tc_vec_copy16(void* dst, const void* src, int src_bytes) {

@@ -113,9 +113,10 @@ if [[ "$MODE" == prebuild ]]; then
   # Build-time comparisons, as gradops-NAME and cuda_ops-NAME beside the default build (and,
   # where the variant's compute_90a image differs, conv-NAME.sm_90a.cubin), for same-run
   # comparisons on the GPU machine. Each doubles the build.
-  # - inflight (on unless INFLIGHT_VARIANT=0): GO_TC_WGMMA_INFLIGHT=1 (kernels/conv_tc.cuh:
-  #   the wgmma tiles issue a stage's wgmma before the refill, one group in flight), timed
-  #   against the default by bench/results/2026-11-28b-gpu-wgmma/run1.sh.
+  # - refill (off unless REFILL_VARIANT=1): GO_TC_WGMMA_INFLIGHT=0 (kernels/conv_tc.cuh: the
+  #   wgmma tiles issue a stage's wgmma after the refill, none in flight; the default until
+  #   2026-12-04, when bench/results/2026-11-28b-gpu-wgmma/run1.sh timed the two on an H200
+  #   as `wgmma` and `inflight`; that run's bundle built this one as the inflight variant).
   # - cg (off unless CG_VARIANT=1): GO_TC_VEC_L1=0 (the lean conv tiles' copies through L2
   #   only, cp.async.cg; the default, 3, goes through L1), for scripts/gpu-session.sh's
   #   experiments step.
@@ -136,11 +137,11 @@ if [[ "$MODE" == prebuild ]]; then
       FAILED=1
     fi
   }
-  [[ "${INFLIGHT_VARIANT:-1}" == 1 ]] && build_variant inflight -DGO_TC_WGMMA_INFLIGHT=1
+  [[ "${REFILL_VARIANT:-0}" == 1 ]] && build_variant refill -DGO_TC_WGMMA_INFLIGHT=0
   [[ "${CG_VARIANT:-0}" == 1 ]] && build_variant cg -DGO_TC_VEC_L1=0
   ls -la target/gpu-bundle | tee -a "$RESULTS"
   # The executables stripped and packed with the cubins and the probe's PTX (the device tool
-  # carries at most 64 MiB; stripped they are ~330 MB with the inflight build, packed ~25 MB):
+  # carries at most 64 MiB; stripped they are ~330 MB with a variant build, packed ~25 MB):
   # target/gpu-carry/bundle.tar.xz.
   mkdir -p target/gpu-carry
   (cd target/gpu-bundle && strip cuda_ops cuda_conv_simt properties gradops train "${variants[@]}" 2>/dev/null;

@@ -74,16 +74,16 @@ fn cuda_include() -> Option<PathBuf> {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum EmuBuild {
     Default,
-    /// `GO_TC_WGMMA_INFLIGHT=1` (kernels/conv_tc.cuh): the wgmma tiles issue a stage's wgmma
-    /// before the refill and leave one group in flight.
-    WgmmaInflight,
+    /// `GO_TC_WGMMA_INFLIGHT=0` (kernels/conv_tc.cuh): the wgmma tiles issue a stage's wgmma
+    /// after the refill, no group left in flight (the default build leaves one).
+    WgmmaRefillFirst,
 }
 
 impl EmuBuild {
     fn defines(self) -> &'static [&'static str] {
         match self {
             EmuBuild::Default => &[],
-            EmuBuild::WgmmaInflight => &["-DGO_TC_WGMMA_INFLIGHT=1"],
+            EmuBuild::WgmmaRefillFirst => &["-DGO_TC_WGMMA_INFLIGHT=0"],
         }
     }
 }
@@ -3319,17 +3319,19 @@ fn emulated_conv2d_tf32() {
     println!("emulated_conv2d_tf32: {ran} cases x 2 ops x 3 runs");
 }
 
-/// The wgmma tiles built with `GO_TC_WGMMA_INFLIGHT=1` (kernels/conv_tc.cuh: a stage's wgmma
-/// issued before the refill, one group left in flight), in an emulator of their own: every
-/// wgmma kernel on the lean and multi-tile cases, f32 in both arithmetics, bit for bit
-/// against the general kernel on natural and tiny grids. The emulator performs a group's
-/// products at its wait, reading shared memory then, and poisons a copy's destination from
-/// its issue, so a stage refilled while a group that reads it is in flight gives other bits
-/// (dropping the `wait_group 1` or the barrier after it fails this test).
+/// The wgmma tiles built with `GO_TC_WGMMA_INFLIGHT=0` (kernels/conv_tc.cuh: a stage's wgmma
+/// issued after the refill, none left in flight; the default build, which the other wgmma
+/// tests run, issues it before the refill and leaves one group in flight), in an emulator of
+/// their own: every wgmma kernel on the lean and multi-tile cases, f32 in both arithmetics,
+/// bit for bit against the general kernel on natural and tiny grids. The emulator performs a
+/// group's products at its wait, reading shared memory then, and poisons a copy's
+/// destination from its issue, so a stage refilled while a group that reads it is in flight
+/// gives other bits (in the default build, dropping the `wait_group 1` or the barrier after
+/// it fails the wgmma tests).
 #[test]
-fn emulated_conv2d_wgmma_inflight() {
-    let _build = EmuBuildScope::enter(EmuBuild::WgmmaInflight);
-    let Some(_) = runner_or_skip("emulated_conv2d_wgmma_inflight") else {
+fn emulated_conv2d_wgmma_refill_first() {
+    let _build = EmuBuildScope::enter(EmuBuild::WgmmaRefillFirst);
+    let Some(_) = runner_or_skip("emulated_conv2d_wgmma_refill_first") else {
         return;
     };
     let mut rng = Rng(0x5eed_f117);
@@ -3368,10 +3370,10 @@ fn emulated_conv2d_wgmma_inflight() {
             .find(|n| n.contains("_tc_vec") && !n.contains("_wgmma_"));
         assert!(
             other.is_none(),
-            "{other:?} ran in the GO_TC_WGMMA_INFLIGHT build"
+            "{other:?} ran in the GO_TC_WGMMA_INFLIGHT=0 build"
         );
     });
-    println!("emulated_conv2d_wgmma_inflight: {ran} cases");
+    println!("emulated_conv2d_wgmma_refill_first: {ran} cases");
 }
 
 fn cases_count_tc() -> usize {
@@ -3544,7 +3546,7 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
         } as i32,
         reserved: 0,
     };
-    let only_wgmma = EMU_BUILD.with(|b| b.get()) == EmuBuild::WgmmaInflight;
+    let only_wgmma = EMU_BUILD.with(|b| b.get()) == EmuBuild::WgmmaRefillFirst;
     for forward in [true, false] {
         let Some(natural) = launch::conv_tc(&p, forward) else {
             continue;

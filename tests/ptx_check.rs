@@ -537,28 +537,35 @@ fn sm90a_image_holds_the_wgmma_kernels() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("conv.compute_90a.ptx");
     std::fs::write(&file, ptx).unwrap();
-    check_sm90a_wgmma_kernels(&file, "conv.compute_90a");
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// `GO_TC_WGMMA_INFLIGHT=1` (kernels/conv_tc.cuh: the wgmma tiles' build-time alternative,
-/// which `scripts/gpu-check.sh --prebuild` puts in the GPU bundle for a same-run comparison):
-/// `conv.cu` compiled for compute_90a with the build's nvcc and flags plus that one, then
-/// held to the image's checks (the same kernels; no spills, no stack, no serialized wgmma,
-/// the blocks per SM). Here so that the alternative cannot rot between GPU sessions.
-#[test]
-fn sm90a_wgmma_inflight_build_assembles() {
-    if kernels_or_skip("sm90a_wgmma_inflight_build_assembles").is_none() {
-        return;
-    }
-    let (dir, ptx_path) = nvcc_compute_90a("kernels/conv.cu", &["-DGO_TC_WGMMA_INFLIGHT=1"]);
-    let ptx = std::fs::read_to_string(&ptx_path).unwrap();
-    // Issued before the refill: a wait that leaves one group in flight.
+    // GO_TC_WGMMA_INFLIGHT=1 (the default): issued before the refill, a wait that leaves one
+    // group in flight.
     assert!(
         ptx.contains("wgmma.wait_group.sync.aligned 1;"),
         "no wait_group 1"
     );
-    check_sm90a_wgmma_kernels(&ptx_path, "conv.compute_90a, GO_TC_WGMMA_INFLIGHT=1");
+    check_sm90a_wgmma_kernels(&file, "conv.compute_90a");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `GO_TC_WGMMA_INFLIGHT=0` (kernels/conv_tc.cuh: the wgmma tiles' build-time alternative,
+/// which `scripts/gpu-check.sh --prebuild` with `REFILL_VARIANT=1` puts in the GPU bundle
+/// for a same-run comparison):
+/// `conv.cu` compiled for compute_90a with the build's nvcc and flags plus that one, then
+/// held to the image's checks (the same kernels; no spills, no stack, no serialized wgmma,
+/// the blocks per SM). Here so that the alternative cannot rot between GPU sessions.
+#[test]
+fn sm90a_wgmma_refill_first_build_assembles() {
+    if kernels_or_skip("sm90a_wgmma_refill_first_build_assembles").is_none() {
+        return;
+    }
+    let (dir, ptx_path) = nvcc_compute_90a("kernels/conv.cu", &["-DGO_TC_WGMMA_INFLIGHT=0"]);
+    let ptx = std::fs::read_to_string(&ptx_path).unwrap();
+    // Issued after the refill: every wait drains the groups.
+    assert!(
+        !ptx.contains("wgmma.wait_group.sync.aligned 1;"),
+        "a wait_group 1 in the refill-first build"
+    );
+    check_sm90a_wgmma_kernels(&ptx_path, "conv.compute_90a, GO_TC_WGMMA_INFLIGHT=0");
     std::fs::remove_dir_all(&dir).ok();
 }
 

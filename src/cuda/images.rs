@@ -156,32 +156,40 @@ pub fn conv_tensor_cores_for_all_dtypes() -> bool {
     })
 }
 
-/// Environment variable for the block tile of 16-bit NHWC `conv2d_backprop_input` calls on the
-/// lean tensor-core kernels ([`ConvTcTile`]): `lean`, `wide`, `square` or `wgmma`
-/// (case-insensitive, surrounding whitespace ignored) picks that tile; unset or any other
-/// value, the tall one. `wgmma` runs on compute capability 9.0 only (the compute_90a image);
-/// elsewhere its calls run the tall tile. `wgmma` also moves f32 `conv2d_backprop_input` of
-/// either layout (exact 3xTF32 and the TF32 opt-in) and 16-bit NCHW `conv2d_backprop_input`
-/// to the lean wgmma tile (elsewhere: the lean one; those calls have no other tiles). Every
-/// tile gives the same results bit for bit in the emulator (the same products summed in the
-/// same order). Read once per process.
+/// Environment variable for the block tile of `conv2d_backprop_input` calls on the lean
+/// tensor-core kernels ([`ConvTcTile`]); values case-insensitive, surrounding whitespace
+/// ignored. Unset, `auto` or any other value: [`ConvTcTile::Auto`], the tile measured fastest
+/// for the call on an H200 (2026-12-04, BENCHMARKS.md). `lean`, `wide`, `tall` or `square`
+/// picks that tile for 16-bit NHWC calls (f32 and 16-bit NCHW calls: the lean tile). `wgmma`
+/// picks the wgmma tile of every call it serves (16-bit NHWC: the two-warpgroup one; f32 of
+/// either layout, exact 3xTF32 and the TF32 opt-in, and 16-bit NCHW: the lean one-warpgroup
+/// one); it runs on compute capability 9.0 only (the compute_90a image), elsewhere its calls
+/// run the tall tile (16-bit NHWC) or the lean one. Every tile gives the same results bit for
+/// bit (the emulator: the same products summed in the same order). Read once per process.
 pub const CONV_TC_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_TILE";
 
-/// The block tile of 16-bit NHWC `conv2d_backprop_input` calls on the lean tensor-core
-/// kernels ([`CONV_TC_TILE_ENV`]).
+/// The block tile of `conv2d_backprop_input` and `conv2d` calls on the lean tensor-core
+/// kernels ([`CONV_TC_TILE_ENV`], [`CONV_TC_FORWARD_TILE_ENV`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConvTcTile {
+    /// The default: per call, the tile measured fastest on an H200 (2026-12-04, same run,
+    /// BENCHMARKS.md). On a compute capability 9.0 device (the compute_90a image) the wgmma
+    /// tile for f32 calls of either layout (but the lean tile for NHWC under the TF32 opt-in),
+    /// for 16-bit NCHW calls and for 16-bit NHWC calls at stride 1; the tall tile for 16-bit
+    /// NHWC calls at other strides. Elsewhere the tall tile (16-bit NHWC) or the lean one.
+    Auto,
     /// `conv2d_backprop_input_tc_vec_wide_*`: 128-pixel tiles on 8 warps of 32 x 32; half
     /// the filter traffic per pixel of the lean tile, 1-4% faster than it on an H200
     /// (BENCHMARKS.md).
     Wide,
     /// `conv2d_backprop_input_tc_vec_*`: 64-pixel tiles on 4 warps of 32 x 32.
     Lean,
-    /// `conv2d_backprop_input_tc_vec_tall_*` (the default): 128-pixel tiles on 4 warps of
+    /// `conv2d_backprop_input_tc_vec_tall_*` (the default before 2026-12-04, and
+    /// [`ConvTcTile::Auto`]'s for 16-bit NHWC calls it does not give the wgmma tile): 128-pixel tiles on 4 warps of
     /// 64 x 32 (half the fragment loads, barriers and cursor steps per mma of the wide tile,
     /// three blocks per SM). Since its copies read whole sectors (two threads a pixel row):
     /// within 2% of the wide tile on W4, 10-12% faster on W5 (three H200 runs, 2026-11-27,
-    /// BENCHMARKS.md). The forward's default too ([`CONV_TC_FORWARD_TILE_ENV`]).
+    /// BENCHMARKS.md). The forward's too ([`CONV_TC_FORWARD_TILE_ENV`]).
     Tall,
     /// `conv2d_backprop_input_tc_vec_square_*`: 128-pixel tiles on 2 warps of 64 x 64 (each
     /// A fragment read from shared memory by one warp, not two: 14% fewer instructions than
@@ -204,12 +212,20 @@ pub enum ConvTcTile {
     /// stored K-major, tf32 wgmma having no transposed B); for 16-bit NCHW
     /// backprop_input the same one-warpgroup tile, `conv2d_backprop_input_tc_vec_nchw_wgmma_*`
     /// (m64n64k16; and the forward's `conv2d_forward_tc_vec_nchw_wgmma_*` under
-    /// [`CONV_TC_FORWARD_TILE_ENV`]). Opt-in: checked in the emulator only so far (not yet run
-    /// on a GPU).
+    /// [`CONV_TC_FORWARD_TILE_ENV`]). Checked in the emulator and, on an H200 (2026-12-04),
+    /// by the GPU tests and compute-sanitizer; [`ConvTcTile::Auto`] picks it where it was
+    /// faster there.
     Wgmma,
 }
 
-/// The 16-bit NHWC backprop_input tile ([`CONV_TC_TILE_ENV`], read on first use).
+impl ConvTcTile {
+    /// Whether calls under this tile may run a wgmma kernel (on a compute_90a device).
+    pub fn may_be_wgmma(self) -> bool {
+        matches!(self, ConvTcTile::Auto | ConvTcTile::Wgmma)
+    }
+}
+
+/// The backprop_input tile ([`CONV_TC_TILE_ENV`], read on first use).
 pub fn conv_tc_tile() -> ConvTcTile {
     static T: std::sync::OnceLock<ConvTcTile> = std::sync::OnceLock::new();
     *T.get_or_init(|| conv_tc_tile_from_env(std::env::var(CONV_TC_TILE_ENV).ok().as_deref()))
@@ -223,17 +239,15 @@ pub fn conv_tc_wgmma_available() -> bool {
         && super::probe().is_ok_and(|d| d.compute_capability == (9, 0))
 }
 
-/// Environment variable for the block tile of 16-bit NHWC `conv2d` (forward) calls on the lean
-/// tensor-core kernels: `lean` (`conv2d_forward_tc_vec_*`, 64-pixel tiles, the default before
-/// 2026-11-28), `square` (`conv2d_forward_tc_vec_square_*`) or `wgmma`
-/// (`conv2d_forward_tc_vec_wgmma_*`, compute capability 9.0 only, as [`ConvTcTile::Wgmma`],
-/// the filter read N-major by the tensor cores; elsewhere its calls run the tall tile;
-/// `wgmma` also moves 16-bit NCHW `conv2d` to the lean wgmma tile,
-/// `conv2d_forward_tc_vec_nchw_wgmma_*`, elsewhere the lean NCHW one), read as
-/// [`CONV_TC_TILE_ENV`]; unset or any other value, the tall tile
-/// (`conv2d_forward_tc_vec_tall_*`: on an H200 W4f 5% and W5f 22% less time than the lean
-/// tile, 5-11% less than the square one, BENCHMARKS.md). Every tile gives the same results bit
-/// for bit (the emulator). Read once per process.
+/// Environment variable for the block tile of `conv2d` (forward) calls on the lean
+/// tensor-core kernels, read as [`CONV_TC_TILE_ENV`] (unset: [`ConvTcTile::Auto`]): `lean`
+/// (`conv2d_forward_tc_vec_*`, 64-pixel tiles), `tall` (`conv2d_forward_tc_vec_tall_*`: on
+/// an H200 W4f 5% and W5f 22% less time than the lean tile, BENCHMARKS.md), `square`
+/// (`conv2d_forward_tc_vec_square_*`) or `wgmma` (`conv2d_forward_tc_vec_wgmma_*`, the filter
+/// read N-major by the tensor cores; f32 and 16-bit NCHW calls: the lean wgmma tile,
+/// `conv2d_forward_tc_vec{,_nchw}_wgmma_*`; compute capability 9.0 only, as
+/// [`ConvTcTile::Wgmma`]); the forward has no wide tile (`wide` reads as `tall`). Every tile
+/// gives the same results bit for bit (the emulator). Read once per process.
 pub const CONV_TC_FORWARD_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_FORWARD_TILE";
 
 /// The 16-bit NHWC forward's tile ([`CONV_TC_FORWARD_TILE_ENV`], read on first use).
@@ -254,45 +268,52 @@ fn conv_tc_tile_from_env(v: Option<&str>) -> ConvTcTile {
     conv_tc_tile_reading(v, false)
 }
 
-/// A tile variable's value: the tile it names where the op (`forward` or not) has one, else
-/// the tall tile.
+/// A tile variable's value: the tile it names where the op (`forward` or not) has one (the
+/// forward's `wide`: the tall tile), else [`ConvTcTile::Auto`].
 fn conv_tc_tile_reading(v: Option<&str>, forward: bool) -> ConvTcTile {
     match (v.map(|v| v.trim().to_ascii_lowercase()).as_deref(), forward) {
         (Some("lean"), _) => ConvTcTile::Lean,
         (Some("square"), _) => ConvTcTile::Square,
         (Some("wide"), false) => ConvTcTile::Wide,
+        (Some("tall" | "wide"), _) => ConvTcTile::Tall,
         (Some("wgmma"), _) => ConvTcTile::Wgmma,
-        _ => ConvTcTile::Tall,
+        _ => ConvTcTile::Auto,
     }
 }
 
 /// Environment variable for the kernel of `conv2d_backprop_filter`'s tensor-core partial sums
 /// (values case-insensitive, surrounding whitespace ignored; read once per process):
+/// - unset, `auto` or any other value: [`ConvTcFilterTile::Auto`], the kernel measured
+///   fastest for the call on an H200 (2026-12-04, BENCHMARKS.md).
+/// - `mma` (or `runs`): `conv2d_backprop_filter_partial_tc_nhwc_*` (NHWC) and
+///   `conv2d_backprop_filter_partial_tc_*` (NCHW: x gathered by runs of 16 bytes where a run
+///   lies in one x row at stride 1 or 2, dy by 16-byte copies where its planes are whole
+///   runs).
+/// - `elementwise`: NCHW calls run `conv2d_backprop_filter_partial_tc_elementwise_*` (each
+///   thread gathers single elements, one shared stage); NHWC as `mma`.
 /// - `wgmma`, on compute capability 9.0: 16-bit NHWC calls whose channel counts per group are
 ///   multiples of 8 and whose x and dy are 16-byte aligned run
 ///   `conv2d_backprop_filter_partial_tc_nhwc_wgmma_*` (the compute_90a image: the same 64 x 64
 ///   tiles and splits as the mma.sync kernel on one warpgroup of `wgmma.mma_async` m64n64k16,
-///   both operands read by the tensor cores from shared memory, A M-major and B N-major);
-///   other calls and devices run the default kernels. Opt-in: checked in the emulator only
-///   so far (not yet run on a GPU).
-/// - `elementwise`: NCHW calls run `conv2d_backprop_filter_partial_tc_elementwise_*`, the
-///   NCHW kernel before 2026-12-02 (each thread gathers single elements, one shared stage),
-///   kept to time the default against.
+///   both operands read by the tensor cores from shared memory, A M-major and B N-major;
+///   within 2% of the mma.sync kernel on an H200); other calls and devices as `auto`.
 ///
-/// Unset or any other value: `conv2d_backprop_filter_partial_tc_nhwc_*` (NHWC) and
-/// `conv2d_backprop_filter_partial_tc_*` (NCHW: x gathered by runs of 16 bytes where a run
-/// lies in one x row at stride 1 or 2, dy by 16-byte copies where its planes are whole runs;
-/// not yet timed on a GPU). Every kernel gives the same results bit for bit (the emulator).
+/// Every kernel gives the same results bit for bit (the emulator).
 pub const CONV_TC_FILTER_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_FILTER_TILE";
 
 /// The kernel of `conv2d_backprop_filter`'s tensor-core partial sums
 /// ([`CONV_TC_FILTER_TILE_ENV`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConvTcFilterTile {
-    /// `conv2d_backprop_filter_partial_tc_*` (NCHW) and `_tc_nhwc_*` (NHWC), on mma.sync.
+    /// The default: NHWC's mma.sync kernel; NCHW's by 16-byte runs for 16-bit calls at unit
+    /// strides, else the elementwise one (on an H200, 2026-12-04: runs 1.30x elementwise on
+    /// f16 W7; elementwise 1.17x on f16 W8, 1.29x and 1.42x on f32 W7 and W8).
+    Auto,
+    /// `conv2d_backprop_filter_partial_tc_*` (NCHW, by runs) and `_tc_nhwc_*` (NHWC), on
+    /// mma.sync.
     Mma,
     /// The NHWC wgmma kernel where it serves the call (compute capability 9.0), else
-    /// [`ConvTcFilterTile::Mma`]'s.
+    /// [`ConvTcFilterTile::Auto`]'s.
     Wgmma,
     /// NCHW's elementwise gather (`conv2d_backprop_filter_partial_tc_elementwise_*`); NHWC as
     /// [`ConvTcFilterTile::Mma`].
@@ -312,7 +333,8 @@ fn conv_tc_filter_tile_from_env(v: Option<&str>) -> ConvTcFilterTile {
     match v.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
         Some("wgmma") => ConvTcFilterTile::Wgmma,
         Some("elementwise") => ConvTcFilterTile::Elementwise,
-        _ => ConvTcFilterTile::Mma,
+        Some("mma" | "runs") => ConvTcFilterTile::Mma,
+        _ => ConvTcFilterTile::Auto,
     }
 }
 
@@ -466,13 +488,18 @@ mod tests {
 
     #[test]
     fn lean_conv_tile_and_grid_env_readings() {
-        assert_eq!(conv_tc_tile_from_env(None), ConvTcTile::Tall);
+        assert_eq!(conv_tc_tile_from_env(None), ConvTcTile::Auto);
         assert_eq!(conv_tc_tile_from_env(Some(" Wide")), ConvTcTile::Wide);
-        assert_eq!(conv_tc_tile_from_env(Some("")), ConvTcTile::Tall);
+        assert_eq!(conv_tc_tile_from_env(Some("")), ConvTcTile::Auto);
+        assert_eq!(conv_tc_tile_from_env(Some("auto")), ConvTcTile::Auto);
         assert_eq!(conv_tc_tile_from_env(Some(" Lean ")), ConvTcTile::Lean);
         assert_eq!(conv_tc_tile_from_env(Some("TALL")), ConvTcTile::Tall);
         assert_eq!(conv_tc_tile_from_env(Some("square\n")), ConvTcTile::Square);
-        assert_eq!(conv_tc_forward_tile_from_env(None), ConvTcTile::Tall);
+        assert_eq!(conv_tc_forward_tile_from_env(None), ConvTcTile::Auto);
+        assert_eq!(
+            conv_tc_forward_tile_from_env(Some(" Tall")),
+            ConvTcTile::Tall
+        );
         let forward = |v| conv_tc_forward_tile_from_env(Some(v));
         assert_eq!(forward(" LEAN"), ConvTcTile::Lean);
         assert_eq!(forward("square"), ConvTcTile::Square);
@@ -482,8 +509,10 @@ mod tests {
         let filter = conv_tc_filter_tile_from_env;
         assert_eq!(filter(Some(" WGMMA\n")), ConvTcFilterTile::Wgmma);
         assert_eq!(filter(Some("Elementwise ")), ConvTcFilterTile::Elementwise);
-        for v in [None, Some(""), Some("mma"), Some("tall"), Some("wgmma2")] {
-            assert_eq!(filter(v), ConvTcFilterTile::Mma, "{v:?}");
+        assert_eq!(filter(Some("MMA")), ConvTcFilterTile::Mma);
+        assert_eq!(filter(Some(" runs")), ConvTcFilterTile::Mma);
+        for v in [None, Some(""), Some("auto"), Some("tall"), Some("wgmma2")] {
+            assert_eq!(filter(v), ConvTcFilterTile::Auto, "{v:?}");
         }
         assert_eq!(conv_tc_grid_from_env(None), ConvTcGrid::Auto);
         assert_eq!(conv_tc_grid_from_env(Some("auto")), ConvTcGrid::Auto);

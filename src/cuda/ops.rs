@@ -677,8 +677,10 @@ pub fn conv_kernel<T: Element>(
         ConvFamily::Forward => format!("conv2d_forward{tc}_{s}"),
         ConvFamily::BackpropInput => format!("conv2d_backprop_input{tc}_{s}"),
         ConvFamily::BackpropFilter => {
-            // Without a geometry: the wgmma kernel's calls unknown (conv_kernel_for knows).
-            let tile = conv_filter_tile(layout, false);
+            // Without a geometry: the wgmma kernel's calls unknown and 16-bit NCHW calls
+            // taken to be at unit strides (conv_kernel_for knows).
+            let runs = std::mem::size_of::<T>() == 2;
+            let tile = conv_filter_tile(layout, false, runs);
             conv_filter_kernels(conv_filter_partial_kernel(tc == "_tc", layout, tile), s)
         }
     })
@@ -709,13 +711,15 @@ pub fn conv_kernel_for<T: Element>(
         ConvFamily::Forward => true,
         ConvFamily::BackpropInput => false,
         ConvFamily::BackpropFilter => {
-            let tc = name.contains("_tc_nhwc_");
-            if !(tc && conv_tc_filter_tile() == ConvTcFilterTile::Wgmma) {
+            if !name.contains("_tc") {
                 return Ok(name);
             }
             let p = conv_filter_params("conv_kernel_for", g, layout, filter_layout)?;
-            let serves = conv_filter_wgmma_serves(&p, std::mem::size_of::<T>());
-            let tile = conv_filter_tile(layout, serves && conv_tc_wgmma_available());
+            let bytes = std::mem::size_of::<T>();
+            let serves = conv_tc_filter_tile() == ConvTcFilterTile::Wgmma
+                && conv_filter_wgmma_serves(&p, bytes)
+                && conv_tc_wgmma_available();
+            let tile = conv_filter_tile(layout, serves, conv_filter_runs_win(&p, bytes));
             let partial = conv_filter_partial_kernel(true, layout, tile);
             return Ok(conv_filter_kernels(partial, T::SUFFIX));
         }
@@ -725,16 +729,20 @@ pub fn conv_kernel_for<T: Element>(
         return Ok(name);
     }
     let p = conv_params("conv_kernel_for", g, layout, filter_layout, [0; 3])?;
-    let sm90a = conv_tc_tile_of(forward) == ConvTcTile::Wgmma && conv_tc_wgmma_available();
+    let mut p = p;
+    if T::SUFFIX == "f32" && f32_precision == F32Precision::Tf32 {
+        p.f32_precision = GO_F32_PRECISION_TF32 as i32;
+    }
+    let sm90a = conv_tc_tile_of(forward).may_be_wgmma() && conv_tc_wgmma_available();
     Ok(conv_tc_family(&p, forward, std::mem::size_of::<T>(), sm90a).to_string() + "_" + T::SUFFIX)
 }
 
 /// Whether `conv2d_backprop_input` (`forward` false) or `conv2d` calls on the stream may run a
-/// wgmma tile (which one, and for which calls: [`conv_tc_family`]):
-/// `GRADOPS_CUDA_CONV_TC_TILE=wgmma` (the forward: `GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma`)
-/// and a device that runs the compute_90a image.
+/// wgmma tile (which one, and for which calls: [`conv_tc_family`]): the op's tile variable
+/// unset or `wgmma` (`GRADOPS_CUDA_CONV_TC_TILE`, the forward's
+/// `GRADOPS_CUDA_CONV_TC_FORWARD_TILE`) and a device that runs the compute_90a image.
 fn conv_tc_wgmma_runs(stream: &Arc<CudaStream>, op: &'static str, forward: bool) -> Result<bool> {
-    Ok(conv_tc_tile_of(forward) == ConvTcTile::Wgmma && stream_runs_sm90a(stream, op, "conv")?)
+    Ok(conv_tc_tile_of(forward).may_be_wgmma() && stream_runs_sm90a(stream, op, "conv")?)
 }
 
 /// The 16-bit NHWC tile the environment picks for the forward (`forward`) or backprop_input.
@@ -748,13 +756,11 @@ fn conv_tc_tile_of(forward: bool) -> ConvTcTile {
 
 /// The tensor-core kernel family a call with parameters `p` launches: the lean `_vec` (NHWC)
 /// and `_vec_nchw` kernels where [`launch::conv_tc_vec_eligible`] holds and the source and filter
-/// addresses are 16-byte aligned (unless `GRADOPS_CUDA_CONV_TC_VEC=off`; 16-bit NHWC backprop_input calls
-/// the `_vec_tall` one, or the tile `GRADOPS_CUDA_CONV_TC_TILE` names: [`ConvTcTile`]; the 16-bit
-/// NHWC forward the one `GRADOPS_CUDA_CONV_TC_FORWARD_TILE` names; f32 calls and 16-bit NCHW
-/// calls the lean one, or under the op's variable `=wgmma` the lean wgmma tile of their
-/// layout), else the general ones. `sm90a`: the device runs the
-/// compute_90a image, which the wgmma tiles need (without it their calls run the tall tile,
-/// f32's and NCHW's the lean one).
+/// addresses are 16-byte aligned (unless `GRADOPS_CUDA_CONV_TC_VEC=off`), in the tile the
+/// op's variable names (`GRADOPS_CUDA_CONV_TC_TILE`, the forward's
+/// `GRADOPS_CUDA_CONV_TC_FORWARD_TILE`: [`ConvTcTile`]; unset, [`conv_tc_measured_tile`]'s);
+/// else the general ones. `sm90a`: the device runs the compute_90a image, which the wgmma
+/// tiles need (without it their calls run the tall tile, f32's and NCHW's the lean one).
 fn conv_tc_family(p: &GoConvParams, forward: bool, elem_bytes: usize, sm90a: bool) -> &'static str {
     conv_tc_family_for(p, (forward, elem_bytes), conv_tc_tile_of(forward), sm90a)
 }
@@ -772,6 +778,10 @@ fn conv_tc_family_for(
         && src.is_multiple_of(16)
         && p.w.is_multiple_of(16);
     let nchw = p.layout == GO_LAYOUT_NCHW as i32;
+    let env_tile = match env_tile {
+        ConvTcTile::Auto => conv_tc_measured_tile(p, elem_bytes, sm90a),
+        tile => tile,
+    };
     let tile = match (vec, nchw, elem_bytes) {
         (true, false, 2) => env_tile,
         // f32 calls (either op, either layout) and 16-bit NCHW calls have one tile beside the
@@ -789,18 +799,42 @@ fn conv_tc_family_for(
         (false, false, _, _) => "conv2d_backprop_input_tc",
         (false, true, false, ConvTcTile::Lean) => "conv2d_backprop_input_tc_vec",
         (false, true, false, ConvTcTile::Wide) => "conv2d_backprop_input_tc_vec_wide",
-        (false, true, false, ConvTcTile::Tall) => "conv2d_backprop_input_tc_vec_tall",
+        // Auto is resolved above.
+        (false, true, false, ConvTcTile::Tall | ConvTcTile::Auto) => {
+            "conv2d_backprop_input_tc_vec_tall"
+        }
         (false, true, false, ConvTcTile::Square) => "conv2d_backprop_input_tc_vec_square",
         (false, true, false, ConvTcTile::Wgmma) => "conv2d_backprop_input_tc_vec_wgmma",
         (false, true, true, ConvTcTile::Wgmma) => "conv2d_backprop_input_tc_vec_nchw_wgmma",
         (false, true, true, _) => "conv2d_backprop_input_tc_vec_nchw",
         (true, false, _, _) => "conv2d_forward_tc",
         (true, true, false, ConvTcTile::Square) => "conv2d_forward_tc_vec_square",
-        (true, true, false, ConvTcTile::Tall) => "conv2d_forward_tc_vec_tall",
+        (true, true, false, ConvTcTile::Tall | ConvTcTile::Auto) => "conv2d_forward_tc_vec_tall",
         (true, true, false, ConvTcTile::Wgmma) => "conv2d_forward_tc_vec_wgmma",
         (true, true, false, _) => "conv2d_forward_tc_vec",
         (true, true, true, ConvTcTile::Wgmma) => "conv2d_forward_tc_vec_nchw_wgmma",
         (true, true, true, _) => "conv2d_forward_tc_vec_nchw",
+    }
+}
+
+/// [`ConvTcTile::Auto`]'s tile for a call with parameters `p` (`p.f32_precision` as it runs)
+/// in elements of `elem_bytes`, from the same-run H200 timings of 2026-12-04 (BENCHMARKS.md;
+/// `bench/results/2026-12-04-gpu-wgmma-h200/`): on a compute_90a device (`sm90a`) the wgmma
+/// tile for f32 (exact: W4 1.12x, W5 1.08x the lean tile NHWC, 1.19x-1.24x NCHW; TF32 NCHW
+/// 1.04x-1.25x), except f32 NHWC under TF32 (the lean tile: 1.00x-1.22x the wgmma one), for
+/// 16-bit NCHW (1.04x-1.07x the lean NCHW kernels) and 16-bit NHWC at unit strides (W4 1.10x,
+/// W4f 1.04x the tall tile); the tall tile for 16-bit NHWC at other strides (W5 1.07x, W5f
+/// 1.24x the wgmma one) and on other devices (for f32 and NCHW calls: the lean tile).
+fn conv_tc_measured_tile(p: &GoConvParams, elem_bytes: usize, sm90a: bool) -> ConvTcTile {
+    let nchw = p.layout == GO_LAYOUT_NCHW as i32;
+    let tf32 = p.f32_precision == GO_F32_PRECISION_TF32 as i32;
+    let unit_strides = p.sh == 1 && p.sw == 1;
+    match (sm90a, elem_bytes, nchw) {
+        (false, _, _) => ConvTcTile::Tall,
+        (true, 4, false) if tf32 => ConvTcTile::Tall,
+        (true, 4, _) | (true, 2, true) => ConvTcTile::Wgmma,
+        (true, 2, false) if unit_strides => ConvTcTile::Wgmma,
+        _ => ConvTcTile::Tall,
     }
 }
 
@@ -861,10 +895,12 @@ fn conv_filter_partial_kernel(tc: bool, layout: Layout, tile: ConvTcFilterTile) 
 }
 
 /// The tensor-core filter kernel a `layout` call runs under [`conv_tc_filter_tile`]: the
-/// wgmma one only where `wgmma_serves` (the call: [`conv_filter_wgmma_serves`]; the device:
-/// the compute_90a image), the elementwise one only for NCHW.
-fn conv_filter_tile(layout: Layout, wgmma_serves: bool) -> ConvTcFilterTile {
-    conv_filter_tile_of(conv_tc_filter_tile(), layout, wgmma_serves)
+/// wgmma one only where `wgmma_serves` (the variable says `wgmma`, and the call:
+/// [`conv_filter_wgmma_serves`]; the device: the compute_90a image), the elementwise one
+/// only for NCHW; `runs_win`: NCHW's runs measured faster for the call
+/// ([`conv_filter_runs_win`]), [`ConvTcFilterTile::Auto`]'s choice between the two.
+fn conv_filter_tile(layout: Layout, wgmma_serves: bool, runs_win: bool) -> ConvTcFilterTile {
+    conv_filter_tile_of(conv_tc_filter_tile(), layout, wgmma_serves, runs_win)
 }
 
 /// [`conv_filter_tile`] with the environment's choice `env`.
@@ -872,12 +908,24 @@ fn conv_filter_tile_of(
     env: ConvTcFilterTile,
     layout: Layout,
     wgmma_serves: bool,
+    runs_win: bool,
 ) -> ConvTcFilterTile {
     match (env, layout) {
         (ConvTcFilterTile::Wgmma, Layout::Nhwc) if wgmma_serves => ConvTcFilterTile::Wgmma,
         (ConvTcFilterTile::Elementwise, Layout::Nchw) => ConvTcFilterTile::Elementwise,
+        (ConvTcFilterTile::Auto | ConvTcFilterTile::Wgmma, Layout::Nchw) if !runs_win => {
+            ConvTcFilterTile::Elementwise
+        }
         _ => ConvTcFilterTile::Mma,
     }
+}
+
+/// Whether NCHW's filter partial sums by 16-byte runs beat the elementwise gather for a call
+/// with parameters `p` in elements of `elem_bytes` (on an H200, 2026-12-04: 16-bit at unit
+/// strides, f16 W7 1.30x; the elementwise one on f16 W8, stride 2, 1.17x, and on f32 W7 and
+/// W8 1.29x and 1.42x, BENCHMARKS.md).
+fn conv_filter_runs_win(p: &GoConvFilterParams, elem_bytes: usize) -> bool {
+    elem_bytes == 2 && p.sh == 1 && p.sw == 1
 }
 
 /// Whether the NHWC wgmma filter kernel serves a call (`GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma`
@@ -1063,7 +1111,8 @@ fn conv_backprop_filter_raw<T: Element>(
         && conv_tc_filter_tile() == ConvTcFilterTile::Wgmma
         && conv_filter_wgmma_serves(&p, std::mem::size_of::<T>())
         && stream_runs_sm90a(stream, OP, "conv")?;
-    let tile = conv_filter_tile(layout, wgmma_serves);
+    let runs_win = conv_filter_runs_win(&p, std::mem::size_of::<T>());
+    let tile = conv_filter_tile(layout, wgmma_serves, runs_win);
     let wgmma = tile == ConvTcFilterTile::Wgmma;
     let name = conv_filter_partial_kernel(tc, layout, tile);
     let partial = if tc {
@@ -1781,7 +1830,7 @@ mod tests {
         assert!(!with(&|p| p.co = 68), "co 68");
         assert!(!with(&|p| p.x += 8), "x 8 bytes off");
         assert!(!with(&|p| p.dy += 2), "dy 2 bytes off");
-        use ConvTcFilterTile::{Elementwise, Mma, Wgmma};
+        use ConvTcFilterTile::{Auto, Elementwise, Mma, Wgmma};
         // (tc, layout, environment, the call served by wgmma, partial kernel)
         for (tc, layout, env, serves, want) in [
             (
@@ -1848,9 +1897,35 @@ mod tests {
                 "conv2d_backprop_filter_partial_tc_nhwc_wgmma",
             ),
         ] {
-            let tile = conv_filter_tile_of(env, layout, serves);
+            let tile = conv_filter_tile_of(env, layout, serves, true);
             let what = format!("{tc} {layout:?} {env:?} {serves}");
             assert_eq!(conv_filter_partial_kernel(tc, layout, tile), want, "{what}");
+        }
+        // The default: NCHW by runs only where they win (16-bit at unit strides), the
+        // elementwise gather elsewhere (`wgmma` where it does not serve: the same); an
+        // explicit `mma` keeps the runs; NHWC is unaffected.
+        let w8 = GoConvFilterParams { sh: 2, sw: 2, ..w7 };
+        assert!(conv_filter_runs_win(&w7, 2));
+        assert!(!conv_filter_runs_win(&w8, 2), "stride 2");
+        assert!(
+            !conv_filter_runs_win(&GoConvFilterParams { sw: 2, ..w7 }, 2),
+            "stride 2 along x"
+        );
+        assert!(!conv_filter_runs_win(&w7, 4), "f32");
+        for (env, layout, runs_win, want) in [
+            (Auto, Layout::Nchw, true, Mma),
+            (Auto, Layout::Nchw, false, Elementwise),
+            (Wgmma, Layout::Nchw, false, Elementwise),
+            (Mma, Layout::Nchw, false, Mma),
+            (Auto, Layout::Nhwc, false, Mma),
+            (Auto, Layout::Nhwc, true, Mma),
+        ] {
+            let what = format!("{env:?} {layout:?} runs win: {runs_win}");
+            assert_eq!(
+                conv_filter_tile_of(env, layout, false, runs_win),
+                want,
+                "{what}"
+            );
         }
     }
 
@@ -1962,5 +2037,70 @@ mod tests {
             conv_tc_launch(&p, false, wg, 2).map(|l| (l.grid, l.block)),
             launch::conv_tc_wide(&p, false).map(|l| (l.grid, l.block))
         );
+    }
+
+    /// The default tile ([`ConvTcTile::Auto`]) per call: on a compute_90a device the wgmma
+    /// tiles for f32 (but NHWC under TF32), 16-bit NCHW and 16-bit NHWC at unit strides, the
+    /// tall tile for 16-bit NHWC at stride 2; elsewhere the tall tile or the lean one.
+    #[test]
+    fn conv_tc_auto_tiles() {
+        if !conv_tc_vec_enabled() {
+            println!("GRADOPS_CUDA_CONV_TC_VEC=off in this environment: the lean families are off");
+            return;
+        }
+        let w4 = w4();
+        let nchw = |p: GoConvParams| GoConvParams {
+            layout: GO_LAYOUT_NCHW as i32,
+            ..p
+        };
+        let tf32 = |p: GoConvParams| GoConvParams {
+            f32_precision: GO_F32_PRECISION_TF32 as i32,
+            ..p
+        };
+        // W5: stride 2, 64 -> 128 (dy 28 x 28).
+        let w5 = GoConvParams {
+            co: 128,
+            ho: 28,
+            wo: 28,
+            sh: 2,
+            sw: 2,
+            pad_top: 0,
+            pad_left: 0,
+            ..w4
+        };
+        let auto = |p: &GoConvParams, forward, bytes, sm90a| {
+            conv_tc_family_for(p, (forward, bytes), ConvTcTile::Auto, sm90a)
+        };
+        for forward in [false, true] {
+            let op = if forward {
+                "conv2d_forward"
+            } else {
+                "conv2d_backprop_input"
+            };
+            let name = |s: &str| format!("{op}_tc_vec{s}");
+            for (p, bytes, sm90a, want) in [
+                (w4, 2, true, "_wgmma"),
+                (w5, 2, true, "_tall"),
+                (w4, 2, false, "_tall"),
+                (w5, 2, false, "_tall"),
+                (nchw(w4), 2, true, "_nchw_wgmma"),
+                (nchw(w5), 2, true, "_nchw_wgmma"),
+                (nchw(w4), 2, false, "_nchw"),
+                (w4, 4, true, "_wgmma"),
+                (w5, 4, true, "_wgmma"),
+                (nchw(w5), 4, true, "_nchw_wgmma"),
+                (tf32(w4), 4, true, ""),
+                (tf32(w5), 4, true, ""),
+                (nchw(tf32(w4)), 4, true, "_nchw_wgmma"),
+                (w4, 4, false, ""),
+                (nchw(w4), 4, false, "_nchw"),
+            ] {
+                let what = format!(
+                    "{op} {bytes} bytes, layout {}, sh {}, sm90a {sm90a}",
+                    p.layout, p.sh
+                );
+                assert_eq!(auto(&p, forward, bytes, sm90a), name(want), "{what}");
+            }
+        }
     }
 }

@@ -44,7 +44,7 @@ pub struct BuildInfo {
     /// Kernel modules (file stems): `resize`, `conv`, `pool`.
     pub modules: &'static [&'static str],
     /// Extra nvcc flags the kernels were built with (`GRADOPS_NVCC_FLAGS`, such as a
-    /// build-time alternative's `-DGO_TC_WGMMA_INFLIGHT=1`); empty for the default build.
+    /// build-time alternative's `-DGO_TC_WGMMA_INFLIGHT=0`); empty for the default build.
     pub nvcc_flags: &'static str,
 }
 
@@ -136,12 +136,12 @@ mod tests {
         };
         assert!(!b.to_string().contains("GRADOPS_NVCC_FLAGS"), "{b}");
         let v = BuildInfo {
-            nvcc_flags: "-DGO_TC_WGMMA_INFLIGHT=1",
+            nvcc_flags: "-DGO_TC_WGMMA_INFLIGHT=0",
             ..b
         };
         assert!(
             v.to_string()
-                .ends_with(") with GRADOPS_NVCC_FLAGS=-DGO_TC_WGMMA_INFLIGHT=1"),
+                .ends_with(") with GRADOPS_NVCC_FLAGS=-DGO_TC_WGMMA_INFLIGHT=0"),
             "{v}"
         );
     }

@@ -475,8 +475,9 @@ fn bench_cuda_typed<T: Element>(
         ConvTcTile::Square => "square (128-pixel tiles on 2 warps of 64 x 64)",
         ConvTcTile::Lean => "64-pixel (4 warps of 32 x 32)",
         ConvTcTile::Wgmma => "wgmma (128-pixel tiles on 2 warpgroups of m64n64 wgmma)",
+        ConvTcTile::Auto => "measured fastest per call (each row names its kernel)",
     };
-    // Both 16-bit NHWC GEMMs default to the tall tile.
+    // Both GEMMs default to the tile measured fastest per call (each row's kernel says which).
     for (env, op, tile) in [
         (
             gradops::cuda::CONV_TC_TILE_ENV,
@@ -496,15 +497,15 @@ fn bench_cuda_typed<T: Element>(
         if wgmma && !gradops::cuda::conv_tc_wgmma_available() {
             notes.push(format!(
                 "{env}=wgmma: this device or build has no compute_90a image (compute capability \
-                 9.0 only): f16/bf16 NHWC {op} ran the default {}, {others} the 64-pixel \
+                 9.0 only): f16/bf16 NHWC {op} ran the {}, {others} the 64-pixel \
                  mma.sync one",
                 tile_name(ConvTcTile::Tall),
             ));
-        } else if tile != ConvTcTile::Tall {
+        } else if tile != ConvTcTile::Auto {
             notes.push(format!(
-                "{env}: f16/bf16 NHWC {op} ran the {} lean kernel, not the default {}{}",
+                "{env}: f16/bf16 NHWC {op} ran the {} lean kernel, not the default ({}){}",
                 tile_name(tile),
-                tile_name(ConvTcTile::Tall),
+                tile_name(ConvTcTile::Auto),
                 if wgmma {
                     format!(
                         "; {others} the lean wgmma tile (64-pixel tiles on one warpgroup of \
@@ -518,7 +519,11 @@ fn bench_cuda_typed<T: Element>(
     }
     let env = gradops::cuda::CONV_TC_FILTER_TILE_ENV;
     match gradops::cuda::conv_tc_filter_tile() {
-        gradops::cuda::ConvTcFilterTile::Mma => {}
+        gradops::cuda::ConvTcFilterTile::Auto => {}
+        gradops::cuda::ConvTcFilterTile::Mma => notes.push(format!(
+            "{env}=mma: NCHW conv2d_backprop_filter on the tensor cores gathered its operands \
+             by 16-byte runs for every call (the default: only 16-bit calls at unit strides)"
+        )),
         gradops::cuda::ConvTcFilterTile::Wgmma => {
             notes.push(if gradops::cuda::conv_tc_wgmma_available() {
                 format!(
@@ -529,15 +534,15 @@ fn bench_cuda_typed<T: Element>(
             } else {
                 format!(
                     "{env}=wgmma: this device or build has no compute_90a image (compute \
-                     capability 9.0 only): conv2d_backprop_filter ran the default mma.sync kernels"
+                     capability 9.0 only): conv2d_backprop_filter ran the default kernels"
                 )
             })
         }
         gradops::cuda::ConvTcFilterTile::Elementwise => notes.push(format!(
             "{env}=elementwise: NCHW conv2d_backprop_filter on the tensor cores gathered its \
              operands element by element into one shared stage \
-             (conv2d_backprop_filter_partial_tc_elementwise, the kernel before 2026-12-02), not \
-             by 16-byte runs"
+             (conv2d_backprop_filter_partial_tc_elementwise) for every call (the default: for \
+             f32 and for 16-bit calls at other strides than 1)"
         )),
     }
     match gradops::cuda::conv_tc_grid() {
