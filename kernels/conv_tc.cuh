@@ -889,8 +889,8 @@ GO_DEV void go_tc_pixel(const GoTcProblem& P, unsigned pix, unsigned* img, unsig
 // 0: after the refill of the stage the last wgmma read, so each iteration first waits for
 // that group to finish and the refill's copies and loads are issued while no wgmma of the
 // block runs. Same operations in the same order on the accumulators: the same bits. On an
-// H200 (2026-12-04, same run) 1 took 1-6% less time than 0 on every wgmma row but two
-// within 1% (BENCHMARKS.md); GRADOPS_NVCC_FLAGS=-DGO_TC_WGMMA_INFLIGHT=0 builds 0, for
+// H200 (2026-12-04, same run) 1 took 0.4-4% less time than 0 on every wgmma row but two,
+// within 0.3% (BENCHMARKS.md); GRADOPS_NVCC_FLAGS=-DGO_TC_WGMMA_INFLIGHT=0 builds 0, for
 // comparison (scripts/gpu-check.sh --prebuild with REFILL_VARIANT=1 puts it in the bundle
 // as gradops-refill).
 #ifndef GO_TC_WGMMA_INFLIGHT

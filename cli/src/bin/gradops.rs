@@ -92,9 +92,10 @@ fn info() {
         .collect();
     if !sm90a.is_empty() {
         println!(
-            "cuda compute_90a images (compute capability 9.0 only: the wgmma conv tiles, \
+            "cuda compute_90a images (compute capability 9.0 only: the wgmma conv tiles, by \
+             default for the conv calls they were measured faster on; \
              GRADOPS_CUDA_CONV_TC_TILE=wgmma, GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma and \
-             GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma): {}",
+             GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma force them): {}",
             sm90a.join(", ")
         );
     }
