@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# PREPARED, NOT YET RUN (2026-11-28: no GPU was lent to the sessions that built it).
+# RUN on an H200 on 2026-12-04 (bundle of commit 1bfa49d, 253 s; results in
+# bench/results/2026-12-04-gpu-wgmma-h200/). Its `wgmma` rows were the refill-first tiles and
+# `inflight` the build that is the default since: a rerun needs a prebuild with
+# REFILL_VARIANT=1 and gradops-refill read as `wgmma`, the default build as `inflight`.
 # The wgmma tiles (conv2d_backprop_input_tc_vec_wgmma_{f16,bf16} and, since the fifth session
 # of 2026-11-28, conv2d_forward_tc_vec_wgmma_{f16,bf16}: compute_90a image, H100/H200 only;
 # GRADOPS_CUDA_CONV_TC_TILE=wgmma, GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma) checked on the GPU
@@ -26,7 +29,7 @@
 # 16-byte runs (the new default) against the elementwise loop, f16 and f32 W7/W8, ncu on W7.
 # The 16-bit timings are f16 only (bf16 ran within 1% of f16 in every earlier run).
 # Usage: run1.sh BUNDLE OUT   (BUNDLE: the unpacked target/gpu-carry/bundle.tar.xz)
-# Not yet run; the 2026-11-28 runs' steps of the same kinds took: conv tests 34 s, racecheck 8 s,
+# Before it ran, the 2026-11-28 runs' steps of the same kinds took: conv tests 34 s, racecheck 8 s,
 # each gradops bench call ~1 s, peers.py 10-13 s, each ncu 3-4 s, so about 4-6 minutes with the
 # inflight build's steps, plus the first JIT of the images; give it timeout_s 570 all the same
 # (every step has its own limit).
