@@ -728,8 +728,7 @@ pub fn conv_kernel_for<T: Element>(
     if !name.ends_with(&tc_name) {
         return Ok(name);
     }
-    let p = conv_params("conv_kernel_for", g, layout, filter_layout, [0; 3])?;
-    let mut p = p;
+    let mut p = conv_params("conv_kernel_for", g, layout, filter_layout, [0; 3])?;
     if T::SUFFIX == "f32" && f32_precision == F32Precision::Tf32 {
         p.f32_precision = GO_F32_PRECISION_TF32 as i32;
     }
@@ -820,8 +819,9 @@ fn conv_tc_family_for(
 /// [`ConvTcTile::Auto`]'s tile for a call with parameters `p` (`p.f32_precision` as it runs)
 /// in elements of `elem_bytes`, from the same-run H200 timings of 2026-12-04 (BENCHMARKS.md;
 /// `bench/results/2026-12-04-gpu-wgmma-h200/`): on a compute_90a device (`sm90a`) the wgmma
-/// tile for f32 (exact: W4 1.12x, W5 1.08x the lean tile NHWC, 1.19x-1.24x NCHW; TF32 NCHW
-/// 1.04x-1.25x), except f32 NHWC under TF32 (the lean tile: 1.00x-1.22x the wgmma one), for
+/// tile for f32 (exact: W4 1.12x, W5 1.08x the lean tile NHWC, W4f/W5f level; 1.12x-1.24x
+/// NCHW; TF32 NCHW 1.01x-1.25x), except f32 NHWC under TF32 (the lean tile: 1.01x-1.22x the
+/// wgmma one), for
 /// 16-bit NCHW (1.04x-1.07x the lean NCHW kernels) and 16-bit NHWC at unit strides (W4 1.10x,
 /// W4f 1.04x the tall tile); the tall tile for 16-bit NHWC at other strides (W5 1.07x, W5f
 /// 1.24x the wgmma one) and on other devices (for f32 and NCHW calls: the lean tile).
