@@ -896,6 +896,25 @@ GO_DEV void go_tc_pixel(const GoTcProblem& P, unsigned pix, unsigned* img, unsig
 #ifndef GO_TC_WGMMA_INFLIGHT
 #define GO_TC_WGMMA_INFLIGHT 1
 #endif
+// How many block barriers an iteration of the lean wgmma tile (GO_TC_WGMMA_LEAN: four
+// stages; f32 in both layouts, 16-bit NCHW) takes under GO_TC_WGMMA_INFLIGHT. 2 (the default):
+// the one that publishes the stage read next, then one after the wait that leaves this
+// stage's group in flight, so the refill may take the stage the last group read (three
+// chunks in flight ahead of the one read). 1: the refill takes the stage read two iterations
+// back instead (two chunks ahead): every warp waited for that stage's group in the
+// iteration before (wait_group 1 leaves only the newest in flight) and did so before the
+// barrier that opens this iteration, so the second barrier has nothing left to order.
+// Same operations in the same order on the accumulators: the same bits. Built for comparison
+// with GRADOPS_NVCC_FLAGS=-DGO_TC_WGMMA_BARRIERS=1 (scripts/gpu-check.sh --prebuild with
+// BARRIER_VARIANT=1 puts it in the bundle as gradops-onebarrier); not yet timed on a GPU.
+// The 128-pixel wgmma tile (three stages) keeps two: at one its copies would run a single
+// chunk ahead.
+#ifndef GO_TC_WGMMA_BARRIERS
+#define GO_TC_WGMMA_BARRIERS 2
+#endif
+#if GO_TC_WGMMA_BARRIERS != 1 && GO_TC_WGMMA_BARRIERS != 2
+#error "GO_TC_WGMMA_BARRIERS: 1 or 2"
+#endif
 template <int BIT>
 GO_DEV void go_tc_vec_copy16(void* dst, const void* src, int src_bytes) {
     if constexpr ((GO_TC_VEC_L1 & BIT) != 0) go_cp_async_16_ca(dst, src, src_bytes);
@@ -1141,10 +1160,19 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
 
     // The pipeline as go_tc_tile's, STAGES deep: NHWC's chunks are all cp.async; NCHW's
     // A goes through registers, stored one iteration after its gather (at iteration it,
-    // chunk it + STAGES - 2, to the stage last read at it - 2).
+    // chunk it + AHEAD - 1, to the stage last read at it - 2, or with ONEBAR at it - 3).
     static_assert(STAGES >= 3, "a stage between the one read and the one stored");
+    // The wgmma tiles with GO_TC_WGMMA_INFLIGHT: the stage's wgmma issued before the refill.
+    [[maybe_unused]] constexpr bool EARLY = WG && GO_TC_WGMMA_INFLIGHT != 0;
+    // One barrier an iteration (GO_TC_WGMMA_BARRIERS=1, the four-stage wgmma tile): the
+    // refill takes the stage read two iterations back.
+    constexpr bool ONEBAR = EARLY && GO_TC_WGMMA_BARRIERS == 1 && STAGES >= 4;
+    // Chunks whose copies are issued ahead of the one read: each iteration refills the stage
+    // of chunk it + AHEAD.
+    constexpr int AHEAD = ONEBAR ? STAGES - 2 : STAGES - 1;
+    static_assert(!REG || AHEAD >= 2, "a registered chunk is stored before it is read");
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
+    for (int s = 0; s < AHEAD; ++s) {
         if (REG && s >= 1 && s - 1 < kiters) put(s - 1);
         if (s < kiters) {
             gather(s);
@@ -1152,11 +1180,9 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         }
         go_cp_async_commit();
     }
-    // The wgmma tiles with GO_TC_WGMMA_INFLIGHT: the stage's wgmma issued before the refill.
-    [[maybe_unused]] constexpr bool EARLY = WG && GO_TC_WGMMA_INFLIGHT != 0;
-    int s_read = 0, s_load = STAGES - 1;
+    int s_read = 0, s_load = AHEAD;
     for (int it = 0; it < kiters; ++it) {
-        go_cp_async_wait<STAGES - 2>();
+        go_cp_async_wait<AHEAD - 1>();
 #if GO_HAS_WGMMA
         if constexpr (WG) {
             // The last stage's wgmma has read it (the gather below refills it; EARLY: f32's
@@ -1187,16 +1213,17 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
 #if GO_HAS_WGMMA
         if constexpr (EARLY) {
             // This stage's group in flight; the last one done in every warp before the
-            // refill of the stage it read (s_load).
+            // refill of the stage it read (s_load). ONEBAR: s_load was read by the group
+            // before it, which every warp waited for before the barrier above.
             go_tc_stage_wgmma<T, BKN && !BREG, TF32>(As + s_read * BM * SLD,
                                                      Bs + s_read * TC_BN * SLD, warp / 4,
                                                      &acc[0][0][0], Xs, Xs + BM * SLD);
             go_wgmma_wait<1>();
-            __syncthreads();
+            if constexpr (!ONEBAR) __syncthreads();
         }
 #endif
-        if (REG && it + STAGES - 2 < kiters) put(s_load == 0 ? STAGES - 1 : s_load - 1);
-        if (it + STAGES - 1 < kiters) {
+        if (REG && it + AHEAD - 1 < kiters) put(s_load == 0 ? STAGES - 1 : s_load - 1);
+        if (it + AHEAD < kiters) {
             gather(s_load);
             advance();
         }

@@ -117,6 +117,8 @@ if [[ "$MODE" == prebuild ]]; then
   #   wgmma tiles issue a stage's wgmma after the refill, none in flight; the default until
   #   2026-12-04, when bench/results/2026-11-28b-gpu-wgmma/run1.sh timed the two on an H200
   #   as `wgmma` and `inflight`; that run's bundle built this one as the inflight variant).
+  # - onebarrier (off unless BARRIER_VARIANT=1): GO_TC_WGMMA_BARRIERS=1 (kernels/conv_tc.cuh:
+  #   the lean wgmma tile's iteration takes one block barrier, not two; not yet timed).
   # - cg (off unless CG_VARIANT=1): GO_TC_VEC_L1=0 (the lean conv tiles' copies through L2
   #   only, cp.async.cg; the default, 3, goes through L1), for scripts/gpu-session.sh's
   #   experiments step.
@@ -138,7 +140,32 @@ if [[ "$MODE" == prebuild ]]; then
     fi
   }
   [[ "${REFILL_VARIANT:-0}" == 1 ]] && build_variant refill -DGO_TC_WGMMA_INFLIGHT=0
+  [[ "${BARRIER_VARIANT:-0}" == 1 ]] && build_variant onebarrier -DGO_TC_WGMMA_BARRIERS=1
   [[ "${CG_VARIANT:-0}" == 1 ]] && build_variant cg -DGO_TC_VEC_L1=0
+  # - candle (off unless CANDLE_VARIANT=1): tests/cuda_ops.rs built with the `candle-cuda`
+  #   feature (its candle_gpu tests: candle's autograd through gradops on Device::new_cuda),
+  #   linked here against scripts/cuda-link-stubs.sh's stubs as CI does; on the GPU machine
+  #   it needs libcublas/libcublasLt/libnvrtc/libcudart .so.13 and libcurand.so.10 on the
+  #   library path (PyTorch's nvidia wheels carry most: see
+  #   bench/results/2026-12-04b-gpu-prepared/run.sh). Its own target folder, so the default
+  #   build's artifacts stay.
+  if [[ "${CANDLE_VARIANT:-0}" == 1 ]]; then
+    stub_lib="$(bash scripts/cuda-link-stubs.sh | tail -1)"
+    exe="$(CARGO_TARGET_DIR=target/variant-candle CUDA_COMPUTE_CAP=90 CUDA_ROOT="$(dirname "$stub_lib")" \
+      cargo test --release --no-run --features candle-cuda --test cuda_ops --message-format=json 2>>"$RESULTS" |
+      python3 -c 'import json,sys
+for l in sys.stdin:
+    try: m=json.loads(l)
+    except Exception: continue
+    if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]=="cuda_ops": print(m["executable"])' | tail -1)"
+    if [[ -n "$exe" ]]; then
+      cp "$exe" target/gpu-bundle/cuda_ops-candle && variants+=(cuda_ops-candle)
+      echo "=== build_candle: rc=0 ($exe)" | tee -a "$RESULTS"
+    else
+      echo "=== build_candle: rc=1 (no cuda_ops executable with candle-cuda)" | tee -a "$RESULTS"
+      FAILED=1
+    fi
+  fi
   ls -la target/gpu-bundle | tee -a "$RESULTS"
   # The executables stripped and packed with the cubins and the probe's PTX (the device tool
   # carries at most 64 MiB; stripped they are ~330 MB with a variant build, packed ~25 MB):

@@ -77,6 +77,9 @@ enum EmuBuild {
     /// `GO_TC_WGMMA_INFLIGHT=0` (kernels/conv_tc.cuh): the wgmma tiles issue a stage's wgmma
     /// after the refill, no group left in flight (the default build leaves one).
     WgmmaRefillFirst,
+    /// `GO_TC_WGMMA_BARRIERS=1` (kernels/conv_tc.cuh): the lean wgmma tile takes one block
+    /// barrier an iteration, refilling the stage read two iterations back.
+    WgmmaOneBarrier,
 }
 
 impl EmuBuild {
@@ -84,6 +87,7 @@ impl EmuBuild {
         match self {
             EmuBuild::Default => &[],
             EmuBuild::WgmmaRefillFirst => &["-DGO_TC_WGMMA_INFLIGHT=0"],
+            EmuBuild::WgmmaOneBarrier => &["-DGO_TC_WGMMA_BARRIERS=1"],
         }
     }
 }
@@ -112,7 +116,8 @@ impl Drop for EmuBuildScope {
 /// Builds the ASan runner of this thread's [`EmuBuild`] once per test process. Err(reason)
 /// means skip.
 fn runner() -> Result<&'static Path, String> {
-    static RUNNERS: [OnceLock<Result<PathBuf, String>>; 2] = [OnceLock::new(), OnceLock::new()];
+    static RUNNERS: [OnceLock<Result<PathBuf, String>>; 3] =
+        [OnceLock::new(), OnceLock::new(), OnceLock::new()];
     let build = EMU_BUILD.with(|b| b.get());
     RUNNERS[build as usize]
         .get_or_init(|| {
@@ -3330,10 +3335,37 @@ fn emulated_conv2d_tf32() {
 /// it fails the wgmma tests).
 #[test]
 fn emulated_conv2d_wgmma_refill_first() {
-    let _build = EmuBuildScope::enter(EmuBuild::WgmmaRefillFirst);
-    let Some(_) = runner_or_skip("emulated_conv2d_wgmma_refill_first") else {
+    wgmma_build_cases(
+        EmuBuild::WgmmaRefillFirst,
+        "emulated_conv2d_wgmma_refill_first",
+    );
+}
+
+/// The wgmma tiles built with `GO_TC_WGMMA_BARRIERS=1` (kernels/conv_tc.cuh: the lean wgmma
+/// tile's iteration takes one block barrier, its refill the stage read two iterations back),
+/// checked as [`emulated_conv2d_wgmma_refill_first`] checks its build: a refill of a stage
+/// a group still reads, or a chunk read before its copies or its registered store landed,
+/// gives other bits (dropping the `wait_group 1` fails it). The emulator cannot tell a
+/// refill of the stage read one iteration back: the lean tile is one warpgroup, and its
+/// first wait performs the group for all four warps; the build refills two back, which does
+/// not depend on that.
+#[test]
+fn emulated_conv2d_wgmma_one_barrier() {
+    wgmma_build_cases(
+        EmuBuild::WgmmaOneBarrier,
+        "emulated_conv2d_wgmma_one_barrier",
+    );
+}
+
+/// Every wgmma kernel of `build` on the lean and multi-tile cases (f32 in both arithmetics),
+/// bit for bit against the general kernel; no other lean kernel runs in such a build.
+fn wgmma_build_cases(build: EmuBuild, test: &str) {
+    let _build = EmuBuildScope::enter(build);
+    let Some(_) = runner_or_skip(test) else {
         return;
     };
+    // What ran before on this thread (another build's test) does not count.
+    KERNELS_RUN.with(|k| k.borrow_mut().clear());
     let mut rng = Rng(0x5eed_f117);
     let mut cases = lean_tc_cases();
     cases.extend(multi_tile_tc_cases());
@@ -3368,12 +3400,9 @@ fn emulated_conv2d_wgmma_refill_first() {
         let other = k
             .iter()
             .find(|n| n.contains("_tc_vec") && !n.contains("_wgmma_"));
-        assert!(
-            other.is_none(),
-            "{other:?} ran in the GO_TC_WGMMA_INFLIGHT=0 build"
-        );
+        assert!(other.is_none(), "{other:?} ran in the {build:?} build");
     });
-    println!("emulated_conv2d_wgmma_refill_first: {ran} cases");
+    println!("{test}: {ran} cases");
 }
 
 fn cases_count_tc() -> usize {
@@ -3546,7 +3575,7 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
         } as i32,
         reserved: 0,
     };
-    let only_wgmma = EMU_BUILD.with(|b| b.get()) == EmuBuild::WgmmaRefillFirst;
+    let only_wgmma = EMU_BUILD.with(|b| b.get()) != EmuBuild::Default;
     for forward in [true, false] {
         let Some(natural) = launch::conv_tc(&p, forward) else {
             continue;

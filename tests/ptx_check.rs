@@ -569,6 +569,53 @@ fn sm90a_wgmma_refill_first_build_assembles() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `GO_TC_WGMMA_BARRIERS=1` (kernels/conv_tc.cuh: the lean wgmma tile's iteration takes one
+/// block barrier, not two; `scripts/gpu-check.sh --prebuild` with `BARRIER_VARIANT=1` puts it
+/// in the GPU bundle): the image's checks as for the default build, each lean wgmma kernel
+/// (f32, 16-bit NCHW) with fewer `bar.sync` than in the default image, the other wgmma
+/// kernels with as many.
+#[test]
+fn sm90a_wgmma_one_barrier_build_assembles() {
+    if kernels_or_skip("sm90a_wgmma_one_barrier_build_assembles").is_none() {
+        return;
+    }
+    let Some(&(_, default_ptx)) = built::PTX_IMAGES_SM90A.first() else {
+        println!("no compute_90a image in this build");
+        return;
+    };
+    let (dir, ptx_path) = nvcc_compute_90a("kernels/conv.cu", &["-DGO_TC_WGMMA_BARRIERS=1"]);
+    let ptx = std::fs::read_to_string(&ptx_path).unwrap();
+    let (base, one) = (barriers_per_entry(default_ptx), barriers_per_entry(&ptx));
+    for k in wgmma_kernels::all() {
+        let (b, o) = (base[k], one[k]);
+        if wgmma_kernels::LEAN.contains(&k) {
+            assert!(o < b, "{k}: {o} bar.sync, the default build {b}");
+        } else {
+            assert_eq!(o, b, "{k}: bar.sync in the one-barrier build");
+        }
+    }
+    check_sm90a_wgmma_kernels(&ptx_path, "conv.compute_90a, GO_TC_WGMMA_BARRIERS=1");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `bar.sync` instructions in each `.entry` of a PTX module, by kernel name.
+fn barriers_per_entry(ptx: &str) -> std::collections::HashMap<&str, usize> {
+    let mut counts = std::collections::HashMap::new();
+    let mut current = None;
+    for line in ptx.lines() {
+        if let Some(rest) = line.split(".entry ").nth(1) {
+            let name = rest.trim_end_matches('(');
+            counts.insert(name, 0);
+            current = Some(name);
+        } else if line.trim_start().starts_with("bar.sync") {
+            if let Some(n) = current {
+                *counts.get_mut(n).unwrap() += 1;
+            }
+        }
+    }
+    counts
+}
+
 /// A compute_90a conv image (`what`) holds exactly the wgmma kernels, which assemble for
 /// sm_90a without spills or stack, within the registers of their blocks per SM, and without
 /// ptxas serializing their wgmma.
