@@ -258,9 +258,15 @@ simd_fn! {
     /// `out[i] = 0 + w * x[i]`: [`axpy`] into a zeroed `out`, the same bits (`+0` for a `-0`
     /// product), in one pass that writes `out` without reading it.
     pub(crate) fn scale_into<A: Accum>(out: &mut [A], w: A, x: &[A]) {
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = A::zero() + w * v;
-        }
+        scale_into_inline(out, w, x);
+    }
+}
+
+/// [`scale_into`]'s loop, for callers compiled per SIMD level (as [`axpy_inline`]).
+#[inline(always)]
+pub(crate) fn scale_into_inline<A: Accum>(out: &mut [A], w: A, x: &[A]) {
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = A::zero() + w * v;
     }
 }
 
