@@ -817,7 +817,7 @@ fn gather_nchw_in<T: Element>(
 }
 
 simd_fn! {
-    /// [`PlaneOrder::VerticalFirst`] over a whole plane of f32/f64 rows (`out`, the plane of
+    /// [`PlaneOrder::VerticalFirst`] over a whole plane of f32 rows (`out`, the plane of
     /// `dst`) in one dispatched call, where the horizontal pass is the stride-2 [`affine2`]:
     /// per destination row the first term written over `row`, the rest added, the row's
     /// columns outside the affine interior by CSR and the interior by [`affine2_avx`]. The same
