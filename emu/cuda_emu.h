@@ -111,14 +111,16 @@ struct Warp {
 extern std::vector<Warp>* g_warps;
 extern unsigned t_linear;  // the running thread's linear id in the block
 
-// One wgmma.mma_async as issued: the kind (f16 or bf16 inputs), whether A is M-major
-// (imm-trans-a) and B N-major (imm-trans-b), the shared-memory descriptors' bits and addresses, and each of the
-// warpgroup's 128 threads' accumulators.
+// One wgmma.mma_async as issued: the kind (0 f16, 1 bf16, 2 tf32 inputs; 3 tf32 with A from
+// registers), whether A is M-major (imm-trans-a) and B N-major (imm-trans-b), the
+// shared-memory descriptors' bits and addresses (A's none for kind 3), each of the
+// warpgroup's 128 threads' accumulators and (kind 3) its A registers as issued.
 struct WgmmaOp {
     int kind, ta, tb;
     uint64_t abits, bbits;
     const unsigned char *ap, *bp;
     float* acc[128];
+    uint32_t ar[128][4];
 };
 struct WarpGroup {
     std::unique_ptr<Barrier> bar;

@@ -78,7 +78,10 @@ GO_DEV void emu_wgmma_test_body(GoEmuWgmmaTestParams p) {
 // emu_wgmma_test_tf32_body: the same with f32 operands (tf32 values: the caller rounds them)
 // through go_wgmma_m64n64k8_tf32, K-major only: A 64x8 and B [n][k] 64x8 (one wgmma), or
 // 64x16 (p.k32: two, the second from 32 bytes into each row); element k of row r at chunk
-// (k / 4) ^ ((r >> 1) & 3) of the row's 64 bytes, as the f32 conv tile stages them.
+// (k / 4) ^ ((r >> 1) & 3) of the row's 64 bytes, as the f32 conv tile stages them. With
+// bit 2 of p.bmn, A from registers instead (go_wgmma_m64n64k8_tf32_rs): each thread reads its
+// fragments of both k8 steps from the staged A before the first wgmma, so that they stay
+// unchanged until the wait.
 GO_DEV void emu_wgmma_test_tf32_body(GoEmuWgmmaTestParams p) {
     __shared__ __align__(512) float As[64 * 16];
     __shared__ __align__(512) float Bs[64 * 16];
@@ -99,9 +102,24 @@ GO_DEV void emu_wgmma_test_tf32_body(GoEmuWgmmaTestParams p) {
     float d[32];
     for (int j = 0; j < 32; ++j) d[j] = c[emu_wgmma_d_at(tid, j)];
     const GoWgmmaDesc da = go_wgmma_desc_sw64(As), db = go_wgmma_desc_sw64(Bs);
+    const bool areg = (p.bmn & 4) != 0;
+    uint32_t af[2][4];
+    const int w = tid / 32, g = (tid % 32) / 4, t = tid % 4;
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const int row = 16 * w + g + (r & 1) * 8, k = 8 * ks + t + (r >> 1) * 4;
+            const float v = As[row * 16 + (((k / 4) ^ ((row >> 1) & 3)) * 4) + k % 4];
+            af[ks][r] = areg && ks < K / 8 ? go_f32_as_u32(v) : 0u;
+        }
     go_wgmma_fence();
-    for (int ks = 0; ks < K / 8; ++ks)
-        go_wgmma_m64n64k8_tf32(d, go_wgmma_desc_add(da, 32 * ks), go_wgmma_desc_add(db, 32 * ks));
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) {
+        if (ks >= K / 8) break;
+        if (areg) go_wgmma_m64n64k8_tf32_rs(d, af[ks], go_wgmma_desc_add(db, 32 * ks));
+        else go_wgmma_m64n64k8_tf32(d, go_wgmma_desc_add(da, 32 * ks), go_wgmma_desc_add(db, 32 * ks));
+    }
     go_wgmma_commit();
     go_wgmma_wait<0>();
     for (int j = 0; j < 32; ++j) dout[emu_wgmma_d_at(tid, j)] = d[j];

@@ -576,6 +576,48 @@ GO_DEV void go_tc_split_tf32(float* chunk, float* x) {
     if constexpr (!TF32) std::memcpy(x, small, 16);
 #endif
 }
+
+// The f32 wgmma tile's stage with A from registers (GO_TC_WGMMA_F32_RS): warp w of
+// warpgroup wg reads, per k8 step, its fragment of the stage's A (rows 64 wg + 16 (w % 4) + g
+// and + 8, k t and t + 4 of the step: go_wgmma_m64n64k8_tf32_rs's layout) with one ldmatrix
+// x4 (its four 8 x 16-byte matrices: rows 0-7 and 8-15 of the warp's 16, the step's two
+// chunks; lane l's word of matrix j is row l / 4, word l % 4: the fragment's register j; in
+// the 64-byte swizzle each matrix's eight rows fall in distinct banks) and splits each value v
+// in registers into big = tf32(v) and small = tf32(v - big), go_tc_split_tf32's values; B, split
+// in place (big parts in bs, small ones in xb), by descriptor. Per k8 small*big, big*small,
+// big*big (or with TF32 only big*big): go_tc_stage_wgmma's products in its order, so the same
+// bits. One group per k8 step: the caller's wait_group 1 then frees the first step's
+// fragments while the second's products run (ptxas holds a fragment's registers until its
+// group's wait; where it cannot, it serializes the wgmma, which the sm90a ptxas tests reject).
+template <bool TF32>
+GO_DEV void go_tc_stage_wgmma_rs(const float* as, const float* bs, const float* xb, int warp,
+                                 int lane, float* d) {
+    // This lane's row of matrix j = lane / 8: rows 8 (j & 1) + lane % 8 of the warp's 16,
+    // chunk 2 ks + j / 2 of it, swizzled.
+    const int j = lane / 8;
+    const int row = 64 * (warp / 4) + 16 * (warp % 4) + 8 * (j & 1) + lane % 8;
+    const float* rp = as + row * 16;
+    const int sw = (row >> 1) & 3;
+    const GoWgmmaDesc db = go_wgmma_desc_sw64(bs), xdb = go_wgmma_desc_sw64(xb);
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) {
+        uint32_t big[4], small[4];
+        go_ldmatrix_x4(big, rp + ((2 * ks + j / 2) ^ sw) * 4);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const float v = go_u32_as_f32(big[r]);
+            big[r] = go_cvt_tf32(v);
+            if constexpr (!TF32) small[r] = go_cvt_tf32(v - go_u32_as_f32(big[r]));
+        }
+        go_wgmma_fence();
+        if constexpr (!TF32) {
+            go_wgmma_m64n64k8_tf32_rs(d, small, go_wgmma_desc_add(db, 32 * ks));
+            go_wgmma_m64n64k8_tf32_rs(d, big, go_wgmma_desc_add(xdb, 32 * ks));
+        }
+        go_wgmma_m64n64k8_tf32_rs(d, big, go_wgmma_desc_add(db, 32 * ks));
+        go_wgmma_commit();
+    }
+}
 #endif
 
 // Two adjacent shared-memory elements as one store (dst aligned to twice their size).
@@ -915,6 +957,24 @@ GO_DEV void go_tc_pixel(const GoTcProblem& P, unsigned pix, unsigned* img, unsig
 #if GO_TC_WGMMA_BARRIERS != 1 && GO_TC_WGMMA_BARRIERS != 2
 #error "GO_TC_WGMMA_BARRIERS: 1 or 2"
 #endif
+// Where the exact f32 wgmma tile's A operand comes from. 0 (the default): shared memory,
+// split in place (go_tc_split_tf32: a stage's A read, its big parts written back and its
+// small parts to the split buffer), then read by each of a k8 step's three wgmma (small*big,
+// big*small, big*big). 1: registers: each thread reads its fragments of the stage's A once
+// (ldmatrix, go_wgmma_m64n64k8_tf32_rs's layout) and splits them in registers
+// (go_tc_stage_wgmma_rs); only B is split in place and read by descriptor. ncu on an H200
+// (2026-12-04) found the f32 tiles bound by the shared-memory pipe (L1/shared 75-82% busy);
+// this takes a stage's shared-memory traffic from 56 KB to 36 (the A split's read and two
+// writes and the wgmma's three reads of A become one read). Same products in the same order:
+// the same bits. Plain TF32 (the opt-in) keeps shared memory.
+// Built for comparison with GRADOPS_NVCC_FLAGS=-DGO_TC_WGMMA_F32_RS=1 (scripts/gpu-check.sh
+// --prebuild with RS_VARIANT=1 puts it in the bundle as gradops-rs); not yet run on a GPU.
+#ifndef GO_TC_WGMMA_F32_RS
+#define GO_TC_WGMMA_F32_RS 0
+#endif
+#if GO_TC_WGMMA_F32_RS != 0 && GO_TC_WGMMA_F32_RS != 1
+#error "GO_TC_WGMMA_F32_RS: 0 or 1"
+#endif
 template <int BIT>
 GO_DEV void go_tc_vec_copy16(void* dst, const void* src, int src_bytes) {
     if constexpr ((GO_TC_VEC_L1 & BIT) != 0) go_cp_async_16_ca(dst, src, src_bytes);
@@ -968,6 +1028,11 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     // The f32 wgmma tile splits each stage into tf32 parts in place before its wgmma (big
     // in the stage, small in one split buffer after the stages: go_tc_split_tf32).
     [[maybe_unused]] constexpr bool SPLIT = WG && sizeof(S) == 4;
+    // GO_TC_WGMMA_F32_RS: exact f32's A read by each thread into registers and split there
+    // (go_tc_stage_wgmma_rs); only B split in place. Not plain TF32, whose one wgmma a k8
+    // step reads A once either way: with both instantiations on registers, the NCHW
+    // backprop_input kernel spilled at its 168 registers (each alone: 153 and 155).
+    [[maybe_unused]] constexpr bool RSA = SPLIT && GO_TC_WGMMA_F32_RS != 0 && !TF32;
     // tf32 wgmma reads K-major operands only, so the f32 wgmma tile's forward gathers its
     // [k][nn] B (HWIO) through registers, threads walking nn (the loads coalesce), and
     // stores it [nn][k] one iteration later, as NCHW's A (put). REG: some operand does.
@@ -1158,6 +1223,21 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         }
     };
 
+#if GO_HAS_WGMMA
+    // The wgmma tile: the warpgroup's wgmma of stage s, after the barrier that published
+    // it: one group, or under RSA (A from registers) one a k8 step.
+    [[maybe_unused]] auto stage_wgmma = [&](int s) {
+        if constexpr (RSA)
+            go_tc_stage_wgmma_rs<TF32>(reinterpret_cast<const float*>(As + s * BM * SLD),
+                                       reinterpret_cast<const float*>(Bs + s * TC_BN * SLD),
+                                       reinterpret_cast<const float*>(Xs + BM * SLD), warp,
+                                       lane, &acc[0][0][0]);
+        else if constexpr (WG)
+            go_tc_stage_wgmma<T, BKN && !BREG, TF32>(As + s * BM * SLD, Bs + s * TC_BN * SLD,
+                                                     warp / 4, &acc[0][0][0], Xs,
+                                                     Xs + BM * SLD);
+    };
+#endif
     // The pipeline as go_tc_tile's, STAGES deep: NHWC's chunks are all cp.async; NCHW's
     // A goes through registers, stored one iteration after its gather (at iteration it,
     // chunk it + AHEAD - 1, to the stage last read at it - 2, or with ONEBAR at it - 3).
@@ -1170,6 +1250,8 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     // Chunks whose copies are issued ahead of the one read: each iteration refills the stage
     // of chunk it + AHEAD.
     constexpr int AHEAD = ONEBAR ? STAGES - 2 : STAGES - 1;
+    // RSA with EARLY: NCHW's (or the forward's B) registered chunk stored before the wgmma.
+    constexpr bool PUT_FIRST = RSA && EARLY;
     static_assert(!REG || AHEAD >= 2, "a registered chunk is stored before it is read");
 #pragma unroll
     for (int s = 0; s < AHEAD; ++s) {
@@ -1196,7 +1278,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
                 S* as = As + s_read * BM * SLD;
                 S* bs = Bs + s_read * TC_BN * SLD;
 #pragma unroll
-                for (int r = 0; r < (NC ? AE / VEC : NR); ++r) {
+                for (int r = 0; r < (RSA ? 0 : NC ? AE / VEC : NR); ++r) {
                     const int o = NC ? anc(r) : adst + r * ADST1;
                     go_tc_split_tf32<TF32>(as + o, Xs + o);
                 }
@@ -1212,17 +1294,22 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         __syncthreads();
 #if GO_HAS_WGMMA
         if constexpr (EARLY) {
-            // This stage's group in flight; the last one done in every warp before the
-            // refill of the stage it read (s_load). ONEBAR: s_load was read by the group
-            // before it, which every warp waited for before the barrier above.
-            go_tc_stage_wgmma<T, BKN && !BREG, TF32>(As + s_read * BM * SLD,
-                                                     Bs + s_read * TC_BN * SLD, warp / 4,
-                                                     &acc[0][0][0], Xs, Xs + BM * SLD);
+            // RSA: the registered chunk stored before the wgmma, so that its registers are
+            // free while the fragments' are held (its stage was read by a group every warp
+            // waited for before the barrier above).
+            if (PUT_FIRST && REG && it + AHEAD - 1 < kiters)
+                put(s_load == 0 ? STAGES - 1 : s_load - 1);
+            // This stage's group in flight (RSA: its second k8 step's); the last one done in
+            // every warp before the refill of the stage it read (s_load). ONEBAR: s_load was
+            // read by the group before it, which every warp waited for before the barrier
+            // above.
+            stage_wgmma(s_read);
             go_wgmma_wait<1>();
             if constexpr (!ONEBAR) __syncthreads();
         }
 #endif
-        if (REG && it + AHEAD - 1 < kiters) put(s_load == 0 ? STAGES - 1 : s_load - 1);
+        if (!PUT_FIRST && REG && it + AHEAD - 1 < kiters)
+            put(s_load == 0 ? STAGES - 1 : s_load - 1);
         if (it + AHEAD < kiters) {
             gather(s_load);
             advance();
@@ -1230,10 +1317,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         go_cp_async_commit();
 #if GO_HAS_WGMMA
         if constexpr (WG) {
-            if constexpr (!EARLY)
-                go_tc_stage_wgmma<T, BKN && !BREG, TF32>(As + s_read * BM * SLD,
-                                                         Bs + s_read * TC_BN * SLD, warp / 4,
-                                                         &acc[0][0][0], Xs, Xs + BM * SLD);
+            if constexpr (!EARLY) stage_wgmma(s_read);
         } else
 #endif
             go_tc_stage_mma<T, BKN, TF32, false, WM, WN>(As + s_read * BM * LD,

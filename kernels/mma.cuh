@@ -97,6 +97,7 @@ GO_DEV void go_mma_m16n8k8_tf32(float d[4], const uint32_t a[4], const uint32_t 
           "f"(c[1]), "f"(c[2]), "f"(c[3]));
 }
 GO_DEV float go_u32_as_f32(uint32_t v) { return __uint_as_float(v); }
+GO_DEV uint32_t go_f32_as_u32(float v) { return __float_as_uint(v); }
 // f32 -> tf32 (round to nearest, ties away from zero), as the bits of an f32.
 GO_DEV uint32_t go_cvt_tf32(float v) {
     uint32_t r;
@@ -296,6 +297,11 @@ GO_DEV float go_u32_as_f32(uint32_t v) {
     std::memcpy(&f, &v, 4);
     return f;
 }
+GO_DEV uint32_t go_f32_as_u32(float v) {
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    return u;
+}
 GO_DEV void go_mma_m8n8k4_f64(double d[2], double a, double b, const double c[2]) {
     emu_mma::mma_f64(d, a, b, c);
 }
@@ -410,6 +416,19 @@ GO_DEV void go_wgmma_m64n64k8_tf32(float d[32], GoWgmmaDesc a, GoWgmmaDesc b) {
                  : GO_WGMMA_ACC32(d)
                  : "l"(a), "l"(b), "r"(1));
 }
+// D += A * B, m64n64k8 tf32 with A from registers (wgmma's register-source form, B as
+// above): thread l of warp w holds a[0..3] = A[16w + g][t], A[16w + g + 8][t], A[16w + g][t
+// + 4], A[16w + g + 8][t + 4] (g = l / 4, t = l % 4: the m16n8k8 tf32 A fragment of rows
+// 16w..16w+15; CUTLASS's ALayout_64x8), tf32 values in f32 bits. The registers must keep
+// their values until the group's wait_group: where ptxas cannot prove they do, it serializes
+// the wgmma (the sm90a ptxas tests reject that).
+GO_DEV void go_wgmma_m64n64k8_tf32_rs(float d[32], const uint32_t a[4], GoWgmmaDesc b) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" GO_WGMMA_REGS32
+                 "}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+                 : GO_WGMMA_ACC32(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+}
 #undef GO_WGMMA_ACC32
 #undef GO_WGMMA_REGS32
 #else  // the emulator's host model (emu/cuda_emu.h's warpgroups)
@@ -483,9 +502,16 @@ GO_DEV void wgmma_check_desc(const GoWgmmaDesc& d, bool mn_major) {
     }
 }
 // The operation, for every thread of the warpgroup: d = (((d + p0) + p1) + ... + p15) in
+// Element (row, k) of the register-source A of a tf32 wgmma (kind 3): register (row % 16 >=
+// 8) + 2 * (k >= 4) of thread 32 * (row / 16) + 4 * (row % 8) + k % 4 (go_wgmma_m64n64k8_tf32_rs).
+GO_DEV uint32_t wgmma_reg_a_tf32(const emu::WgmmaOp& op, int row, int k) {
+    const int tid = 32 * (row / 16) + 4 * (row % 8) + k % 4;
+    return op.ar[tid][(row % 16 >= 8 ? 1 : 0) + (k >= 4 ? 2 : 0)];
+}
 // f32, p_k = A[row][k] * B[col][k] (each operand K-major, or MN-major where op.ta / op.tb
 // say so), k ascending (the order of the mma.sync model); for
-// kind 2 (tf32, k8) p0..p7 of the operands' tf32 values (tf32_value: the unit's 19 bits).
+// kind 2 (tf32, k8) p0..p7 of the operands' tf32 values (tf32_value: the unit's 19 bits),
+// and kind 3 the same with A from the threads' registers (wgmma_reg_a_tf32).
 GO_DEV void wgmma_perform(const emu::WgmmaOp& op) {
     for (int tid = 0; tid < 128; ++tid) {
         float* d = op.acc[tid];
@@ -499,9 +525,10 @@ GO_DEV void wgmma_perform(const emu::WgmmaOp& op) {
             for (int e = 0; e < 4; ++e) {
                 const int row = 16 * w + g + (e >= 2 ? 8 : 0), col = 8 * i + 2 * t + e % 2;
                 float acc = d[4 * i + e];
-                if (op.kind == 2) {
+                if (op.kind == 2 || op.kind == 3) {
                     for (int k = 0; k < 8; ++k)
-                        acc += tf32_value(wgmma_elem<4>(op.abits, op.ap, row, k)) *
+                        acc += tf32_value(op.kind == 3 ? wgmma_reg_a_tf32(op, row, k)
+                                                       : wgmma_elem<4>(op.abits, op.ap, row, k)) *
                                tf32_value(wgmma_elem<4>(op.bbits, op.bp, col, k));
                 } else {
                     for (int k = 0; k < 16; ++k) {
@@ -531,7 +558,7 @@ GO_DEV void wgmma_issue(int kind, int ta, int tb, float* d, const GoWgmmaDesc& a
     emu::WarpGroup& wg = this_warpgroup();
     const unsigned idx = emu::t_wg_issued++;
     if (wg.open.size() <= idx) {
-        emu::WgmmaOp op{kind, ta, tb, a.bits, b.bits, a.p, b.p, {}};
+        emu::WgmmaOp op{kind, ta, tb, a.bits, b.bits, a.p, b.p, {}, {}};
         wg.open.push_back(op);
     }
     emu::WgmmaOp& op = wg.open[idx];
@@ -543,6 +570,28 @@ GO_DEV void wgmma_issue(int kind, int ta, int tb, float* d, const GoWgmmaDesc& a
         std::abort();
     }
     op.acc[emu::t_linear % 128] = d;
+}
+// The register-source form (kind 3, tf32): A's four registers of this thread as they are at
+// the issue (the hardware reads them later; that they stay unchanged until the wait is
+// ptxas's to check, which serializes the wgmma otherwise), B through its descriptor.
+GO_DEV void wgmma_issue_rs(int kind, float* d, const uint32_t a[4], const GoWgmmaDesc& b) {
+    wgmma_check_desc(b, false);
+    emu::WarpGroup& wg = this_warpgroup();
+    const unsigned idx = emu::t_wg_issued++;
+    if (wg.open.size() <= idx) {
+        emu::WgmmaOp op{kind, 0, 0, 0, b.bits, nullptr, b.p, {}, {}};
+        wg.open.push_back(op);
+    }
+    emu::WgmmaOp& op = wg.open[idx];
+    const unsigned tid = emu::t_linear % 128;
+    if (op.kind != kind || op.ta || op.tb || op.abits || op.ap || op.bbits != b.bits ||
+        op.bp != b.p || op.acc[tid]) {
+        std::fprintf(stderr, "wgmma: thread %u issued an operation its warpgroup did not\n",
+                     emu::t_linear);
+        std::abort();
+    }
+    op.acc[tid] = d;
+    for (int r = 0; r < 4; ++r) op.ar[tid][r] = a[r];
 }
 GO_DEV void wgmma_commit() {
     emu::WarpGroup& wg = this_warpgroup();
@@ -576,6 +625,9 @@ GO_DEV void go_wgmma_m64n64k16(GoMmaBf16, float d[32], GoWgmmaDesc a, GoWgmmaDes
 }
 GO_DEV void go_wgmma_m64n64k8_tf32(float d[32], GoWgmmaDesc a, GoWgmmaDesc b) {
     emu_mma::wgmma_issue(2, 0, 0, d, a, b);
+}
+GO_DEV void go_wgmma_m64n64k8_tf32_rs(float d[32], const uint32_t a[4], GoWgmmaDesc b) {
+    emu_mma::wgmma_issue_rs(3, d, a, b);
 }
 #endif  // __CUDA_ARCH__
 // The descriptor of the operand `bytes` further on (a multiple of 16).

@@ -1229,11 +1229,11 @@ mod gpu {
         let mut int = |lo: f64, hi: f64| (lo + (rng.f() + 1.0) / 2.0 * (hi - lo + 1.0)).floor();
         let mut runs = 0;
         // (kernel, element bytes, k per wgmma, k32 flag values, bmn flag values: bit 0 B
-        // N-major, bit 1 A M-major)
+        // N-major, bit 1 A M-major, bit 2 A from registers)
         for (kernel, bytes, kstep, bmns) in [
             ("emu_wgmma_test_f16", 2, 16, &[0, 1, 2, 3][..]),
             ("emu_wgmma_test_bf16", 2, 16, &[0, 1, 2, 3][..]),
-            ("emu_wgmma_test_tf32", 4, 8, &[0][..]),
+            ("emu_wgmma_test_tf32", 4, 8, &[0, 4][..]),
         ] {
             let f = module.load_function(kernel).unwrap();
             for k32 in [0i32, 1] {

@@ -80,6 +80,9 @@ enum EmuBuild {
     /// `GO_TC_WGMMA_BARRIERS=1` (kernels/conv_tc.cuh): the lean wgmma tile takes one block
     /// barrier an iteration, refilling the stage read two iterations back.
     WgmmaOneBarrier,
+    /// `GO_TC_WGMMA_F32_RS=1` (kernels/conv_tc.cuh): the f32 wgmma tile reads A into
+    /// registers and splits it there (wgmma's register-source form); only B is split in place.
+    WgmmaF32Rs,
 }
 
 impl EmuBuild {
@@ -88,6 +91,7 @@ impl EmuBuild {
             EmuBuild::Default => &[],
             EmuBuild::WgmmaRefillFirst => &["-DGO_TC_WGMMA_INFLIGHT=0"],
             EmuBuild::WgmmaOneBarrier => &["-DGO_TC_WGMMA_BARRIERS=1"],
+            EmuBuild::WgmmaF32Rs => &["-DGO_TC_WGMMA_F32_RS=1"],
         }
     }
 }
@@ -116,8 +120,7 @@ impl Drop for EmuBuildScope {
 /// Builds the ASan runner of this thread's [`EmuBuild`] once per test process. Err(reason)
 /// means skip.
 fn runner() -> Result<&'static Path, String> {
-    static RUNNERS: [OnceLock<Result<PathBuf, String>>; 3] =
-        [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    static RUNNERS: [OnceLock<Result<PathBuf, String>>; 4] = [const { OnceLock::new() }; 4];
     let build = EMU_BUILD.with(|b| b.get());
     RUNNERS[build as usize]
         .get_or_init(|| {
@@ -2742,7 +2745,9 @@ fn emulated_mma_and_ldmatrix_model() {
 /// here: every element of D where the accumulator layout (thread l of warp w: rows
 /// 16w + l/4, + 8; columns 8i + 2(l%4), + 1) and the swizzle (chunk c of row r at
 /// c ^ ((r >> 1) & 3)) put it. Exact on integer data, f32 rounding on random data. And
-/// m64n64k8 tf32 (the f32 conv tile's) on f32 rows of the same 64 bytes, once or twice.
+/// m64n64k8 tf32 (the f32 conv tile's) on f32 rows of the same 64 bytes, once or twice, A
+/// from shared memory or (the register-source form) from each thread's fragment registers
+/// (thread l of warp w: A[16w + l/4][l%4], row + 8, k + 4, both: CUTLASS's `ALayout_64x8`).
 #[test]
 fn emulated_wgmma_model() {
     let Some(_) = runner_or_skip("emulated_wgmma_model") else {
@@ -2793,8 +2798,9 @@ fn emulated_wgmma_model() {
         }
     }
     // tf32 (m64n64k8, K-major): operands already tf32 values, as the f32 conv tile's split
-    // leaves them; k 8 (one wgmma) or 16 (two, 32 bytes apart in each row).
-    for k16 in [0, 1] {
+    // leaves them; k 8 (one wgmma) or 16 (two, 32 bytes apart in each row); A from shared
+    // memory (bmn 0) or from each thread's registers (bmn 4: the register-source form).
+    for (k16, bmn) in [(0, 0), (1, 0), (0, 4), (1, 4)] {
         for exact in [true, false] {
             let kk = if k16 == 1 { 16 } else { 8 };
             let (a, b, c) = model_operands(&mut rng, Dt::F32, exact, (64 * kk, 64 * kk, 64 * 64));
@@ -2808,7 +2814,7 @@ fn emulated_wgmma_model() {
                 c: 3,
                 d: 4,
                 k32: k16,
-                bmn: 0,
+                bmn,
             };
             let r = run_kernel(
                 "emu_wgmma_test_tf32",
@@ -2829,14 +2835,14 @@ fn emulated_wgmma_model() {
                 for n in 0..64 {
                     let want: f64 =
                         c[m * 64 + n] + (0..kk).map(|k| a[m * kk + k] * b[n * kk + k]).sum::<f64>();
-                    let what = format!("tf32 k={kk} exact={exact} D[{m}][{n}]");
+                    let what = format!("tf32 k={kk} bmn={bmn} exact={exact} D[{m}][{n}]");
                     check_model(d[m * 64 + n], want, exact, &what);
                 }
             }
             runs += 1;
         }
     }
-    assert_eq!(runs, 36);
+    assert_eq!(runs, 40);
 }
 
 /// f32 -> tf32 as cvt.rna.tf32.f32 does it: 10 mantissa bits, ties away from zero.
@@ -3355,6 +3361,18 @@ fn emulated_conv2d_wgmma_one_barrier() {
         EmuBuild::WgmmaOneBarrier,
         "emulated_conv2d_wgmma_one_barrier",
     );
+}
+
+/// The wgmma tiles built with `GO_TC_WGMMA_F32_RS=1` (kernels/conv_tc.cuh: the f32 tile's A
+/// read by each thread into registers, split there and issued in wgmma's register-source
+/// form; only B split in place), checked as [`emulated_conv2d_wgmma_refill_first`] checks its
+/// build: the f32 kernels in both arithmetics bit for bit against the general kernel. The
+/// emulator's register-source model (`emulated_wgmma_model`, bmn 4) takes each thread's A
+/// registers as issued, in CUTLASS's `ALayout_64x8`; a fragment read from the wrong row or k,
+/// or split differently, gives other bits.
+#[test]
+fn emulated_conv2d_wgmma_f32_rs() {
+    wgmma_build_cases(EmuBuild::WgmmaF32Rs, "emulated_conv2d_wgmma_f32_rs");
 }
 
 /// Every wgmma kernel of `build` on the lean and multi-tile cases (f32 in both arithmetics),

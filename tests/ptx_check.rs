@@ -598,8 +598,51 @@ fn sm90a_wgmma_one_barrier_build_assembles() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// The `GO_TC_WGMMA_F32_RS=1` build (kernels/conv_tc.cuh: the f32 wgmma tile reads A into
+/// registers, splits it there and issues wgmma's register-source form) compiles for
+/// compute_90a and assembles as the default image must (no spills or stack, within the
+/// registers of its blocks per SM, no serialized wgmma: the fragments' registers held until
+/// the group's wait without ptxas having to force it); the register-source tf32 wgmma is in
+/// exactly the four f32 wgmma kernels (their exact instantiation), and in none of the default
+/// image.
+#[test]
+fn sm90a_wgmma_f32_rs_build_assembles() {
+    if kernels_or_skip("sm90a_wgmma_f32_rs_build_assembles").is_none() {
+        return;
+    }
+    let Some(&(_, default_ptx)) = built::PTX_IMAGES_SM90A.first() else {
+        println!("no compute_90a image in this build");
+        return;
+    };
+    let (dir, ptx_path) = nvcc_compute_90a("kernels/conv.cu", &["-DGO_TC_WGMMA_F32_RS=1"]);
+    let ptx = std::fs::read_to_string(&ptx_path).unwrap();
+    // A's four registers in braces after the accumulators': a second `{` on the line.
+    let rs = |l: &str| l.contains("m64n64k8.f32.tf32.tf32") && l.matches('{').count() == 2;
+    let (base, with) = (lines_per_entry(default_ptx, rs), lines_per_entry(&ptx, rs));
+    for k in wgmma_kernels::all() {
+        assert_eq!(
+            base[k], 0,
+            "{k}: register-source wgmma in the default image"
+        );
+        if k.ends_with("_f32") {
+            // The exact instantiation's stage: three products a k8 step, two steps (plain
+            // TF32 keeps A in shared memory).
+            assert_eq!(with[k], 6, "{k}: register-source wgmma");
+        } else {
+            assert_eq!(with[k], 0, "{k}: register-source wgmma in a 16-bit kernel");
+        }
+    }
+    check_sm90a_wgmma_kernels(&ptx_path, "conv.compute_90a, GO_TC_WGMMA_F32_RS=1");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// `bar.sync` instructions in each `.entry` of a PTX module, by kernel name.
 fn barriers_per_entry(ptx: &str) -> std::collections::HashMap<&str, usize> {
+    lines_per_entry(ptx, |l| l.trim_start().starts_with("bar.sync"))
+}
+
+/// The lines of each `.entry` of a PTX module that `is` accepts, by kernel name.
+fn lines_per_entry(ptx: &str, is: impl Fn(&str) -> bool) -> std::collections::HashMap<&str, usize> {
     let mut counts = std::collections::HashMap::new();
     let mut current = None;
     for line in ptx.lines() {
@@ -607,7 +650,7 @@ fn barriers_per_entry(ptx: &str) -> std::collections::HashMap<&str, usize> {
             let name = rest.trim_end_matches('(');
             counts.insert(name, 0);
             current = Some(name);
-        } else if line.trim_start().starts_with("bar.sync") {
+        } else if is(line) {
             if let Some(n) = current {
                 *counts.get_mut(n).unwrap() += 1;
             }
@@ -690,8 +733,8 @@ fn check_sm90a_wgmma_kernels(file: &Path, what: &str) {
 /// The wgmma model's hardware probe (`emu/wgmma_probe.cu`, which `scripts/gpu-check.sh`
 /// compiles into the GPU bundle and `tests/cuda_ops.rs`'s `wgmma_model_on_hardware` runs):
 /// compiles with the build's nvcc and flags for compute_90a, holds its three kernels and
-/// their wgmma (f16, bf16, tf32; B N-major too), and assembles with ptxas for sm_90a. Here so
-/// that the probe cannot rot between GPU sessions.
+/// their wgmma (f16, bf16, tf32; B N-major too; tf32 with A from registers too), and
+/// assembles with ptxas for sm_90a. Here so that the probe cannot rot between GPU sessions.
 #[test]
 fn wgmma_probe_compiles_for_sm90a() {
     if kernels_or_skip("wgmma_probe_compiles_for_sm90a").is_none() {
@@ -716,6 +759,12 @@ fn wgmma_probe_compiles_for_sm90a() {
             "no wgmma {op}"
         );
     }
+    // The register-source form: A's four registers in braces after the accumulators'.
+    assert!(
+        ptx.lines()
+            .any(|l| l.contains("m64n64k8.f32.tf32.tf32") && l.matches('{').count() == 2),
+        "no register-source tf32 wgmma"
+    );
     let out = Command::new(ptxas())
         .arg("-arch=sm_90a")
         .arg(&ptx_path)
