@@ -119,6 +119,9 @@ if [[ "$MODE" == prebuild ]]; then
   #   as `wgmma` and `inflight`; that run's bundle built this one as the inflight variant).
   # - onebarrier (off unless BARRIER_VARIANT=1): GO_TC_WGMMA_BARRIERS=1 (kernels/conv_tc.cuh:
   #   the lean wgmma tile's iteration takes one block barrier, not two; not yet timed).
+  # - rs (off unless RS_VARIANT=1): GO_TC_WGMMA_F32_RS=1 (kernels/conv_tc.cuh: the exact f32
+  #   wgmma tile reads A into registers and splits it there, wgmma's register-source form;
+  #   not yet run on a GPU).
   # - cg (off unless CG_VARIANT=1): GO_TC_VEC_L1=0 (the lean conv tiles' copies through L2
   #   only, cp.async.cg; the default, 3, goes through L1), for scripts/gpu-session.sh's
   #   experiments step.
@@ -141,6 +144,7 @@ if [[ "$MODE" == prebuild ]]; then
   }
   [[ "${REFILL_VARIANT:-0}" == 1 ]] && build_variant refill -DGO_TC_WGMMA_INFLIGHT=0
   [[ "${BARRIER_VARIANT:-0}" == 1 ]] && build_variant onebarrier -DGO_TC_WGMMA_BARRIERS=1
+  [[ "${RS_VARIANT:-0}" == 1 ]] && build_variant rs -DGO_TC_WGMMA_F32_RS=1
   [[ "${CG_VARIANT:-0}" == 1 ]] && build_variant cg -DGO_TC_VEC_L1=0
   # - candle (off unless CANDLE_VARIANT=1): tests/cuda_ops.rs built with the `candle-cuda`
   #   feature (its candle_gpu tests: candle's autograd through gradops on Device::new_cuda),
