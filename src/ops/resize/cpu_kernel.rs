@@ -470,17 +470,31 @@ simd_fn! {
         if let (Some(simd), Some(row), Some(w), Some(out)) =
             (simd::avx2(), A::as_f32(row), A::as_f32(w), A::as_f32_mut(out))
         {
-            let interior = (c, lo, hi);
-            match k {
-                1 => affine2_avx(simd, row, interior, 1, w, out),
-                2 => affine2_avx(simd, row, interior, 2, w, out),
-                3 => affine2_avx(simd, row, interior, 3, w, out),
-                4 => affine2_avx(simd, row, interior, 4, w, out),
-                k => affine2_avx(simd, row, interior, k, w, out),
-            }
+            affine2_avx_by_k(simd, row, (c, lo, hi), k, w, out);
             return true;
         }
         false
+    }
+}
+
+/// [`affine2_avx`] with `k` a literal up to four, so that each tap count's loop is unrolled
+/// (inlined into its caller, which holds the AVX2 target features).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn affine2_avx_by_k(
+    simd: pulp::x86::V3,
+    row: &[f32],
+    interior: (isize, usize, usize),
+    k: usize,
+    w: &[f32],
+    out: &mut [f32],
+) {
+    match k {
+        1 => affine2_avx(simd, row, interior, 1, w, out),
+        2 => affine2_avx(simd, row, interior, 2, w, out),
+        3 => affine2_avx(simd, row, interior, 3, w, out),
+        4 => affine2_avx(simd, row, interior, 4, w, out),
+        k => affine2_avx(simd, row, interior, k, w, out),
     }
 }
 
@@ -851,14 +865,7 @@ simd_fn! {
                 if let (Some(r), Some(w), Some(o)) =
                     (A::as_f32(row), A::as_f32(&a.w), A::as_f32_mut(drow))
                 {
-                    let interior = (a.c, a.lo, a.hi);
-                    match a.k {
-                        1 => affine2_avx(simd, r, interior, 1, w, o),
-                        2 => affine2_avx(simd, r, interior, 2, w, o),
-                        3 => affine2_avx(simd, r, interior, 3, w, o),
-                        4 => affine2_avx(simd, r, interior, 4, w, o),
-                        k => affine2_avx(simd, r, interior, k, w, o),
-                    }
+                    affine2_avx_by_k(simd, r, (a.c, a.lo, a.hi), a.k, w, o);
                 }
             }
             return true;
