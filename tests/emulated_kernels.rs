@@ -3363,21 +3363,32 @@ fn emulated_conv2d_wgmma_one_barrier() {
     );
 }
 
-/// The wgmma tiles built with `GO_TC_WGMMA_F32_RS=1` (kernels/conv_tc.cuh: the f32 tile's A
+/// The wgmma tiles built with `GO_TC_WGMMA_F32_RS=1` (kernels/conv_tc.cuh: exact f32's A
 /// read by each thread into registers, split there and issued in wgmma's register-source
 /// form; only B split in place), checked as [`emulated_conv2d_wgmma_refill_first`] checks its
-/// build: the f32 kernels in both arithmetics bit for bit against the general kernel. The
-/// emulator's register-source model (`emulated_wgmma_model`, bmn 4) takes each thread's A
-/// registers as issued, in CUTLASS's `ALayout_64x8`; a fragment read from the wrong row or k,
-/// or split differently, gives other bits.
+/// build, on the f32 cases (the build changes no other type's code): the f32 kernels in both
+/// arithmetics bit for bit against the general kernel. The emulator's register-source model
+/// (`emulated_wgmma_model`, bmn 4) takes each thread's A registers as issued, in CUTLASS's
+/// `ALayout_64x8`; a fragment read from the wrong row or k, or split differently, gives other
+/// bits (swapping the rows and chunks of the fragment's ldmatrix fails this test).
 #[test]
 fn emulated_conv2d_wgmma_f32_rs() {
-    wgmma_build_cases(EmuBuild::WgmmaF32Rs, "emulated_conv2d_wgmma_f32_rs");
+    wgmma_build_cases_of(
+        EmuBuild::WgmmaF32Rs,
+        "emulated_conv2d_wgmma_f32_rs",
+        &[Dt::F32],
+    );
 }
 
 /// Every wgmma kernel of `build` on the lean and multi-tile cases (f32 in both arithmetics),
 /// bit for bit against the general kernel; no other lean kernel runs in such a build.
 fn wgmma_build_cases(build: EmuBuild, test: &str) {
+    wgmma_build_cases_of(build, test, &DTS);
+}
+
+/// [`wgmma_build_cases`] on the cases of the element types `dts` only (their wgmma kernels
+/// must all run).
+fn wgmma_build_cases_of(build: EmuBuild, test: &str, dts: &[Dt]) {
     let _build = EmuBuildScope::enter(build);
     let Some(_) = runner_or_skip(test) else {
         return;
@@ -3387,6 +3398,7 @@ fn wgmma_build_cases(build: EmuBuild, test: &str) {
     let mut rng = Rng(0x5eed_f117);
     let mut cases = lean_tc_cases();
     cases.extend(multi_tile_tc_cases());
+    cases.retain(|c| dts.contains(&c.dt));
     // f32 under the TF32 opt-in too (its own instantiation: big*big only).
     let tf32: Vec<TcCase> = cases
         .iter()
@@ -3400,13 +3412,15 @@ fn wgmma_build_cases(build: EmuBuild, test: &str) {
             ran += 1;
         }
     }
-    for name in wgmma_kernels::conv() {
+    for name in wgmma_kernels::conv()
+        .filter(|k| dts.iter().any(|d| k.ends_with(&format!("_{}", d.suffix()))))
+    {
         assert!(
             KERNELS_RUN.with(|k| k.borrow().contains(name)),
             "{name} never ran"
         );
     }
-    for name in wgmma_kernels::conv().filter(|k| k.ends_with("_f32")) {
+    for name in wgmma_kernels::conv().filter(|k| k.ends_with("_f32") && dts.contains(&Dt::F32)) {
         assert!(
             KERNELS_RUN.with(|k| k.borrow().contains(&format!("{name} (TF32)"))),
             "{name} never ran plain TF32"
