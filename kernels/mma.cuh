@@ -501,13 +501,13 @@ GO_DEV void wgmma_check_desc(const GoWgmmaDesc& d, bool mn_major) {
         std::abort();
     }
 }
-// The operation, for every thread of the warpgroup: d = (((d + p0) + p1) + ... + p15) in
 // Element (row, k) of the register-source A of a tf32 wgmma (kind 3): register (row % 16 >=
 // 8) + 2 * (k >= 4) of thread 32 * (row / 16) + 4 * (row % 8) + k % 4 (go_wgmma_m64n64k8_tf32_rs).
 GO_DEV uint32_t wgmma_reg_a_tf32(const emu::WgmmaOp& op, int row, int k) {
     const int tid = 32 * (row / 16) + 4 * (row % 8) + k % 4;
     return op.ar[tid][(row % 16 >= 8 ? 1 : 0) + (k >= 4 ? 2 : 0)];
 }
+// The operation, for every thread of the warpgroup: d = (((d + p0) + p1) + ... + p15) in
 // f32, p_k = A[row][k] * B[col][k] (each operand K-major, or MN-major where op.ta / op.tb
 // say so), k ascending (the order of the mma.sync model); for
 // kind 2 (tf32, k8) p0..p7 of the operands' tf32 values (tf32_value: the unit's 19 bits),
@@ -551,45 +551,35 @@ GO_DEV emu::WarpGroup& this_warpgroup() {
     }
     return (*emu::g_warpgroups)[emu::t_linear / 128];
 }
-GO_DEV void wgmma_issue(int kind, int ta, int tb, float* d, const GoWgmmaDesc& a,
-                        const GoWgmmaDesc& b) {
-    wgmma_check_desc(a, ta != 0);
-    wgmma_check_desc(b, tb != 0);
+// The open group's next operation of this thread: the first of the warpgroup to issue it
+// records `want`; each thread must issue the same, once (its accumulators not yet recorded).
+GO_DEV emu::WgmmaOp& wgmma_issue_op(const emu::WgmmaOp& want) {
     emu::WarpGroup& wg = this_warpgroup();
     const unsigned idx = emu::t_wg_issued++;
-    if (wg.open.size() <= idx) {
-        emu::WgmmaOp op{kind, ta, tb, a.bits, b.bits, a.p, b.p, {}, {}};
-        wg.open.push_back(op);
-    }
+    if (wg.open.size() <= idx) wg.open.push_back(want);
     emu::WgmmaOp& op = wg.open[idx];
-    if (op.kind != kind || op.ta != ta || op.tb != tb || op.abits != a.bits ||
-        op.bbits != b.bits ||
-        op.ap != a.p || op.bp != b.p || op.acc[emu::t_linear % 128]) {
+    if (op.kind != want.kind || op.ta != want.ta || op.tb != want.tb || op.abits != want.abits ||
+        op.bbits != want.bbits || op.ap != want.ap || op.bp != want.bp ||
+        op.acc[emu::t_linear % 128]) {
         std::fprintf(stderr, "wgmma: thread %u issued an operation its warpgroup did not\n",
                      emu::t_linear);
         std::abort();
     }
-    op.acc[emu::t_linear % 128] = d;
+    return op;
+}
+GO_DEV void wgmma_issue(int kind, int ta, int tb, float* d, const GoWgmmaDesc& a,
+                        const GoWgmmaDesc& b) {
+    wgmma_check_desc(a, ta != 0);
+    wgmma_check_desc(b, tb != 0);
+    wgmma_issue_op({kind, ta, tb, a.bits, b.bits, a.p, b.p, {}, {}}).acc[emu::t_linear % 128] = d;
 }
 // The register-source form (kind 3, tf32): A's four registers of this thread as they are at
 // the issue (the hardware reads them later; that they stay unchanged until the wait is
 // ptxas's to check, which serializes the wgmma otherwise), B through its descriptor.
 GO_DEV void wgmma_issue_rs(int kind, float* d, const uint32_t a[4], const GoWgmmaDesc& b) {
     wgmma_check_desc(b, false);
-    emu::WarpGroup& wg = this_warpgroup();
-    const unsigned idx = emu::t_wg_issued++;
-    if (wg.open.size() <= idx) {
-        emu::WgmmaOp op{kind, 0, 0, 0, b.bits, nullptr, b.p, {}, {}};
-        wg.open.push_back(op);
-    }
-    emu::WgmmaOp& op = wg.open[idx];
+    emu::WgmmaOp& op = wgmma_issue_op({kind, 0, 0, 0, b.bits, nullptr, b.p, {}, {}});
     const unsigned tid = emu::t_linear % 128;
-    if (op.kind != kind || op.ta || op.tb || op.abits || op.ap || op.bbits != b.bits ||
-        op.bp != b.p || op.acc[tid]) {
-        std::fprintf(stderr, "wgmma: thread %u issued an operation its warpgroup did not\n",
-                     emu::t_linear);
-        std::abort();
-    }
     op.acc[tid] = d;
     for (int r = 0; r < 4; ++r) op.ar[tid][r] = a[r];
 }
