@@ -30,15 +30,18 @@
 // Warpgroups (4 warps, 128 threads: wgmma.mma_async, kernels/mma.cuh): each thread's issue
 // records the (uniform) operation and where its accumulators live; commit closes a group
 // for the whole warpgroup (a warpgroup barrier); wait_group(N) performs every group of the
-// warpgroup but the newest N, reading shared memory then, so accumulators read or shared
-// memory overwritten before the wait show up as wrong results; a block that ends with
-// operations still pending aborts the run.
+// warpgroup but the newest N, reading shared memory then, so accumulators read before the
+// wait show up as wrong results, and an operand in shared memory that differs at the wait
+// from what it was at the commit (overwritten, or landed, in between) aborts the run; a
+// block that ends with operations still pending aborts the run. mbarriers: see MBarrier
+// below.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 #include <deque>
 #include <memory>
+#include <unordered_map>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
@@ -121,6 +124,7 @@ struct WgmmaOp {
     const unsigned char *ap, *bp;
     float* acc[128];
     uint32_t ar[128][4];
+    std::vector<uint32_t> seen;  // its shared-memory operands at the commit (wgmma_operands)
 };
 struct WarpGroup {
     std::unique_ptr<Barrier> bar;
@@ -173,6 +177,77 @@ inline void cp_async_wait(int pending) {
         t_async->groups.pop_front();
     }
 }
+
+// mbarrier model: the state of each initialised barrier, by its shared-memory address (the
+// object's own 8 bytes are not used). An arrival counts down the phase's pending count; the
+// last one completes the phase: the phase count advances and the pending count resets. A
+// cp.async arrival (.noinc) takes every copy its thread has queued, committed or not (a later
+// wait_group of the thread no longer waits for them: a kernel uses one or the other), and
+// happens as late as the model can make it: the copies land and the arrival counts only when
+// a thread next tests the barrier (each such arrival in its turn: its copies, then its
+// count), so a reader that does not wait for the phase finds the copies' destinations
+// undefined (0xFF), as a reader before the wait_group does. A wait that finds its phase
+// incomplete yields, and a pass of the scheduler in which every waiter only spins is a
+// deadlock, as for the block barrier.
+struct MBarrier {
+    unsigned expected = 0, pending = 0;
+    uint64_t phases = 0;                              // completed phases
+    std::deque<std::vector<AsyncCopy>> cp_arrivals;  // cp.async arrivals not yet counted
+};
+extern std::unordered_map<const void*, MBarrier>* g_mbarriers;  // the running launch's
+
+inline MBarrier& mbarrier_at(const void* bar) {
+    auto it = g_mbarriers->find(bar);
+    if (it == g_mbarriers->end()) {
+        std::fprintf(stderr, "mbarrier: %p used before mbarrier.init\n", bar);
+        std::abort();
+    }
+    return it->second;
+}
+inline void mbarrier_init(const void* bar, unsigned count) {
+    if (reinterpret_cast<uintptr_t>(bar) % 8 || count == 0 || count >= (1u << 20)) {
+        std::fprintf(stderr, "mbarrier.init: %p count %u (8-byte aligned, 1 to 2^20 - 1)\n",
+                     bar, count);
+        std::abort();
+    }
+    auto it = g_mbarriers->find(bar);
+    if (it != g_mbarriers->end() && !it->second.cp_arrivals.empty()) {
+        std::fprintf(stderr, "mbarrier.init: %p re-initialised with cp.async arrivals nobody "
+                     "waited for\n", bar);
+        std::abort();
+    }
+    (*g_mbarriers)[bar] = MBarrier{count, count, 0, {}};
+}
+inline void mbarrier_count(MBarrier& b) {
+    ++g_arrivals;
+    if (--b.pending > 0) return;
+    ++b.phases;
+    b.pending = b.expected;
+}
+inline void mbarrier_arrive(const void* bar) { mbarrier_count(mbarrier_at(bar)); }
+inline void cp_async_mbarrier_arrive_noinc(const void* bar) {
+    std::vector<AsyncCopy> copies;
+    for (auto& g : t_async->groups) {
+        copies.insert(copies.end(), g.begin(), g.end());
+        g.clear();  // the group stays (wait_group counts it), empty
+    }
+    copies.insert(copies.end(), t_async->open.begin(), t_async->open.end());
+    t_async->open.clear();
+    mbarrier_at(bar).cp_arrivals.push_back(std::move(copies));
+}
+inline bool mbarrier_try_wait(const void* bar, unsigned parity) {
+    MBarrier& b = mbarrier_at(bar);
+    for (; !b.cp_arrivals.empty(); b.cp_arrivals.pop_front()) {
+        for (const AsyncCopy& c : b.cp_arrivals.front()) {
+            if (c.src_bytes) std::memcpy(c.dst, c.src, 16);
+            else std::memset(c.dst, 0, 16);
+        }
+        mbarrier_count(b);
+    }
+    const bool done = (b.phases & 1) != (parity & 1);
+    if (!done) yield_to_scheduler();
+    return done;
+}
 }  // namespace emu
 
 inline void __syncthreads() { emu::g_block_barrier->arrive_and_wait(); }
@@ -191,6 +266,7 @@ std::vector<WarpGroup>* g_warpgroups = nullptr;
 unsigned t_linear = 0;
 unsigned t_wg_issued = 0;
 AsyncQueue* t_async = nullptr;
+std::unordered_map<const void*, MBarrier>* g_mbarriers = nullptr;
 
 // A saved execution context and the switch between two. On x86-64 a switch saves the
 // callee-saved registers, MXCSR and the x87 control word on the old stack and restores them
@@ -367,6 +443,8 @@ void launch(void (*kernel)(P), dim3 grid, dim3 block, const P& params) {
     std::vector<WarpGroup> warpgroups(nthreads / 128);
     for (WarpGroup& wg : warpgroups) wg.bar = std::make_unique<Barrier>(128);
     g_warpgroups = &warpgroups;
+    std::unordered_map<const void*, MBarrier> mbarriers;
+    g_mbarriers = &mbarriers;
 
     // What a fiber's body (a captureless lambda: makecontext takes a plain function) runs.
     struct Job {
@@ -442,7 +520,14 @@ void launch(void (*kernel)(P), dim3 grid, dim3 block, const P& params) {
             std::abort();
         }
     }
+    for (const auto& [bar, b] : mbarriers)
+        if (!b.cp_arrivals.empty()) {
+            std::fprintf(stderr, "mbarrier: %p ended with cp.async arrivals nobody waited "
+                         "for\n", bar);
+            std::abort();
+        }
     for (Fiber& f : fibers) free_fiber(f);
+    g_mbarriers = nullptr;
     g_sched.fibers = nullptr;
     g_block_barrier = nullptr;
     g_warps = nullptr;

@@ -110,3 +110,4 @@ void emu_mma_test_f64(GoEmuMmaTestParams p) {
 void emu_wgmma_test_f16(GoEmuWgmmaTestParams p) { emu_wgmma_test_body<__half>(p); }
 void emu_wgmma_test_bf16(GoEmuWgmmaTestParams p) { emu_wgmma_test_body<__nv_bfloat16>(p); }
 void emu_wgmma_test_tf32(GoEmuWgmmaTestParams p) { emu_wgmma_test_tf32_body(p); }
+void emu_wgmma_pipe_test_f16(GoEmuWgmmaPipeTestParams p) { emu_wgmma_pipe_test_body(p); }

@@ -124,6 +124,7 @@ int main() {
     GO_EMU_ONE(emu_wgmma_test, GoEmuWgmmaTestParams, 4, , f16, __half)
     GO_EMU_ONE(emu_wgmma_test, GoEmuWgmmaTestParams, 4, , bf16, __nv_bfloat16)
     if (name == "emu_wgmma_test_tf32") { run<GoEmuWgmmaTestParams>(emu_wgmma_test_tf32, 4, blob, bufs, grid, block); } else
+    if (name == "emu_wgmma_pipe_test_f16") { run<GoEmuWgmmaPipeTestParams>(emu_wgmma_pipe_test_f16, 4, blob, bufs, grid, block); } else
     GO_EMU_ONE(emu_mma_test, GoEmuMmaTestParams, 4, , f16, __half)
     GO_EMU_ONE(emu_mma_test, GoEmuMmaTestParams, 4, , bf16, __nv_bfloat16)
     if (name == "emu_mma_test_tf32") { run<GoEmuMmaTestParams>(emu_mma_test_tf32, 4, blob, bufs, grid, block); } else

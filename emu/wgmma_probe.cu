@@ -20,4 +20,12 @@ GO_WGMMA_PROBE(emu_wgmma_test_f16, emu_wgmma_test_body<__half>)
 GO_WGMMA_PROBE(emu_wgmma_test_bf16, emu_wgmma_test_body<__nv_bfloat16>)
 GO_WGMMA_PROBE(emu_wgmma_test_tf32, emu_wgmma_test_tf32_body)
 #undef GO_WGMMA_PROBE
+// The warp-specialized pipeline's skeleton: 160 threads (a consumer warpgroup and a producer
+// warp), the same parameters (nk and flags in place of k32 and bmn; the flags' mutations are
+// the emulator's only: call with 0).
+extern "C" __global__ void __launch_bounds__(160, 1)
+    emu_wgmma_pipe_test_f16(uint64_t a, uint64_t b, uint64_t c, uint64_t d, int32_t nk,
+                            int32_t flags) {
+    emu_wgmma_pipe_test_body({a, b, c, d, nk, flags});
+}
 #endif

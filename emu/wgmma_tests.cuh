@@ -124,4 +124,89 @@ GO_DEV void emu_wgmma_test_tf32_body(GoEmuWgmmaTestParams p) {
     go_wgmma_wait<0>();
     for (int j = 0; j < 32; ++j) dout[emu_wgmma_d_at(tid, j)] = d[j];
 }
+
+// emu_wgmma_pipe_test_f16: the warp-specialized pipeline's skeleton (mbarriers between a
+// producer warp and a consumer warpgroup). 160 threads: warps 0-3 the consumer warpgroup,
+// warp 4 the producer. D (64x64 f32) = A * B + C, A 64 x 32nk f16 row-major, B [n][k] 64 x
+// 32nk (nk = p.nk k32 steps), through GO_EMU_PIPE_STAGES stages in the 64-byte swizzle: the
+// producer's lanes copy step ks into stage ks % STAGES by cp.async and arrive on its full
+// barrier through cp.async.mbarrier.arrive.noinc (32 arrivals a phase); the consumer waits
+// for the step's phase of full, issues its two k16 wgmma as one group, and once the group
+// before it has completed (wait_group 1) releases that group's stage: one arrival per warp
+// on its empty barrier (4 a phase), which the producer waits for before it refills the
+// stage. nk > STAGES exercises the phases' parity on both sides. Every wait is bounded: on
+// hardware a wait that never completes (a wrong parity or count) ends the kernel with D
+// all NaN instead of hanging it. p.flags, for the emulator's mutation runs only (each is a
+// race on hardware): bit 0, the producer skips the empty wait; bit 1, the consumer skips
+// the full wait.
+#define GO_EMU_PIPE_STAGES 3
+struct GoEmuWgmmaPipeTestParams {
+    uint64_t a, b, c, d;
+    int32_t nk;
+    int32_t flags;
+};
+// go_mbar_wait with a bound (2^22 tries); false if the phase did not complete.
+GO_DEV bool emu_pipe_wait(uint64_t* bar, unsigned parity) {
+    for (int i = 0; i < (1 << 22); ++i)
+        if (go_mbar_try_wait(bar, parity)) return true;
+    return false;
+}
+GO_DEV void emu_wgmma_pipe_test_body(GoEmuWgmmaPipeTestParams p) {
+    constexpr int S = GO_EMU_PIPE_STAGES;
+    __shared__ __align__(512) uint16_t As[S][64 * 32];
+    __shared__ __align__(512) uint16_t Bs[S][64 * 32];
+    __shared__ __align__(8) uint64_t full[S], empty[S];
+    const int tid = threadIdx.x, K = 32 * p.nk;
+    const uint16_t* a = reinterpret_cast<const uint16_t*>(p.a);
+    const uint16_t* b = reinterpret_cast<const uint16_t*>(p.b);
+    const float* c = reinterpret_cast<const float*>(p.c);
+    float* dout = reinterpret_cast<float*>(p.d);
+    if (tid == 0) {
+        for (int s = 0; s < S; ++s) {
+            go_mbar_init(&full[s], 32);
+            go_mbar_init(&empty[s], 4);
+        }
+    }
+    __syncthreads();
+    if (tid >= 128) {  // the producer warp
+        for (int ks = 0; ks < p.nk; ++ks) {
+            const int s = ks % S;
+            // The stage's previous step (ks - S) released: its (ks / S - 1)-th phase.
+            if (ks >= S && (p.flags & 1) == 0 && !emu_pipe_wait(&empty[s], (ks / S - 1) & 1))
+                break;
+            // 16-byte chunk i: row i / 4, chunk i % 4 of the step's 64 bytes, swizzled.
+            for (int i = tid - 128; i < 64 * 4; i += 32) {
+                const int r = i / 4, ch = i % 4;
+                const int at = r * 32 + ((ch ^ ((r >> 1) & 3)) * 8);
+                go_cp_async_16(&As[s][at], a + r * K + ks * 32 + ch * 8, 16);
+                go_cp_async_16(&Bs[s][at], b + r * K + ks * 32 + ch * 8, 16);
+            }
+            go_cp_async_mbar_arrive_noinc(&full[s]);
+        }
+        go_cp_async_wait<0>();
+        return;
+    }
+    float d[32];
+    for (int j = 0; j < 32; ++j) d[j] = c[emu_wgmma_d_at(tid, j)];
+    bool ok = true;
+    for (int ks = 0; ks < p.nk && ok; ++ks) {
+        const int s = ks % S;
+        if ((p.flags & 2) == 0 && !emu_pipe_wait(&full[s], (ks / S) & 1)) {
+            ok = false;  // (the producer gave up, or a count or parity is wrong)
+            break;
+        }
+        // The copies, visible to this thread through the barrier, visible to its wgmma.
+        go_fence_proxy_async_smem();
+        go_wgmma_fence();
+        const GoWgmmaDesc da = go_wgmma_desc_sw64(As[s]), db = go_wgmma_desc_sw64(Bs[s]);
+        go_wgmma_m64n64k16<0, 0>(GoMmaF16(), d, da, db);
+        go_wgmma_m64n64k16<0, 0>(GoMmaF16(), d, go_wgmma_desc_add(da, 32),
+                                 go_wgmma_desc_add(db, 32));
+        go_wgmma_commit();
+        go_wgmma_wait<1>();
+        if (ks >= 1 && tid % 32 == 0) go_mbar_arrive(&empty[(ks - 1) % S]);
+    }
+    go_wgmma_wait<0>();
+    for (int j = 0; j < 32; ++j) dout[emu_wgmma_d_at(tid, j)] = ok ? d[j] : go_u32_as_f32(0x7fc00000u);
+}
 #endif  // GO_HAS_WGMMA

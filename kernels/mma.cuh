@@ -1,6 +1,7 @@
 // Warp-level tensor-core primitives (sm_80+): mma.sync m16n8k16 (f16/bf16 in, f32
-// accumulate), ldmatrix x4 (+ .trans), and the cp.async pipeline (16-byte copies with
-// zero-fill, commit_group, wait_group).
+// accumulate), ldmatrix x4 (+ .trans), the cp.async pipeline (16-byte copies with
+// zero-fill, commit_group, wait_group) and mbarriers (init, arrive, the cp.async arrival,
+// the parity wait).
 //
 // Three builds of the same API:
 //  * nvcc device code for compute_80+: inline PTX.
@@ -139,6 +140,43 @@ GO_DEV void go_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); 
 // Wait until at most N of this thread's committed groups are still in flight.
 template <int N> GO_DEV void go_cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// mbarrier (PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier"):
+// a 64-bit shared-memory object with an expected arrival count; a phase completes when that
+// many arrivals have happened, and the next begins with the same count. A waiter names the
+// phase by its parity (phase k has parity k % 2). Arrive has release and a successful wait
+// acquire semantics at CTA scope, so a phase's completion publishes what its arrivers wrote.
+GO_DEV void go_mbar_init(uint64_t* bar, unsigned count) {
+    asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(go_smem_addr(bar)), "r"(count)
+                 : "memory");
+}
+GO_DEV void go_mbar_arrive(uint64_t* bar) {
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared.b64 st, [%0];\n}\n" ::"r"(
+                     go_smem_addr(bar))
+                 : "memory");
+}
+// An arrival that happens when every cp.async this thread issued before it has landed
+// (.noinc: it counts against the expected count, which must include it).
+GO_DEV void go_cp_async_mbar_arrive_noinc(uint64_t* bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" ::"r"(go_smem_addr(bar))
+                 : "memory");
+}
+// Whether the phase of the given parity has completed (try_wait may first suspend the
+// thread a while; sm_80's test_wait returns at once).
+GO_DEV bool go_mbar_try_wait(uint64_t* bar, unsigned parity) {
+    uint32_t done;
+    asm volatile("{\n.reg .pred p;\n"
+#if __CUDA_ARCH__ >= 900
+                 "mbarrier.try_wait.parity.shared.b64 p, [%1], %2;\n"
+#else
+                 "mbarrier.test_wait.parity.shared.b64 p, [%1], %2;\n"
+#endif
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(go_smem_addr(bar)), "r"(parity)
+                 : "memory");
+    return done != 0;
 }
 
 #else  // the emulator's host model
@@ -317,8 +355,22 @@ GO_DEV void go_cp_async_16_ca(void* dst, const void* src, int src_bytes) {
 }
 GO_DEV void go_cp_async_commit() { emu::cp_async_commit(); }
 template <int N> GO_DEV void go_cp_async_wait() { emu::cp_async_wait(N); }
+GO_DEV void go_mbar_init(uint64_t* bar, unsigned count) { emu::mbarrier_init(bar, count); }
+GO_DEV void go_mbar_arrive(uint64_t* bar) { emu::mbarrier_arrive(bar); }
+GO_DEV void go_cp_async_mbar_arrive_noinc(uint64_t* bar) {
+    emu::cp_async_mbarrier_arrive_noinc(bar);
+}
+GO_DEV bool go_mbar_try_wait(uint64_t* bar, unsigned parity) {
+    return emu::mbarrier_try_wait(bar, parity);
+}
 
 #endif  // __CUDA_ARCH__
+
+// Waits until the phase of the given parity has completed.
+GO_DEV void go_mbar_wait(uint64_t* bar, unsigned parity) {
+    while (!go_mbar_try_wait(bar, parity)) {
+    }
+}
 
 // ---------------------------------------------------------------------------------------
 // Warpgroup MMA (Hopper, sm_90a images only: wgmma.mma_async; GO_HAS_WGMMA): one
@@ -512,7 +564,32 @@ GO_DEV uint32_t wgmma_reg_a_tf32(const emu::WgmmaOp& op, int row, int k) {
 // say so), k ascending (the order of the mma.sync model); for
 // kind 2 (tf32, k8) p0..p7 of the operands' tf32 values (tf32_value: the unit's 19 bits),
 // and kind 3 the same with A from the threads' registers (wgmma_reg_a_tf32).
+// The shared-memory operand elements op reads (A's where it is not in registers, then B's).
+GO_DEV std::vector<uint32_t> wgmma_operands(const emu::WgmmaOp& op) {
+    std::vector<uint32_t> v;
+    const int kn = op.kind >= 2 ? 8 : 16;
+    for (int ab = op.kind == 3 ? 1 : 0; ab < 2; ++ab) {
+        const uint64_t bits = ab ? op.bbits : op.abits;
+        const unsigned char* p = ab ? op.bp : op.ap;
+        const bool mn = ab ? op.tb != 0 : op.ta != 0;
+        for (int r = 0; r < 64; ++r)
+            for (int k = 0; k < kn; ++k)
+                v.push_back(op.kind >= 2 ? wgmma_elem<4>(bits, p, r, k)
+                            : mn         ? wgmma_elem_mn(bits, p, r, k)
+                                         : wgmma_elem<2>(bits, p, r, k));
+    }
+    return v;
+}
 GO_DEV void wgmma_perform(const emu::WgmmaOp& op) {
+    // The unit reads its shared-memory operands at some time between the issue and the
+    // wait: operands that changed in between (a copy landing late, a refill of a stage still
+    // being read) are a race, whatever the model would compute.
+    if (wgmma_operands(op) != op.seen) {
+        std::fprintf(stderr, "wgmma: an operand in shared memory changed between the commit "
+                     "of its group and the wait (A %p, B %p): a race\n", (const void*)op.ap,
+                     (const void*)op.bp);
+        std::abort();
+    }
     for (int tid = 0; tid < 128; ++tid) {
         float* d = op.acc[tid];
         if (!d) {
@@ -571,14 +648,14 @@ GO_DEV void wgmma_issue(int kind, int ta, int tb, float* d, const GoWgmmaDesc& a
                         const GoWgmmaDesc& b) {
     wgmma_check_desc(a, ta != 0);
     wgmma_check_desc(b, tb != 0);
-    wgmma_issue_op({kind, ta, tb, a.bits, b.bits, a.p, b.p, {}, {}}).acc[emu::t_linear % 128] = d;
+    wgmma_issue_op({kind, ta, tb, a.bits, b.bits, a.p, b.p, {}, {}, {}}).acc[emu::t_linear % 128] = d;
 }
 // The register-source form (kind 3, tf32): A's four registers of this thread as they are at
 // the issue (the hardware reads them later; that they stay unchanged until the wait is
 // ptxas's to check, which serializes the wgmma otherwise), B through its descriptor.
 GO_DEV void wgmma_issue_rs(int kind, float* d, const uint32_t a[4], const GoWgmmaDesc& b) {
     wgmma_check_desc(b, false);
-    emu::WgmmaOp& op = wgmma_issue_op({kind, 0, 0, 0, b.bits, nullptr, b.p, {}, {}});
+    emu::WgmmaOp& op = wgmma_issue_op({kind, 0, 0, 0, b.bits, nullptr, b.p, {}, {}, {}});
     const unsigned tid = emu::t_linear % 128;
     op.acc[tid] = d;
     for (int r = 0; r < 4; ++r) op.ar[tid][r] = a[r];
@@ -587,6 +664,7 @@ GO_DEV void wgmma_commit() {
     emu::WarpGroup& wg = this_warpgroup();
     wg.bar->arrive_and_wait();  // every thread's operations are in the open group
     if (emu::t_linear % 128 == 0) {
+        for (emu::WgmmaOp& op : wg.open) op.seen = wgmma_operands(op);
         wg.groups.push_back(std::move(wg.open));
         wg.open.clear();
     }

@@ -1296,7 +1296,60 @@ mod gpu {
             }
         }
         assert_eq!(runs, 18);
-        println!("wgmma_model_on_hardware: {runs} wgmma cases bit for bit on the hardware");
+        // The warp-specialized pipeline's skeleton (emu_wgmma_pipe_test_f16: a producer warp,
+        // three stages, mbarriers, as emulated_mbarrier_pipeline_model runs it): 1 to 7 k32
+        // steps; a wait that never completes on the hardware leaves D all NaN (bounded waits).
+        let f = module.load_function("emu_wgmma_pipe_test_f16").unwrap();
+        for nk in [1i32, 3, 4, 7] {
+            let kk = 32 * nk as usize;
+            let a: Vec<f64> = (0..64 * kk).map(|_| int(-3.0, 3.0)).collect();
+            let b: Vec<f64> = (0..64 * kk).map(|_| int(-3.0, 3.0)).collect();
+            let c: Vec<f32> = (0..64 * 64).map(|_| int(-8.0, 8.0) as f32).collect();
+            let enc =
+                |v: &[f64]| -> Vec<u16> { v.iter().map(|&x| f16::from_f64(x).to_bits()).collect() };
+            let (da, db) = (
+                st.clone_htod(&enc(&a)).unwrap(),
+                st.clone_htod(&enc(&b)).unwrap(),
+            );
+            let dc = st.clone_htod(&c).unwrap();
+            let mut dd = st.clone_htod(&vec![f32::NAN; 64 * 64]).unwrap();
+            let flags = 0i32;
+            let mut l = st.launch_builder(&f);
+            l.arg(&da)
+                .arg(&db)
+                .arg(&dc)
+                .arg(&mut dd)
+                .arg(&nk)
+                .arg(&flags);
+            let cfg = LaunchConfig {
+                grid_dim: (1, 1, 1),
+                block_dim: (160, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: four device pointers (A and B of 64 x 32nk f16, C and D of 64 x 64 f32:
+            // the buffers above) and two i32 (nk; flags 0, no mutation), as
+            // emu/wgmma_probe.cu declares; 160 threads, static shared memory.
+            unsafe { l.launch(cfg) }.unwrap();
+            let d = st.clone_dtoh(&dd).unwrap();
+            st.synchronize().unwrap();
+            for m in 0..64 {
+                for n in 0..64 {
+                    let want = c[m * 64 + n] as f64
+                        + (0..kk).map(|k| a[m * kk + k] * b[n * kk + k]).sum::<f64>();
+                    assert_eq!(
+                        d[m * 64 + n] as f64,
+                        want,
+                        "emu_wgmma_pipe_test_f16 nk={nk}: D[{m}][{n}]"
+                    );
+                }
+            }
+            runs += 1;
+        }
+        assert_eq!(runs, 22);
+        println!(
+            "wgmma_model_on_hardware: {runs} wgmma cases bit for bit on the hardware (4 of them \
+             through the mbarrier pipeline)"
+        );
     }
 }
 

@@ -2625,6 +2625,17 @@ struct EmuWgmmaTestParams {
 
 #[repr(C)]
 #[derive(Clone, Copy)]
+struct EmuWgmmaPipeTestParams {
+    a: u64,
+    b: u64,
+    c: u64,
+    d: u64,
+    nk: i32,
+    flags: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
 struct EmuCpAsyncTestParams {
     src: u64,
     out: u64,
@@ -2843,6 +2854,92 @@ fn emulated_wgmma_model() {
         }
     }
     assert_eq!(runs, 40);
+}
+
+/// The mbarrier model, through the warp-specialized pipeline's skeleton
+/// (`emu_wgmma_pipe_test_f16`: a producer warp filling three stages by cp.async with
+/// cp.async.mbarrier.arrive.noinc, a consumer warpgroup waiting on each stage's full barrier,
+/// issuing wgmma and releasing the stage on its empty barrier): D = A * B + C bit for bit for
+/// 1 to 7 k32 steps (7: each stage's barriers through two and three phases, both parities on
+/// both sides). Then the two mutations the model must catch: the producer refilling a stage
+/// without waiting for its release, and the consumer reading a stage without waiting for its
+/// copies; each must fail the run (a deadlock the scheduler reports, copies nobody waited
+/// for, or a wrong D).
+#[test]
+fn emulated_mbarrier_pipeline_model() {
+    let Some(_) = runner_or_skip("emulated_mbarrier_pipeline_model") else {
+        return;
+    };
+    let mut rng = Rng(0x5eed_0c92);
+    let block = launch::Launch {
+        grid: (1, 1, 1),
+        block: (160, 1, 1),
+    };
+    let mut case = |nk: usize, flags: i32| {
+        let kk = 32 * nk;
+        let (a, b, c) = model_operands(&mut rng, Dt::F16, true, (64 * kk, 64 * kk, 64 * 64));
+        let p = EmuWgmmaPipeTestParams {
+            a: 1,
+            b: 2,
+            c: 3,
+            d: 4,
+            nk: nk as i32,
+            flags,
+        };
+        let bufs = [
+            BufSpec::In(Dt::F16.encode(&a)),
+            BufSpec::In(Dt::F16.encode(&b)),
+            BufSpec::In(Dt::F32.encode(&c)),
+            BufSpec::Out(64 * 64 * 4),
+        ];
+        let want = |m: usize, n: usize| -> f64 {
+            c[m * 64 + n] + (0..kk).map(|k| a[m * kk + k] * b[n * kk + k]).sum::<f64>()
+        };
+        if flags == 0 {
+            let d = Dt::F32
+                .decode(&run_kernel("emu_wgmma_pipe_test_f16", block, &as_bytes(&p), &bufs)[3]);
+            for m in 0..64 {
+                for n in 0..64 {
+                    check_model(
+                        d[m * 64 + n],
+                        want(m, n),
+                        true,
+                        &format!("nk={nk} D[{m}][{n}]"),
+                    );
+                }
+            }
+            return String::new();
+        }
+        let out = run_job("emu_wgmma_pipe_test_f16", block, &as_bytes(&p), &bufs);
+        if !out.status.success() {
+            return format!("the run failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        // The runner's reply: per buffer its length and bytes; D is the fourth.
+        let mut s = &out.stdout[..];
+        for _ in 0..3 {
+            let len = u64::from_le_bytes(s[..8].try_into().unwrap()) as usize;
+            s = &s[8 + len..];
+        }
+        let d = Dt::F32.decode(&s[8..]);
+        let wrong = (0..64 * 64)
+            .filter(|&i| d[i] != want(i / 64, i % 64))
+            .count();
+        format!("{wrong} of 4096 D elements wrong")
+    };
+    for nk in 1..=7 {
+        case(nk, 0);
+    }
+    for (flags, what) in [
+        (1, "the producer skips the empty wait"),
+        (2, "the consumer skips the full wait"),
+    ] {
+        let verdict = case(7, flags);
+        assert!(
+            verdict.starts_with("the run failed") || !verdict.starts_with("0 of"),
+            "{what}: the model must fail the run, got: {verdict}"
+        );
+        eprintln!("{what}: {}", verdict.lines().next().unwrap_or(""));
+    }
 }
 
 /// f32 -> tf32 as cvt.rna.tf32.f32 does it: 10 mantissa bits, ties away from zero.
