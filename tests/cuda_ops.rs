@@ -1227,108 +1227,69 @@ mod gpu {
         let module = st.context().load_module(Ptx::from_src(ptx)).unwrap();
         let mut rng = Rng(0x5eed_0c91);
         let mut int = |lo: f64, hi: f64| (lo + (rng.f() + 1.0) / 2.0 * (hi - lo + 1.0)).floor();
-        let mut runs = 0;
-        // (kernel, element bytes, k per wgmma, k32 flag values, bmn flag values: bit 0 B
-        // N-major, bit 1 A M-major, bit 2 A from registers)
+        // (kernel, element bytes, k of the product, block threads, the kernel's two i32
+        // arguments). The wgmma tests: k32 (two k steps) and bmn (bit 0 B N-major, bit 1 A
+        // M-major, bit 2 A from registers), one warpgroup.
+        let mut cases: Vec<(&str, usize, usize, u32, i32, i32)> = Vec::new();
         for (kernel, bytes, kstep, bmns) in [
             ("emu_wgmma_test_f16", 2, 16, &[0, 1, 2, 3][..]),
             ("emu_wgmma_test_bf16", 2, 16, &[0, 1, 2, 3][..]),
             ("emu_wgmma_test_tf32", 4, 8, &[0, 4][..]),
         ] {
-            let f = module.load_function(kernel).unwrap();
             for k32 in [0i32, 1] {
                 for &bmn in bmns {
-                    let kk = kstep * (1 + k32 as usize);
-                    // A [m][k], B [n][k], C [m][n]: small integers, exact in every type.
-                    let a: Vec<f64> = (0..64 * kk).map(|_| int(-3.0, 3.0)).collect();
-                    let b: Vec<f64> = (0..64 * kk).map(|_| int(-3.0, 3.0)).collect();
-                    let c: Vec<f32> = (0..64 * 64).map(|_| int(-8.0, 8.0) as f32).collect();
-                    let enc = |v: &[f64]| -> Vec<u8> {
-                        v.iter()
-                            .flat_map(|&x| match (bytes, kernel) {
-                                (4, _) => (x as f32).to_ne_bytes().to_vec(),
-                                (_, "emu_wgmma_test_bf16") => {
-                                    bf16::from_f64(x).to_bits().to_ne_bytes().to_vec()
-                                }
-                                _ => f16::from_f64(x).to_bits().to_ne_bytes().to_vec(),
-                            })
-                            .collect()
-                    };
-                    let (da, db) = (
-                        st.clone_htod(&enc(&a)).unwrap(),
-                        st.clone_htod(&enc(&b)).unwrap(),
-                    );
-                    let dc = st.clone_htod(&c).unwrap();
-                    // D poisoned: an element the kernel does not write fails.
-                    let mut dd = st.clone_htod(&vec![f32::NAN; 64 * 64]).unwrap();
-                    let mut l = st.launch_builder(&f);
-                    l.arg(&da)
-                        .arg(&db)
-                        .arg(&dc)
-                        .arg(&mut dd)
-                        .arg(&k32)
-                        .arg(&bmn);
-                    let cfg = LaunchConfig {
-                        grid_dim: (1, 1, 1),
-                        block_dim: (128, 1, 1),
-                        shared_mem_bytes: 0,
-                    };
-                    // SAFETY: the kernel's parameters are four device pointers (A and B of
-                    // 64 x kk elements, C and D of 64 x 64 f32: the buffers above) and two
-                    // i32 flags, as emu/wgmma_probe.cu declares; one warpgroup, its shared
-                    // memory static.
-                    unsafe { l.launch(cfg) }.unwrap();
-                    let d = st.clone_dtoh(&dd).unwrap();
-                    st.synchronize().unwrap();
-                    for m in 0..64 {
-                        for n in 0..64 {
-                            let want = c[m * 64 + n] as f64
-                                + (0..kk).map(|k| a[m * kk + k] * b[n * kk + k]).sum::<f64>();
-                            assert_eq!(
-                                d[m * 64 + n] as f64,
-                                want,
-                                "{kernel} k={kk} bmn={bmn}: D[{m}][{n}]"
-                            );
-                        }
-                    }
-                    runs += 1;
+                    cases.push((kernel, bytes, kstep * (1 + k32 as usize), 128, k32, bmn));
                 }
             }
         }
-        assert_eq!(runs, 18);
         // The warp-specialized pipeline's skeleton (emu_wgmma_pipe_test_f16: a producer warp,
-        // three stages, mbarriers, as emulated_mbarrier_pipeline_model runs it): 1 to 7 k32
-        // steps; a wait that never completes on the hardware leaves D all NaN (bounded waits).
-        let f = module.load_function("emu_wgmma_pipe_test_f16").unwrap();
+        // three stages, mbarriers, as emulated_mbarrier_pipeline_model runs it): nk k32
+        // steps, flags 0 (no mutation); 160 threads. A wait that never completes on the
+        // hardware leaves D all NaN (its waits are bounded).
         for nk in [1i32, 3, 4, 7] {
-            let kk = 32 * nk as usize;
+            cases.push(("emu_wgmma_pipe_test_f16", 2, 32 * nk as usize, 160, nk, 0));
+        }
+        let mut runs = 0;
+        for (kernel, bytes, kk, threads, arg0, arg1) in cases {
+            let f = module.load_function(kernel).unwrap();
+            // A [m][k], B [n][k], C [m][n]: small integers, exact in every type.
             let a: Vec<f64> = (0..64 * kk).map(|_| int(-3.0, 3.0)).collect();
             let b: Vec<f64> = (0..64 * kk).map(|_| int(-3.0, 3.0)).collect();
             let c: Vec<f32> = (0..64 * 64).map(|_| int(-8.0, 8.0) as f32).collect();
-            let enc =
-                |v: &[f64]| -> Vec<u16> { v.iter().map(|&x| f16::from_f64(x).to_bits()).collect() };
+            let enc = |v: &[f64]| -> Vec<u8> {
+                v.iter()
+                    .flat_map(|&x| match (bytes, kernel) {
+                        (4, _) => (x as f32).to_ne_bytes().to_vec(),
+                        (_, "emu_wgmma_test_bf16") => {
+                            bf16::from_f64(x).to_bits().to_ne_bytes().to_vec()
+                        }
+                        _ => f16::from_f64(x).to_bits().to_ne_bytes().to_vec(),
+                    })
+                    .collect()
+            };
             let (da, db) = (
                 st.clone_htod(&enc(&a)).unwrap(),
                 st.clone_htod(&enc(&b)).unwrap(),
             );
             let dc = st.clone_htod(&c).unwrap();
+            // D poisoned: an element the kernel does not write fails.
             let mut dd = st.clone_htod(&vec![f32::NAN; 64 * 64]).unwrap();
-            let flags = 0i32;
             let mut l = st.launch_builder(&f);
             l.arg(&da)
                 .arg(&db)
                 .arg(&dc)
                 .arg(&mut dd)
-                .arg(&nk)
-                .arg(&flags);
+                .arg(&arg0)
+                .arg(&arg1);
             let cfg = LaunchConfig {
                 grid_dim: (1, 1, 1),
-                block_dim: (160, 1, 1),
+                block_dim: (threads, 1, 1),
                 shared_mem_bytes: 0,
             };
-            // SAFETY: four device pointers (A and B of 64 x 32nk f16, C and D of 64 x 64 f32:
-            // the buffers above) and two i32 (nk; flags 0, no mutation), as
-            // emu/wgmma_probe.cu declares; 160 threads, static shared memory.
+            // SAFETY: the kernel's parameters are four device pointers (A and B of 64 x kk
+            // elements, C and D of 64 x 64 f32: the buffers above) and two i32, as
+            // emu/wgmma_probe.cu declares (the pipeline's flags 0: no mutation); its block
+            // size, its shared memory static.
             unsafe { l.launch(cfg) }.unwrap();
             let d = st.clone_dtoh(&dd).unwrap();
             st.synchronize().unwrap();
@@ -1339,7 +1300,7 @@ mod gpu {
                     assert_eq!(
                         d[m * 64 + n] as f64,
                         want,
-                        "emu_wgmma_pipe_test_f16 nk={nk}: D[{m}][{n}]"
+                        "{kernel} k={kk} ({arg0}, {arg1}): D[{m}][{n}]"
                     );
                 }
             }
