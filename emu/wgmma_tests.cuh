@@ -207,6 +207,7 @@ GO_DEV void emu_wgmma_pipe_test_body(GoEmuWgmmaPipeTestParams p) {
         if (ks >= 1 && tid % 32 == 0) go_mbar_arrive(&empty[(ks - 1) % S]);
     }
     go_wgmma_wait<0>();
-    for (int j = 0; j < 32; ++j) dout[emu_wgmma_d_at(tid, j)] = ok ? d[j] : go_u32_as_f32(0x7fc00000u);
+    for (int j = 0; j < 32; ++j)
+        dout[emu_wgmma_d_at(tid, j)] = ok ? d[j] : go_u32_as_f32(0x7fc00000u);
 }
 #endif  // GO_HAS_WGMMA

@@ -559,11 +559,6 @@ GO_DEV uint32_t wgmma_reg_a_tf32(const emu::WgmmaOp& op, int row, int k) {
     const int tid = 32 * (row / 16) + 4 * (row % 8) + k % 4;
     return op.ar[tid][(row % 16 >= 8 ? 1 : 0) + (k >= 4 ? 2 : 0)];
 }
-// The operation, for every thread of the warpgroup: d = (((d + p0) + p1) + ... + p15) in
-// f32, p_k = A[row][k] * B[col][k] (each operand K-major, or MN-major where op.ta / op.tb
-// say so), k ascending (the order of the mma.sync model); for
-// kind 2 (tf32, k8) p0..p7 of the operands' tf32 values (tf32_value: the unit's 19 bits),
-// and kind 3 the same with A from the threads' registers (wgmma_reg_a_tf32).
 // The shared-memory operand elements op reads (A's where it is not in registers, then B's).
 GO_DEV std::vector<uint32_t> wgmma_operands(const emu::WgmmaOp& op) {
     std::vector<uint32_t> v;
@@ -580,6 +575,11 @@ GO_DEV std::vector<uint32_t> wgmma_operands(const emu::WgmmaOp& op) {
     }
     return v;
 }
+// The operation, for every thread of the warpgroup: d = (((d + p0) + p1) + ... + p15) in
+// f32, p_k = A[row][k] * B[col][k] (each operand K-major, or MN-major where op.ta / op.tb
+// say so), k ascending (the order of the mma.sync model); for
+// kind 2 (tf32, k8) p0..p7 of the operands' tf32 values (tf32_value: the unit's 19 bits),
+// and kind 3 the same with A from the threads' registers (wgmma_reg_a_tf32).
 GO_DEV void wgmma_perform(const emu::WgmmaOp& op) {
     // The unit reads its shared-memory operands at some time between the issue and the
     // wait: operands that changed in between (a copy landing late, a refill of a stage still
