@@ -746,8 +746,18 @@ fn wgmma_probe_compiles_for_sm90a() {
         "emu_wgmma_test_f16",
         "emu_wgmma_test_bf16",
         "emu_wgmma_test_tf32",
+        "emu_wgmma_pipe_test_f16",
     ] {
         assert!(ptx.contains(&format!(".entry {k}(")), "no kernel {k}");
+    }
+    // The pipeline skeleton's mbarriers: sm_90's parity try_wait, the cp.async arrival.
+    for op in [
+        "mbarrier.init.shared.b64",
+        "mbarrier.arrive.shared.b64",
+        "mbarrier.try_wait.parity.shared.b64",
+        "cp.async.mbarrier.arrive.noinc.shared.b64",
+    ] {
+        assert!(ptx.contains(op), "no {op}");
     }
     for op in [
         "m64n64k16.f32.f16.f16",
@@ -772,10 +782,15 @@ fn wgmma_probe_compiles_for_sm90a() {
         .arg(dir.join("wgmma_probe.sm_90a.cubin"))
         .output()
         .expect("ptxas");
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "ptxas -arch=sm_90a on the probe:\n{}",
-        String::from_utf8_lossy(&out.stderr)
+        "ptxas -arch=sm_90a on the probe:\n{err}"
+    );
+    // No wgmma serialized (ptxas's "Potential Performance Loss" warning).
+    assert!(
+        !err.contains("Performance Loss") && !err.contains("serialized"),
+        "ptxas on the probe:\n{err}"
     );
     std::fs::remove_dir_all(&dir).ok();
 }
