@@ -138,7 +138,8 @@ GO_DEV void emu_wgmma_test_tf32_body(GoEmuWgmmaTestParams p) {
 // hardware a wait that never completes (a wrong parity or count) ends the kernel with D
 // all NaN instead of hanging it. p.flags, for the emulator's mutation runs only (each is a
 // race on hardware): bit 0, the producer skips the empty wait; bit 1, the consumer skips
-// the full wait.
+// the full wait; bit 2, the consumer releases each stage as soon as it has committed the
+// stage's group instead of after the group has completed.
 #define GO_EMU_PIPE_STAGES 3
 struct GoEmuWgmmaPipeTestParams {
     uint64_t a, b, c, d;
@@ -203,6 +204,11 @@ GO_DEV void emu_wgmma_pipe_test_body(GoEmuWgmmaPipeTestParams p) {
         go_wgmma_m64n64k16<0, 0>(GoMmaF16(), d, go_wgmma_desc_add(da, 32),
                                  go_wgmma_desc_add(db, 32));
         go_wgmma_commit();
+        if ((p.flags & 4) != 0) {
+            if (tid % 32 == 0) go_mbar_arrive(&empty[s]);
+            go_wgmma_wait<1>();
+            continue;
+        }
         go_wgmma_wait<1>();
         if (ks >= 1 && tid % 32 == 0) go_mbar_arrive(&empty[(ks - 1) % S]);
     }

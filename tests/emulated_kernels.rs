@@ -2861,10 +2861,11 @@ fn emulated_wgmma_model() {
 /// cp.async.mbarrier.arrive.noinc, a consumer warpgroup waiting on each stage's full barrier,
 /// issuing wgmma and releasing the stage on its empty barrier): D = A * B + C bit for bit for
 /// 1 to 7 k32 steps (7: each stage's barriers through two and three phases, both parities on
-/// both sides). Then the two mutations the model must catch: the producer refilling a stage
-/// without waiting for its release, and the consumer reading a stage without waiting for its
-/// copies; each must fail the run (a deadlock the scheduler reports, copies nobody waited
-/// for, or a wrong D).
+/// both sides). Then three mutations the model must catch: the producer refilling a stage
+/// without waiting for its release, the consumer reading a stage without waiting for its
+/// copies, and the consumer releasing a stage while its wgmma group may still read it; each
+/// must fail the run (a deadlock the scheduler reports, copies nobody waited for, an operand
+/// changed under a pending group, or a wrong D).
 #[test]
 fn emulated_mbarrier_pipeline_model() {
     let Some(_) = runner_or_skip("emulated_mbarrier_pipeline_model") else {
@@ -2932,6 +2933,10 @@ fn emulated_mbarrier_pipeline_model() {
     for (flags, what) in [
         (1, "the producer skips the empty wait"),
         (2, "the consumer skips the full wait"),
+        (
+            4,
+            "the consumer releases a stage its wgmma group may still read",
+        ),
     ] {
         let verdict = case(7, flags);
         assert!(
