@@ -18,9 +18,15 @@
 //! (Hopper's architecture-specific features, `wgmma`; `__CUDA_ARCH_FEAT_SM90_ALL` defined),
 //! into a second table: such PTX runs on compute capability 9.0 only (no JIT forward), so the
 //! runtime loads it beside, never instead of, the portable images.
+//!
+//! `GRADOPS_PTX_CACHE=DIR` (optional; CI sets it): each image is also kept in DIR under a
+//! key of everything that makes it (nvcc's path and version, the arguments, the contents of
+//! every file in kernels/), and taken from there when the key matches, so the builds of one
+//! checkout with other features or profiles (CI makes several) run nvcc once.
 
 use std::env;
 use std::fs;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -53,6 +59,7 @@ fn main() {
         "GRADOPS_REQUIRE_CUDA",
         "GRADOPS_TOOLCHAIN_DIR",
         "GRADOPS_NVCC_FLAGS",
+        "GRADOPS_PTX_CACHE",
         "DOCS_RS",
     ] {
         println!("cargo:rerun-if-env-changed={v}");
@@ -128,6 +135,10 @@ fn main() {
         .map(|s| s.split_whitespace().map(String::from).collect())
         .unwrap_or_default();
 
+    let cache = env::var_os("GRADOPS_PTX_CACHE")
+        .filter(|s| !s.is_empty())
+        .map(|dir| PtxCache::new(PathBuf::from(dir), &nvcc, &version, &kdir, &extra));
+
     // Compile every (file, arch) pair in parallel (nvcc is single-threaded per file), and
     // the compute_90a images ("a" after the architecture).
     let mut jobs: Vec<(&str, u32, &str)> = KERNEL_FILES
@@ -141,15 +152,17 @@ fn main() {
         let handles: Vec<_> = jobs
             .iter()
             .map(|&(name, arch, feat)| {
-                let (nvcc, kdir, out, extra) = (&nvcc, &kdir, &out, &extra);
+                let (nvcc, kdir, out, extra, cache) = (&nvcc, &kdir, &out, &extra, &cache);
                 let tag = format!("{arch}{feat}");
                 s.spawn(move || {
-                    (
-                        name,
-                        arch,
-                        feat,
-                        compile(nvcc, kdir, out, name, &tag, extra),
-                    )
+                    let ptx = out.join(format!("{name}.compute_{tag}.ptx"));
+                    let made = match cache {
+                        Some(c) => c.get_or_compile(name, &tag, &ptx, || {
+                            compile(nvcc, kdir, &ptx, name, &tag, extra)
+                        }),
+                        None => compile(nvcc, kdir, &ptx, name, &tag, extra),
+                    };
+                    (name, arch, feat, made.map(|()| ptx))
                 })
             })
             .collect();
@@ -277,16 +290,69 @@ fn write_out(out: &Path, src: &str) {
     }
 }
 
+/// `GRADOPS_PTX_CACHE`: PTX images kept across builds, keyed by all their inputs.
+struct PtxCache {
+    dir: PathBuf,
+    /// The inputs every image shares: nvcc, its version, the extra flags, kernels/.
+    inputs: DefaultHasher,
+}
+
+impl PtxCache {
+    fn new(dir: PathBuf, nvcc: &Path, version: &str, kdir: &Path, extra: &[String]) -> Self {
+        let mut inputs = DefaultHasher::new();
+        // Bump when compile()'s fixed arguments change.
+        ("gradops-ptx-cache 1", nvcc, version, extra, kdir).hash(&mut inputs);
+        // nvcc reads these from the environment.
+        for v in ["NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS"] {
+            env::var_os(v).hash(&mut inputs);
+        }
+        let mut files: Vec<PathBuf> = fs::read_dir(kdir)
+            .map(|rd| rd.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        files.sort();
+        for f in files {
+            (f.file_name(), fs::read(&f).ok()).hash(&mut inputs);
+        }
+        PtxCache { dir, inputs }
+    }
+
+    /// Copies the cached image of (`name`, `tag`) to `ptx`, or runs `compile` (which writes
+    /// `ptx`) and keeps a copy. A cache that cannot be read or written is only a miss.
+    fn get_or_compile(
+        &self,
+        name: &str,
+        tag: &str,
+        ptx: &Path,
+        compile: impl FnOnce() -> Result<(), String>,
+    ) -> Result<(), String> {
+        let mut key = self.inputs.clone();
+        (name, tag).hash(&mut key);
+        let kept = self
+            .dir
+            .join(format!("{name}.compute_{tag}-{:016x}.ptx", key.finish()));
+        if fs::copy(&kept, ptx).is_ok() {
+            return Ok(());
+        }
+        compile()?;
+        // Written beside, then renamed: a concurrent build never reads half an image.
+        let tmp = kept.with_extension(format!("tmp{}", std::process::id()));
+        if fs::create_dir_all(&self.dir).is_ok() && fs::copy(ptx, &tmp).is_ok() {
+            let _ = fs::rename(&tmp, &kept);
+        }
+        Ok(())
+    }
+}
+
+/// nvcc `-ptx` of kernels/`name`.cu for compute_`arch` into `ptx`.
 fn compile(
     nvcc: &Path,
     kdir: &Path,
-    out: &Path,
+    ptx: &Path,
     name: &str,
     arch: &str,
     extra: &[String],
-) -> Result<PathBuf, String> {
+) -> Result<(), String> {
     let src = kdir.join(format!("{name}.cu"));
-    let ptx = out.join(format!("{name}.compute_{arch}.ptx"));
     let output = Command::new(nvcc)
         .arg("-ptx")
         .arg(format!("-arch=compute_{arch}"))
@@ -295,7 +361,7 @@ fn compile(
         .arg(kdir)
         .args(extra)
         .arg("-o")
-        .arg(&ptx)
+        .arg(ptx)
         .arg(&src)
         .output()
         .map_err(|e| format!("cannot run {}: {e}", nvcc.display()))?;
@@ -307,7 +373,7 @@ fn compile(
             String::from_utf8_lossy(&output.stderr)
         ));
     }
-    Ok(ptx)
+    Ok(())
 }
 
 /// `GRADOPS_CUDA_ARCH`: a comma-separated list of architectures, each `75`, `sm_80`,
