@@ -1,6 +1,6 @@
 // gradops kernel emulator: runs one real kernel body over its real grid on the CPU.
 // Built and driven by tests/emulated_kernels.rs:
-//   g++ -std=c++20 -O1 -g -fsanitize=address,undefined -I kernels -I <cuda>/include ...
+//   g++ -std=c++20 -O1 -g1 -fsanitize=address,undefined -I kernels -I <cuda>/include ...
 //
 // Job on stdin (little-endian):
 //   u32 name_len, name bytes           kernel name, e.g. "resize_gather_f32"

@@ -82,6 +82,8 @@ for l in sys.stdin:
 if [[ "$MODE" == prebuild ]]; then
   toolchain
   export GRADOPS_REQUIRE_CUDA=1
+  # The default build's PTX reused by the candle variant's (build.rs, keyed by the inputs).
+  export GRADOPS_PTX_CACHE="${GRADOPS_PTX_CACHE:-$PWD/target/ptx-cache}"
   step build cargo build --release || exit 1
   mkdir -p target/gpu-bundle
   for t in cuda_ops cuda_conv_simt properties ptx_check; do
@@ -155,7 +157,7 @@ if [[ "$MODE" == prebuild ]]; then
   #   build's artifacts stay.
   if [[ "${CANDLE_VARIANT:-0}" == 1 ]]; then
     stub_lib="$(bash scripts/cuda-link-stubs.sh | tail -1)"
-    exe="$(CARGO_TARGET_DIR=target/variant-candle CUDA_COMPUTE_CAP=90 CUDA_ROOT="$(dirname "$stub_lib")" \
+    exe="$(CARGO_TARGET_DIR=target/variant-candle CUDA_COMPUTE_CAP=90 CUDAFORGE_THREADS="$(nproc)" CUDA_ROOT="$(dirname "$stub_lib")" \
       cargo test --release --no-run --features candle-cuda --test cuda_ops --message-format=json 2>>"$RESULTS" |
       python3 -c 'import json,sys
 for l in sys.stdin:
