@@ -167,13 +167,14 @@ inline void cp_async_commit() {
     t_async->groups.push_back(std::move(t_async->open));
     t_async->open.clear();
 }
+// A copy lands: src-size 0 reads nothing and zero-fills the destination.
+inline void land(const AsyncCopy& c) {
+    if (c.src_bytes) std::memcpy(c.dst, c.src, 16);
+    else std::memset(c.dst, 0, 16);
+}
 inline void cp_async_wait(int pending) {
     while ((int)t_async->groups.size() > pending) {
-        for (const AsyncCopy& c : t_async->groups.front()) {
-            // src-size 0: nothing is read, the destination is zero-filled.
-            if (c.src_bytes) std::memcpy(c.dst, c.src, 16);
-            else std::memset(c.dst, 0, 16);
-        }
+        for (const AsyncCopy& c : t_async->groups.front()) land(c);
         t_async->groups.pop_front();
     }
 }
@@ -238,10 +239,7 @@ inline void cp_async_mbarrier_arrive_noinc(const void* bar) {
 inline bool mbarrier_try_wait(const void* bar, unsigned parity) {
     MBarrier& b = mbarrier_at(bar);
     for (; !b.cp_arrivals.empty(); b.cp_arrivals.pop_front()) {
-        for (const AsyncCopy& c : b.cp_arrivals.front()) {
-            if (c.src_bytes) std::memcpy(c.dst, c.src, 16);
-            else std::memset(c.dst, 0, 16);
-        }
+        for (const AsyncCopy& c : b.cp_arrivals.front()) land(c);
         mbarrier_count(b);
     }
     const bool done = (b.phases & 1) != (parity & 1);
