@@ -6,6 +6,8 @@
 //! also for sm_100 and sm_120 (devices the driver JITs it for), with no kernel spilling
 //! registers or using a local-memory stack. Prints registers per kernel and target. The
 //! wgmma model's hardware probe (`emu/wgmma_probe.cu`, not in the crate) compiles for sm_90a.
+//! The embedded PTX is nvcc's output byte for byte (one image compiled again; what
+//! `GRADOPS_PTX_CACHE` hands back in CI).
 //!
 //! Without compiled kernels the tests say they skipped (and fail if
 //! GRADOPS_REQUIRE_CUDA=1 is set when the tests run).
@@ -501,6 +503,33 @@ fn ptxas_every_image_no_spills() {
     );
 }
 
+/// The embedded image is nvcc's output, byte for byte: compiled again here with build.rs's
+/// arguments (the smallest module, the lowest architecture). Under `GRADOPS_PTX_CACHE` (CI)
+/// this build's images came from the cache, so this checks what the cache hands back.
+#[test]
+fn embedded_ptx_is_nvccs_output() {
+    if kernels_or_skip("embedded_ptx_is_nvccs_output").is_none() {
+        return;
+    }
+    let (module, arch, embedded) = built::PTX_IMAGES
+        .iter()
+        .filter(|i| i.0 == "resize")
+        .min_by_key(|i| i.1)
+        .expect("a resize image");
+    let flags: Vec<&str> = built::NVCC_FLAGS.split_whitespace().collect();
+    let (dir, path) = nvcc_ptx(&format!("kernels/{module}.cu"), &arch.to_string(), &flags);
+    let fresh = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_dir_all(dir).ok();
+    assert!(
+        fresh == *embedded,
+        "{module}.compute_{arch}: the embedded image ({} bytes) differs from nvcc's output ({} \
+         bytes); GRADOPS_PTX_CACHE={:?}",
+        embedded.len(),
+        fresh.len(),
+        std::env::var("GRADOPS_PTX_CACHE").ok()
+    );
+}
+
 /// The compute_90a image (built where compute_90 is): `conv` only, targeting sm_90a, PTX ISA
 /// at most 9.0, holding exactly the wgmma kernels (every other kernel stays in the portable
 /// images), which assemble for sm_90a without spills or stack, within the registers of two
@@ -558,7 +587,7 @@ fn sm90a_wgmma_refill_first_build_assembles() {
     if kernels_or_skip("sm90a_wgmma_refill_first_build_assembles").is_none() {
         return;
     }
-    let (dir, ptx_path) = nvcc_compute_90a("kernels/conv.cu", &["-DGO_TC_WGMMA_INFLIGHT=0"]);
+    let (dir, ptx_path) = nvcc_ptx("kernels/conv.cu", "90a", &["-DGO_TC_WGMMA_INFLIGHT=0"]);
     let ptx = std::fs::read_to_string(&ptx_path).unwrap();
     // Issued after the refill: every wait drains the groups.
     assert!(
@@ -583,7 +612,7 @@ fn sm90a_wgmma_one_barrier_build_assembles() {
         println!("no compute_90a image in this build");
         return;
     };
-    let (dir, ptx_path) = nvcc_compute_90a("kernels/conv.cu", &["-DGO_TC_WGMMA_BARRIERS=1"]);
+    let (dir, ptx_path) = nvcc_ptx("kernels/conv.cu", "90a", &["-DGO_TC_WGMMA_BARRIERS=1"]);
     let ptx = std::fs::read_to_string(&ptx_path).unwrap();
     let (base, one) = (barriers_per_entry(default_ptx), barriers_per_entry(&ptx));
     for k in wgmma_kernels::all() {
@@ -614,7 +643,7 @@ fn sm90a_wgmma_f32_rs_build_assembles() {
         println!("no compute_90a image in this build");
         return;
     };
-    let (dir, ptx_path) = nvcc_compute_90a("kernels/conv.cu", &["-DGO_TC_WGMMA_F32_RS=1"]);
+    let (dir, ptx_path) = nvcc_ptx("kernels/conv.cu", "90a", &["-DGO_TC_WGMMA_F32_RS=1"]);
     let ptx = std::fs::read_to_string(&ptx_path).unwrap();
     // A's four registers in braces after the accumulators': a second `{` on the line.
     let rs = |l: &str| l.contains("m64n64k8.f32.tf32.tf32") && l.matches('{').count() == 2;
@@ -740,7 +769,7 @@ fn wgmma_probe_compiles_for_sm90a() {
     if kernels_or_skip("wgmma_probe_compiles_for_sm90a").is_none() {
         return;
     }
-    let (dir, ptx_path) = nvcc_compute_90a("emu/wgmma_probe.cu", &[]);
+    let (dir, ptx_path) = nvcc_ptx("emu/wgmma_probe.cu", "90a", &[]);
     let ptx = std::fs::read_to_string(&ptx_path).unwrap();
     for k in [
         "emu_wgmma_test_f16",
@@ -795,27 +824,22 @@ fn wgmma_probe_compiles_for_sm90a() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// `src` (a path in the crate) compiled to compute_90a PTX with the build's nvcc and flags
+/// `src` (a path in the crate) compiled to compute_`arch` PTX with the build's nvcc and flags
 /// (build.rs's, warnings as errors) plus `defines`, in a fresh temporary folder: (the folder,
 /// the PTX file). Fails the test with nvcc's message if it does not compile.
-fn nvcc_compute_90a(src: &str, defines: &[&str]) -> (PathBuf, PathBuf) {
+fn nvcc_ptx(src: &str, arch: &str, defines: &[&str]) -> (PathBuf, PathBuf) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let stem = Path::new(src).file_stem().unwrap().to_string_lossy();
     let dir = std::env::temp_dir().join(format!(
-        "gradops-{stem}{}-{}",
+        "gradops-{stem}{arch}{}-{}",
         defines.concat(),
         std::process::id()
     ));
     std::fs::create_dir_all(&dir).unwrap();
-    let ptx_path = dir.join(format!("{stem}.compute_90a.ptx"));
+    let ptx_path = dir.join(format!("{stem}.compute_{arch}.ptx"));
     let out = Command::new(built::NVCC_PATH)
-        .args([
-            "-ptx",
-            "-arch=compute_90a",
-            "-O3",
-            "-std=c++17",
-            "-lineinfo",
-        ])
+        .args(["-ptx", &format!("-arch=compute_{arch}")])
+        .args(["-O3", "-std=c++17", "-lineinfo"])
         .args(["--Werror", "all-warnings"])
         .args(defines)
         .arg("-I")
