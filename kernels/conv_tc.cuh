@@ -913,6 +913,70 @@ GO_DEV void go_tc_pixel(const GoTcProblem& P, unsigned pix, unsigned* img, unsig
     *a = row - *img * cy;
 }
 
+// A row of the lean tiles (go_tc_tile_vec, go_tc_tile_ws): pixel pix's source pointer at
+// the pixel's own position (a*a_sy, b*a_sx) and channel akg of the chunk (a tap adds
+// tap_y * a_row + tap_x * a_col + j0 * a_j), and the taps that land inside the source: bit
+// i of amask for tap i = iy * ntx + ix, nty x ntx taps (none past the last pixel).
+template <typename T>
+GO_DEV void go_tc_vec_arow(const GoTcProblem& P, const T* src, go_i64 pix, int akg, int nty,
+                           int ntx, const T*& arow, unsigned& amask) {
+    unsigned img = 0, a = 0, b = 0;
+    if (pix < P.npix) go_tc_pixel(P, (unsigned)pix, &img, &a, &b);
+    const go_i64 y = a * P.a_sy, x = b * P.a_sx;
+    arow = src + (go_i64)img * P.a_n + P.a_off + (go_i64)y * P.a_row + (go_i64)x * P.a_col +
+           akg * P.a_j;
+    unsigned ym = 0, xm = 0;
+    for (int iy = 0; iy < nty; ++iy) {
+        const go_i64 sy = y + P.ty0 + iy * P.tdy;
+        if (sy >= 0 && sy < P.a_h) ym |= 1u << iy;
+    }
+    for (int ix = 0; ix < ntx; ++ix) {
+        const go_i64 sx = x + P.tx0 + ix * P.tdx;
+        if (sx >= 0 && sx < P.a_w) xm |= 1u << ix;
+    }
+    unsigned mk = 0;  // tap i = iy * ntx + ix: row iy's taps are xm shifted to iy * ntx
+    if (pix < P.npix)
+        for (int iy = 0; iy < nty; ++iy)
+            if ((ym >> iy) & 1u) mk |= xm << (iy * ntx);
+    amask = mk;
+}
+
+// The lean tiles' reduction cursor: the current tap's column index ix and first channel j0;
+// the chunk's A and B offsets atap (NHWC: + j0), btap (backprop_input: + j0); bit 0 of a
+// row's amask says whether the current tap lands inside (shifted out tap by tap). Advanced
+// by additions (the tap steps from P), in unsigned (wrapping) arithmetic: a tap outside the
+// source may pass 32 bits on the way, every tap that is read lands within one image
+// (go_tc_vec_params_ok), so its offset is exact.
+struct GoTcVecCursor {
+    int j0, ix;
+    unsigned atap, btap;
+    GO_DEV explicit GoTcVecCursor(const GoTcProblem& P)
+        : j0(0), ix(0), atap((unsigned)(P.ty0 * P.a_row + P.tx0 * P.a_col)),
+          btap((unsigned)(P.ky0 * P.b_ky + P.kx0 * P.b_kx)) {}
+    // On by BK channels; past the tap's last one, the next tap. BKN: the forward's B (k = c,
+    // stride b_j); NC: NCHW's A (k = a channel plane).
+    template <int BK, bool BKN, bool NC, int NR>
+    GO_DEV void advance(const GoTcProblem& P, int jlen, int ntx, unsigned (&amask)[NR]) {
+        j0 += BK;
+        if (BKN) btap += (unsigned)(BK * P.b_j);
+        if (NC) atap += (unsigned)(BK * P.a_j);
+        if (j0 < jlen) return;
+        if (BKN) btap -= (unsigned)(jlen * P.b_j);
+        if (NC) atap -= (unsigned)(jlen * P.a_j);
+        j0 = 0;
+#pragma unroll
+        for (int r = 0; r < NR; ++r) amask[r] >>= 1;
+        if (++ix == ntx) {
+            ix = 0;
+            atap += (unsigned)(P.tdy * P.a_row - (P.ntx - 1) * P.tdx * P.a_col);
+            btap += (unsigned)(P.pky * P.b_ky - (P.ntx - 1) * P.pkx * P.b_kx);
+        } else {
+            atap += (unsigned)(P.tdx * P.a_col);
+            btap += (unsigned)(P.pkx * P.b_kx);
+        }
+    }
+};
+
 // Which of the lean tiles' copies go through L1 (cp.async.ca) instead of L2 only (cg): bit 0
 // A (the source: a block's taps re-read overlapping pixel rows), bit 1 B (the filter, which
 // every block on an SM reads). Both by default: on an H200 (2026-11-27, W4 f16 NHWC) ncu put
@@ -981,6 +1045,44 @@ GO_DEV void go_tc_vec_copy16(void* dst, const void* src, int src_bytes) {
     else go_cp_async_16(dst, src, src_bytes);
 }
 
+// The lean tiles' epilogue, first: the output offset of each tile row (-1: past the last
+// pixel), taken here rather than before the main loop, where it would hold registers.
+template <int BM, int THREADS>
+GO_DEV void go_tc_vec_out_rows(const GoTcProblem& P, go_i64 m_base, go_i64* out_base) {
+    for (int m = threadIdx.x; m < BM; m += THREADS) {
+        const go_i64 pix = m_base + m;
+        go_i64 o = -1;
+        if (pix < P.npix) {
+            unsigned img, a, b;
+            go_tc_pixel(P, (unsigned)pix, &img, &a, &b);
+            o = (go_i64)img * P.o_n + (P.o_y0 + (go_i64)a * P.o_sy) * P.o_row +
+                (P.o_x0 + (go_i64)b * P.o_sx) * P.o_col + P.o_off;
+        }
+        out_base[m] = o;
+    }
+}
+
+// The lean tiles' epilogue, last: the staged tile Cs (rounded; [nn][m] for NCHW) written,
+// NHWC in 16-byte chunks along channels where they are whole and aligned, else element by
+// element.
+template <typename T, int L, int BM, int THREADS>
+GO_DEV void go_tc_vec_write(const GoTcProblem& P, const typename GoTcTraits<T>::S* Cs,
+                            const go_i64* out_base, T* __restrict__ out, go_i64 n_base) {
+    constexpr int VEC = GoTcGeom<T>::VEC, CLD = GoTcGeom<T>::CLD;
+    const bool ovec = L != GO_LAYOUT_NCHW && P.nlen % VEC == 0 && P.o_col % VEC == 0 &&
+                      P.o_off % VEC == 0 && reinterpret_cast<uintptr_t>(out) % 16 == 0;
+    if (ovec) {
+        for (int idx = threadIdx.x; idx < BM * (TC_BN / VEC); idx += THREADS) {
+            const int m = idx / (TC_BN / VEC), nn = (idx % (TC_BN / VEC)) * VEC;
+            const go_i64 ob = out_base[m];
+            if (ob < 0 || n_base + nn >= P.nlen) continue;
+            go_copy16(out + ob + n_base + nn, Cs + m * CLD + nn);
+        }
+    } else {
+        go_tc_write_tile<T, L, BM, THREADS>(P, Cs, out_base, out, n_base);
+    }
+}
+
 // One block tile as go_tc_tile's, for parameters where go_tc_vec_params_ok holds: BM pixels
 // (TC_BM, or GO_TC_WIDE_TILE_M / GO_TC_TALL_TILE_M for the wide / tall kernels) x TC_BN
 // channels, THREADS threads (one warp per WM x TC_WN warp tile), a STAGES-deep pipeline.
@@ -993,7 +1095,6 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     typedef typename Tr::S S;
     constexpr int BK = Tr::BK, VEC = GoTcGeom<T>::VEC, LD = GoTcGeom<T>::LD;
     constexpr int LDKN = GoTcGeom<T>::LDKN;
-    constexpr int CLD = GoTcGeom<T>::CLD;
     constexpr int KCH = BK / VEC;  // 16-byte chunks per row of a stage
     constexpr bool NC = L == GO_LAYOUT_NCHW;
     // A stage's row stride in S: LD (80-byte rows), or for the wgmma tile (WG) 64-byte rows
@@ -1068,26 +1169,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
 #pragma unroll
     for (int r = 0; r < NR; ++r) {
         const int m = NC ? t % BM : t / TPR + r * (THREADS / TPR);
-        const go_i64 pix = m_base + m;
-        unsigned img = 0, a = 0, b = 0;
-        if (pix < P.npix) go_tc_pixel(P, (unsigned)pix, &img, &a, &b);
-        const go_i64 y = a * P.a_sy, x = b * P.a_sx;
-        arow[r] = src + (go_i64)img * P.a_n + P.a_off + (go_i64)y * P.a_row +
-                  (go_i64)x * P.a_col + akg * P.a_j;
-        unsigned ym = 0, xm = 0;
-        for (int iy = 0; iy < nty; ++iy) {
-            const go_i64 sy = y + P.ty0 + iy * P.tdy;
-            if (sy >= 0 && sy < P.a_h) ym |= 1u << iy;
-        }
-        for (int ix = 0; ix < ntx; ++ix) {
-            const go_i64 sx = x + P.tx0 + ix * P.tdx;
-            if (sx >= 0 && sx < P.a_w) xm |= 1u << ix;
-        }
-        unsigned mk = 0;  // tap i = iy * ntx + ix: row iy's taps are xm shifted to iy * ntx
-        if (pix < P.npix)
-            for (int iy = 0; iy < nty; ++iy)
-                if ((ym >> iy) & 1u) mk |= xm << (iy * ntx);
-        amask[r] = mk;
+        go_tc_vec_arow(P, src, m_base + m, akg, nty, ntx, arow[r], amask[r]);
     }
     // B: [nn][k] rows t / KCH (+ THREADS / KCH), VEC consecutive k; or [k][nn] (BKN)
     // row k = t / (TC_BN / VEC) (+ THREADS / (TC_BN / VEC)), VEC consecutive nn. A
@@ -1125,17 +1207,10 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     GoTcAcc<T, WM, WN> acc;
     go_tc_acc_zero<T, WM, WN>(acc);
 
-    // The cursor: the current tap's column index ix and first channel j0; the chunk's A and
-    // B offsets atap (NHWC: + j0), btap (backprop_input: + j0); bit 0 of amask[r] says
-    // whether the current tap lands inside (shifted out tap by tap). Advanced by additions
-    // (the tap steps from P), in unsigned (wrapping) arithmetic: a tap outside the source
-    // may pass 32 bits on the way, every tap that is read lands within one image
-    // (go_tc_vec_params_ok), so its offset is exact.
+    // The cursor (GoTcVecCursor).
     const int jlen = (int)P.jlen;
     const int kiters = (int)P.ntaps * (jlen / BK);
-    int j0 = 0, ix = 0;
-    unsigned atap = (unsigned)(P.ty0 * P.a_row + P.tx0 * P.a_col);
-    unsigned btap = (unsigned)(P.ky0 * P.b_ky + P.kx0 * P.b_kx);
+    GoTcVecCursor cur(P);
     // NCHW: the chunk's A elements, loaded by one iteration's gather and stored to their
     // stage by the next iteration's put (their latency hidden behind a stage of mma); 16-bit
     // ones one per 32-bit register, as loaded.
@@ -1145,15 +1220,15 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         S* as = As + stage * BM * SLD;
         S* bs = Bs + stage * TC_BN * SLD;
         // backprop_input's B (HWIO, [nn][k]) has k = o contiguous (b_j = 1).
-        const int boff = (int)(BKN ? btap : btap + j0);
+        const int boff = (int)(BKN ? cur.btap : cur.btap + cur.j0);
         if constexpr (NC) {
             const bool in = (amask[0] & 1u) != 0;
-            const T* sp = arow[0] + (int)atap;
+            const T* sp = arow[0] + (int)cur.atap;
             const int aj = (int)P.a_j;
 #pragma unroll
             for (int e = 0; e < AE; ++e) av[e] = in ? go_bits(go_ldg(sp + e * aj)) : 0;
         } else {
-            const int aoff = (int)(atap + j0);
+            const int aoff = (int)(cur.atap + cur.j0);
 #pragma unroll
             for (int r = 0; r < NR; ++r) {
                 const bool in = (amask[r] & 1u) != 0;
@@ -1203,25 +1278,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
             }
         }
     };
-    auto advance = [&]() {
-        j0 += BK;
-        if (BKN) btap += (unsigned)(BK * P.b_j);  // the forward's B: k = c, stride b_j
-        if (NC) atap += (unsigned)(BK * P.a_j);   // NCHW's A: k = a channel plane
-        if (j0 < jlen) return;
-        if (BKN) btap -= (unsigned)(jlen * P.b_j);
-        if (NC) atap -= (unsigned)(jlen * P.a_j);
-        j0 = 0;
-#pragma unroll
-        for (int r = 0; r < NR; ++r) amask[r] >>= 1;
-        if (++ix == ntx) {
-            ix = 0;
-            atap += (unsigned)(P.tdy * P.a_row - (P.ntx - 1) * P.tdx * P.a_col);
-            btap += (unsigned)(P.pky * P.b_ky - (P.ntx - 1) * P.pkx * P.b_kx);
-        } else {
-            atap += (unsigned)(P.tdx * P.a_col);
-            btap += (unsigned)(P.pkx * P.b_kx);
-        }
-    };
+    auto advance = [&]() { cur.advance<BK, BKN, NC, NR>(P, jlen, ntx, amask); };
 
 #if GO_HAS_WGMMA
     // The wgmma tile: the warpgroup's wgmma of stage s, after the barrier that published
@@ -1332,38 +1389,147 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     go_cp_async_wait<0>();
     __syncthreads();
 
-    // Epilogue: round once, stage the tile ([nn][m] for NCHW), write NHWC in 16-byte chunks
-    // along channels where they are whole and aligned, else element by element. The
-    // output offset of each tile row (-1: past the last pixel) is taken here, not before
-    // the main loop, where it would hold registers.
-    for (int m = t; m < BM; m += THREADS) {
-        const go_i64 pix = m_base + m;
-        go_i64 o = -1;
-        if (pix < P.npix) {
-            unsigned img, a, b;
-            go_tc_pixel(P, (unsigned)pix, &img, &a, &b);
-            o = (go_i64)img * P.o_n + (P.o_y0 + (go_i64)a * P.o_sy) * P.o_row +
-                (P.o_x0 + (go_i64)b * P.o_sx) * P.o_col + P.o_off;
-        }
-        out_base[m] = o;
-    }
+    // Epilogue: round once, stage the tile ([nn][m] for NCHW), write it (go_tc_vec_write).
+    go_tc_vec_out_rows<BM, THREADS>(P, m_base, out_base);
     S* Cs = reinterpret_cast<S*>(smem);
     go_tc_stage_acc<T, WM, NC ? BM : 0, WN>(acc, Cs, wm, wn, lane);
     __syncthreads();
-    const bool ovec = !NC && P.nlen % VEC == 0 && P.o_col % VEC == 0 && P.o_off % VEC == 0 &&
-                      reinterpret_cast<uintptr_t>(out) % 16 == 0;
-    if (ovec) {
-        for (int idx = t; idx < BM * (TC_BN / VEC); idx += THREADS) {
-            const int m = idx / (TC_BN / VEC), nn = (idx % (TC_BN / VEC)) * VEC;
-            const go_i64 ob = out_base[m];
-            if (ob < 0 || n_base + nn >= P.nlen) continue;
-            go_copy16(out + ob + n_base + nn, Cs + m * CLD + nn);
-        }
-    } else {
-        go_tc_write_tile<T, L, BM, THREADS>(P, Cs, out_base, out, n_base);
-    }
+    go_tc_vec_write<T, L, BM, THREADS>(P, Cs, out_base, out, n_base);
     __syncthreads();  // the next tile's prologue overwrites Cs and out_base
 }
+
+#if GO_HAS_WGMMA
+// The warp-specialized wgmma tile (GO_TC_WGMMA_WS; 16-bit NHWC, sm_90a images and the
+// emulator): the wgmma tile's 128 x TC_BN block tile and arithmetic on two consumer
+// warpgroups (warps 0-7: warpgroup g's m64n64 is rows 64g.., as go_tc_stage_wgmma reads
+// them), fed by a producer warpgroup (warps 8-11) that does every copy, so no block barrier
+// sits in the main loop. ncu put the wgmma tile's time on its operand staging, not on the
+// tensor cores (an H200, 2026-12-04: 85 warp instructions a wgmma, barrier stalls 1.22 an
+// issued instruction, BENCHMARKS.md): here the consumers issue waits, wgmma and arrivals
+// only, and the producer runs up to GO_TC_WS_STAGES chunks ahead of them. Per stage s two
+// mbarriers: full[s] (GO_TC_WS_PRODUCER_THREADS arrivals a phase, each producer thread's
+// cp.async.mbarrier.arrive.noinc: its copies of the stage have landed) and empty[s] (8 a
+// phase, one a consumer warp once wait_group has retired the stage's wgmma group). Chunk k
+// of the block (counted across its tiles: *step) uses stage k % STAGES for its (k /
+// STAGES)-th time: the consumers wait for that phase of full (parity (k / STAGES) & 1), the
+// producer, for k >= STAGES, for the phase of empty that released chunk k - STAGES. The
+// producer's copies as go_tc_tile_vec's NHWC ones at THREADS = GO_TC_WS_PRODUCER_THREADS
+// (four rows and two B chunks a thread); the epilogue as its, the stages' memory reused
+// once every chunk is consumed. Same chunks, same wgmma in the same order on the same
+// accumulators as the wgmma tile: the same bits.
+template <typename T, bool BKN>
+GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
+                          const T* __restrict__ w, T* __restrict__ out, go_i64 m_base,
+                          go_i64 n_base, unsigned char* smem, go_i64* out_base, uint64_t* full,
+                          uint64_t* empty, unsigned* step) {
+    typedef GoTcTraits<T> Tr;
+    typedef typename Tr::S S;
+    static_assert(sizeof(S) == 2, "16-bit types");
+    constexpr int BK = Tr::BK, VEC = GoTcGeom<T>::VEC, KCH = BK / VEC, SLD = BK;
+    constexpr int BM = GO_TC_WIDE_TILE_M, STAGES = GO_TC_WS_STAGES;
+    constexpr int CT = GO_TC_WS_PRODUCER_THREADS, MMA_THREADS = GO_TC_WS_THREADS - CT;
+    constexpr int TPR = KCH;             // threads per A row of a stage (one chunk each)
+    constexpr int NR = BM * KCH / CT;    // A rows (pixels) per producer thread
+    constexpr int NB = TC_BN * KCH / CT;  // B chunks per producer thread
+    static_assert(MMA_THREADS == 2 * 128 && BM == 2 * 64 && NR * CT == BM * KCH &&
+                      NB * CT == TC_BN * KCH && (CT / TPR) % 8 == 0 &&
+                      (!BKN || (CT / (TC_BN / VEC)) % 8 == 0) && KCH == 4,
+                  "two m64n64 warpgroups; a producer thread's rows (and [k][nn] B rows) a "
+                  "multiple of the swizzle's 8-row period apart");
+    S* As = reinterpret_cast<S*>(smem);
+    S* Bs = reinterpret_cast<S*>(smem + STAGES * BM * SLD * (int)sizeof(S));
+    auto sdst = [](int r, int c) { return r * SLD + (c ^ ((r >> 1) & 3)) * VEC; };
+    const int kiters = (int)P.ntaps * ((int)P.jlen / BK);
+    const unsigned k0 = *step;
+    *step = k0 + (unsigned)kiters;
+    if (threadIdx.x >= MMA_THREADS) {
+        // The producer: rows pt / TPR + 32 r, chunk pt % TPR; B as go_tc_tile_vec's.
+        const int pt = threadIdx.x - MMA_THREADS;
+        const T* arow[NR];
+        unsigned amask[NR];
+        const int nty = (int)(P.ntaps / P.ntx), ntx = (int)P.ntx;
+#pragma unroll
+        for (int r = 0; r < NR; ++r)
+            go_tc_vec_arow(P, src, m_base + pt / TPR + r * (CT / TPR), (pt % TPR) * VEC, nty,
+                           ntx, arow[r], amask[r]);
+        const int adst = sdst(pt / TPR, pt % TPR);
+        constexpr int ADST1 = (CT / TPR) * SLD;
+        const int bdst = BKN ? sdst((pt % (TC_BN / VEC)) / 4 * BK + pt / (TC_BN / VEC),
+                                    (pt % (TC_BN / VEC)) % 4)
+                             : sdst(pt / KCH, pt % KCH);
+        constexpr int BDST1 = BKN ? (CT / (TC_BN / VEC)) * SLD : (CT / KCH) * SLD;
+        bool bin[NB];
+        const T* brow = w;
+#pragma unroll
+        for (int r = 0; r < NB; ++r) {
+            const int q = pt + CT * r;
+            const int bk = BKN ? q / (TC_BN / VEC) : (q % KCH) * VEC;
+            const int bn = BKN ? (q % (TC_BN / VEC)) * VEC : q / KCH;
+            bin[r] = n_base + bn < P.nlen;
+            if (r == 0) brow = w + P.b_off + bk * P.b_j + (n_base + bn) * P.b_n;
+        }
+        const int brow1 = (int)(BKN ? (CT / (TC_BN / VEC)) * P.b_j : (CT / KCH) * P.b_n);
+        const int jlen = (int)P.jlen;
+        GoTcVecCursor cur(P);
+        unsigned s = k0 % STAGES, ph = (k0 / STAGES) & 1;
+        for (int it = 0; it < kiters; ++it) {
+            // The stage's last chunk (k - STAGES) released: the phase of empty before ph.
+            if (k0 + it >= (unsigned)STAGES) go_mbar_wait(&empty[s], ph ^ 1);
+            S* as = As + s * BM * SLD;
+            S* bs = Bs + s * TC_BN * SLD;
+            const int aoff = (int)(cur.atap + cur.j0);
+            const int boff = (int)(BKN ? cur.btap : cur.btap + cur.j0);
+#pragma unroll
+            for (int r = 0; r < NR; ++r) {
+                const bool in = (amask[r] & 1u) != 0;
+                go_tc_vec_copy16<1>(as + adst + r * ADST1, in ? arow[r] + aoff : w, in ? 16 : 0);
+            }
+#pragma unroll
+            for (int r = 0; r < NB; ++r)
+                go_tc_vec_copy16<2>(bs + bdst + r * BDST1, bin[r] ? brow + (boff + r * brow1) : w,
+                                    bin[r] ? 16 : 0);
+            go_cp_async_mbar_arrive_noinc(&full[s]);
+            cur.advance<BK, BKN, false, NR>(P, jlen, ntx, amask);
+            if (++s == STAGES) {
+                s = 0;
+                ph ^= 1;
+            }
+        }
+    }
+    GoTcAcc<T, 16, 64> acc;
+    go_tc_acc_zero<T, 16, 64>(acc);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (threadIdx.x < MMA_THREADS) {
+        // The consumers: wait for the chunk's stage, its wgmma group issued, and once the
+        // group before it has retired (wait_group 1), that group's stage released.
+        unsigned s = k0 % STAGES, ph = (k0 / STAGES) & 1, s_prev = 0;
+        for (int it = 0; it < kiters; ++it) {
+            go_mbar_wait(&full[s], ph);
+            // The copies, visible to this thread through the barrier, visible to its wgmma.
+            go_fence_proxy_async_smem();
+            go_tc_stage_wgmma<T, BKN>(As + s * BM * SLD, Bs + s * TC_BN * SLD, warp / 4,
+                                      &acc[0][0][0]);
+            go_wgmma_wait<1>();
+            if (it >= 1 && lane == 0) go_mbar_arrive(&empty[s_prev]);
+            s_prev = s;
+            if (++s == STAGES) {
+                s = 0;
+                ph ^= 1;
+            }
+        }
+        go_wgmma_wait<0>();
+        if (kiters >= 1 && lane == 0) go_mbar_arrive(&empty[s_prev]);
+    }
+    // Every chunk consumed (and so every copy landed): the stages' memory takes the tile.
+    __syncthreads();
+    go_tc_vec_out_rows<BM, GO_TC_WS_THREADS>(P, m_base, out_base);
+    S* Cs = reinterpret_cast<S*>(smem);
+    if (threadIdx.x < MMA_THREADS) go_tc_stage_acc<T, 16, 0, 64>(acc, Cs, warp, 0, lane);
+    __syncthreads();
+    go_tc_vec_write<T, GO_LAYOUT_NHWC, BM, GO_TC_WS_THREADS>(P, Cs, out_base, out, n_base);
+    __syncthreads();  // the next tile's copies overwrite Cs and out_base
+}
+#endif  // GO_HAS_WGMMA
 
 // The tile kinds conv2d_tc_layout runs: the general go_tc_tile, the lean go_tc_tile_vec, the
 // lean tile GO_TC_WIDE_TILE_M pixels high on GO_TC_WIDE_THREADS threads (8 warps, 3 stages:
@@ -1385,19 +1551,26 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
 // the stages (40 KB of static shared memory; 128-pixel tiles with 3 stages would not fit 48
 // KB beside it; the forward's HWIO B gathered through registers and stored K-major); and 16-bit NCHW's, both ops (m64n64k16, the wgmma tile's operations; its A chunks
 // stored to the stage from registers as by the lean NCHW kernel, at the swizzled positions).
+// The warp-specialized wgmma tile (GO_TC_WGMMA_WS, go_tc_tile_ws): the wgmma tile's block
+// tile on GO_TC_WS_THREADS threads, GO_TC_WS_STAGES stages and their mbarriers.
 enum GoTcTileKind { GO_TC_GENERAL = 0, GO_TC_LEAN = 1, GO_TC_WIDE = 2, GO_TC_TALL = 3,
-                    GO_TC_SQUARE = 4, GO_TC_WGMMA = 5, GO_TC_WGMMA_LEAN = 6 };
+                    GO_TC_SQUARE = 4, GO_TC_WGMMA = 5, GO_TC_WGMMA_LEAN = 6,
+                    GO_TC_WGMMA_WS = 7 };
 template <int KIND> struct GoTcTileShape {
-    static constexpr bool WG = KIND == GO_TC_WGMMA || KIND == GO_TC_WGMMA_LEAN;
-    static constexpr int BM = KIND == GO_TC_WIDE || KIND == GO_TC_WGMMA ? GO_TC_WIDE_TILE_M
+    static constexpr bool WG =
+        KIND == GO_TC_WGMMA || KIND == GO_TC_WGMMA_LEAN || KIND == GO_TC_WGMMA_WS;
+    static constexpr int BM = KIND == GO_TC_WIDE || KIND == GO_TC_WGMMA || KIND == GO_TC_WGMMA_WS
+                                  ? GO_TC_WIDE_TILE_M
                               : KIND == GO_TC_TALL   ? GO_TC_TALL_TILE_M
                               : KIND == GO_TC_SQUARE ? GO_TC_SQUARE_TILE_M
                                                      : TC_BM;
     static constexpr int THREADS = KIND == GO_TC_WIDE || KIND == GO_TC_WGMMA ? GO_TC_WIDE_THREADS
-                                   : KIND == GO_TC_SQUARE ? GO_TC_SQUARE_THREADS
-                                                          : TC_THREADS;
-    static constexpr int STAGES =
-        KIND == GO_TC_LEAN || KIND == GO_TC_WGMMA_LEAN ? TC_VSTAGES : 3;
+                                   : KIND == GO_TC_SQUARE   ? GO_TC_SQUARE_THREADS
+                                   : KIND == GO_TC_WGMMA_WS ? GO_TC_WS_THREADS
+                                                            : TC_THREADS;
+    static constexpr int STAGES = KIND == GO_TC_LEAN || KIND == GO_TC_WGMMA_LEAN ? TC_VSTAGES
+                                  : KIND == GO_TC_WGMMA_WS                     ? GO_TC_WS_STAGES
+                                                                               : 3;
     static constexpr int WM =
         KIND == GO_TC_TALL || KIND == GO_TC_SQUARE ? GO_TC_TALL_WARP_M : WG ? 16 : TC_WM;
     static constexpr int WN = KIND == GO_TC_SQUARE || WG ? GO_TC_SQUARE_WARP_N : TC_WN;
@@ -1414,9 +1587,10 @@ template <int KIND> struct GoTcTileShape {
 // (backprop_input; forward has one). Block: the tile kind's threads. The (phase, group)
 // problem lives in shared memory: its ~30 offsets and strides would otherwise occupy
 // registers the accumulators need.
+// GO_TC_WGMMA_WS: bars, its stages' full then empty mbarriers.
 template <typename T, int L, bool FWD, bool BKN, bool TF32, int KIND = GO_TC_GENERAL>
 GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64* out_base,
-                             GoTcProblem* Ps) {
+                             GoTcProblem* Ps, [[maybe_unused]] uint64_t* bars = nullptr) {
     typedef GoTcTileShape<KIND> Sh;
     const T* __restrict__ src = reinterpret_cast<const T*>(FWD ? p.x : p.y);
     const T* __restrict__ w = reinterpret_cast<const T*>(p.w);
@@ -1424,6 +1598,15 @@ GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64*
     const go_i64 nlen = FWD ? p.co / p.groups : p.ci / p.groups;
     const go_i64 ntiles = (nlen + TC_BN - 1) / TC_BN;
     const go_i64 phases = FWD ? 1 : go_conv_phase_count(p);
+    // The ws tile's chunks so far (every thread runs every tile: the same count in each).
+    [[maybe_unused]] unsigned ws_step = 0;
+    if constexpr (KIND == GO_TC_WGMMA_WS) {
+        if (threadIdx.x == 0)  // (published by the loop's first barrier)
+            for (int s = 0; s < GO_TC_WS_STAGES; ++s) {
+                go_mbar_init(&bars[s], GO_TC_WS_PRODUCER_THREADS);
+                go_mbar_init(&bars[GO_TC_WS_STAGES + s], (GO_TC_WS_THREADS - GO_TC_WS_PRODUCER_THREADS) / 32);
+            }
+    }
     for (go_i64 ph = blockIdx.z; ph < phases; ph += gridDim.z) {
         for (go_i64 gn = blockIdx.y; gn < p.groups * ntiles; gn += gridDim.y) {
             const go_i64 g = gn / ntiles, n_base = (gn % ntiles) * TC_BN;
@@ -1433,6 +1616,12 @@ GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64*
             __syncthreads();
             const go_i64 mtiles = (Ps->npix + Sh::BM - 1) / Sh::BM;
             for (go_i64 mt = blockIdx.x; mt < mtiles; mt += gridDim.x) {
+#if GO_HAS_WGMMA
+                if constexpr (KIND == GO_TC_WGMMA_WS)
+                    go_tc_tile_ws<T, BKN>(*Ps, src, w, out, mt * Sh::BM, n_base, smem, out_base,
+                                          bars, bars + GO_TC_WS_STAGES, &ws_step);
+                else
+#endif
                 if constexpr (KIND != GO_TC_GENERAL)
                     go_tc_tile_vec<T, L, BKN, TF32, Sh::BM, Sh::THREADS, Sh::STAGES, Sh::WM,
                                    Sh::ACC, Sh::WN, Sh::WG>(*Ps, src, w, out, mt * Sh::BM,
@@ -1488,7 +1677,7 @@ GO_DEV void conv2d_tc_entry(const GoConvParams& p, unsigned char* smem, go_i64* 
 // should not have made traps.
 template <typename T, bool FWD, int L, int KIND>
 GO_DEV void conv2d_tc_vec_entry(const GoConvParams& p, unsigned char* smem, go_i64* out_base,
-                                GoTcProblem* Ps) {
+                                GoTcProblem* Ps, uint64_t* bars = nullptr) {
     const uint64_t src = FWD ? p.x : p.y;
     if (p.layout != L || !go_tc_vec_params_ok<T>(p, FWD) || src % 16 != 0 || p.w % 16 != 0)
         go_trap();
@@ -1498,7 +1687,7 @@ GO_DEV void conv2d_tc_vec_entry(const GoConvParams& p, unsigned char* smem, go_i
             return;
         }
     }
-    conv2d_tc_layout<T, L, FWD, FWD, false, KIND>(p, smem, out_base, Ps);
+    conv2d_tc_layout<T, L, FWD, FWD, false, KIND>(p, smem, out_base, Ps, bars);
 }
 // The lean kernels' shared memory: the tile kind's stages, or the epilogue tile where that
 // is larger.
@@ -1552,6 +1741,18 @@ GO_TC_VEC_BODY(conv2d_forward_tc_vec_wgmma_body, true, GO_LAYOUT_NHWC,
 GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_nchw_wgmma_body, false, GO_LAYOUT_NCHW,
                GO_TC_WGMMA_LEAN)
 GO_TC_VEC_BODY(conv2d_forward_tc_vec_nchw_wgmma_body, true, GO_LAYOUT_NCHW, GO_TC_WGMMA_LEAN)
+// The warp-specialized wgmma kernels (16-bit NHWC, both ops): the stages' mbarriers beside.
+#define GO_TC_WS_BODY(NAME, FWD)                                                       \
+    template <typename T>                                                              \
+    GO_DEV void NAME(const GoConvParams& p) {                                          \
+        GO_TC_VEC_SMEM(GO_TC_WGMMA_WS)                                                 \
+        __shared__ __align__(8) uint64_t bars[2 * GO_TC_WS_STAGES];                    \
+        conv2d_tc_vec_entry<T, FWD, GO_LAYOUT_NHWC, GO_TC_WGMMA_WS>(p, smem, out_base, \
+                                                                    &problem, bars);   \
+    }
+GO_TC_WS_BODY(conv2d_backprop_input_tc_vec_ws_body, false)
+GO_TC_WS_BODY(conv2d_forward_tc_vec_ws_body, true)
+#undef GO_TC_WS_BODY
 #endif
 #undef GO_TC_VEC_BODY
 template <typename T>
@@ -1596,6 +1797,9 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 // registers; f32: 41 KB of shared memory each; at four, 128 registers, ptxas spilled the f32
 // one 56 bytes).
 #define GO_TC_BOUNDS_WGMMA_LEAN __launch_bounds__(GO_TC_BLOCK_THREADS, 3)
+// The warp-specialized kernels: 12 warps, one block per SM (168 registers a thread; ptxas
+// takes 106-108 on sm_90a; at two blocks, 80, it spilled 48 bytes).
+#define GO_TC_BOUNDS_WS __launch_bounds__(GO_TC_WS_THREADS, 1)
 #else
 #define GO_TC_BOUNDS_4
 #define GO_TC_BOUNDS_3_90
@@ -1606,6 +1810,7 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 #define GO_TC_BOUNDS_SQUARE
 #define GO_TC_BOUNDS_WGMMA
 #define GO_TC_BOUNDS_WGMMA_LEAN
+#define GO_TC_BOUNDS_WS
 #endif
 // Every element type (the emulator's list is GO_DTYPES), 16-bit ones with bounds B16, f32
 // with B32, f64 with B64.
@@ -1686,6 +1891,12 @@ GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
                          __nv_bfloat16)
 GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
                          conv2d_forward_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA_LEAN, f32, float)
+// The warp-specialized kernels, 16-bit types.
+#define GO_TC_WS_INSTANTIATE(NAME, BODY)                                             \
+    GO_INSTANTIATE_SM90A_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_WS, f16, __half) \
+    GO_INSTANTIATE_SM90A_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_WS, bf16, __nv_bfloat16)
+GO_TC_WS_INSTANTIATE(conv2d_backprop_input_tc_vec_ws, conv2d_backprop_input_tc_vec_ws_body)
+GO_TC_WS_INSTANTIATE(conv2d_forward_tc_vec_ws, conv2d_forward_tc_vec_ws_body)
 #endif
 
 // ---------------------------------------------------------------------------------------

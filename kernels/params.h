@@ -66,6 +66,14 @@
 #define GO_TC_SQUARE_WARP_N 64
 #define GO_TC_SQUARE_THREADS 64
 #define GO_TC_STAGES 3
+/* The warp-specialized wgmma kernels (conv2d_{backprop_input,forward}_tc_vec_ws_<f16|bf16>,
+ * NHWC, compute_90a image): GO_TC_WIDE_TILE_M x GO_TC_TILE_N block tiles on
+ * GO_TC_WS_THREADS threads: two consumer warpgroups (wgmma only) and one producer warpgroup
+ * of GO_TC_WS_PRODUCER_THREADS (the cp.async copies) between GO_TC_WS_STAGES stages with
+ * mbarriers; launch as the other tensor-core kernels with those. */
+#define GO_TC_WS_THREADS 384
+#define GO_TC_WS_PRODUCER_THREADS 128
+#define GO_TC_WS_STAGES 3
 
 /* conv2d_backprop_filter_partial tile: GO_CONV_FILTER_TILE_M filter rows (ky, kx, ci) x
  * GO_CONV_FILTER_TILE_N output channels per block, reduction chunk GO_CONV_FILTER_TILE_K

@@ -3517,7 +3517,10 @@ fn wgmma_build_cases_of(build: EmuBuild, test: &str, dts: &[Dt]) {
             ran += 1;
         }
     }
+    // (The warp-specialized kernels take none of these builds' flags: the default build's
+    // tests run them.)
     for name in wgmma_kernels::conv()
+        .filter(|k| !wgmma_kernels::WS.contains(k))
         .filter(|k| dts.iter().any(|d| k.ends_with(&format!("_{}", d.suffix()))))
     {
         assert!(
@@ -3834,16 +3837,17 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                     );
                 }
             };
-            // The wide, tall, square and wgmma twins (16-bit NHWC; the forward has no wide
-            // one): 128-pixel tiles on 8 warps of the same warp tiles, on 4 warps of 64 x 32,
-            // on 2 of 64 x 64, or on 2 warpgroups of m64n64 wgmma (the wide launch; the
-            // forward's B N-major).
+            // The wide, tall, square, wgmma and ws twins (16-bit NHWC; the forward has no
+            // wide one): 128-pixel tiles on 8 warps of the same warp tiles, on 4 warps of 64 x
+            // 32, on 2 of 64 x 64, on 2 warpgroups of m64n64 wgmma (the wide launch; the
+            // forward's B N-major), or on those fed by a producer warpgroup through mbarriers.
             if layout == NHWC && dt.size() == 2 {
-                let twins: [(&str, Plan); 4] = [
+                let twins: [(&str, Plan); 5] = [
                     ("wide", launch::conv_tc_wide),
                     ("tall", launch::conv_tc_tall),
                     ("square", launch::conv_tc_square),
                     ("wgmma", launch::conv_tc_wide),
+                    ("ws", launch::conv_tc_ws),
                 ];
                 let twins = twins.iter().filter(|(kind, _)| !forward || *kind != "wide");
                 for &(kind, plan) in twins {

@@ -576,6 +576,55 @@ fn sm90a_image_holds_the_wgmma_kernels() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The warp-specialized wgmma kernels (`go_tc_tile_ws`) in the compute_90a image: each holds
+/// the stages' mbarrier protocol (the producer's wait on `empty` and cp.async arrival on
+/// `full`, the consumers' wait on `full` and arrivals on `empty`: two parity waits, one
+/// `.noinc` arrival, two plain arrivals) and two block barriers fewer than its wgmma twin
+/// (`_ws_` for `_wgmma_`), whose main loop takes two: none is left in the main loop.
+#[test]
+fn sm90a_ws_kernels_use_mbarriers() {
+    if kernels_or_skip("sm90a_ws_kernels_use_mbarriers").is_none() {
+        return;
+    }
+    let Some(&(_, ptx)) = built::PTX_IMAGES_SM90A.first() else {
+        println!("no compute_90a image in this build");
+        return;
+    };
+    let bars = barriers_per_entry(ptx);
+    let has = |pat: &'static str| lines_per_entry(ptx, move |l| l.trim_start().starts_with(pat));
+    let waits = has("mbarrier.try_wait.parity.shared.b64");
+    let noinc = has("cp.async.mbarrier.arrive.noinc.shared.b64");
+    let arrives = has("mbarrier.arrive.shared.b64");
+    for k in wgmma_kernels::WS {
+        let twin = k.replace("_ws_", "_wgmma_");
+        println!(
+            "{k}: {} bar.sync ({twin}: {}), {} try_wait, {} cp.async arrivals, {} arrivals",
+            bars[k],
+            bars[twin.as_str()],
+            waits[k],
+            noinc[k],
+            arrives[k]
+        );
+        assert_eq!(
+            (waits[k], noinc[k], arrives[k]),
+            (2, 1, 2),
+            "{k}: the mbarrier protocol"
+        );
+        assert_eq!(
+            bars[k] + 2,
+            bars[twin.as_str()],
+            "{k}: bar.sync beside {twin}"
+        );
+    }
+    for k in wgmma_kernels::WIDE {
+        assert_eq!(
+            (waits[k], noinc[k]),
+            (0, 0),
+            "{k}: mbarriers in a non-ws kernel"
+        );
+    }
+}
+
 /// `GO_TC_WGMMA_INFLIGHT=0` (kernels/conv_tc.cuh: the wgmma tiles' build-time alternative,
 /// which `scripts/gpu-check.sh --prebuild` with `REFILL_VARIANT=1` puts in the GPU bundle
 /// for a same-run comparison):
@@ -589,11 +638,17 @@ fn sm90a_wgmma_refill_first_build_assembles() {
     }
     let (dir, ptx_path) = nvcc_ptx("kernels/conv.cu", "90a", &["-DGO_TC_WGMMA_INFLIGHT=0"]);
     let ptx = std::fs::read_to_string(&ptx_path).unwrap();
-    // Issued after the refill: every wait drains the groups.
-    assert!(
-        !ptx.contains("wgmma.wait_group.sync.aligned 1;"),
-        "a wait_group 1 in the refill-first build"
-    );
+    // Issued after the refill: every wait drains the groups (but in the warp-specialized
+    // tile, which has no refill in its consumers' loop and leaves one group in flight in
+    // either build).
+    let waits1 = lines_per_entry(&ptx, |l| l.contains("wgmma.wait_group.sync.aligned 1;"));
+    for (k, n) in waits1 {
+        let ws = wgmma_kernels::WS.contains(&k);
+        assert!(
+            (n == 0) != ws,
+            "{k}: {n} wait_group 1 in the refill-first build"
+        );
+    }
     check_sm90a_wgmma_kernels(&ptx_path, "conv.compute_90a, GO_TC_WGMMA_INFLIGHT=0");
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -744,10 +799,12 @@ fn check_sm90a_wgmma_kernels(file: &Path, what: &str) {
             "{k} spills on sm_90a: {u:?}"
         );
         // Two 256-thread blocks per SM; the lean wgmma tile and the filter gradient's three
-        // of 128 threads (their bounds).
+        // of 128 threads; the warp-specialized tile one of 384 (their bounds).
         let (threads, blocks) =
             if wgmma_kernels::LEAN.contains(&k) || wgmma_kernels::FILTER.contains(&k) {
                 (128, 3)
+            } else if wgmma_kernels::WS.contains(&k) {
+                (384, 1)
             } else {
                 (WIDE_THREADS, 2)
             };

@@ -8,6 +8,7 @@ use super::params::{
     GO_CONV_TILE_P, GO_FILTER_HWIO, GO_LAYOUT_NCHW, GO_LAYOUT_NHWC, GO_POOL_TILE_SMEM,
     GO_RESIZE_TILE_SMEM, GO_TC_BLOCK_THREADS, GO_TC_SQUARE_THREADS, GO_TC_SQUARE_TILE_M,
     GO_TC_TALL_TILE_M, GO_TC_TILE_M, GO_TC_TILE_N, GO_TC_WIDE_THREADS, GO_TC_WIDE_TILE_M,
+    GO_TC_WS_THREADS,
 };
 
 /// Threads per block for every kernel but the tensor-core ones (`GO_TC_BLOCK_THREADS`)
@@ -468,6 +469,13 @@ pub fn conv_tc_tall(p: &GoConvParams, forward: bool) -> Option<Launch> {
 /// `GO_TC_SQUARE_TILE_M`-pixel tiles on `GO_TC_SQUARE_THREADS` threads.
 pub fn conv_tc_square(p: &GoConvParams, forward: bool) -> Option<Launch> {
     conv_tc_tiled(p, forward, (GO_TC_SQUARE_TILE_M, GO_TC_SQUARE_THREADS))
+}
+
+/// The warp-specialized wgmma kernels `conv2d_backprop_input_tc_vec_ws_*` (`forward` false)
+/// and `conv2d_forward_tc_vec_ws_*`: as [`conv_tc`] with `GO_TC_WIDE_TILE_M`-pixel tiles on
+/// `GO_TC_WS_THREADS` threads (two consumer warpgroups, one producer warpgroup).
+pub fn conv_tc_ws(p: &GoConvParams, forward: bool) -> Option<Launch> {
+    conv_tc_tiled(p, forward, (GO_TC_WIDE_TILE_M, GO_TC_WS_THREADS))
 }
 
 fn conv_tc_tiled(p: &GoConvParams, forward: bool, (tile_m, threads): (u32, u32)) -> Option<Launch> {

@@ -9,6 +9,15 @@ pub const WIDE: [&str; 4] = [
     "conv2d_forward_tc_vec_wgmma_bf16",
 ];
 
+/// The warp-specialized tile's, 16-bit NHWC: two consumer warpgroups and a producer
+/// warpgroup (one block of 384 per SM).
+pub const WS: [&str; 4] = [
+    "conv2d_backprop_input_tc_vec_ws_f16",
+    "conv2d_backprop_input_tc_vec_ws_bf16",
+    "conv2d_forward_tc_vec_ws_f16",
+    "conv2d_forward_tc_vec_ws_bf16",
+];
+
 /// The lean tile's, one warpgroup of 128 threads (three blocks per SM): f32 of both ops in
 /// both layouts, 16-bit NCHW of both ops.
 pub const LEAN: [&str; 8] = [
@@ -33,7 +42,7 @@ pub const FILTER: [&str; 2] = [
 // Not every test binary that includes this file uses each item.
 #[allow(dead_code)]
 pub fn conv() -> impl Iterator<Item = &'static str> {
-    WIDE.iter().chain(LEAN.iter()).copied()
+    WIDE.iter().chain(WS.iter()).chain(LEAN.iter()).copied()
 }
 
 /// Every wgmma kernel.
