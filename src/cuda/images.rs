@@ -164,8 +164,10 @@ pub fn conv_tensor_cores_for_all_dtypes() -> bool {
 /// picks the wgmma tile of every call it serves (16-bit NHWC: the two-warpgroup one; f32 of
 /// either layout, exact 3xTF32 and the TF32 opt-in, and 16-bit NCHW: the lean one-warpgroup
 /// one); it runs on compute capability 9.0 only (the compute_90a image), elsewhere its calls
-/// run the tall tile (16-bit NHWC) or the lean one. Every tile gives the same results bit for
-/// bit (the emulator: the same products summed in the same order). Read once per process.
+/// run the tall tile (16-bit NHWC) or the lean one. `ws`: the warp-specialized wgmma tile for
+/// 16-bit NHWC calls ([`ConvTcTile::Ws`]), otherwise as `wgmma`. Every tile gives the same
+/// results bit for bit (the emulator: the same products summed in the same order). Read once
+/// per process.
 pub const CONV_TC_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_TILE";
 
 /// The block tile of `conv2d_backprop_input` and `conv2d` calls on the lean tensor-core
@@ -216,12 +218,20 @@ pub enum ConvTcTile {
     /// by the GPU tests and compute-sanitizer; [`ConvTcTile::Auto`] picks it where it was
     /// faster there.
     Wgmma,
+    /// `conv2d_backprop_input_tc_vec_ws_*` and `conv2d_forward_tc_vec_ws_*` (compute_90a
+    /// image, compute capability 9.0; 16-bit NHWC calls only, the others as [`ConvTcTile::Wgmma`]):
+    /// the wgmma tile's block tile and arithmetic, warp-specialized: two consumer warpgroups
+    /// issue only mbarrier waits, the wgmma and their releases, a producer warpgroup does
+    /// every copy, up to three stages ahead, with no block barrier in the main loop (one
+    /// block of 384 threads per SM). Checked in the emulator; not yet run on a GPU, so
+    /// [`ConvTcTile::Auto`] never picks it.
+    Ws,
 }
 
 impl ConvTcTile {
     /// Whether calls under this tile may run a wgmma kernel (on a compute_90a device).
     pub fn may_be_wgmma(self) -> bool {
-        matches!(self, ConvTcTile::Auto | ConvTcTile::Wgmma)
+        matches!(self, ConvTcTile::Auto | ConvTcTile::Wgmma | ConvTcTile::Ws)
     }
 }
 
@@ -246,7 +256,8 @@ pub fn conv_tc_wgmma_available() -> bool {
 /// (`conv2d_forward_tc_vec_square_*`) or `wgmma` (`conv2d_forward_tc_vec_wgmma_*`, the filter
 /// read N-major by the tensor cores; f32 and 16-bit NCHW calls: the lean wgmma tile,
 /// `conv2d_forward_tc_vec{,_nchw}_wgmma_*`; compute capability 9.0 only, as
-/// [`ConvTcTile::Wgmma`]); the forward has no wide tile (`wide` reads as `tall`). Every tile
+/// [`ConvTcTile::Wgmma`]), `ws` (`conv2d_forward_tc_vec_ws_*`, [`ConvTcTile::Ws`]); the
+/// forward has no wide tile (`wide` reads as `tall`). Every tile
 /// gives the same results bit for bit (the emulator). Read once per process.
 pub const CONV_TC_FORWARD_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_FORWARD_TILE";
 
@@ -277,6 +288,7 @@ fn conv_tc_tile_reading(v: Option<&str>, forward: bool) -> ConvTcTile {
         (Some("wide"), false) => ConvTcTile::Wide,
         (Some("tall" | "wide"), _) => ConvTcTile::Tall,
         (Some("wgmma"), _) => ConvTcTile::Wgmma,
+        (Some("ws"), _) => ConvTcTile::Ws,
         _ => ConvTcTile::Auto,
     }
 }
@@ -506,6 +518,8 @@ mod tests {
         assert_eq!(forward("wide"), ConvTcTile::Tall);
         assert_eq!(forward("wgmma"), ConvTcTile::Wgmma);
         assert_eq!(conv_tc_tile_from_env(Some(" WGMMA")), ConvTcTile::Wgmma);
+        assert_eq!(conv_tc_tile_from_env(Some("ws")), ConvTcTile::Ws);
+        assert_eq!(forward("WS "), ConvTcTile::Ws);
         let filter = conv_tc_filter_tile_from_env;
         assert_eq!(filter(Some(" WGMMA\n")), ConvTcFilterTile::Wgmma);
         assert_eq!(filter(Some("Elementwise ")), ConvTcFilterTile::Elementwise);

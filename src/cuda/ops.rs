@@ -785,13 +785,19 @@ fn conv_tc_family_for(
         (true, false, 2) => env_tile,
         // f32 calls (either op, either layout) and 16-bit NCHW calls have one tile beside the
         // lean one: the lean wgmma tile.
-        (true, _, 4) if env_tile == ConvTcTile::Wgmma => ConvTcTile::Wgmma,
-        (true, true, 2) if env_tile == ConvTcTile::Wgmma => ConvTcTile::Wgmma,
+        // (The warp-specialized tile is 16-bit NHWC's only: as the wgmma tile elsewhere.)
+        (true, _, 4) | (true, true, 2)
+            if matches!(env_tile, ConvTcTile::Wgmma | ConvTcTile::Ws) =>
+        {
+            ConvTcTile::Wgmma
+        }
         _ => ConvTcTile::Lean,
     };
     let tile = match tile {
-        ConvTcTile::Wgmma if !sm90a && elem_bytes == 2 && !nchw => ConvTcTile::Tall,
-        ConvTcTile::Wgmma if !sm90a => ConvTcTile::Lean,
+        ConvTcTile::Wgmma | ConvTcTile::Ws if !sm90a && elem_bytes == 2 && !nchw => {
+            ConvTcTile::Tall
+        }
+        ConvTcTile::Wgmma | ConvTcTile::Ws if !sm90a => ConvTcTile::Lean,
         tile => tile,
     };
     match (forward, vec, nchw, tile) {
@@ -804,16 +810,23 @@ fn conv_tc_family_for(
         }
         (false, true, false, ConvTcTile::Square) => "conv2d_backprop_input_tc_vec_square",
         (false, true, false, ConvTcTile::Wgmma) => "conv2d_backprop_input_tc_vec_wgmma",
+        (false, true, false, ConvTcTile::Ws) => "conv2d_backprop_input_tc_vec_ws",
         (false, true, true, ConvTcTile::Wgmma) => "conv2d_backprop_input_tc_vec_nchw_wgmma",
         (false, true, true, _) => "conv2d_backprop_input_tc_vec_nchw",
         (true, false, _, _) => "conv2d_forward_tc",
         (true, true, false, ConvTcTile::Square) => "conv2d_forward_tc_vec_square",
         (true, true, false, ConvTcTile::Tall | ConvTcTile::Auto) => "conv2d_forward_tc_vec_tall",
         (true, true, false, ConvTcTile::Wgmma) => "conv2d_forward_tc_vec_wgmma",
+        (true, true, false, ConvTcTile::Ws) => "conv2d_forward_tc_vec_ws",
         (true, true, false, _) => "conv2d_forward_tc_vec",
         (true, true, true, ConvTcTile::Wgmma) => "conv2d_forward_tc_vec_nchw_wgmma",
         (true, true, true, _) => "conv2d_forward_tc_vec_nchw",
     }
+}
+
+/// Whether a conv family's kernels live in the compute_90a image (the wgmma tiles').
+fn conv_tc_family_is_sm90a(family: &str) -> bool {
+    family.ends_with("_wgmma") || family.ends_with("_ws")
 }
 
 /// [`ConvTcTile::Auto`]'s tile for a call with parameters `p` (`p.f32_precision` as it runs)
@@ -849,6 +862,8 @@ fn conv_tc_launch(
 ) -> Option<Launch> {
     if family.ends_with("_wgmma") && (elem_bytes == 4 || family.ends_with("_nchw_wgmma")) {
         launch::conv_tc(p, forward)
+    } else if family.ends_with("_ws") {
+        launch::conv_tc_ws(p, forward)
     } else if family.ends_with("_wide") || family.ends_with("_wgmma") {
         launch::conv_tc_wide(p, forward)
     } else if family.ends_with("_tall") {
@@ -987,7 +1002,7 @@ fn conv_backprop_input_raw<T: Element>(
         return Ok(());
     };
     let kernel = format!("{name}_{}", T::SUFFIX);
-    let f = if name.ends_with("_wgmma") {
+    let f = if conv_tc_family_is_sm90a(name) {
         function_sm90a(stream, OP, "conv", &kernel)?
     } else {
         function(stream, OP, "conv", &kernel)?
@@ -1183,7 +1198,7 @@ fn conv_forward_raw<T: Element>(
         return Ok(());
     };
     let kernel = format!("{name}_{}", T::SUFFIX);
-    let f = if name.ends_with("_wgmma") {
+    let f = if conv_tc_family_is_sm90a(name) {
         function_sm90a(stream, OP, "conv", &kernel)?
     } else {
         function(stream, OP, "conv", &kernel)?
@@ -2037,6 +2052,33 @@ mod tests {
             conv_tc_launch(&p, false, wg, 2).map(|l| (l.grid, l.block)),
             launch::conv_tc_wide(&p, false).map(|l| (l.grid, l.block))
         );
+        // The warp-specialized tile: 16-bit NHWC only, on its own launch (the wide grid,
+        // 384 threads), in the compute_90a image; elsewhere as the wgmma tile.
+        use ConvTcTile::Ws;
+        for forward in [false, true] {
+            let op = if forward { "forward" } else { "backprop_input" };
+            let ws = format!("conv2d_{op}_tc_vec_ws");
+            assert_eq!(fam(forward, 2, Ws, true), ws);
+            assert!(conv_tc_family_is_sm90a(&ws));
+            assert_eq!(
+                fam(forward, 2, Ws, false),
+                format!("conv2d_{op}_tc_vec_tall")
+            );
+            assert_eq!(fam(forward, 4, Ws, true), fam(forward, 4, Wgmma, true));
+            assert_eq!(
+                nchw_fam(forward, 2, Ws, true),
+                nchw_fam(forward, 2, Wgmma, true)
+            );
+            let l = conv_tc_launch(&p, forward, &ws, 2).expect("a launch");
+            let wide = launch::conv_tc_wide(&p, forward).unwrap();
+            assert_eq!(
+                (l.grid, l.block),
+                (wide.grid, (super::super::params::GO_TC_WS_THREADS, 1, 1))
+            );
+        }
+        assert!(!conv_tc_family_is_sm90a(
+            "conv2d_backprop_input_tc_vec_tall"
+        ));
     }
 
     /// The default tile ([`ConvTcTile::Auto`]) per call: on a compute_90a device the wgmma

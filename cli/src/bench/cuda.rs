@@ -475,6 +475,10 @@ fn bench_cuda_typed<T: Element>(
         ConvTcTile::Square => "square (128-pixel tiles on 2 warps of 64 x 64)",
         ConvTcTile::Lean => "64-pixel (4 warps of 32 x 32)",
         ConvTcTile::Wgmma => "wgmma (128-pixel tiles on 2 warpgroups of m64n64 wgmma)",
+        ConvTcTile::Ws => {
+            "warp-specialized wgmma (the wgmma tile's 2 warpgroups fed by a producer \
+             warpgroup through mbarriers)"
+        }
         ConvTcTile::Auto => "measured fastest per call (each row names its kernel)",
     };
     // Both GEMMs default to the tile measured fastest per call (each row's kernel says which).
@@ -490,15 +494,20 @@ fn bench_cuda_typed<T: Element>(
             gradops::cuda::conv_tc_forward_tile(),
         ),
     ] {
-        // A wgmma choice moves the op's 16-bit NCHW calls and f32 calls too (the lean wgmma
-        // tile).
-        let wgmma = tile == ConvTcTile::Wgmma;
+        // A wgmma choice (ws too) moves the op's 16-bit NCHW calls and f32 calls too (the
+        // lean wgmma tile).
+        let wgmma = matches!(tile, ConvTcTile::Wgmma | ConvTcTile::Ws);
         let others = "f32 (either layout) and f16/bf16 NCHW";
         if wgmma && !gradops::cuda::conv_tc_wgmma_available() {
             notes.push(format!(
-                "{env}=wgmma: this device or build has no compute_90a image (compute capability \
+                "{env}={}: this device or build has no compute_90a image (compute capability \
                  9.0 only): f16/bf16 NHWC {op} ran the {}, {others} the 64-pixel \
                  mma.sync one",
+                if tile == ConvTcTile::Ws {
+                    "ws"
+                } else {
+                    "wgmma"
+                },
                 tile_name(ConvTcTile::Tall),
             ));
         } else if tile != ConvTcTile::Auto {
