@@ -153,7 +153,7 @@ if [[ "$MODE" == prebuild ]]; then
   #   linked here against scripts/cuda-link-stubs.sh's stubs as CI does; on the GPU machine
   #   it needs libcublas/libcublasLt/libnvrtc/libcudart .so.13 and libcurand.so.10 on the
   #   library path (PyTorch's nvidia wheels carry most: see
-  #   bench/results/2026-12-04b-gpu-prepared/run.sh). Its own target folder, so the default
+  #   bench/results/2026-12-05b-gpu-prepared/run.sh). Its own target folder, so the default
   #   build's artifacts stay.
   if [[ "${CANDLE_VARIANT:-0}" == 1 ]]; then
     stub_lib="$(bash scripts/cuda-link-stubs.sh | tail -1)"
