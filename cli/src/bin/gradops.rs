@@ -95,7 +95,8 @@ fn info() {
             "cuda compute_90a images (compute capability 9.0 only: the wgmma conv tiles, by \
              default for the conv calls they were measured faster on; \
              GRADOPS_CUDA_CONV_TC_TILE=wgmma, GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma and \
-             GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma force them): {}",
+             GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma force them; =ws, the conv tiles' \
+             warp-specialized one for f16/bf16 NHWC, not yet timed): {}",
             sm90a.join(", ")
         );
     }
