@@ -1587,10 +1587,9 @@ template <int KIND> struct GoTcTileShape {
 // (backprop_input; forward has one). Block: the tile kind's threads. The (phase, group)
 // problem lives in shared memory: its ~30 offsets and strides would otherwise occupy
 // registers the accumulators need.
-// GO_TC_WGMMA_WS: bars, its stages' full then empty mbarriers.
 template <typename T, int L, bool FWD, bool BKN, bool TF32, int KIND = GO_TC_GENERAL>
 GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64* out_base,
-                             GoTcProblem* Ps, [[maybe_unused]] uint64_t* bars = nullptr) {
+                             GoTcProblem* Ps) {
     typedef GoTcTileShape<KIND> Sh;
     const T* __restrict__ src = reinterpret_cast<const T*>(FWD ? p.x : p.y);
     const T* __restrict__ w = reinterpret_cast<const T*>(p.w);
@@ -1598,15 +1597,6 @@ GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64*
     const go_i64 nlen = FWD ? p.co / p.groups : p.ci / p.groups;
     const go_i64 ntiles = (nlen + TC_BN - 1) / TC_BN;
     const go_i64 phases = FWD ? 1 : go_conv_phase_count(p);
-    // The ws tile's chunks so far (every thread runs every tile: the same count in each).
-    [[maybe_unused]] unsigned ws_step = 0;
-    if constexpr (KIND == GO_TC_WGMMA_WS) {
-        if (threadIdx.x == 0)  // (published by the loop's first barrier)
-            for (int s = 0; s < GO_TC_WS_STAGES; ++s) {
-                go_mbar_init(&bars[s], GO_TC_WS_PRODUCER_THREADS);
-                go_mbar_init(&bars[GO_TC_WS_STAGES + s], (GO_TC_WS_THREADS - GO_TC_WS_PRODUCER_THREADS) / 32);
-            }
-    }
     for (go_i64 ph = blockIdx.z; ph < phases; ph += gridDim.z) {
         for (go_i64 gn = blockIdx.y; gn < p.groups * ntiles; gn += gridDim.y) {
             const go_i64 g = gn / ntiles, n_base = (gn % ntiles) * TC_BN;
@@ -1616,12 +1606,6 @@ GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64*
             __syncthreads();
             const go_i64 mtiles = (Ps->npix + Sh::BM - 1) / Sh::BM;
             for (go_i64 mt = blockIdx.x; mt < mtiles; mt += gridDim.x) {
-#if GO_HAS_WGMMA
-                if constexpr (KIND == GO_TC_WGMMA_WS)
-                    go_tc_tile_ws<T, BKN>(*Ps, src, w, out, mt * Sh::BM, n_base, smem, out_base,
-                                          bars, bars + GO_TC_WS_STAGES, &ws_step);
-                else
-#endif
                 if constexpr (KIND != GO_TC_GENERAL)
                     go_tc_tile_vec<T, L, BKN, TF32, Sh::BM, Sh::THREADS, Sh::STAGES, Sh::WM,
                                    Sh::ACC, Sh::WN, Sh::WG>(*Ps, src, w, out, mt * Sh::BM,
@@ -1633,6 +1617,47 @@ GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64*
         }
     }
 }
+
+#if GO_HAS_WGMMA
+// conv2d_tc_layout for the warp-specialized tile (16-bit NHWC): bars holds its stages' full
+// then empty mbarriers, initialised here. Its loop state in 32 bits, which the parameters
+// allow (go_tc_vec_params_ok: the pixels and the phases below 2^31, the channel tiles below
+// 2^32): in 64 bits the kernel needed 106 registers and spilled at two blocks per SM (80).
+template <typename T, bool FWD>
+GO_DEV void conv2d_tc_ws_layout(const GoConvParams& p, unsigned char* smem, go_i64* out_base,
+                                GoTcProblem* Ps, uint64_t* bars) {
+    constexpr int BM = GoTcTileShape<GO_TC_WGMMA_WS>::BM;
+    const T* __restrict__ src = reinterpret_cast<const T*>(FWD ? p.x : p.y);
+    const T* __restrict__ w = reinterpret_cast<const T*>(p.w);
+    T* __restrict__ out = reinterpret_cast<T*>(FWD ? p.y : p.x);
+    const unsigned nlen = (unsigned)(FWD ? p.co / p.groups : p.ci / p.groups);
+    const unsigned ntiles = (nlen + TC_BN - 1) / TC_BN, gtiles = (unsigned)p.groups * ntiles;
+    const unsigned phases = FWD ? 1 : (unsigned)go_conv_phase_count(p);
+    if (threadIdx.x == 0)  // (published by the loop's first barrier)
+        for (int s = 0; s < GO_TC_WS_STAGES; ++s) {
+            go_mbar_init(&bars[s], GO_TC_WS_PRODUCER_THREADS);
+            go_mbar_init(&bars[GO_TC_WS_STAGES + s],
+                         (GO_TC_WS_THREADS - GO_TC_WS_PRODUCER_THREADS) / 32);
+        }
+    // The block's chunks so far (every thread runs every tile: the same count in each).
+    unsigned step = 0;
+    // (The forward has one phase: no loop state for it.)
+    for (unsigned ph = blockIdx.z; FWD ? ph == 0 : ph < phases; ph += FWD ? 1 : gridDim.z) {
+        for (unsigned gn = blockIdx.y; gn < gtiles; gn += gridDim.y) {
+            const unsigned g = gn / ntiles, n_base = (gn % ntiles) * TC_BN;
+            __syncthreads();  // every thread is done with the previous problem
+            if (threadIdx.x == 0)
+                *Ps = FWD ? go_tc_forward_problem<GO_LAYOUT_NHWC>(p, g)
+                          : go_tc_backprop_problem<GO_LAYOUT_NHWC>(p, ph, g);
+            __syncthreads();
+            const unsigned mtiles = (unsigned)((Ps->npix + BM - 1) / BM);
+            for (unsigned mt = blockIdx.x; mt < mtiles; mt += gridDim.x)
+                go_tc_tile_ws<T, FWD>(*Ps, src, w, out, mt * BM, n_base, smem, out_base, bars,
+                                      bars + GO_TC_WS_STAGES, &step);
+        }
+    }
+}
+#endif
 
 // Shared memory, declared once per entry point (both layouts use it): the pipeline's
 // stages (A then B; the epilogue tile reuses them), the epilogue's row offsets and the
@@ -1677,17 +1702,25 @@ GO_DEV void conv2d_tc_entry(const GoConvParams& p, unsigned char* smem, go_i64* 
 // should not have made traps.
 template <typename T, bool FWD, int L, int KIND>
 GO_DEV void conv2d_tc_vec_entry(const GoConvParams& p, unsigned char* smem, go_i64* out_base,
-                                GoTcProblem* Ps, uint64_t* bars = nullptr) {
+                                GoTcProblem* Ps, [[maybe_unused]] uint64_t* bars = nullptr) {
     const uint64_t src = FWD ? p.x : p.y;
     if (p.layout != L || !go_tc_vec_params_ok<T>(p, FWD) || src % 16 != 0 || p.w % 16 != 0)
         go_trap();
-    if constexpr (sizeof(T) == 4) {
-        if (p.f32_precision == GO_F32_PRECISION_TF32) {
-            conv2d_tc_layout<T, L, FWD, FWD, true, KIND>(p, smem, out_base, Ps);
-            return;
+#if GO_HAS_WGMMA
+    if constexpr (KIND == GO_TC_WGMMA_WS) {
+        static_assert(L == GO_LAYOUT_NHWC && sizeof(T) == 2, "16-bit NHWC");
+        conv2d_tc_ws_layout<T, FWD>(p, smem, out_base, Ps, bars);
+    } else
+#endif
+    {
+        if constexpr (sizeof(T) == 4) {
+            if (p.f32_precision == GO_F32_PRECISION_TF32) {
+                conv2d_tc_layout<T, L, FWD, FWD, true, KIND>(p, smem, out_base, Ps);
+                return;
+            }
         }
+        conv2d_tc_layout<T, L, FWD, FWD, false, KIND>(p, smem, out_base, Ps);
     }
-    conv2d_tc_layout<T, L, FWD, FWD, false, KIND>(p, smem, out_base, Ps, bars);
 }
 // The lean kernels' shared memory: the tile kind's stages, or the epilogue tile where that
 // is larger.
@@ -1797,9 +1830,10 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 // registers; f32: 41 KB of shared memory each; at four, 128 registers, ptxas spilled the f32
 // one 56 bytes).
 #define GO_TC_BOUNDS_WGMMA_LEAN __launch_bounds__(GO_TC_BLOCK_THREADS, 3)
-// The warp-specialized kernels: 12 warps, one block per SM (168 registers a thread; ptxas
-// takes 106-108 on sm_90a; at two blocks, 80, it spilled 48 bytes).
-#define GO_TC_BOUNDS_WS __launch_bounds__(GO_TC_WS_THREADS, 1)
+// The warp-specialized kernels: 12 warps, two blocks per SM (80 registers a thread: the
+// consumers' 32 accumulators, the producer's four row pointers and masks, and the loop state
+// in 32 bits, conv2d_tc_ws_layout).
+#define GO_TC_BOUNDS_WS __launch_bounds__(GO_TC_WS_THREADS, 2)
 #else
 #define GO_TC_BOUNDS_4
 #define GO_TC_BOUNDS_3_90

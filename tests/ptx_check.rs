@@ -799,12 +799,12 @@ fn check_sm90a_wgmma_kernels(file: &Path, what: &str) {
             "{k} spills on sm_90a: {u:?}"
         );
         // Two 256-thread blocks per SM; the lean wgmma tile and the filter gradient's three
-        // of 128 threads; the warp-specialized tile one of 384 (their bounds).
+        // of 128 threads; the warp-specialized tile two of 384 (their bounds).
         let (threads, blocks) =
             if wgmma_kernels::LEAN.contains(&k) || wgmma_kernels::FILTER.contains(&k) {
                 (128, 3)
             } else if wgmma_kernels::WS.contains(&k) {
-                (384, 1)
+                (384, 2)
             } else {
                 (WIDE_THREADS, 2)
             };

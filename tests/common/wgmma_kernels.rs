@@ -10,7 +10,7 @@ pub const WIDE: [&str; 4] = [
 ];
 
 /// The warp-specialized tile's, 16-bit NHWC: two consumer warpgroups and a producer
-/// warpgroup (one block of 384 per SM).
+/// warpgroup (two blocks of 384 per SM).
 pub const WS: [&str; 4] = [
     "conv2d_backprop_input_tc_vec_ws_f16",
     "conv2d_backprop_input_tc_vec_ws_bf16",
