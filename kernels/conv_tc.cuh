@@ -1399,6 +1399,50 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
 }
 
 #if GO_HAS_WGMMA
+// The warp-specialized tile's epilogue, by each consumer thread alone: its accumulators
+// (rows 16 warp + lane / 4 and 8 further, two adjacent channels per n8 fragment) rounded once
+// and stored straight to NHWC out, a channel pair a 32-bit store where whole and aligned,
+// else element by element. No staging tile and no block barrier, so the producer copies the
+// block's next tile while the consumers store this one. (A warp's store covers 16 bytes of
+// 8 pixel rows: sectors half used, merged in L2; the staged epilogue wrote 16-byte chunks,
+// after two block barriers.) The same rounding as go_tc_stage_acc: the same bits.
+// Pixel pix's output at channel n_base of its group (nullptr: past the last pixel).
+template <typename T>
+GO_DEV T* go_tc_ws_out_row(const GoTcProblem& P, T* __restrict__ out, go_i64 pix, go_i64 n_base) {
+    if (pix >= P.npix) return nullptr;
+    unsigned img, a, b;
+    go_tc_pixel(P, (unsigned)pix, &img, &a, &b);
+    return out + (go_i64)img * P.o_n + (P.o_y0 + (go_i64)a * P.o_sy) * P.o_row +
+           (P.o_x0 + (go_i64)b * P.o_sx) * P.o_col + P.o_off + n_base * P.o_c;
+}
+template <typename T>
+GO_DEV void go_tc_ws_store(const GoTcProblem& P, const GoTcAcc<T, 16, 64>& acc, T* const* orow,
+                           go_i64 n_base, int lane, bool pair) {
+    typedef typename GoTcTraits<T>::S S;
+    static_assert(sizeof(S) == 2 && GoTcTraits<T>::FM == 16 && GoTcTraits<T>::CE == 4,
+                  "16-bit types: one m16 fragment, rows g and g + 8");
+    const int tq = lane % 4;
+    const int nrem = (int)(P.nlen - n_base);  // channels of the tile inside the group
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        T* o = orow[h];
+        if (o == nullptr) continue;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            const int c = j * 8 + 2 * tq;
+            if (c >= nrem) continue;
+            const T lo = go_from_acc<T>(acc[0][j][2 * h]);
+            const T hi = go_from_acc<T>(acc[0][j][2 * h + 1]);
+            if (pair) {
+                go_store_pair(reinterpret_cast<S*>(o + c), go_bits(lo), go_bits(hi));
+            } else {
+                o[c * P.o_c] = lo;
+                if (c + 1 < nrem) o[(c + 1) * P.o_c] = hi;
+            }
+        }
+    }
+}
+
 // The warp-specialized wgmma tile (GO_TC_WGMMA_WS; 16-bit NHWC, sm_90a images and the
 // emulator): the wgmma tile's 128 x TC_BN block tile and arithmetic on two consumer
 // warpgroups (warps 0-7: warpgroup g's m64n64 is rows 64g.., as go_tc_stage_wgmma reads
@@ -1414,14 +1458,17 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
 // STAGES)-th time: the consumers wait for that phase of full (parity (k / STAGES) & 1), the
 // producer, for k >= STAGES, for the phase of empty that released chunk k - STAGES. The
 // producer's copies as go_tc_tile_vec's NHWC ones at THREADS = GO_TC_WS_PRODUCER_THREADS
-// (four rows and two B chunks a thread); the epilogue as its, the stages' memory reused
-// once every chunk is consumed. Same chunks, same wgmma in the same order on the same
-// accumulators as the wgmma tile: the same bits.
+// (four rows and two B chunks a thread). The consumers store their accumulators straight
+// from registers (go_tc_ws_store) and the tile ends without a block barrier: the producer
+// runs on into the block's next tile (its pipeline fill under this tile's last wgmma and
+// stores; W5's phases are 2 to 8 chunks a tile, ncu 2026-12-04: fill and epilogue weighed
+// most). Same chunks, same wgmma in the same order on the same accumulators, rounded the
+// same, as the wgmma tile: the same bits.
 template <typename T, bool BKN>
 GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
                           const T* __restrict__ w, T* __restrict__ out, go_i64 m_base,
-                          go_i64 n_base, unsigned char* smem, go_i64* out_base, uint64_t* full,
-                          uint64_t* empty, unsigned* step) {
+                          go_i64 n_base, unsigned char* smem, uint64_t* full, uint64_t* empty,
+                          unsigned* step) {
     typedef GoTcTraits<T> Tr;
     typedef typename Tr::S S;
     static_assert(sizeof(S) == 2, "16-bit types");
@@ -1496,13 +1543,20 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
             }
         }
     }
-    GoTcAcc<T, 16, 64> acc;
-    go_tc_acc_zero<T, 16, 64>(acc);
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (threadIdx.x < MMA_THREADS) {
+        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+        GoTcAcc<T, 16, 64> acc;
+        go_tc_acc_zero<T, 16, 64>(acc);
         // The consumers: wait for the chunk's stage, its wgmma group issued, and once the
         // group before it has retired (wait_group 1), that group's stage released.
         unsigned s = k0 % STAGES, ph = (k0 / STAGES) & 1, s_prev = 0;
+        // The epilogue's two output rows, taken here so that their divisions' latency goes
+        // under the first stage's wait rather than after the last wgmma.
+        T* orow[2];
+        for (int h = 0; h < 2; ++h)
+            orow[h] = go_tc_ws_out_row(P, out, m_base + warp * 16 + lane / 4 + 8 * h, n_base);
+        const bool pair = P.o_c == 1 && P.nlen % 2 == 0 && P.o_col % 2 == 0 && P.o_off % 2 == 0 &&
+                          reinterpret_cast<uintptr_t>(out) % 4 == 0;
         for (int it = 0; it < kiters; ++it) {
             go_mbar_wait(&full[s], ph);
             // The copies, visible to this thread through the barrier, visible to its wgmma.
@@ -1519,15 +1573,8 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
         }
         go_wgmma_wait<0>();
         if (kiters >= 1 && lane == 0) go_mbar_arrive(&empty[s_prev]);
+        go_tc_ws_store<T>(P, acc, orow, n_base, lane, pair);
     }
-    // Every chunk consumed (and so every copy landed): the stages' memory takes the tile.
-    __syncthreads();
-    go_tc_vec_out_rows<BM, GO_TC_WS_THREADS>(P, m_base, out_base);
-    S* Cs = reinterpret_cast<S*>(smem);
-    if (threadIdx.x < MMA_THREADS) go_tc_stage_acc<T, 16, 0, 64>(acc, Cs, warp, 0, lane);
-    __syncthreads();
-    go_tc_vec_write<T, GO_LAYOUT_NHWC, BM, GO_TC_WS_THREADS>(P, Cs, out_base, out, n_base);
-    __syncthreads();  // the next tile's copies overwrite Cs and out_base
 }
 #endif  // GO_HAS_WGMMA
 
@@ -1619,41 +1666,66 @@ GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64*
 }
 
 #if GO_HAS_WGMMA
-// conv2d_tc_layout for the warp-specialized tile (16-bit NHWC): bars holds its stages' full
-// then empty mbarriers, initialised here. Its loop state in 32 bits, which the parameters
-// allow (go_tc_vec_params_ok: the pixels and the phases below 2^31, the channel tiles below
-// 2^32): in 64 bits the kernel needed 106 registers and spilled at two blocks per SM (80).
+// The warp-specialized kernels' block state in shared memory: the stages' full and empty
+// mbarriers, the (phase, group) problem, and the block's position in the phase x channel
+// tile loop, which thread 0 advances between two block barriers: each thread keeps only
+// its pixel tile loop in registers (with the outer loops' state in registers too, the
+// direct-store epilogue's kernel spilled at two blocks per SM).
+struct GoTcWsBlock {
+    uint64_t full[GO_TC_WS_STAGES], empty[GO_TC_WS_STAGES];
+    GoTcProblem P;
+    unsigned ph, gn, n_base, live;  // live: 0 once the block's loops are done
+};
+// conv2d_tc_layout for the warp-specialized tile (16-bit NHWC). Same problems and tiles in
+// the same order as conv2d_tc_layout's loops over phases (z), group x channel tiles (y) and
+// pixel tiles (x). Its loop state in 32 bits, which the parameters allow
+// (go_tc_vec_params_ok: the pixels and the phases below 2^31, the channel tiles below 2^32):
+// in 64 bits the kernel needed 106 registers and spilled at two blocks per SM (80).
 template <typename T, bool FWD>
-GO_DEV void conv2d_tc_ws_layout(const GoConvParams& p, unsigned char* smem, go_i64* out_base,
-                                GoTcProblem* Ps, uint64_t* bars) {
+GO_DEV void conv2d_tc_ws_layout(const GoConvParams& p, unsigned char* smem, GoTcWsBlock* B) {
     constexpr int BM = GoTcTileShape<GO_TC_WGMMA_WS>::BM;
-    const T* __restrict__ src = reinterpret_cast<const T*>(FWD ? p.x : p.y);
-    const T* __restrict__ w = reinterpret_cast<const T*>(p.w);
-    T* __restrict__ out = reinterpret_cast<T*>(FWD ? p.y : p.x);
-    const unsigned nlen = (unsigned)(FWD ? p.co / p.groups : p.ci / p.groups);
-    const unsigned ntiles = (nlen + TC_BN - 1) / TC_BN, gtiles = (unsigned)p.groups * ntiles;
-    const unsigned phases = FWD ? 1 : (unsigned)go_conv_phase_count(p);
-    if (threadIdx.x == 0)  // (published by the loop's first barrier)
+    // Channel tiles a group (of nlen output channels).
+    auto ntiles = [](const GoConvParams& q) {
+        return ((unsigned)(FWD ? q.co / q.groups : q.ci / q.groups) + TC_BN - 1) / TC_BN;
+    };
+    if (threadIdx.x == 0) {  // (published by the loop's first barrier)
         for (int s = 0; s < GO_TC_WS_STAGES; ++s) {
-            go_mbar_init(&bars[s], GO_TC_WS_PRODUCER_THREADS);
-            go_mbar_init(&bars[GO_TC_WS_STAGES + s],
-                         (GO_TC_WS_THREADS - GO_TC_WS_PRODUCER_THREADS) / 32);
+            go_mbar_init(&B->full[s], GO_TC_WS_PRODUCER_THREADS);
+            go_mbar_init(&B->empty[s], (GO_TC_WS_THREADS - GO_TC_WS_PRODUCER_THREADS) / 32);
         }
+        B->ph = blockIdx.z;
+        B->gn = blockIdx.y;
+    }
     // The block's chunks so far (every thread runs every tile: the same count in each).
     unsigned step = 0;
-    // (The forward has one phase: no loop state for it.)
-    for (unsigned ph = blockIdx.z; FWD ? ph == 0 : ph < phases; ph += FWD ? 1 : gridDim.z) {
-        for (unsigned gn = blockIdx.y; gn < gtiles; gn += gridDim.y) {
-            const unsigned g = gn / ntiles, n_base = (gn % ntiles) * TC_BN;
-            __syncthreads();  // every thread is done with the previous problem
-            if (threadIdx.x == 0)
-                *Ps = FWD ? go_tc_forward_problem<GO_LAYOUT_NHWC>(p, g)
-                          : go_tc_backprop_problem<GO_LAYOUT_NHWC>(p, ph, g);
-            __syncthreads();
-            const unsigned mtiles = (unsigned)((Ps->npix + BM - 1) / BM);
-            for (unsigned mt = blockIdx.x; mt < mtiles; mt += gridDim.x)
-                go_tc_tile_ws<T, FWD>(*Ps, src, w, out, mt * BM, n_base, smem, out_base, bars,
-                                      bars + GO_TC_WS_STAGES, &step);
+    for (;;) {
+        __syncthreads();  // every thread is done with the previous problem
+        if (threadIdx.x == 0) {
+            const unsigned nt = ntiles(p), phases = FWD ? 1 : (unsigned)go_conv_phase_count(p);
+            B->live = B->ph < phases && B->gn < (unsigned)p.groups * nt;
+            if (B->live) {
+                B->n_base = B->gn % nt * TC_BN;
+                B->P = FWD ? go_tc_forward_problem<GO_LAYOUT_NHWC>(p, B->gn / nt)
+                           : go_tc_backprop_problem<GO_LAYOUT_NHWC>(p, B->ph, B->gn / nt);
+            }
+        }
+        __syncthreads();
+        // The producer's copies have all landed (the consumers waited for them) by the
+        // last pass's first barrier, before it exits.
+        if (!B->live) return;
+        const T* __restrict__ src = reinterpret_cast<const T*>(FWD ? p.x : p.y);
+        const T* __restrict__ w = reinterpret_cast<const T*>(p.w);
+        T* __restrict__ out = reinterpret_cast<T*>(FWD ? p.y : p.x);
+        const unsigned mtiles = (unsigned)((B->P.npix + BM - 1) / BM), n_base = B->n_base;
+        for (unsigned mt = blockIdx.x; mt < mtiles; mt += gridDim.x)
+            go_tc_tile_ws<T, FWD>(B->P, src, w, out, mt * BM, n_base, smem, B->full, B->empty,
+                                  &step);
+        // The next position (read by thread 0 alone, after the next barrier).
+        if (threadIdx.x == 0) {
+            if ((B->gn += gridDim.y) >= (unsigned)p.groups * ntiles(p)) {
+                B->gn = blockIdx.y;
+                B->ph += gridDim.z;
+            }
         }
     }
 }
@@ -1700,27 +1772,23 @@ GO_DEV void conv2d_tc_entry(const GoConvParams& p, unsigned char* smem, go_i64* 
 // forward's HWIO filter staged [k][nn]. For parameters where go_tc_vec_params_ok holds with
 // 16-byte aligned source and filter; the host picks them by the same rule, and a launch it
 // should not have made traps.
-template <typename T, bool FWD, int L, int KIND>
-GO_DEV void conv2d_tc_vec_entry(const GoConvParams& p, unsigned char* smem, go_i64* out_base,
-                                GoTcProblem* Ps, [[maybe_unused]] uint64_t* bars = nullptr) {
+template <typename T, bool FWD, int L>
+GO_DEV void go_tc_vec_check(const GoConvParams& p) {
     const uint64_t src = FWD ? p.x : p.y;
     if (p.layout != L || !go_tc_vec_params_ok<T>(p, FWD) || src % 16 != 0 || p.w % 16 != 0)
         go_trap();
-#if GO_HAS_WGMMA
-    if constexpr (KIND == GO_TC_WGMMA_WS) {
-        static_assert(L == GO_LAYOUT_NHWC && sizeof(T) == 2, "16-bit NHWC");
-        conv2d_tc_ws_layout<T, FWD>(p, smem, out_base, Ps, bars);
-    } else
-#endif
-    {
-        if constexpr (sizeof(T) == 4) {
-            if (p.f32_precision == GO_F32_PRECISION_TF32) {
-                conv2d_tc_layout<T, L, FWD, FWD, true, KIND>(p, smem, out_base, Ps);
-                return;
-            }
+}
+template <typename T, bool FWD, int L, int KIND>
+GO_DEV void conv2d_tc_vec_entry(const GoConvParams& p, unsigned char* smem, go_i64* out_base,
+                                GoTcProblem* Ps) {
+    go_tc_vec_check<T, FWD, L>(p);
+    if constexpr (sizeof(T) == 4) {
+        if (p.f32_precision == GO_F32_PRECISION_TF32) {
+            conv2d_tc_layout<T, L, FWD, FWD, true, KIND>(p, smem, out_base, Ps);
+            return;
         }
-        conv2d_tc_layout<T, L, FWD, FWD, false, KIND>(p, smem, out_base, Ps);
     }
+    conv2d_tc_layout<T, L, FWD, FWD, false, KIND>(p, smem, out_base, Ps);
 }
 // The lean kernels' shared memory: the tile kind's stages, or the epilogue tile where that
 // is larger.
@@ -1774,14 +1842,17 @@ GO_TC_VEC_BODY(conv2d_forward_tc_vec_wgmma_body, true, GO_LAYOUT_NHWC,
 GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_nchw_wgmma_body, false, GO_LAYOUT_NCHW,
                GO_TC_WGMMA_LEAN)
 GO_TC_VEC_BODY(conv2d_forward_tc_vec_nchw_wgmma_body, true, GO_LAYOUT_NCHW, GO_TC_WGMMA_LEAN)
-// The warp-specialized wgmma kernels (16-bit NHWC, both ops): the stages' mbarriers beside.
-#define GO_TC_WS_BODY(NAME, FWD)                                                       \
-    template <typename T>                                                              \
-    GO_DEV void NAME(const GoConvParams& p) {                                          \
-        GO_TC_VEC_SMEM(GO_TC_WGMMA_WS)                                                 \
-        __shared__ __align__(8) uint64_t bars[2 * GO_TC_WS_STAGES];                    \
-        conv2d_tc_vec_entry<T, FWD, GO_LAYOUT_NHWC, GO_TC_WGMMA_WS>(p, smem, out_base, \
-                                                                    &problem, bars);   \
+// The warp-specialized wgmma kernels (16-bit NHWC, both ops): the stages and the block state
+// (the epilogue stores from registers: no tile, no row offsets).
+#define GO_TC_WS_BODY(NAME, FWD)                                                 \
+    template <typename T>                                                        \
+    GO_DEV void NAME(const GoConvParams& p) {                                    \
+        static_assert(sizeof(T) == 2, "16-bit types");                           \
+        __shared__ __align__(GoTcTileShape<GO_TC_WGMMA_WS>::ALIGN) unsigned char \
+            smem[GoTcVecSmem<T, GO_TC_WGMMA_WS>::PIPE_BYTES];                    \
+        __shared__ GoTcWsBlock block;                                            \
+        go_tc_vec_check<T, FWD, GO_LAYOUT_NHWC>(p);                              \
+        conv2d_tc_ws_layout<T, FWD>(p, smem, &block);                            \
     }
 GO_TC_WS_BODY(conv2d_backprop_input_tc_vec_ws_body, false)
 GO_TC_WS_BODY(conv2d_forward_tc_vec_ws_body, true)

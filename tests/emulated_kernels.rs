@@ -3286,6 +3286,7 @@ fn emulated_conv2d_tensor_core() {
     }
     cases.extend(lean_tc_cases());
     cases.extend(multi_tile_tc_cases());
+    cases.extend(many_pixel_tc_cases());
     // Random cases on top.
     for case in 0..cases_count_tc() {
         let dt = DTS[case % DTS.len()];
@@ -3609,6 +3610,40 @@ fn multi_tile_tc_cases() -> Vec<TcCase> {
                 tf32: false,
             });
         }
+    }
+    cases
+}
+
+/// Past one 128-pixel tile a problem (16-bit NHWC, where the 128-pixel twins run): on the
+/// tiny grid each block runs several pixel tiles in a row (the ws tile's producer copying
+/// the next while its consumers store the last). Backprop_input with 5 channels a group (the
+/// ws tile's element stores) over two stride phases of 260 pixels; the forward with 24
+/// channels of 64 (a partial channel tile, channel-pair stores) over 288 pixels.
+fn many_pixel_tc_cases() -> Vec<TcCase> {
+    let mut cases = Vec::new();
+    for (i, dt) in [Dt::F16, Dt::BF16].into_iter().enumerate() {
+        let (cig, cog, groups, hi, wi, s) = if i == 0 {
+            (5, 32, 1, 20, 13, (2, 1))
+        } else {
+            (32, 24, 2, 12, 12, (1, 1))
+        };
+        cases.push(TcCase {
+            dt,
+            layout: NHWC,
+            oihw: false,
+            n: 2,
+            cig,
+            cog,
+            groups,
+            hi,
+            wi,
+            k: (3, 3),
+            s,
+            d: (1, 1),
+            pad: (1, 1, 1, 1),
+            exact: i == 0,
+            tf32: false,
+        });
     }
     cases
 }

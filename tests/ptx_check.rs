@@ -579,8 +579,10 @@ fn sm90a_image_holds_the_wgmma_kernels() {
 /// The warp-specialized wgmma kernels (`go_tc_tile_ws`) in the compute_90a image: each holds
 /// the stages' mbarrier protocol (the producer's wait on `empty` and cp.async arrival on
 /// `full`, the consumers' wait on `full` and arrivals on `empty`: two parity waits, one
-/// `.noinc` arrival, two plain arrivals) and two block barriers fewer than its wgmma twin
-/// (`_ws_` for `_wgmma_`), whose main loop takes two: none is left in the main loop.
+/// `.noinc` arrival, two plain arrivals) and two block barriers only, the ones around a new
+/// (phase, group) problem: none in the main loop (its wgmma twin, `_ws_` for `_wgmma_`, takes
+/// two there) and none in the epilogue (the twin's staged tile takes three; the consumers
+/// store from registers, so the producer runs on into the next tile).
 #[test]
 fn sm90a_ws_kernels_use_mbarriers() {
     if kernels_or_skip("sm90a_ws_kernels_use_mbarriers").is_none() {
@@ -610,10 +612,10 @@ fn sm90a_ws_kernels_use_mbarriers() {
             (2, 1, 2),
             "{k}: the mbarrier protocol"
         );
-        assert_eq!(
-            bars[k] + 2,
-            bars[twin.as_str()],
-            "{k}: bar.sync beside {twin}"
+        assert_eq!(bars[k], 2, "{k}: bar.sync (the problem's two)");
+        assert!(
+            bars[twin.as_str()] >= 2 + 2 + 3,
+            "{twin}: bar.sync (the problem's, the main loop's, the epilogue's)"
         );
     }
     for k in wgmma_kernels::WIDE {

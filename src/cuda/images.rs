@@ -222,9 +222,10 @@ pub enum ConvTcTile {
     /// image, compute capability 9.0; 16-bit NHWC calls only, the others as [`ConvTcTile::Wgmma`]):
     /// the wgmma tile's block tile and arithmetic, warp-specialized: two consumer warpgroups
     /// issue only mbarrier waits, the wgmma and their releases, a producer warpgroup does
-    /// every copy, up to three stages ahead, with no block barrier in the main loop (two
-    /// blocks of 384 threads per SM). Checked in the emulator; not yet run on a GPU, so
-    /// [`ConvTcTile::Auto`] never picks it.
+    /// every copy, up to three stages ahead, with no block barrier in the main loop or the
+    /// epilogue (the consumers store from registers while the producer copies the next
+    /// tile; two blocks of 384 threads per SM). Checked in the emulator; not yet run on a
+    /// GPU, so [`ConvTcTile::Auto`] never picks it.
     Ws,
 }
 
