@@ -1083,6 +1083,63 @@ GO_DEV void go_tc_vec_write(const GoTcProblem& P, const typename GoTcTraits<T>::
     }
 }
 
+// The lean tiles' B copies (go_tc_tile_vec, go_tc_tile_ws), copy thread t of THREADS: B
+// rows [nn][k] t / KCH (+ THREADS / KCH), VEC consecutive k; or [k][nn] (BKN) row k = t /
+// (TC_BN / VEC) (+ THREADS / (TC_BN / VEC)), VEC consecutive nn; or (BREG: the f32 wgmma
+// tile's [k][nn] B, gathered through registers) nn row t % TC_BN, k chunks t / TC_BN (+
+// THREADS / TC_BN). A chunk past the group's channels (nlen) is zero-filled for the whole
+// tile. Row r's filter pointer is row 0's plus r * row1; in a stage (row stride SLD, or
+// LDKN for [k][nn] outside the wgmma tiles) its chunk goes to dst + r * DST1: the wgmma
+// tiles' [k][nn] B (N-major): chunk c (8 nn) of k row k in row (c / 4) * BK + k of 64 bytes
+// (column c / 4 of atoms), chunk c % 4 of it, swizzled; THREADS / (TC_BN / VEC) k rows on
+// is a multiple of the swizzle's 8-row period, in the same column of atoms.
+// A lean tile's stage: the element offset of 16-byte chunk c of row r (the wgmma tiles:
+// 64-byte rows in the 64-byte swizzle of kernels/mma.cuh, chunk c at c ^ ((r >> 1) & 3)).
+template <typename T, bool WG>
+GO_DEV int go_tc_vec_sdst(int r, int c) {
+    constexpr int VEC = GoTcGeom<T>::VEC;
+    constexpr int SLD = WG ? GoTcTraits<T>::BK : GoTcGeom<T>::LD;
+    return WG ? r * SLD + (c ^ ((r >> 1) & 3)) * VEC : r * SLD + c * VEC;
+}
+template <typename T, bool BKN, bool WG, bool BREG, int THREADS>
+struct GoTcVecB {
+    typedef typename GoTcTraits<T>::S S;
+    static constexpr int BK = GoTcTraits<T>::BK, VEC = GoTcGeom<T>::VEC, KCH = BK / VEC;
+    static constexpr int SLD = WG ? BK : GoTcGeom<T>::LD, LDKN = GoTcGeom<T>::LDKN;
+    static constexpr int NB = TC_BN * KCH / THREADS;  // chunks per thread per stage
+    static_assert(NB * THREADS == TC_BN * KCH && NB <= 4, "whole B chunks");
+    static constexpr int DST1 =
+        BKN ? (THREADS / (TC_BN / VEC)) * (WG ? SLD : LDKN) : (THREADS / KCH) * SLD;
+    const T* row;
+    int row1, dst;
+    bool in[NB];
+    GO_DEV GoTcVecB(const GoTcProblem& P, const T* w, go_i64 n_base, int t) : row(w) {
+        dst = BKN ? (WG ? go_tc_vec_sdst<T, WG>((t % (TC_BN / VEC)) / 4 * BK + t / (TC_BN / VEC),
+                                                (t % (TC_BN / VEC)) % 4)
+                        : (t / (TC_BN / VEC)) * LDKN + (t % (TC_BN / VEC)) * VEC)
+                  : go_tc_vec_sdst<T, WG>(t / KCH, t % KCH);
+#pragma unroll
+        for (int r = 0; r < NB; ++r) {
+            const int q = t + THREADS * r;
+            const int bk = BREG ? (t / TC_BN) * VEC : BKN ? q / (TC_BN / VEC) : (q % KCH) * VEC;
+            const int bn = BREG ? t % TC_BN : BKN ? (q % (TC_BN / VEC)) * VEC : q / KCH;
+            in[r] = n_base + bn < P.nlen;
+            if (r == 0) row = w + P.b_off + bk * P.b_j + (n_base + bn) * P.b_n;
+        }
+        row1 = (int)(BREG  ? (THREADS / TC_BN) * VEC * P.b_j
+                     : BKN ? (THREADS / (TC_BN / VEC)) * P.b_j
+                           : (THREADS / KCH) * P.b_n);
+    }
+    // The stage's cp.async copies (not BREG), the cursor's filter offset boff on (a masked
+    // chunk reads nothing, from w, which exists).
+    GO_DEV void copy(S* bs, const T* w, int boff) const {
+#pragma unroll
+        for (int r = 0; r < NB; ++r)
+            go_tc_vec_copy16<2>(bs + dst + r * DST1, in[r] ? row + (boff + r * row1) : w,
+                                in[r] ? 16 : 0);
+    }
+};
+
 // One block tile as go_tc_tile's, for parameters where go_tc_vec_params_ok holds: BM pixels
 // (TC_BM, or GO_TC_WIDE_TILE_M / GO_TC_TALL_TILE_M for the wide / tall kernels) x TC_BN
 // channels, THREADS threads (one warp per WM x TC_WN warp tile), a STAGES-deep pipeline.
@@ -1094,7 +1151,6 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     typedef GoTcTraits<T> Tr;
     typedef typename Tr::S S;
     constexpr int BK = Tr::BK, VEC = GoTcGeom<T>::VEC, LD = GoTcGeom<T>::LD;
-    constexpr int LDKN = GoTcGeom<T>::LDKN;
     constexpr int KCH = BK / VEC;  // 16-byte chunks per row of a stage
     constexpr bool NC = L == GO_LAYOUT_NCHW;
     // A stage's row stride in S: LD (80-byte rows), or for the wgmma tile (WG) 64-byte rows
@@ -1114,7 +1170,6 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     static_assert(THREADS == 32 * (BM / WM) * (TC_BN / WN), "one warp per warp tile");
     // B chunks per thread per stage (a stage of B is TC_BN x BK either way: 256 chunks).
     constexpr int NB = TC_BN * KCH / THREADS;
-    static_assert(NB * THREADS == TC_BN * KCH && NB <= 4, "whole B chunks");
     static_assert(NC || (KCH % CC == 0 && BM * KCH == NR * CC * THREADS),
                   "whole A chunks per thread (NHWC)");
     static_assert(!WG || ((sizeof(S) == 2 || sizeof(S) == 4) &&
@@ -1148,9 +1203,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     // The split buffer (SPLIT): one stage's A then B, small parts.
     [[maybe_unused]] S* Xs = Bs + STAGES * TC_BN * SLD;
     // A stage's element offset of chunk c of row r.
-    auto sdst = [](int r, int c) {
-        return WG ? r * SLD + (c ^ ((r >> 1) & 3)) * VEC : r * SLD + c * VEC;
-    };
+    auto sdst = [](int r, int c) { return go_tc_vec_sdst<T, WG>(r, c); };
 
     // A, NHWC: rows t / TPR + r * (THREADS / TPR), channels (t % TPR + c * TPR) * VEC of
     // the chunk, CC 16-byte copies each; NCHW: row t % BM, channels (t / BM) * AE (AE
@@ -1171,34 +1224,8 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
         const int m = NC ? t % BM : t / TPR + r * (THREADS / TPR);
         go_tc_vec_arow(P, src, m_base + m, akg, nty, ntx, arow[r], amask[r]);
     }
-    // B: [nn][k] rows t / KCH (+ THREADS / KCH), VEC consecutive k; or [k][nn] (BKN)
-    // row k = t / (TC_BN / VEC) (+ THREADS / (TC_BN / VEC)), VEC consecutive nn. A
-    // chunk past the group's channels (nlen) is zero-filled for the whole tile.
-    // Row r's filter pointer is row 0's plus r * brow1 (THREADS / KCH nn rows, or
-    // THREADS / (TC_BN / VEC) k rows, further on).
-    // The wgmma tile's [k][nn] B (N-major): chunk c (8 nn) of k row k in row
-    // (c / 4) * BK + k of 64 bytes (column c / 4 of atoms), chunk c % 4 of it, swizzled.
-    const T* brow = w;  // set at r == 0 below
-    bool bin[NB];
-    const int bdst = BKN ? (WG ? sdst((t % (TC_BN / VEC)) / 4 * BK + t / (TC_BN / VEC),
-                                      (t % (TC_BN / VEC)) % 4)
-                               : (t / (TC_BN / VEC)) * LDKN + (t % (TC_BN / VEC)) * VEC)
-                         : sdst(t / KCH, t % KCH);
-    // (The wgmma tile's N-major B: THREADS / (TC_BN / VEC) k rows on, a multiple of the
-    // swizzle's 8-row period, in the same column of atoms.)
-    constexpr int BDST1 =
-        BKN ? (THREADS / (TC_BN / VEC)) * (WG ? SLD : LDKN) : (THREADS / KCH) * SLD;
-#pragma unroll
-    for (int r = 0; r < NB; ++r) {
-        const int q = t + THREADS * r;
-        const int bk = BREG ? (t / TC_BN) * VEC : BKN ? q / (TC_BN / VEC) : (q % KCH) * VEC;
-        const int bn = BREG ? t % TC_BN : BKN ? (q % (TC_BN / VEC)) * VEC : q / KCH;
-        bin[r] = n_base + bn < P.nlen;
-        if (r == 0) brow = w + P.b_off + bk * P.b_j + (n_base + bn) * P.b_n;
-    }
-    const int brow1 = (int)(BREG  ? (THREADS / TC_BN) * VEC * P.b_j
-                            : BKN ? (THREADS / (TC_BN / VEC)) * P.b_j
-                                  : (THREADS / KCH) * P.b_n);
+    // B (GoTcVecB).
+    const GoTcVecB<T, BKN, WG, BREG, THREADS> B(P, w, n_base, t);
     // BREG: B chunk r of this thread (k chunk t / TC_BN + r * (THREADS / TC_BN) of nn row
     // t % TC_BN) in a stage, K-major and swizzled.
     [[maybe_unused]] auto breg = [&](int r) {
@@ -1241,18 +1268,15 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
             }
         }
         if constexpr (BREG) {
-            const T* bp = brow + boff;
+            const T* bp = B.row + boff;
             const int bj = (int)P.b_j;
 #pragma unroll
             for (int r = 0; r < NB; ++r)
 #pragma unroll
                 for (int e = 0; e < VEC; ++e)
-                    bv[r * VEC + e] = bin[0] ? go_bits(go_ldg(bp + r * brow1 + e * bj)) : S(0);
+                    bv[r * VEC + e] = B.in[0] ? go_bits(go_ldg(bp + r * B.row1 + e * bj)) : S(0);
         } else {
-#pragma unroll
-            for (int r = 0; r < NB; ++r)
-                go_tc_vec_copy16<2>(bs + bdst + r * BDST1,
-                                    bin[r] ? brow + (boff + r * brow1) : w, bin[r] ? 16 : 0);
+            B.copy(bs, w, boff);
         }
     };
     // NCHW: the A elements of the last gather into their stage; BREG: the B elements.
@@ -1341,7 +1365,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
                 }
 #pragma unroll
                 for (int r = 0; r < NB; ++r) {
-                    const int o = BREG ? breg(r) : bdst + r * BDST1;
+                    const int o = BREG ? breg(r) : B.dst + r * B.DST1;
                     go_tc_split_tf32<TF32>(bs + o, Xs + BM * SLD + o);
                 }
             }
@@ -1485,7 +1509,7 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
                   "multiple of the swizzle's 8-row period apart");
     S* As = reinterpret_cast<S*>(smem);
     S* Bs = reinterpret_cast<S*>(smem + STAGES * BM * SLD * (int)sizeof(S));
-    auto sdst = [](int r, int c) { return r * SLD + (c ^ ((r >> 1) & 3)) * VEC; };
+    auto sdst = [](int r, int c) { return go_tc_vec_sdst<T, true>(r, c); };
     const int kiters = (int)P.ntaps * ((int)P.jlen / BK);
     const unsigned k0 = *step;
     *step = k0 + (unsigned)kiters;
@@ -1501,21 +1525,7 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
                            ntx, arow[r], amask[r]);
         const int adst = sdst(pt / TPR, pt % TPR);
         constexpr int ADST1 = (CT / TPR) * SLD;
-        const int bdst = BKN ? sdst((pt % (TC_BN / VEC)) / 4 * BK + pt / (TC_BN / VEC),
-                                    (pt % (TC_BN / VEC)) % 4)
-                             : sdst(pt / KCH, pt % KCH);
-        constexpr int BDST1 = BKN ? (CT / (TC_BN / VEC)) * SLD : (CT / KCH) * SLD;
-        bool bin[NB];
-        const T* brow = w;
-#pragma unroll
-        for (int r = 0; r < NB; ++r) {
-            const int q = pt + CT * r;
-            const int bk = BKN ? q / (TC_BN / VEC) : (q % KCH) * VEC;
-            const int bn = BKN ? (q % (TC_BN / VEC)) * VEC : q / KCH;
-            bin[r] = n_base + bn < P.nlen;
-            if (r == 0) brow = w + P.b_off + bk * P.b_j + (n_base + bn) * P.b_n;
-        }
-        const int brow1 = (int)(BKN ? (CT / (TC_BN / VEC)) * P.b_j : (CT / KCH) * P.b_n);
+        const GoTcVecB<T, BKN, true, false, CT> B(P, w, n_base, pt);
         const int jlen = (int)P.jlen;
         GoTcVecCursor cur(P);
         unsigned s = k0 % STAGES, ph = (k0 / STAGES) & 1;
@@ -1531,10 +1541,7 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
                 const bool in = (amask[r] & 1u) != 0;
                 go_tc_vec_copy16<1>(as + adst + r * ADST1, in ? arow[r] + aoff : w, in ? 16 : 0);
             }
-#pragma unroll
-            for (int r = 0; r < NB; ++r)
-                go_tc_vec_copy16<2>(bs + bdst + r * BDST1, bin[r] ? brow + (boff + r * brow1) : w,
-                                    bin[r] ? 16 : 0);
+            B.copy(bs, w, boff);
             go_cp_async_mbar_arrive_noinc(&full[s]);
             cur.advance<BK, BKN, false, NR>(P, jlen, ntx, amask);
             if (++s == STAGES) {
