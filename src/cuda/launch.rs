@@ -471,11 +471,31 @@ pub fn conv_tc_square(p: &GoConvParams, forward: bool) -> Option<Launch> {
     conv_tc_tiled(p, forward, (GO_TC_SQUARE_TILE_M, GO_TC_SQUARE_THREADS))
 }
 
+/// Stride phases up to which the warp-specialized kernels' launch ([`conv_tc_ws`]) has every
+/// block run every phase (grid.z 1); past it (strides near the image size), a phase a z.
+pub const WS_PHASES_PER_BLOCK: u64 = 16;
+
 /// The warp-specialized wgmma kernels `conv2d_backprop_input_tc_vec_ws_*` (`forward` false)
 /// and `conv2d_forward_tc_vec_ws_*`: as [`conv_tc`] with `GO_TC_WIDE_TILE_M`-pixel tiles on
-/// `GO_TC_WS_THREADS` threads (two consumer warpgroups, one producer warpgroup).
+/// `GO_TC_WS_THREADS` threads (two consumer warpgroups, one producer warpgroup), and grid.z
+/// 1 where the call has at most [`WS_PHASES_PER_BLOCK`] stride phases: each block runs its
+/// share of every phase's pixel tiles (x-strided, as in one phase), so the phases' unequal
+/// taps (W5: 4, 2, 2, 1) spread over all blocks, a one-wave grid ([`ConvTcGrid::Auto`]'s
+/// choice at grid.z 1) included, and a block's producer runs from tile to tile within a
+/// phase (the kernel's two block barriers come at each new phase).
 pub fn conv_tc_ws(p: &GoConvParams, forward: bool) -> Option<Launch> {
-    conv_tc_tiled(p, forward, (GO_TC_WIDE_TILE_M, GO_TC_WS_THREADS))
+    conv_tc_tiled(p, forward, (GO_TC_WIDE_TILE_M, GO_TC_WS_THREADS)).map(|l| {
+        let (x, y, z) = l.grid;
+        let z = if u64::from(z) <= WS_PHASES_PER_BLOCK {
+            1
+        } else {
+            z
+        };
+        Launch {
+            grid: (x, y, z),
+            ..l
+        }
+    })
 }
 
 fn conv_tc_tiled(p: &GoConvParams, forward: bool, (tile_m, threads): (u32, u32)) -> Option<Launch> {
@@ -522,7 +542,8 @@ pub enum ConvTcGrid {
     /// grid over several phases leaves the light phases' SMs idle while the heavy ones finish
     /// (an H200, 2026-11-27: W5 f32 12-23% slower), where one block per tile lets the
     /// hardware balance them; with one phase the wave saves each tile's problem setup (W4
-    /// 4-13% less time; BENCHMARKS.md).
+    /// 4-13% less time; BENCHMARKS.md). (The warp-specialized kernels' launch puts every
+    /// phase in each block, grid.z 1: one wave for them, see [`conv_tc_ws`].)
     Auto,
     /// One block per tile.
     Tiles,
@@ -810,6 +831,35 @@ mod tests {
         );
         assert!(lean_grid_is_wave(&phases(1), ConvTcGrid::Auto));
         assert!(!lean_grid_is_wave(&phases(2), ConvTcGrid::Auto));
+    }
+
+    /// The warp-specialized kernels' launch: every phase in every block up to
+    /// WS_PHASES_PER_BLOCK phases (grid.z 1, so Auto gives it one wave), a phase a z past it;
+    /// x and y as the wide tiles'.
+    #[test]
+    fn ws_launch_runs_every_phase_in_each_block() {
+        let w5 = GoConvParams {
+            sh: 2,
+            sw: 2,
+            ..w4(64, 128, 1)
+        };
+        for forward in [false, true] {
+            let ws = conv_tc_ws(&w5, forward).unwrap();
+            let wide = conv_tc_wide(&w5, forward).unwrap();
+            assert_eq!((ws.grid.0, ws.grid.1), (wide.grid.0, wide.grid.1));
+            assert_eq!(ws.grid.2, 1);
+            assert_eq!(ws.block, (GO_TC_WS_THREADS, 1, 1));
+            assert!(lean_grid_is_wave(&ws, ConvTcGrid::Auto));
+        }
+        assert_eq!(conv_tc_wide(&w5, false).unwrap().grid.2, 4);
+        let strided = GoConvParams {
+            sh: 5,
+            sw: 5,
+            ..w4(64, 64, 1)
+        };
+        assert_eq!(conv_phases(&strided), 25);
+        assert!(conv_phases(&strided) > WS_PHASES_PER_BLOCK);
+        assert_eq!(conv_tc_ws(&strided, false).unwrap().grid.2, 25);
     }
 
     /// Only the stride phases with pixels are launched: a stride past the image gives

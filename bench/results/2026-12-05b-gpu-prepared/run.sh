@@ -10,10 +10,11 @@
 #    its tiles end without a block barrier): the wgmma model's probe first (its mbarrier pipeline
 #    skeleton too), the conv tests against the CPU path under ws, then racecheck, synccheck and
 #    memcheck on the conv parity test under ws; then the default build's whole GPU suite.
-# 2. f16 NHWC W4, W5, W4f, W5f under the default tiles, ws, ws on the wave grid (W5's
-#    backprop_input has four stride phases, so its default grid is a block a tile: the wave
-#    lets a ws block's producer run into its next tile) and wgmma in turn, twice, cuDNN
-#    (channels_last) before and after; ncu on one ws and one wgmma W4 backprop_input call.
+# 2. f16 NHWC W4, W5, W4f, W5f under the default tiles, ws, ws on one block a tile
+#    (GRADOPS_CUDA_CONV_TC_GRID=tiles; since 2026-12-06 the ws launch runs every stride phase
+#    in each block, so its default is one wave, W5 included, where a block's producer runs
+#    from tile to tile) and wgmma in turn, twice, cuDNN (channels_last) before and after;
+#    ncu on one ws and one wgmma W4 backprop_input call.
 # 3. The one-barrier and register-source builds (as ../2026-12-04b-gpu-prepared): their
 #    suites, racecheck/synccheck under wgmma, the lean wgmma tile's rows timed beside the
 #    default build's (f32 exact and TF32, f16 NCHW), ncu on exact f32 NCHW W4.
@@ -42,15 +43,15 @@ reap
 P="--device cuda --reps 50 --dtypes f16 --layouts nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f"
 PYTHONUNBUFFERED=1 st peers_a 90 python3 bench/peers.py $P --json "$W/peers-a.json"; reap
 for rep in 1 2; do
-  for v in default ws ws_wave wgmma; do
-    tile=(); [[ $v != default ]] && tile=(env GRADOPS_CUDA_CONV_TC_TILE=${v%_wave} GRADOPS_CUDA_CONV_TC_FORWARD_TILE=${v%_wave})
-    [[ $v == *_wave ]] && tile+=(GRADOPS_CUDA_CONV_TC_GRID=wave)
+  for v in default ws ws_tiles wgmma; do
+    tile=(); [[ $v != default ]] && tile=(env GRADOPS_CUDA_CONV_TC_TILE=${v%_tiles} GRADOPS_CUDA_CONV_TC_FORWARD_TILE=${v%_tiles})
+    [[ $v == *_tiles ]] && tile+=(GRADOPS_CUDA_CONV_TC_GRID=tiles)
     st "t${rep}_${v}_f16" 40 "${tile[@]}" "$B/gradops" bench --device cuda --dtype f16 --layout nhwc \
       --workload W4,W5,W4f,W5f --reps 50 --json "$W/t$rep-$v-f16.json"
   done
 done
 PYTHONUNBUFFERED=1 st peers_b 90 python3 bench/peers.py $P --json "$W/peers-b.json"; reap
-python3 bench/variant_summary.py "$W" "f16 NHWC: default tiles, ws, ws on the wave grid, wgmma" | tee -a "$L" || true
+python3 bench/variant_summary.py "$W" "f16 NHWC: default tiles, ws, ws a block a tile, wgmma" | tee -a "$L" || true
 mkdir -p "$W/ws" && mv "$W"/t*.json "$W"/peers-*.json "$W/ws/" 2>/dev/null
 NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)"
 M='regex:^(smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio|smsp__inst_executed\.sum|sm__inst_executed_pipe_tensor\.sum|l1tex__data_bank_conflicts_pipe_lsu_mem_shared\.sum)$'
