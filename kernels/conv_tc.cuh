@@ -1045,21 +1045,22 @@ GO_DEV void go_tc_vec_copy16(void* dst, const void* src, int src_bytes) {
     else go_cp_async_16(dst, src, src_bytes);
 }
 
-// The lean tiles' epilogue, first: the output offset of each tile row (-1: past the last
-// pixel), taken here rather than before the main loop, where it would hold registers.
+// The lean tiles' output offset of pixel pix's channel 0 of the group (-1: past the last
+// pixel).
+GO_DEV go_i64 go_tc_vec_out_offset(const GoTcProblem& P, go_i64 pix) {
+    if (pix >= P.npix) return -1;
+    unsigned img, a, b;
+    go_tc_pixel(P, (unsigned)pix, &img, &a, &b);
+    return (go_i64)img * P.o_n + (P.o_y0 + (go_i64)a * P.o_sy) * P.o_row +
+           (P.o_x0 + (go_i64)b * P.o_sx) * P.o_col + P.o_off;
+}
+
+// The lean tiles' epilogue, first: the output offset of each tile row, taken here rather
+// than before the main loop, where it would hold registers.
 template <int BM, int THREADS>
 GO_DEV void go_tc_vec_out_rows(const GoTcProblem& P, go_i64 m_base, go_i64* out_base) {
-    for (int m = threadIdx.x; m < BM; m += THREADS) {
-        const go_i64 pix = m_base + m;
-        go_i64 o = -1;
-        if (pix < P.npix) {
-            unsigned img, a, b;
-            go_tc_pixel(P, (unsigned)pix, &img, &a, &b);
-            o = (go_i64)img * P.o_n + (P.o_y0 + (go_i64)a * P.o_sy) * P.o_row +
-                (P.o_x0 + (go_i64)b * P.o_sx) * P.o_col + P.o_off;
-        }
-        out_base[m] = o;
-    }
+    for (int m = threadIdx.x; m < BM; m += THREADS)
+        out_base[m] = go_tc_vec_out_offset(P, m_base + m);
 }
 
 // The lean tiles' epilogue, last: the staged tile Cs (rounded; [nn][m] for NCHW) written,
@@ -1429,15 +1430,13 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
 // else element by element. No staging tile and no block barrier, so the producer copies the
 // block's next tile while the consumers store this one. (A warp's store covers 16 bytes of
 // 8 pixel rows: sectors half used, merged in L2; the staged epilogue wrote 16-byte chunks,
-// after two block barriers.) The same rounding as go_tc_stage_acc: the same bits.
-// Pixel pix's output at channel n_base of its group (nullptr: past the last pixel).
+// after two block barriers.) The same rounding as go_tc_stage_acc: the same bits. orow[h]:
+// row h's output at channel n_base of its group (nullptr: past the last pixel,
+// go_tc_ws_out_row).
 template <typename T>
 GO_DEV T* go_tc_ws_out_row(const GoTcProblem& P, T* __restrict__ out, go_i64 pix, go_i64 n_base) {
-    if (pix >= P.npix) return nullptr;
-    unsigned img, a, b;
-    go_tc_pixel(P, (unsigned)pix, &img, &a, &b);
-    return out + (go_i64)img * P.o_n + (P.o_y0 + (go_i64)a * P.o_sy) * P.o_row +
-           (P.o_x0 + (go_i64)b * P.o_sx) * P.o_col + P.o_off + n_base * P.o_c;
+    const go_i64 o = go_tc_vec_out_offset(P, pix);
+    return o < 0 ? nullptr : out + o + n_base * P.o_c;
 }
 template <typename T>
 GO_DEV void go_tc_ws_store(const GoTcProblem& P, const GoTcAcc<T, 16, 64>& acc, T* const* orow,
