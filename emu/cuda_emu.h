@@ -196,6 +196,9 @@ struct MBarrier {
     std::deque<std::vector<AsyncCopy>> cp_arrivals;  // cp.async arrivals not yet counted
 };
 extern std::unordered_map<const void*, MBarrier>* g_mbarriers;  // the running launch's
+// The running launch's dynamic shared memory in bytes (the job's; kernels/mma.cuh's
+// go_dynamic_smem_bytes).
+extern unsigned g_dynamic_smem_bytes;
 
 inline MBarrier& mbarrier_at(const void* bar) {
     auto it = g_mbarriers->find(bar);
@@ -265,6 +268,7 @@ unsigned t_linear = 0;
 unsigned t_wg_issued = 0;
 AsyncQueue* t_async = nullptr;
 std::unordered_map<const void*, MBarrier>* g_mbarriers = nullptr;
+unsigned g_dynamic_smem_bytes = 0;
 
 // A saved execution context and the switch between two. On x86-64 a switch saves the
 // callee-saved registers, MXCSR and the x87 control word on the old stack and restores them

@@ -5,6 +5,7 @@
 // Job on stdin (little-endian):
 //   u32 name_len, name bytes           kernel name, e.g. "resize_gather_f32"
 //   u32 grid[3], u32 block[3]
+//   u32 dynamic_smem                   bytes of dynamic shared memory the launch gives
 //   u32 params_len, params bytes       the kernel's params struct; each device-pointer
 //                                      field holds 0 (null) or 1 + a buffer number
 //   u32 nbuf, then per buffer: u64 byte_len, u8 is_output, and byte_len bytes if input
@@ -65,6 +66,7 @@ int main() {
     dim3 grid, block;
     grid.x = read_u32(); grid.y = read_u32(); grid.z = read_u32();
     block.x = read_u32(); block.y = read_u32(); block.z = read_u32();
+    emu::g_dynamic_smem_bytes = read_u32();
     std::vector<unsigned char> blob(read_u32());
     read_exact(blob.data(), blob.size());
     const uint32_t nbuf = read_u32();

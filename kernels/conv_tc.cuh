@@ -1473,13 +1473,16 @@ GO_DEV void go_tc_ws_store(const GoTcProblem& P, const GoTcAcc<T, 16, 64>& acc, 
 // sits in the main loop. ncu put the wgmma tile's time on its operand staging, not on the
 // tensor cores (an H200, 2026-12-04: 85 warp instructions a wgmma, barrier stalls 1.22 an
 // issued instruction, BENCHMARKS.md): here the consumers issue waits, wgmma and arrivals
-// only, and the producer runs up to GO_TC_WS_STAGES chunks ahead of them. Per stage s two
-// mbarriers: full[s] (GO_TC_WS_PRODUCER_THREADS arrivals a phase, each producer thread's
+// only, and the producer runs up to ring.stages chunks ahead of them (the stages in dynamic
+// shared memory, as many as the launch gave: GoTcWsRing). Per stage s two mbarriers:
+// full[s] (GO_TC_WS_PRODUCER_THREADS arrivals a phase, each producer thread's
 // cp.async.mbarrier.arrive.noinc: its copies of the stage have landed) and empty[s] (8 a
 // phase, one a consumer warp once wait_group has retired the stage's wgmma group). Chunk k
-// of the block (counted across its tiles: *step) uses stage k % STAGES for its (k /
-// STAGES)-th time: the consumers wait for that phase of full (parity (k / STAGES) & 1), the
-// producer, for k >= STAGES, for the phase of empty that released chunk k - STAGES. The
+// of the block (counted across its tiles) uses stage k % stages for its (k / stages)-th
+// time: the consumers wait for that phase of full (parity (k / stages) & 1), the producer
+// for the phase of empty before it (a fresh mbarrier counts the phase before its first as
+// complete, so the ring's first pass waits for nothing), which released chunk k - stages.
+// The ring (stage, parity) advances chunk by chunk in each thread, no division. The
 // producer's copies as go_tc_tile_vec's NHWC ones at THREADS = GO_TC_WS_PRODUCER_THREADS
 // (four rows and two B chunks a thread). The consumers store their accumulators straight
 // from registers (go_tc_ws_store) and the tile ends without a block barrier: the producer
@@ -1487,16 +1490,27 @@ GO_DEV void go_tc_ws_store(const GoTcProblem& P, const GoTcAcc<T, 16, 64>& acc, 
 // stores; W5's phases are 2 to 8 chunks a tile, ncu 2026-12-04: fill and epilogue weighed
 // most). Same chunks, same wgmma in the same order on the same accumulators, rounded the
 // same, as the wgmma tile: the same bits.
+// A thread's position in its block's stage ring: the next chunk's stage s, in its use of
+// parity ph, of `stages`.
+struct GoTcWsRing {
+    unsigned s, ph, stages;
+    GO_DEV void next() {
+        if (++s == stages) {
+            s = 0;
+            ph ^= 1;
+        }
+    }
+};
 template <typename T, bool BKN>
 GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
                           const T* __restrict__ w, T* __restrict__ out, go_i64 m_base,
                           go_i64 n_base, unsigned char* smem, uint64_t* full, uint64_t* empty,
-                          unsigned* step) {
+                          GoTcWsRing& ring) {
     typedef GoTcTraits<T> Tr;
     typedef typename Tr::S S;
     static_assert(sizeof(S) == 2, "16-bit types");
     constexpr int BK = Tr::BK, VEC = GoTcGeom<T>::VEC, KCH = BK / VEC, SLD = BK;
-    constexpr int BM = GO_TC_WIDE_TILE_M, STAGES = GO_TC_WS_STAGES;
+    constexpr int BM = GO_TC_WIDE_TILE_M;
     constexpr int CT = GO_TC_WS_PRODUCER_THREADS, MMA_THREADS = GO_TC_WS_THREADS - CT;
     constexpr int TPR = KCH;             // threads per A row of a stage (one chunk each)
     constexpr int NR = BM * KCH / CT;    // A rows (pixels) per producer thread
@@ -1506,12 +1520,12 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
                       (!BKN || (CT / (TC_BN / VEC)) % 8 == 0) && KCH == 4,
                   "two m64n64 warpgroups; a producer thread's rows (and [k][nn] B rows) a "
                   "multiple of the swizzle's 8-row period apart");
+    static_assert((BM + TC_BN) * SLD * (int)sizeof(S) == GO_TC_WS_STAGE_BYTES, "a stage");
+    // Stage s: A at As + s * BM * SLD, B at Bs + s * TC_BN * SLD.
     S* As = reinterpret_cast<S*>(smem);
-    S* Bs = reinterpret_cast<S*>(smem + STAGES * BM * SLD * (int)sizeof(S));
+    S* Bs = As + ring.stages * BM * SLD;
     auto sdst = [](int r, int c) { return go_tc_vec_sdst<T, true>(r, c); };
     const int kiters = (int)P.ntaps * ((int)P.jlen / BK);
-    const unsigned k0 = *step;
-    *step = k0 + (unsigned)kiters;
     if (threadIdx.x >= MMA_THREADS) {
         // The producer: rows pt / TPR + 32 r, chunk pt % TPR; B as go_tc_tile_vec's.
         const int pt = threadIdx.x - MMA_THREADS;
@@ -1527,10 +1541,10 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
         const GoTcVecB<T, BKN, true, false, CT> B(P, w, n_base, pt);
         const int jlen = (int)P.jlen;
         GoTcVecCursor cur(P);
-        unsigned s = k0 % STAGES, ph = (k0 / STAGES) & 1;
         for (int it = 0; it < kiters; ++it) {
-            // The stage's last chunk (k - STAGES) released: the phase of empty before ph.
-            if (k0 + it >= (unsigned)STAGES) go_mbar_wait(&empty[s], ph ^ 1);
+            // The stage's last chunk (k - stages) released: the phase of empty before ph.
+            const unsigned s = ring.s;
+            go_mbar_wait(&empty[s], ring.ph ^ 1);
             S* as = As + s * BM * SLD;
             S* bs = Bs + s * TC_BN * SLD;
             const int aoff = (int)(cur.atap + cur.j0);
@@ -1543,10 +1557,7 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
             B.copy(bs, w, boff);
             go_cp_async_mbar_arrive_noinc(&full[s]);
             cur.advance<BK, BKN, false, NR>(P, jlen, ntx, amask);
-            if (++s == STAGES) {
-                s = 0;
-                ph ^= 1;
-            }
+            ring.next();
         }
     }
     if (threadIdx.x < MMA_THREADS) {
@@ -1555,7 +1566,7 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
         go_tc_acc_zero<T, 16, 64>(acc);
         // The consumers: wait for the chunk's stage, its wgmma group issued, and once the
         // group before it has retired (wait_group 1), that group's stage released.
-        unsigned s = k0 % STAGES, ph = (k0 / STAGES) & 1, s_prev = 0;
+        unsigned s_prev = 0;
         // The epilogue's two output rows, taken here so that their divisions' latency goes
         // under the first stage's wait rather than after the last wgmma.
         T* orow[2];
@@ -1564,7 +1575,8 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
         const bool pair = P.o_c == 1 && P.nlen % 2 == 0 && P.o_col % 2 == 0 && P.o_off % 2 == 0 &&
                           reinterpret_cast<uintptr_t>(out) % 4 == 0;
         for (int it = 0; it < kiters; ++it) {
-            go_mbar_wait(&full[s], ph);
+            const unsigned s = ring.s;
+            go_mbar_wait(&full[s], ring.ph);
             // The copies, visible to this thread through the barrier, visible to its wgmma.
             go_fence_proxy_async_smem();
             go_tc_stage_wgmma<T, BKN>(As + s * BM * SLD, Bs + s * TC_BN * SLD, warp / 4,
@@ -1572,10 +1584,7 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
             go_wgmma_wait<1>();
             if (it >= 1 && lane == 0) go_mbar_arrive(&empty[s_prev]);
             s_prev = s;
-            if (++s == STAGES) {
-                s = 0;
-                ph ^= 1;
-            }
+            ring.next();
         }
         go_wgmma_wait<0>();
         if (kiters >= 1 && lane == 0) go_mbar_arrive(&empty[s_prev]);
@@ -1605,7 +1614,8 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
 // KB beside it; the forward's HWIO B gathered through registers and stored K-major); and 16-bit NCHW's, both ops (m64n64k16, the wgmma tile's operations; its A chunks
 // stored to the stage from registers as by the lean NCHW kernel, at the swizzled positions).
 // The warp-specialized wgmma tile (GO_TC_WGMMA_WS, go_tc_tile_ws): the wgmma tile's block
-// tile on GO_TC_WS_THREADS threads, GO_TC_WS_STAGES stages and their mbarriers.
+// tile on GO_TC_WS_THREADS threads, its stages in dynamic shared memory (STAGES 0 here: as
+// many as the launch gives, GoTcWsRing) and their mbarriers.
 enum GoTcTileKind { GO_TC_GENERAL = 0, GO_TC_LEAN = 1, GO_TC_WIDE = 2, GO_TC_TALL = 3,
                     GO_TC_SQUARE = 4, GO_TC_WGMMA = 5, GO_TC_WGMMA_LEAN = 6,
                     GO_TC_WGMMA_WS = 7 };
@@ -1622,7 +1632,7 @@ template <int KIND> struct GoTcTileShape {
                                    : KIND == GO_TC_WGMMA_WS ? GO_TC_WS_THREADS
                                                             : TC_THREADS;
     static constexpr int STAGES = KIND == GO_TC_LEAN || KIND == GO_TC_WGMMA_LEAN ? TC_VSTAGES
-                                  : KIND == GO_TC_WGMMA_WS                     ? GO_TC_WS_STAGES
+                                  : KIND == GO_TC_WGMMA_WS                     ? 0
                                                                                : 3;
     static constexpr int WM =
         KIND == GO_TC_TALL || KIND == GO_TC_SQUARE ? GO_TC_TALL_WARP_M : WG ? 16 : TC_WM;
@@ -1678,7 +1688,7 @@ GO_DEV void conv2d_tc_layout(const GoConvParams& p, unsigned char* smem, go_i64*
 // its pixel tile loop in registers (with the outer loops' state in registers too, the
 // direct-store epilogue's kernel spilled at two blocks per SM).
 struct GoTcWsBlock {
-    uint64_t full[GO_TC_WS_STAGES], empty[GO_TC_WS_STAGES];
+    uint64_t full[GO_TC_WS_MAX_STAGES], empty[GO_TC_WS_MAX_STAGES];
     GoTcProblem P;
     unsigned ph, gn, n_base, live;  // live: 0 once the block's loops are done
 };
@@ -1687,23 +1697,25 @@ struct GoTcWsBlock {
 // pixel tiles (x). Its loop state in 32 bits, which the parameters allow
 // (go_tc_vec_params_ok: the pixels and the phases below 2^31, the channel tiles below 2^32):
 // in 64 bits the kernel needed 106 registers and spilled at two blocks per SM (80).
+// smem: the dynamic shared memory of `stages` stages (2 to GO_TC_WS_MAX_STAGES).
 template <typename T, bool FWD>
-GO_DEV void conv2d_tc_ws_layout(const GoConvParams& p, unsigned char* smem, GoTcWsBlock* B) {
+GO_DEV void conv2d_tc_ws_layout(const GoConvParams& p, unsigned char* smem, unsigned stages,
+                                GoTcWsBlock* B) {
     constexpr int BM = GoTcTileShape<GO_TC_WGMMA_WS>::BM;
     // Channel tiles a group (of nlen output channels).
     auto ntiles = [](const GoConvParams& q) {
         return ((unsigned)(FWD ? q.co / q.groups : q.ci / q.groups) + TC_BN - 1) / TC_BN;
     };
     if (threadIdx.x == 0) {  // (published by the loop's first barrier)
-        for (int s = 0; s < GO_TC_WS_STAGES; ++s) {
+        for (unsigned s = 0; s < stages; ++s) {
             go_mbar_init(&B->full[s], GO_TC_WS_PRODUCER_THREADS);
             go_mbar_init(&B->empty[s], (GO_TC_WS_THREADS - GO_TC_WS_PRODUCER_THREADS) / 32);
         }
         B->ph = blockIdx.z;
         B->gn = blockIdx.y;
     }
-    // The block's chunks so far (every thread runs every tile: the same count in each).
-    unsigned step = 0;
+    // The block's stage ring (every thread runs every tile: the same position in each).
+    GoTcWsRing ring{0, 0, stages};
     for (;;) {
         __syncthreads();  // every thread is done with the previous problem
         if (threadIdx.x == 0) {
@@ -1725,7 +1737,7 @@ GO_DEV void conv2d_tc_ws_layout(const GoConvParams& p, unsigned char* smem, GoTc
         const unsigned mtiles = (unsigned)((B->P.npix + BM - 1) / BM), n_base = B->n_base;
         for (unsigned mt = blockIdx.x; mt < mtiles; mt += gridDim.x)
             go_tc_tile_ws<T, FWD>(B->P, src, w, out, mt * BM, n_base, smem, B->full, B->empty,
-                                  &step);
+                                  ring);
         // The next position (read by thread 0 alone, after the next barrier).
         if (threadIdx.x == 0) {
             if ((B->gn += gridDim.y) >= (unsigned)p.groups * ntiles(p)) {
@@ -1848,17 +1860,30 @@ GO_TC_VEC_BODY(conv2d_forward_tc_vec_wgmma_body, true, GO_LAYOUT_NHWC,
 GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_nchw_wgmma_body, false, GO_LAYOUT_NCHW,
                GO_TC_WGMMA_LEAN)
 GO_TC_VEC_BODY(conv2d_forward_tc_vec_nchw_wgmma_body, true, GO_LAYOUT_NCHW, GO_TC_WGMMA_LEAN)
-// The warp-specialized wgmma kernels (16-bit NHWC, both ops): the stages and the block state
-// (the epilogue stores from registers: no tile, no row offsets).
-#define GO_TC_WS_BODY(NAME, FWD)                                                 \
-    template <typename T>                                                        \
-    GO_DEV void NAME(const GoConvParams& p) {                                    \
-        static_assert(sizeof(T) == 2, "16-bit types");                           \
-        __shared__ __align__(GoTcTileShape<GO_TC_WGMMA_WS>::ALIGN) unsigned char \
-            smem[GoTcVecSmem<T, GO_TC_WGMMA_WS>::PIPE_BYTES];                    \
-        __shared__ GoTcWsBlock block;                                            \
-        go_tc_vec_check<T, FWD, GO_LAYOUT_NHWC>(p);                              \
-        conv2d_tc_ws_layout<T, FWD>(p, smem, &block);                            \
+// The warp-specialized wgmma kernels (16-bit NHWC, both ops): the stages in dynamic shared
+// memory, as many whole ones as the launch gave past GO_TC_WS_SMEM_ALIGN bytes of alignment
+// slack, at most GO_TC_WS_MAX_STAGES (fewer than two trap), and the block state (the
+// epilogue stores from registers: no tile, no row offsets).
+template <typename T, bool FWD>
+GO_DEV void conv2d_tc_ws_entry(const GoConvParams& p, unsigned char* dsmem, GoTcWsBlock* B) {
+    static_assert(sizeof(T) == 2, "16-bit types");
+    static_assert(GoTcTileShape<GO_TC_WGMMA_WS>::ALIGN == GO_TC_WS_SMEM_ALIGN, "alignment");
+    go_tc_vec_check<T, FWD, GO_LAYOUT_NHWC>(p);
+    const unsigned bytes = go_dynamic_smem_bytes();
+    unsigned stages = bytes < GO_TC_WS_SMEM_ALIGN
+                          ? 0
+                          : (bytes - GO_TC_WS_SMEM_ALIGN) / GO_TC_WS_STAGE_BYTES;
+    if (stages > GO_TC_WS_MAX_STAGES) stages = GO_TC_WS_MAX_STAGES;
+    if (stages < 2) go_trap();
+    conv2d_tc_ws_layout<T, FWD>(p, go_smem_align<GO_TC_WS_SMEM_ALIGN>(dsmem), stages, B);
+}
+#define GO_TC_WS_BODY(NAME, FWD)                                                           \
+    template <typename T>                                                                  \
+    GO_DEV void NAME(const GoConvParams& p) {                                              \
+        GO_DYNAMIC_SMEM(dsmem, GO_TC_WS_SMEM_ALIGN +                                       \
+                                   GO_TC_WS_MAX_STAGES * GO_TC_WS_STAGE_BYTES);            \
+        __shared__ GoTcWsBlock block;                                                      \
+        conv2d_tc_ws_entry<T, FWD>(p, dsmem, &block);                                      \
     }
 GO_TC_WS_BODY(conv2d_backprop_input_tc_vec_ws_body, false)
 GO_TC_WS_BODY(conv2d_forward_tc_vec_ws_body, true)

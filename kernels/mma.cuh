@@ -403,6 +403,27 @@ GO_DEV void go_mbar_wait(uint64_t* bar, unsigned parity) {
 #endif
 
 #if GO_HAS_WGMMA
+// Dynamic shared memory (the warp-specialized conv kernels' stages): array NAME of at most
+// BYTES bytes, and the bytes the launch gave (the emulator: static storage, as its
+// __shared__, and the bytes its job names). go_smem_align: p advanced to the next multiple of
+// ALIGN in the shared window (what the swizzle and the descriptors see).
+#if defined(__CUDA_ARCH__)
+#define GO_DYNAMIC_SMEM(NAME, BYTES) extern __shared__ __align__(16) unsigned char NAME[]
+GO_DEV unsigned go_dynamic_smem_bytes() {
+    unsigned r;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));
+    return r;
+}
+template <unsigned ALIGN> GO_DEV unsigned char* go_smem_align(unsigned char* p) {
+    return p + ((ALIGN - go_smem_addr(p) % ALIGN) % ALIGN);
+}
+#else
+#define GO_DYNAMIC_SMEM(NAME, BYTES) __shared__ __align__(16) unsigned char NAME[BYTES]
+GO_DEV unsigned go_dynamic_smem_bytes() { return emu::g_dynamic_smem_bytes; }
+template <unsigned ALIGN> GO_DEV unsigned char* go_smem_align(unsigned char* p) {
+    return p + ((ALIGN - reinterpret_cast<uintptr_t>(p) % ALIGN) % ALIGN);
+}
+#endif
 #define GO_WGMMA_SW64 2u
 #define GO_WGMMA_SW64_SBO 512u
 // The descriptor's bits for a shared address (its low 18 bits), offsets and swizzle mode.

@@ -69,11 +69,17 @@
 /* The warp-specialized wgmma kernels (conv2d_{backprop_input,forward}_tc_vec_ws_<f16|bf16>,
  * NHWC, compute_90a image): GO_TC_WIDE_TILE_M x GO_TC_TILE_N block tiles on
  * GO_TC_WS_THREADS threads: two consumer warpgroups (wgmma only) and one producer warpgroup
- * of GO_TC_WS_PRODUCER_THREADS (the cp.async copies) between GO_TC_WS_STAGES stages with
- * mbarriers; launch as the other tensor-core kernels with those. */
+ * of GO_TC_WS_PRODUCER_THREADS (the cp.async copies) between stages with mbarriers; launch
+ * as the other tensor-core kernels with those, and with GO_TC_WS_SMEM_ALIGN + s *
+ * GO_TC_WS_STAGE_BYTES bytes of dynamic shared memory for s stages (the kernel takes as many
+ * whole stages as the launch gives it, at most GO_TC_WS_MAX_STAGES; fewer than 2 trap;
+ * the host's default is GO_TC_WS_STAGES). */
 #define GO_TC_WS_THREADS 384
 #define GO_TC_WS_PRODUCER_THREADS 128
-#define GO_TC_WS_STAGES 3
+#define GO_TC_WS_STAGE_BYTES 12288
+#define GO_TC_WS_SMEM_ALIGN 512
+#define GO_TC_WS_MAX_STAGES 8
+#define GO_TC_WS_STAGES 6
 
 /* conv2d_backprop_filter_partial tile: GO_CONV_FILTER_TILE_M filter rows (ky, kx, ci) x
  * GO_CONV_FILTER_TILE_N output channels per block, reduction chunk GO_CONV_FILTER_TILE_K

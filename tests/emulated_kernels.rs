@@ -230,7 +230,13 @@ fn run_job(
     job.extend((kernel.len() as u32).to_le_bytes());
     job.extend(kernel.as_bytes());
     for v in [
-        l.grid.0, l.grid.1, l.grid.2, l.block.0, l.block.1, l.block.2,
+        l.grid.0,
+        l.grid.1,
+        l.grid.2,
+        l.block.0,
+        l.block.1,
+        l.block.2,
+        dynamic_smem_of(kernel),
     ] {
         job.extend(v.to_le_bytes());
     }
@@ -681,6 +687,28 @@ fn run_resize(
         BOX_RUNS.with(|n| n.set(n.get() + 1));
     }
     outs
+}
+
+thread_local! {
+    /// The stages [`run_job`] gives a warp-specialized kernel's launch (its dynamic shared
+    /// memory, `launch::conv_tc_ws_smem_bytes`) on this thread; 0: the runtime's default.
+    static WS_STAGES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// The ws kernel runs so far on this thread (their tiny grids' stage counts take turns).
+    static WS_TURN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The dynamic shared memory of a launch of `kernel` in [`run_job`]: the warp-specialized
+/// kernels' stages ([`WS_STAGES`]; a count outside the runtime's range as raw bytes, so a
+/// test can give too few), none for the others.
+fn dynamic_smem_of(kernel: &str) -> u32 {
+    if !launch::is_conv_tc_ws_kernel(kernel) {
+        return 0;
+    }
+    match WS_STAGES.get() {
+        0 => launch::conv_tc_ws_smem_bytes(params::GO_TC_WS_STAGES),
+        s if (2..=params::GO_TC_WS_MAX_STAGES).contains(&s) => launch::conv_tc_ws_smem_bytes(s),
+        s => params::GO_TC_WS_SMEM_ALIGN + s * params::GO_TC_WS_STAGE_BYTES,
+    }
 }
 
 thread_local! {
@@ -3863,13 +3891,47 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                     grid: (1, twin.grid.1.min(2), twin.grid.2.min(2)),
                     block: twin.block,
                 };
-                for l in [twin, twin_tiny] {
+                // The ws kernels: the default stages on the natural grid, on the tiny one
+                // (several tiles a block, so the stage ring wraps across tiles and problems)
+                // a count that takes turns through 2, 3, 5 and 8.
+                let ws = launch::is_conv_tc_ws_kernel(twin_kernel);
+                for (l, stages) in [(twin, 0), (twin_tiny, [2, 3, 5, 8][WS_TURN.get() % 4])] {
+                    WS_STAGES.set(if ws { stages } else { 0 });
                     let r = run_kernel(twin_kernel, l, &as_bytes(&p), &bufs);
+                    WS_STAGES.set(0);
                     assert!(
                         r[out_at] == outs[0],
-                        "{what}: {twin_kernel} (grid {:?}) differs from {kernel}",
-                        l.grid
+                        "{what}: {twin_kernel} (grid {:?}, {} stages) differs from {kernel}",
+                        l.grid,
+                        if stages == 0 {
+                            params::GO_TC_WS_STAGES
+                        } else {
+                            stages
+                        }
                     );
+                }
+                if ws && WS_TURN.get() == 0 {
+                    // Past the most stages the kernel takes GO_TC_WS_MAX_STAGES of them (the
+                    // emulator's storage holds no more: AddressSanitizer would see an
+                    // overrun); below two it traps.
+                    WS_STAGES.set(params::GO_TC_WS_MAX_STAGES + 4);
+                    let r = run_kernel(twin_kernel, twin, &as_bytes(&p), &bufs);
+                    WS_STAGES.set(1);
+                    let one = run_job(twin_kernel, twin, &as_bytes(&p), &bufs);
+                    WS_STAGES.set(0);
+                    assert!(
+                        r[out_at] == outs[0],
+                        "{what}: {twin_kernel} past the most stages"
+                    );
+                    let err = String::from_utf8_lossy(&one.stderr);
+                    assert!(
+                        !one.status.success() && err.contains("kernel trap"),
+                        "{what}: {twin_kernel} with one stage did not trap: {}\n{err}",
+                        one.status
+                    );
+                }
+                if ws {
+                    WS_TURN.set(WS_TURN.get() + 1);
                 }
             };
             // The wide, tall, square, wgmma and ws twins (16-bit NHWC; the forward has no

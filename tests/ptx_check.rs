@@ -582,7 +582,8 @@ fn sm90a_image_holds_the_wgmma_kernels() {
 /// `.noinc` arrival, two plain arrivals) and two block barriers only, the ones around a new
 /// (phase, group) problem: none in the main loop (its wgmma twin, `_ws_` for `_wgmma_`, takes
 /// two there) and none in the epilogue (the twin's staged tile takes three; the consumers
-/// store from registers, so the producer runs on into the next tile).
+/// store from registers, so the producer runs on into the next tile). Their stages live in
+/// dynamic shared memory, as many as the launch gives: each reads `%dynamic_smem_size`.
 #[test]
 fn sm90a_ws_kernels_use_mbarriers() {
     if kernels_or_skip("sm90a_ws_kernels_use_mbarriers").is_none() {
@@ -597,7 +598,9 @@ fn sm90a_ws_kernels_use_mbarriers() {
     let waits = has("mbarrier.try_wait.parity.shared.b64");
     let noinc = has("cp.async.mbarrier.arrive.noinc.shared.b64");
     let arrives = has("mbarrier.arrive.shared.b64");
+    let dynamic = lines_per_entry(ptx, |l| l.contains("%dynamic_smem_size"));
     for k in wgmma_kernels::WS {
+        assert!(dynamic[k] >= 1, "{k}: stages not sized by the launch");
         let twin = k.replace("_ws_", "_wgmma_");
         println!(
             "{k}: {} bar.sync ({twin}: {}), {} try_wait, {} cp.async arrivals, {} arrivals",
@@ -620,9 +623,9 @@ fn sm90a_ws_kernels_use_mbarriers() {
     }
     for k in wgmma_kernels::WIDE {
         assert_eq!(
-            (waits[k], noinc[k]),
-            (0, 0),
-            "{k}: mbarriers in a non-ws kernel"
+            (waits[k], noinc[k], dynamic[k]),
+            (0, 0, 0),
+            "{k}: mbarriers or dynamic shared memory in a non-ws kernel"
         );
     }
 }

@@ -222,9 +222,10 @@ pub enum ConvTcTile {
     /// image, compute capability 9.0; 16-bit NHWC calls only, the others as [`ConvTcTile::Wgmma`]):
     /// the wgmma tile's block tile and arithmetic, warp-specialized: two consumer warpgroups
     /// issue only mbarrier waits, the wgmma and their releases, a producer warpgroup does
-    /// every copy, up to three stages ahead, with no block barrier in the main loop or the
-    /// epilogue (the consumers store from registers while the producer copies the next
-    /// tile; two blocks of 384 threads per SM). Checked in the emulator; not yet run on a
+    /// every copy, up to [`conv_tc_ws_stages`] stages ahead (in dynamic shared memory,
+    /// [`CONV_TC_WS_STAGES_ENV`]), with no block barrier in the main loop or the epilogue
+    /// (the consumers store from registers while the producer copies the next tile; two
+    /// blocks of 384 threads per SM). Checked in the emulator; not yet run on a
     /// GPU, so [`ConvTcTile::Auto`] never picks it.
     Ws,
 }
@@ -374,6 +375,31 @@ fn conv_tc_grid_from_env(v: Option<&str>) -> ConvTcGrid {
     }
 }
 
+/// Environment variable for the stages of the warp-specialized conv kernels
+/// ([`ConvTcTile::Ws`]): an integer from 2 to `GO_TC_WS_MAX_STAGES` (8), surrounding whitespace
+/// ignored; unset or any other value, `GO_TC_WS_STAGES` (6). Each stage (12 KB of dynamic
+/// shared memory) is one more 32-channel chunk the producer warpgroup may copy ahead of the
+/// consumers; two blocks a SM fit up to 8 on compute capability 9.0. Every count gives the
+/// same results bit for bit (the same chunks in the same order). Read once per process.
+pub const CONV_TC_WS_STAGES_ENV: &str = "GRADOPS_CUDA_CONV_TC_WS_STAGES";
+
+/// The warp-specialized conv kernels' stage count ([`CONV_TC_WS_STAGES_ENV`], read on first
+/// use).
+pub fn conv_tc_ws_stages() -> u32 {
+    static S: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *S.get_or_init(|| {
+        conv_tc_ws_stages_from_env(std::env::var(CONV_TC_WS_STAGES_ENV).ok().as_deref())
+    })
+}
+
+/// [`CONV_TC_WS_STAGES_ENV`]'s reading.
+fn conv_tc_ws_stages_from_env(v: Option<&str>) -> u32 {
+    use super::params::{GO_TC_WS_MAX_STAGES, GO_TC_WS_STAGES};
+    v.and_then(|v| v.trim().parse::<u32>().ok())
+        .filter(|s| (2..=GO_TC_WS_MAX_STAGES).contains(s))
+        .unwrap_or(GO_TC_WS_STAGES)
+}
+
 /// Environment variable for the lean tensor-core conv kernels (`conv2d_forward_tc_vec_*`,
 /// `conv2d_backprop_input_tc_vec_*`): `off` (case-insensitive, surrounding whitespace
 /// ignored) runs every tensor-core conv call on the general `conv2d_*_tc_*` kernels, for
@@ -520,6 +546,18 @@ mod tests {
         assert_eq!(forward("wgmma"), ConvTcTile::Wgmma);
         assert_eq!(conv_tc_tile_from_env(Some(" WGMMA")), ConvTcTile::Wgmma);
         assert_eq!(conv_tc_tile_from_env(Some("ws")), ConvTcTile::Ws);
+        use super::super::params::{GO_TC_WS_MAX_STAGES, GO_TC_WS_STAGES};
+        for (v, stages) in [
+            (None, GO_TC_WS_STAGES),
+            (Some(" 3 "), 3),
+            (Some("2"), 2),
+            (Some("8"), GO_TC_WS_MAX_STAGES),
+            (Some("1"), GO_TC_WS_STAGES),
+            (Some("9"), GO_TC_WS_STAGES),
+            (Some("four"), GO_TC_WS_STAGES),
+        ] {
+            assert_eq!(conv_tc_ws_stages_from_env(v), stages, "{v:?}");
+        }
         assert_eq!(forward("WS "), ConvTcTile::Ws);
         let filter = conv_tc_filter_tile_from_env;
         assert_eq!(filter(Some(" WGMMA\n")), ConvTcFilterTile::Wgmma);

@@ -8,7 +8,7 @@ use super::params::{
     GO_CONV_TILE_P, GO_FILTER_HWIO, GO_LAYOUT_NCHW, GO_LAYOUT_NHWC, GO_POOL_TILE_SMEM,
     GO_RESIZE_TILE_SMEM, GO_TC_BLOCK_THREADS, GO_TC_SQUARE_THREADS, GO_TC_SQUARE_TILE_M,
     GO_TC_TALL_TILE_M, GO_TC_TILE_M, GO_TC_TILE_N, GO_TC_WIDE_THREADS, GO_TC_WIDE_TILE_M,
-    GO_TC_WS_THREADS,
+    GO_TC_WS_MAX_STAGES, GO_TC_WS_SMEM_ALIGN, GO_TC_WS_STAGE_BYTES, GO_TC_WS_THREADS,
 };
 
 /// Threads per block for every kernel but the tensor-core ones (`GO_TC_BLOCK_THREADS`)
@@ -471,6 +471,31 @@ pub fn conv_tc_square(p: &GoConvParams, forward: bool) -> Option<Launch> {
     conv_tc_tiled(p, forward, (GO_TC_SQUARE_TILE_M, GO_TC_SQUARE_THREADS))
 }
 
+/// Bytes of dynamic shared memory a warp-specialized kernel ([`conv_tc_ws`]) takes for
+/// `stages` stages (clamped to 2 to `GO_TC_WS_MAX_STAGES`): the stages, 12 KB each, and the
+/// slack that aligns them to the 64-byte swizzle's 512-byte atoms (the kernel takes as many
+/// whole stages as it is given, so the count is the launch's alone).
+pub fn conv_tc_ws_smem_bytes(stages: u32) -> u32 {
+    GO_TC_WS_SMEM_ALIGN + stages.clamp(2, GO_TC_WS_MAX_STAGES) * GO_TC_WS_STAGE_BYTES
+}
+
+/// Whether `kernel` (an entry point's name) is a warp-specialized conv kernel, whose stages
+/// live in dynamic shared memory ([`conv_tc_ws_smem_bytes`]).
+pub fn is_conv_tc_ws_kernel(kernel: &str) -> bool {
+    kernel.contains("_tc_vec_ws_")
+}
+
+/// The most dynamic shared memory kernel `kernel` may be launched with (the runtime raises
+/// the function's limit to it on load): the warp-specialized kernels' at their most stages,
+/// 0 for every other kernel.
+pub fn max_dynamic_smem_bytes(kernel: &str) -> u32 {
+    if is_conv_tc_ws_kernel(kernel) {
+        conv_tc_ws_smem_bytes(GO_TC_WS_MAX_STAGES)
+    } else {
+        0
+    }
+}
+
 /// Stride phases up to which the warp-specialized kernels' launch ([`conv_tc_ws`]) has every
 /// block run every phase (grid.z 1); past it (strides near the image size), a phase a z.
 pub const WS_PHASES_PER_BLOCK: u64 = 16;
@@ -836,6 +861,33 @@ mod tests {
     /// The warp-specialized kernels' launch: every phase in every block up to
     /// WS_PHASES_PER_BLOCK phases (grid.z 1, so Auto gives it one wave), a phase a z past it;
     /// x and y as the wide tiles'.
+    /// The warp-specialized kernels' dynamic shared memory: the slack and whole stages,
+    /// clamped to the kernel's range; two blocks fit a compute capability 9.0 SM (228 KB,
+    /// 1 KB of it reserved a block, and the kernel's 448 bytes of static block state) even
+    /// at the most stages; no other kernel takes any.
+    #[test]
+    fn ws_dynamic_smem_holds_whole_stages() {
+        assert_eq!(conv_tc_ws_smem_bytes(6), 512 + 6 * 12288);
+        assert_eq!(conv_tc_ws_smem_bytes(0), conv_tc_ws_smem_bytes(2));
+        assert_eq!(
+            conv_tc_ws_smem_bytes(99),
+            conv_tc_ws_smem_bytes(GO_TC_WS_MAX_STAGES)
+        );
+        let most = max_dynamic_smem_bytes("conv2d_backprop_input_tc_vec_ws_f16");
+        assert_eq!(most, conv_tc_ws_smem_bytes(GO_TC_WS_MAX_STAGES));
+        assert!(2 * (most + 1024 + 448) <= 228 * 1024, "{most}");
+        assert_eq!(
+            max_dynamic_smem_bytes("conv2d_forward_tc_vec_ws_bf16"),
+            most
+        );
+        for k in [
+            "conv2d_forward_tc_vec_wgmma_f16",
+            "conv2d_backprop_input_tc_vec_tall_f16",
+        ] {
+            assert_eq!(max_dynamic_smem_bytes(k), 0, "{k}");
+        }
+    }
+
     #[test]
     fn ws_launch_runs_every_phase_in_each_block() {
         let w5 = GoConvParams {

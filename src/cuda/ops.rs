@@ -11,8 +11,8 @@ use cudarc::driver::{
 
 use super::images::{
     conv_tc_filter_tile, conv_tc_forward_tile, conv_tc_grid, conv_tc_tile, conv_tc_vec_enabled,
-    conv_tc_wgmma_available, conv_tensor_core_choice, conv_tensor_cores_for_all_dtypes,
-    ConvTcFilterTile, ConvTcTile,
+    conv_tc_wgmma_available, conv_tc_ws_stages, conv_tensor_core_choice,
+    conv_tensor_cores_for_all_dtypes, ConvTcFilterTile, ConvTcTile,
 };
 use super::launch::{self, Launch};
 use super::params::{
@@ -65,10 +65,25 @@ fn i64_of(op: &'static str, arg: &'static str, v: usize) -> Result<i64> {
 }
 
 fn config(l: Launch) -> LaunchConfig {
+    config_with_smem(l, 0)
+}
+
+/// `l` with `smem` bytes of dynamic shared memory.
+fn config_with_smem(l: Launch, smem: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: l.grid,
         block_dim: l.block,
-        shared_mem_bytes: 0,
+        shared_mem_bytes: smem,
+    }
+}
+
+/// The dynamic shared memory conv kernel `kernel` is launched with: the warp-specialized
+/// kernels' stages ([`conv_tc_ws_stages`] of them), none for the others.
+fn conv_dynamic_smem(kernel: &str) -> u32 {
+    if launch::is_conv_tc_ws_kernel(kernel) {
+        launch::conv_tc_ws_smem_bytes(conv_tc_ws_stages())
+    } else {
+        0
     }
 }
 
@@ -888,7 +903,7 @@ fn conv_tc_vec_grid(
     if !kernel.contains("_tc_vec") || !launch::lean_grid_is_wave(&l, grid) {
         return Ok(l);
     }
-    let resident = resident_blocks(stream, op, (f, l.block.0))?;
+    let resident = resident_blocks(stream, op, (f, l.block.0, conv_dynamic_smem(kernel)))?;
     Ok(launch::lean_grid(l, resident, grid))
 }
 
@@ -1016,8 +1031,10 @@ fn conv_backprop_input_raw<T: Element>(
     // geometry's input, output and filter sizes (the filter in p.filter_layout's order;
     // checked by every caller); the kernels read dy only at in-range (oy, ox) and the filter
     // only at in-range (ky, kx, c, o), and write each dx element of their tile once, for
-    // any grid size; l is the launch geometry of the kernel chosen.
-    unsafe { b.launch(config(l)) }
+    // any grid size; l is the launch geometry of the kernel chosen, with the dynamic shared
+    // memory it takes (the _ws kernels' stages, their limit raised on load; trapping below
+    // two stages, which conv_tc_ws_smem_bytes never gives).
+    unsafe { b.launch(config_with_smem(l, conv_dynamic_smem(&kernel))) }
         .map_err(|e| cuda_err(OP, "launching conv2d_backprop_input", e))?;
     Ok(())
 }
@@ -1211,8 +1228,10 @@ fn conv_forward_raw<T: Element>(
     // a device of compute capability 9.0) take one GoConvParams; x, w and
     // y point to buffers of exactly the geometry's input, filter (in p.filter_layout's
     // order) and output sizes (checked by every caller); x is read only at in-range
-    // (iy, ix), each y element written once; l is the launch geometry of the kernel chosen.
-    unsafe { b.launch(config(l)) }.map_err(|e| cuda_err(OP, "launching conv2d_forward", e))?;
+    // (iy, ix), each y element written once; l is the launch geometry of the kernel chosen,
+    // with the dynamic shared memory it takes (as conv2d_backprop_input's).
+    unsafe { b.launch(config_with_smem(l, conv_dynamic_smem(&kernel))) }
+        .map_err(|e| cuda_err(OP, "launching conv2d_forward", e))?;
     Ok(())
 }
 

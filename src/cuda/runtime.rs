@@ -164,9 +164,9 @@ struct ContextKernels {
     /// Whether the context's device is compute capability 9.0, asked on first use.
     sm90: Option<bool>,
     functions: HashMap<String, CudaFunction>,
-    /// Per kernel (its `CUfunction` handle, held alive by `modules`) and block size, the
-    /// blocks the device runs at once ([`resident_blocks`]).
-    resident: HashMap<(usize, u32), u64>,
+    /// Per kernel (its `CUfunction` handle, held alive by `modules`), block size and dynamic
+    /// shared memory, the blocks the device runs at once ([`resident_blocks`]).
+    resident: HashMap<(usize, u32, u32), u64>,
 }
 
 // Keyed by the CUcontext handle; an entry holds an Arc of its context (with its chosen
@@ -323,24 +323,39 @@ fn context_function(
         op,
         msg: format!("kernel {kernel} not found in module {module}: {e}"),
     })?;
+    // A kernel whose stages live in dynamic shared memory past 48 KB may be launched with
+    // it only once the function's limit is raised (a cap: the launch's bytes still decide
+    // the blocks per SM).
+    let smem = super::launch::max_dynamic_smem_bytes(kernel);
+    if smem > 0 {
+        f.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            i32::try_from(smem).unwrap_or(i32::MAX),
+        )
+        .map_err(|e| Error::Cuda {
+            op,
+            msg: format!("kernel {kernel}: allowing {smem} bytes of dynamic shared memory: {e}"),
+        })?;
+    }
     entry.functions.insert(kernel.to_string(), f.clone());
     Ok(f)
 }
 
-/// Blocks of kernel `f` (`block` threads each, no dynamic shared memory) that the stream's
-/// device runs at once: its SMs times the kernel's blocks per SM (the driver's occupancy
-/// calculator), at least 1. Asked once per context, kernel and block size.
+/// Blocks of kernel `f` (`block` threads and `smem` bytes of dynamic shared memory each)
+/// that the stream's device runs at once: its SMs times the kernel's blocks per SM (the
+/// driver's occupancy calculator), at least 1. Asked once per context, kernel, block size
+/// and `smem`.
 pub(crate) fn resident_blocks(
     stream: &Arc<CudaStream>,
     op: &'static str,
-    (f, block): (&CudaFunction, u32),
+    (f, block, smem): (&CudaFunction, u32, u32),
 ) -> Result<u64> {
     with_context_kernels(stream, |ctx, entry| {
-        let key = (f.cu_function() as usize, block);
+        let key = (f.cu_function() as usize, block, smem);
         if let Some(&n) = entry.resident.get(&key) {
             return Ok(n);
         }
-        let n = device_resident_blocks(ctx, op, (f, block))?;
+        let n = device_resident_blocks(ctx, op, (f, block, smem))?;
         entry.resident.insert(key, n);
         Ok(n)
     })
@@ -350,7 +365,7 @@ pub(crate) fn resident_blocks(
 fn device_resident_blocks(
     ctx: &Arc<CudaContext>,
     op: &'static str,
-    (f, block): (&CudaFunction, u32),
+    (f, block, smem): (&CudaFunction, u32, u32),
 ) -> Result<u64> {
     let sms = ctx
         .attribute(
@@ -358,7 +373,7 @@ fn device_resident_blocks(
         )
         .map_err(|e| cuda_err(op, "querying the SM count", e))?;
     let per_sm = f
-        .occupancy_max_active_blocks_per_multiprocessor(block, 0, None)
+        .occupancy_max_active_blocks_per_multiprocessor(block, smem as usize, None)
         .map_err(|e| cuda_err(op, "querying the blocks per SM", e))?;
     Ok((u64::try_from(sms).unwrap_or(0) * u64::from(per_sm)).max(1))
 }

@@ -10,16 +10,19 @@
 #    its tiles end without a block barrier): the wgmma model's probe first (its mbarrier pipeline
 #    skeleton too), the conv tests against the CPU path under ws, then racecheck, synccheck and
 #    memcheck on the conv parity test under ws; then the default build's whole GPU suite.
+#    Since 2026-12-06 (third session) its stages live in dynamic shared memory, as many as
+#    GRADOPS_CUDA_CONV_TC_WS_STAGES says (2-8, default 6): the conv tests also at 2.
 # 2. f16 NHWC W4, W5, W4f, W5f under the default tiles, ws, ws on one block a tile
 #    (GRADOPS_CUDA_CONV_TC_GRID=tiles; since 2026-12-06 the ws launch runs every stride phase
 #    in each block, so its default is one wave, W5 included, where a block's producer runs
-#    from tile to tile) and wgmma in turn, twice, cuDNN (channels_last) before and after;
+#    from tile to tile; once) and wgmma in turn, twice, ws also at 3 stages (what static
+#    shared memory held) and 8, cuDNN (channels_last) before and after;
 #    ncu on one ws and one wgmma W4 backprop_input call.
 # 3. The one-barrier and register-source builds (as ../2026-12-04b-gpu-prepared): their
 #    suites, racecheck/synccheck under wgmma, the lean wgmma tile's rows timed beside the
 #    default build's (f32 exact and TF32, f16 NCHW), ncu on exact f32 NCHW W4.
 # 4. The candle CUDA tests (never run on a GPU yet).
-# Usage: run.sh BUNDLE OUT. About 7-8 minutes; give it timeout_s 540 (what is written under
+# Usage: run.sh BUNDLE OUT. About 8-9 minutes; give it timeout_s 540 (what is written under
 # OUT comes back if it is cut off: the items above are in order of importance).
 B="$1" O="$2"; W="$O/w"; rm -rf "$W"; mkdir -p "$W" "$O"; L="$O/log.txt"
 reap() { pkill -9 -f "$B/" ; pkill -9 -f bench/peers.py; pkill -9 -x ncu; sleep 1; } 2>/dev/null
@@ -32,6 +35,7 @@ WS=(env GRADOPS_CUDA_CONV_TC_TILE=ws GRADOPS_CUDA_CONV_TC_FORWARD_TILE=ws GRADOP
 export GRADOPS_WGMMA_PROBE_PTX="$B/wgmma_probe.compute_90a.ptx"
 GRADOPS_REQUIRE_GPU=1 st wgmma_probe 60 "$B/cuda_ops" --test-threads=1 wgmma_model_on_hardware --nocapture
 st ws_conv_tests 120 "${WS[@]}" "$B/cuda_ops" --test-threads=1 gpu_conv2d
+st ws_conv_tests_2stages 120 "${WS[@]}" GRADOPS_CUDA_CONV_TC_WS_STAGES=2 "$B/cuda_ops" --test-threads=1 gpu_conv2d
 SAN="$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)"
 for tool in racecheck synccheck memcheck; do
   st "${tool}_ws" 90 "${WS[@]}" "$SAN" --tool $tool --error-exitcode 99 \
@@ -43,15 +47,18 @@ reap
 P="--device cuda --reps 50 --dtypes f16 --layouts nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f"
 PYTHONUNBUFFERED=1 st peers_a 90 python3 bench/peers.py $P --json "$W/peers-a.json"; reap
 for rep in 1 2; do
-  for v in default ws ws_tiles wgmma; do
-    tile=(); [[ $v != default ]] && tile=(env GRADOPS_CUDA_CONV_TC_TILE=${v%_tiles} GRADOPS_CUDA_CONV_TC_FORWARD_TILE=${v%_tiles})
+  vs=(default ws ws3 ws8 wgmma); [[ $rep == 1 ]] && vs+=(ws_tiles)
+  for v in "${vs[@]}"; do
+    t=${v%_tiles}; t=${t%[0-9]}
+    tile=(); [[ $v != default ]] && tile=(env GRADOPS_CUDA_CONV_TC_TILE=$t GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$t)
     [[ $v == *_tiles ]] && tile+=(GRADOPS_CUDA_CONV_TC_GRID=tiles)
+    [[ $v =~ ^ws([0-9])$ ]] && tile+=(GRADOPS_CUDA_CONV_TC_WS_STAGES=${BASH_REMATCH[1]})
     st "t${rep}_${v}_f16" 40 "${tile[@]}" "$B/gradops" bench --device cuda --dtype f16 --layout nhwc \
       --workload W4,W5,W4f,W5f --reps 50 --json "$W/t$rep-$v-f16.json"
   done
 done
 PYTHONUNBUFFERED=1 st peers_b 90 python3 bench/peers.py $P --json "$W/peers-b.json"; reap
-python3 bench/variant_summary.py "$W" "f16 NHWC: default tiles, ws, ws a block a tile, wgmma" | tee -a "$L" || true
+python3 bench/variant_summary.py "$W" "f16 NHWC: default tiles, ws (6 stages), ws at 3 and 8, ws a block a tile, wgmma" | tee -a "$L" || true
 mkdir -p "$W/ws" && mv "$W"/t*.json "$W"/peers-*.json "$W/ws/" 2>/dev/null
 NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)"
 M='regex:^(smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio|smsp__inst_executed\.sum|sm__inst_executed_pipe_tensor\.sum|l1tex__data_bank_conflicts_pipe_lsu_mem_shared\.sum)$'

@@ -511,8 +511,17 @@ fn bench_cuda_typed<T: Element>(
                 tile_name(ConvTcTile::Tall),
             ));
         } else if tile != ConvTcTile::Auto {
+            let stages = if tile == ConvTcTile::Ws {
+                format!(
+                    " with {} stages ({})",
+                    gradops::cuda::conv_tc_ws_stages(),
+                    gradops::cuda::CONV_TC_WS_STAGES_ENV
+                )
+            } else {
+                String::new()
+            };
             notes.push(format!(
-                "{env}: f16/bf16 NHWC {op} ran the {} lean kernel, not the default ({}){}",
+                "{env}: f16/bf16 NHWC {op} ran the {} lean kernel{stages}, not the default ({}){}",
                 tile_name(tile),
                 tile_name(ConvTcTile::Auto),
                 if wgmma {
