@@ -1426,7 +1426,8 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
 #if GO_HAS_WGMMA
 // The warp-specialized tile's epilogue, by each consumer thread alone: its accumulators
 // (rows 16 warp + lane / 4 and 8 further, two adjacent channels per n8 fragment) rounded once
-// and stored straight to NHWC out, a channel pair a 32-bit store where whole and aligned,
+// and stored straight to NHWC out, a channel pair one store (32 bits, f32's 64) where whole
+// and aligned,
 // else element by element. No staging tile and no block barrier, so the producer copies the
 // block's next tile while the consumers store this one. (A warp's store covers 16 bytes of
 // 8 pixel rows: sectors half used, merged in L2; the staged epilogue wrote 16-byte chunks,
@@ -1442,8 +1443,9 @@ template <typename T>
 GO_DEV void go_tc_ws_store(const GoTcProblem& P, const GoTcAcc<T, 16, 64>& acc, T* const* orow,
                            go_i64 n_base, int lane, bool pair) {
     typedef typename GoTcTraits<T>::S S;
-    static_assert(sizeof(S) == 2 && GoTcTraits<T>::FM == 16 && GoTcTraits<T>::CE == 4,
-                  "16-bit types: one m16 fragment, rows g and g + 8");
+    static_assert((sizeof(S) == 2 || sizeof(S) == 4) && GoTcTraits<T>::FM == 16 &&
+                      GoTcTraits<T>::CE == 4,
+                  "16-bit types and f32: one m16 fragment, rows g and g + 8");
     const int tq = lane % 4;
     const int nrem = (int)(P.nlen - n_base);  // channels of the tile inside the group
 #pragma unroll
@@ -1490,6 +1492,18 @@ GO_DEV void go_tc_ws_store(const GoTcProblem& P, const GoTcAcc<T, 16, 64>& acc, 
 // stores; W5's phases are 2 to 8 chunks a tile, ncu 2026-12-04: fill and epilogue weighed
 // most). Same chunks, same wgmma in the same order on the same accumulators, rounded the
 // same, as the wgmma tile: the same bits.
+// f32 (backprop_input, whose HWIO B is K-major as tf32 wgmma needs; exact 3xTF32, or plain
+// TF32 under the opt-in): the same block tile in k16 chunks (64-byte rows, 16 channels), two
+// m64n64k8 tf32 steps a chunk (go_tc_stage_wgmma's, three products a step for 3xTF32). The
+// tf32 parts are made by the producer, which splits the chunks it copied in place
+// (go_tc_split_tf32: big in the stage, small in the stage's split part after all stages;
+// plain TF32 rounds only) once they have landed: before it issues chunk k's copies it waits
+// for its copies of chunk k - GO_TC_WS_SPLIT_LAG (cp.async.wait_group, the chunks between
+// pending), splits them, and arrives on that stage's full (a plain arrival, after
+// fence.proxy.async: its stores visible to the consumers' wgmma). The consumers' loop is the
+// 16-bit one's. The wgmma tile splits each stage by all its threads between two block
+// barriers, on one split buffer: here the split goes to the producer, the consumers only
+// wait, multiply and release.
 // A thread's position in its block's stage ring: the next chunk's stage s, in its use of
 // parity ph, of `stages`.
 struct GoTcWsRing {
@@ -1501,14 +1515,31 @@ struct GoTcWsRing {
         }
     }
 };
-template <typename T, bool BKN>
+// Waits until at most n (0 to N) of this thread's committed cp.async groups are pending.
+template <int N> GO_DEV void go_cp_async_wait_at_most(int n) {
+    if constexpr (N == 0) {
+        go_cp_async_wait<0>();
+    } else {
+        if (n >= N) go_cp_async_wait<N>();
+        else go_cp_async_wait_at_most<N - 1>(n);
+    }
+}
+// Bytes of one stage of the warp-specialized tile for T (exact f32: its split part too).
+template <typename T, bool TF32> GO_DEV constexpr int go_tc_ws_stage_bytes() {
+    return sizeof(typename GoTcTraits<T>::S) == 4 && !TF32 ? GO_TC_WS_SPLIT_STAGE_BYTES
+                                                           : GO_TC_WS_STAGE_BYTES;
+}
+template <typename T, bool BKN, bool TF32 = false>
 GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
                           const T* __restrict__ w, T* __restrict__ out, go_i64 m_base,
                           go_i64 n_base, unsigned char* smem, uint64_t* full, uint64_t* empty,
                           GoTcWsRing& ring) {
     typedef GoTcTraits<T> Tr;
     typedef typename Tr::S S;
-    static_assert(sizeof(S) == 2, "16-bit types");
+    // f32: tf32 parts split by the producer; exact 3xTF32 keeps the small ones in the split
+    // part of the stage (XS).
+    constexpr bool SPLIT = sizeof(S) == 4, XS = SPLIT && !TF32;
+    static_assert(sizeof(S) == 2 || (SPLIT && !BKN), "16-bit types, or f32 with K-major B");
     constexpr int BK = Tr::BK, VEC = GoTcGeom<T>::VEC, KCH = BK / VEC, SLD = BK;
     constexpr int BM = GO_TC_WIDE_TILE_M;
     constexpr int CT = GO_TC_WS_PRODUCER_THREADS, MMA_THREADS = GO_TC_WS_THREADS - CT;
@@ -1520,10 +1551,14 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
                       (!BKN || (CT / (TC_BN / VEC)) % 8 == 0) && KCH == 4,
                   "two m64n64 warpgroups; a producer thread's rows (and [k][nn] B rows) a "
                   "multiple of the swizzle's 8-row period apart");
-    static_assert((BM + TC_BN) * SLD * (int)sizeof(S) == GO_TC_WS_STAGE_BYTES, "a stage");
-    // Stage s: A at As + s * BM * SLD, B at Bs + s * TC_BN * SLD.
+    constexpr int STAGE = (BM + TC_BN) * SLD;  // elements of a stage's A and B
+    static_assert(STAGE * (int)sizeof(S) * (XS ? 2 : 1) == go_tc_ws_stage_bytes<T, TF32>(),
+                  "a stage");
+    // Stage s: A at As + s * BM * SLD, B at Bs + s * TC_BN * SLD; exact f32's small parts at
+    // the same offsets from Xs + s * STAGE (after every stage's A and B).
     S* As = reinterpret_cast<S*>(smem);
     S* Bs = As + ring.stages * BM * SLD;
+    [[maybe_unused]] S* Xs = As + ring.stages * STAGE;
     auto sdst = [](int r, int c) { return go_tc_vec_sdst<T, true>(r, c); };
     const int kiters = (int)P.ntaps * ((int)P.jlen / BK);
     if (threadIdx.x >= MMA_THREADS) {
@@ -1541,23 +1576,57 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
         const GoTcVecB<T, BKN, true, false, CT> B(P, w, n_base, pt);
         const int jlen = (int)P.jlen;
         GoTcVecCursor cur(P);
-        for (int it = 0; it < kiters; ++it) {
-            // The stage's last chunk (k - stages) released: the phase of empty before ph.
-            const unsigned s = ring.s;
-            go_mbar_wait(&empty[s], ring.ph ^ 1);
-            S* as = As + s * BM * SLD;
-            S* bs = Bs + s * TC_BN * SLD;
-            const int aoff = (int)(cur.atap + cur.j0);
-            const int boff = (int)(BKN ? cur.btap : cur.btap + cur.j0);
+        // f32: the chunks split and published LAG behind the ones copied (pub: their ring).
+        constexpr int LAG = SPLIT ? GO_TC_WS_SPLIT_LAG : 0;
+        [[maybe_unused]] GoTcWsRing pub = ring;
+        for (int it = 0; it < kiters + LAG; ++it) {
+            if constexpr (SPLIT) {
+                if (it >= LAG) {
+                    // Chunk it - LAG, before chunk it's copies, whose stage waits for the
+                    // release of chunk it - stages, which the consumers give once chunk it -
+                    // stages + 1 is published (LAG + 1 stages suffice): this thread's copies
+                    // of it landed (the
+                    // LAG - 1 chunks after it may be pending, fewer at the tile's end, so that
+                    // none is left once its last chunk is published), split in place,
+                    // published.
+                    go_cp_async_wait_at_most<LAG - 1>((it - 1 < kiters ? it - 1 : kiters - 1) -
+                                                      (it - LAG));
+                    const unsigned q = pub.s;
+                    S* as = As + q * BM * SLD;
+                    S* bs = Bs + q * TC_BN * SLD;
+                    S* xa = Xs + q * STAGE;
 #pragma unroll
-            for (int r = 0; r < NR; ++r) {
-                const bool in = (amask[r] & 1u) != 0;
-                go_tc_vec_copy16<1>(as + adst + r * ADST1, in ? arow[r] + aoff : w, in ? 16 : 0);
+                    for (int r = 0; r < NR; ++r)
+                        go_tc_split_tf32<TF32>(as + adst + r * ADST1, xa + adst + r * ADST1);
+#pragma unroll
+                    for (int r = 0; r < NB; ++r)
+                        go_tc_split_tf32<TF32>(bs + B.dst + r * B.DST1,
+                                               xa + BM * SLD + B.dst + r * B.DST1);
+                    go_fence_proxy_async_smem();
+                    go_mbar_arrive(&full[q]);
+                    pub.next();
+                }
             }
-            B.copy(bs, w, boff);
-            go_cp_async_mbar_arrive_noinc(&full[s]);
-            cur.advance<BK, BKN, false, NR>(P, jlen, ntx, amask);
-            ring.next();
+            if (it < kiters) {
+                // The stage's last chunk (k - stages) released: the phase of empty before ph.
+                const unsigned s = ring.s;
+                go_mbar_wait(&empty[s], ring.ph ^ 1);
+                S* as = As + s * BM * SLD;
+                S* bs = Bs + s * TC_BN * SLD;
+                const int aoff = (int)(cur.atap + cur.j0);
+                const int boff = (int)(BKN ? cur.btap : cur.btap + cur.j0);
+#pragma unroll
+                for (int r = 0; r < NR; ++r) {
+                    const bool in = (amask[r] & 1u) != 0;
+                    go_tc_vec_copy16<1>(as + adst + r * ADST1, in ? arow[r] + aoff : w,
+                                        in ? 16 : 0);
+                }
+                B.copy(bs, w, boff);
+                if constexpr (SPLIT) go_cp_async_commit();
+                else go_cp_async_mbar_arrive_noinc(&full[s]);
+                cur.advance<BK, BKN, false, NR>(P, jlen, ntx, amask);
+                ring.next();
+            }
         }
     }
     if (threadIdx.x < MMA_THREADS) {
@@ -1573,14 +1642,15 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
         for (int h = 0; h < 2; ++h)
             orow[h] = go_tc_ws_out_row(P, out, m_base + warp * 16 + lane / 4 + 8 * h, n_base);
         const bool pair = P.o_c == 1 && P.nlen % 2 == 0 && P.o_col % 2 == 0 && P.o_off % 2 == 0 &&
-                          reinterpret_cast<uintptr_t>(out) % 4 == 0;
+                          reinterpret_cast<uintptr_t>(out) % (2 * sizeof(S)) == 0;
         for (int it = 0; it < kiters; ++it) {
             const unsigned s = ring.s;
             go_mbar_wait(&full[s], ring.ph);
             // The copies, visible to this thread through the barrier, visible to its wgmma.
             go_fence_proxy_async_smem();
-            go_tc_stage_wgmma<T, BKN>(As + s * BM * SLD, Bs + s * TC_BN * SLD, warp / 4,
-                                      &acc[0][0][0]);
+            go_tc_stage_wgmma<T, BKN, TF32>(As + s * BM * SLD, Bs + s * TC_BN * SLD, warp / 4,
+                                            &acc[0][0][0], Xs + s * STAGE,
+                                            Xs + s * STAGE + BM * SLD);
             go_wgmma_wait<1>();
             if (it >= 1 && lane == 0) go_mbar_arrive(&empty[s_prev]);
             s_prev = s;
@@ -1698,7 +1768,7 @@ struct GoTcWsBlock {
 // (go_tc_vec_params_ok: the pixels and the phases below 2^31, the channel tiles below 2^32):
 // in 64 bits the kernel needed 106 registers and spilled at two blocks per SM (80).
 // smem: the dynamic shared memory of `stages` stages (2 to GO_TC_WS_MAX_STAGES).
-template <typename T, bool FWD>
+template <typename T, bool FWD, bool TF32>
 GO_DEV void conv2d_tc_ws_layout(const GoConvParams& p, unsigned char* smem, unsigned stages,
                                 GoTcWsBlock* B) {
     constexpr int BM = GoTcTileShape<GO_TC_WGMMA_WS>::BM;
@@ -1736,8 +1806,8 @@ GO_DEV void conv2d_tc_ws_layout(const GoConvParams& p, unsigned char* smem, unsi
         T* __restrict__ out = reinterpret_cast<T*>(FWD ? p.y : p.x);
         const unsigned mtiles = (unsigned)((B->P.npix + BM - 1) / BM), n_base = B->n_base;
         for (unsigned mt = blockIdx.x; mt < mtiles; mt += gridDim.x)
-            go_tc_tile_ws<T, FWD>(B->P, src, w, out, mt * BM, n_base, smem, B->full, B->empty,
-                                  ring);
+            go_tc_tile_ws<T, FWD, TF32>(B->P, src, w, out, mt * BM, n_base, smem, B->full,
+                                        B->empty, ring);
         // The next position (read by thread 0 alone, after the next barrier).
         if (threadIdx.x == 0) {
             if ((B->gn += gridDim.y) >= (unsigned)p.groups * ntiles(p)) {
@@ -1860,33 +1930,48 @@ GO_TC_VEC_BODY(conv2d_forward_tc_vec_wgmma_body, true, GO_LAYOUT_NHWC,
 GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_nchw_wgmma_body, false, GO_LAYOUT_NCHW,
                GO_TC_WGMMA_LEAN)
 GO_TC_VEC_BODY(conv2d_forward_tc_vec_nchw_wgmma_body, true, GO_LAYOUT_NCHW, GO_TC_WGMMA_LEAN)
-// The warp-specialized wgmma kernels (16-bit NHWC, both ops): the stages in dynamic shared
-// memory, as many whole ones as the launch gave past GO_TC_WS_SMEM_ALIGN bytes of alignment
-// slack, at most GO_TC_WS_MAX_STAGES (fewer than two trap), and the block state (the
-// epilogue stores from registers: no tile, no row offsets).
-template <typename T, bool FWD>
+// The warp-specialized wgmma kernels (16-bit NHWC, both ops; f32 NHWC backprop_input, exact
+// or under the TF32 opt-in): the stages in dynamic shared memory, as many whole ones
+// (go_tc_ws_stage_bytes) as the launch gave past GO_TC_WS_SMEM_ALIGN bytes of alignment
+// slack, in at most GO_TC_WS_MAX_STAGES * GO_TC_WS_STAGE_BYTES bytes and GO_TC_WS_MAX_STAGES
+// stages (fewer than two trap, f32's fewer than GO_TC_WS_SPLIT_LAG + 1), and the block state (the epilogue stores from registers: no
+// tile, no row offsets).
+template <typename T, bool FWD, bool TF32>
+GO_DEV void conv2d_tc_ws_run(const GoConvParams& p, unsigned char* dsmem, GoTcWsBlock* B) {
+    constexpr unsigned MOST = GO_TC_WS_MAX_STAGES * GO_TC_WS_STAGE_BYTES;
+    const unsigned bytes = go_dynamic_smem_bytes();
+    unsigned room = bytes < GO_TC_WS_SMEM_ALIGN ? 0 : bytes - GO_TC_WS_SMEM_ALIGN;
+    if (room > MOST) room = MOST;
+    const unsigned stages = room / go_tc_ws_stage_bytes<T, TF32>();
+    // f32: the consumers hold a chunk's stage until the next chunk is published, which the
+    // producer does GO_TC_WS_SPLIT_LAG chunks behind its copies: one stage more than that.
+    if (stages < (sizeof(T) == 4 ? GO_TC_WS_SPLIT_LAG + 1 : 2)) go_trap();
+    conv2d_tc_ws_layout<T, FWD, TF32>(p, go_smem_align<GO_TC_WS_SMEM_ALIGN>(dsmem), stages, B);
+}
+// One entry point per f32 arithmetic (in one kernel the two spilled 16 bytes at the 80
+// registers of two blocks per SM; each alone fits): the exact one runs 3xTF32 whatever
+// p.f32_precision allows, the TF32 one (TF32) traps unless the call allows TF32.
+template <typename T, bool FWD, bool TF32>
 GO_DEV void conv2d_tc_ws_entry(const GoConvParams& p, unsigned char* dsmem, GoTcWsBlock* B) {
-    static_assert(sizeof(T) == 2, "16-bit types");
+    static_assert(sizeof(T) == 2 || (sizeof(T) == 4 && !FWD),
+                  "16-bit types, f32 backprop_input");
+    static_assert(!TF32 || sizeof(T) == 4, "TF32: f32 only");
     static_assert(GoTcTileShape<GO_TC_WGMMA_WS>::ALIGN == GO_TC_WS_SMEM_ALIGN, "alignment");
     go_tc_vec_check<T, FWD, GO_LAYOUT_NHWC>(p);
-    const unsigned bytes = go_dynamic_smem_bytes();
-    unsigned stages = bytes < GO_TC_WS_SMEM_ALIGN
-                          ? 0
-                          : (bytes - GO_TC_WS_SMEM_ALIGN) / GO_TC_WS_STAGE_BYTES;
-    if (stages > GO_TC_WS_MAX_STAGES) stages = GO_TC_WS_MAX_STAGES;
-    if (stages < 2) go_trap();
-    conv2d_tc_ws_layout<T, FWD>(p, go_smem_align<GO_TC_WS_SMEM_ALIGN>(dsmem), stages, B);
+    if (TF32 && p.f32_precision != GO_F32_PRECISION_TF32) go_trap();
+    conv2d_tc_ws_run<T, FWD, TF32>(p, dsmem, B);
 }
-#define GO_TC_WS_BODY(NAME, FWD)                                                           \
+#define GO_TC_WS_BODY(NAME, FWD, TF32)                                                     \
     template <typename T>                                                                  \
     GO_DEV void NAME(const GoConvParams& p) {                                              \
         GO_DYNAMIC_SMEM(dsmem, GO_TC_WS_SMEM_ALIGN +                                       \
                                    GO_TC_WS_MAX_STAGES * GO_TC_WS_STAGE_BYTES);            \
         __shared__ GoTcWsBlock block;                                                      \
-        conv2d_tc_ws_entry<T, FWD>(p, dsmem, &block);                                      \
+        conv2d_tc_ws_entry<T, FWD, TF32>(p, dsmem, &block);                                \
     }
-GO_TC_WS_BODY(conv2d_backprop_input_tc_vec_ws_body, false)
-GO_TC_WS_BODY(conv2d_forward_tc_vec_ws_body, true)
+GO_TC_WS_BODY(conv2d_backprop_input_tc_vec_ws_body, false, false)
+GO_TC_WS_BODY(conv2d_forward_tc_vec_ws_body, true, false)
+GO_TC_WS_BODY(conv2d_backprop_input_tc_vec_ws_tf32_body, false, true)
 #undef GO_TC_WS_BODY
 #endif
 #undef GO_TC_VEC_BODY
@@ -2027,12 +2112,17 @@ GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
                          __nv_bfloat16)
 GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
                          conv2d_forward_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA_LEAN, f32, float)
-// The warp-specialized kernels, 16-bit types.
+// The warp-specialized kernels, 16-bit types; f32 backprop_input (its HWIO B is K-major, as
+// tf32 wgmma reads).
 #define GO_TC_WS_INSTANTIATE(NAME, BODY)                                             \
     GO_INSTANTIATE_SM90A_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_WS, f16, __half) \
     GO_INSTANTIATE_SM90A_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_WS, bf16, __nv_bfloat16)
 GO_TC_WS_INSTANTIATE(conv2d_backprop_input_tc_vec_ws, conv2d_backprop_input_tc_vec_ws_body)
 GO_TC_WS_INSTANTIATE(conv2d_forward_tc_vec_ws, conv2d_forward_tc_vec_ws_body)
+GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_ws, GoConvParams,
+                         conv2d_backprop_input_tc_vec_ws_body, GO_TC_BOUNDS_WS, f32, float)
+GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_ws_tf32, GoConvParams,
+                         conv2d_backprop_input_tc_vec_ws_tf32_body, GO_TC_BOUNDS_WS, f32, float)
 #endif
 
 // ---------------------------------------------------------------------------------------

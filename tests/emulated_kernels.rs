@@ -705,9 +705,11 @@ fn dynamic_smem_of(kernel: &str) -> u32 {
         return 0;
     }
     match WS_STAGES.get() {
-        0 => launch::conv_tc_ws_smem_bytes(params::GO_TC_WS_STAGES),
-        s if (2..=params::GO_TC_WS_MAX_STAGES).contains(&s) => launch::conv_tc_ws_smem_bytes(s),
-        s => params::GO_TC_WS_SMEM_ALIGN + s * params::GO_TC_WS_STAGE_BYTES,
+        0 => launch::conv_tc_ws_smem_bytes(kernel, params::GO_TC_WS_STAGES),
+        s if (2..=params::GO_TC_WS_MAX_STAGES).contains(&s) => {
+            launch::conv_tc_ws_smem_bytes(kernel, s)
+        }
+        s => params::GO_TC_WS_SMEM_ALIGN + s * launch::conv_tc_ws_stage_bytes(kernel),
     }
 }
 
@@ -3370,7 +3372,8 @@ fn emulated_conv2d_tensor_core() {
             );
         }
     }
-    for name in wgmma_kernels::conv() {
+    // (The TF32 opt-in's ws entry point runs under TF32 only: emulated_conv2d_tf32.)
+    for name in wgmma_kernels::conv().filter(|k| !k.contains("_ws_tf32_")) {
         assert!(
             KERNELS_RUN.with(|k| k.borrow().contains(name)),
             "{name} never ran"
@@ -3416,6 +3419,9 @@ fn emulated_conv2d_tf32() {
         (5, 72, 1, (2, 3), (1, 2), (2, 1)),
         // Whole 16-channel stages, two pixel tiles: the lean tiles (the f32 wgmma one too).
         (16, 32, 1, (3, 3), (2, 1), (1, 1)),
+        // backprop_input's 48 channels: B rows past 32 live (the ws producer's second B
+        // chunk, which it splits too), over two 128-pixel tiles.
+        (48, 16, 1, (3, 3), (1, 1), (1, 1)),
     ]
     .iter()
     .enumerate()
@@ -3449,7 +3455,7 @@ fn emulated_conv2d_tf32() {
             }
         }
     }
-    assert_eq!(ran, 24, "every TF32 geometry has an output");
+    assert_eq!(ran, 30, "every TF32 geometry has an output");
     for name in [
         "conv2d_backprop_input_tc_vec_wgmma_f32",
         "conv2d_backprop_input_tc_vec_nchw_wgmma_f32",
@@ -3459,6 +3465,15 @@ fn emulated_conv2d_tf32() {
         assert!(
             KERNELS_RUN.with(|k| k.borrow().contains(&format!("{name} (TF32)"))),
             "{name} never ran plain TF32"
+        );
+    }
+    for name in [
+        "conv2d_backprop_input_tc_vec_ws_tf32_f32",
+        "conv2d_backprop_input_tc_vec_ws_f32",
+    ] {
+        assert!(
+            KERNELS_RUN.with(|k| k.borrow().contains(name)),
+            "{name} never ran"
         );
     }
     println!("emulated_conv2d_tf32: {ran} cases x 2 ops x 3 runs");
@@ -3557,7 +3572,9 @@ fn wgmma_build_cases_of(build: EmuBuild, test: &str, dts: &[Dt]) {
             "{name} never ran"
         );
     }
-    for name in wgmma_kernels::conv().filter(|k| k.ends_with("_f32") && dts.contains(&Dt::F32)) {
+    for name in wgmma_kernels::conv()
+        .filter(|k| k.ends_with("_f32") && !wgmma_kernels::WS.contains(k) && dts.contains(&Dt::F32))
+    {
         assert!(
             KERNELS_RUN.with(|k| k.borrow().contains(&format!("{name} (TF32)"))),
             "{name} never ran plain TF32"
@@ -3962,6 +3979,12 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                 if c.tf32 {
                     KERNELS_RUN.with(|k| k.borrow_mut().insert(format!("{twin_kernel} (TF32)")));
                 }
+            }
+            // The warp-specialized twin of f32 NHWC backprop_input (its producer splits the
+            // stages it copied; the TF32 opt-in on its own entry point): the same bits.
+            if dt == Dt::F32 && layout == NHWC && !forward {
+                let tf = if c.tf32 { "_tf32" } else { "" };
+                run_twin(&format!("{name}_vec_ws{tf}_f32"), launch::conv_tc_ws);
             }
         }
     }

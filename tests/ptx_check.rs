@@ -583,7 +583,10 @@ fn sm90a_image_holds_the_wgmma_kernels() {
 /// (phase, group) problem: none in the main loop (its wgmma twin, `_ws_` for `_wgmma_`, takes
 /// two there) and none in the epilogue (the twin's staged tile takes three; the consumers
 /// store from registers, so the producer runs on into the next tile). Their stages live in
-/// dynamic shared memory, as many as the launch gives: each reads `%dynamic_smem_size`.
+/// dynamic shared memory, as many as the launch gives: each reads `%dynamic_smem_size`. The
+/// f32 ones (exact, TF32) have the producer split what it copied before it publishes it: a
+/// plain arrival on `full` after `cp.async.wait_group 1` (GO_TC_WS_SPLIT_LAG - 1: the next
+/// chunk's copies in flight), no `.noinc`.
 #[test]
 fn sm90a_ws_kernels_use_mbarriers() {
     if kernels_or_skip("sm90a_ws_kernels_use_mbarriers").is_none() {
@@ -599,9 +602,10 @@ fn sm90a_ws_kernels_use_mbarriers() {
     let noinc = has("cp.async.mbarrier.arrive.noinc.shared.b64");
     let arrives = has("mbarrier.arrive.shared.b64");
     let dynamic = lines_per_entry(ptx, |l| l.contains("%dynamic_smem_size"));
+    let lag = lines_per_entry(ptx, |l| l.contains("cp.async.wait_group 1;"));
     for k in wgmma_kernels::WS {
         assert!(dynamic[k] >= 1, "{k}: stages not sized by the launch");
-        let twin = k.replace("_ws_", "_wgmma_");
+        let twin = k.replace("_ws_tf32_", "_wgmma_").replace("_ws_", "_wgmma_");
         println!(
             "{k}: {} bar.sync ({twin}: {}), {} try_wait, {} cp.async arrivals, {} arrivals",
             bars[k],
@@ -610,10 +614,16 @@ fn sm90a_ws_kernels_use_mbarriers() {
             noinc[k],
             arrives[k]
         );
+        let f32 = k.ends_with("_f32");
         assert_eq!(
             (waits[k], noinc[k], arrives[k]),
-            (2, 1, 2),
+            if f32 { (2, 0, 3) } else { (2, 1, 2) },
             "{k}: the mbarrier protocol"
+        );
+        assert_eq!(
+            lag[k] >= 1,
+            f32,
+            "{k}: the producer's split LAG chunks behind"
         );
         assert_eq!(bars[k], 2, "{k}: bar.sync (the problem's two)");
         assert!(
@@ -713,12 +723,16 @@ fn sm90a_wgmma_f32_rs_build_assembles() {
             base[k], 0,
             "{k}: register-source wgmma in the default image"
         );
-        if k.ends_with("_f32") {
+        if k.ends_with("_f32") && !wgmma_kernels::WS.contains(&k) {
             // The exact instantiation's stage: three products a k8 step, two steps (plain
-            // TF32 keeps A in shared memory).
+            // TF32 keeps A in shared memory; the ws tile's producer splits its stages in
+            // shared memory in either build).
             assert_eq!(with[k], 6, "{k}: register-source wgmma");
         } else {
-            assert_eq!(with[k], 0, "{k}: register-source wgmma in a 16-bit kernel");
+            assert_eq!(
+                with[k], 0,
+                "{k}: register-source wgmma in a 16-bit or ws kernel"
+            );
         }
     }
     check_sm90a_wgmma_kernels(&ptx_path, "conv.compute_90a, GO_TC_WGMMA_F32_RS=1");

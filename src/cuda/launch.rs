@@ -8,7 +8,8 @@ use super::params::{
     GO_CONV_TILE_P, GO_FILTER_HWIO, GO_LAYOUT_NCHW, GO_LAYOUT_NHWC, GO_POOL_TILE_SMEM,
     GO_RESIZE_TILE_SMEM, GO_TC_BLOCK_THREADS, GO_TC_SQUARE_THREADS, GO_TC_SQUARE_TILE_M,
     GO_TC_TALL_TILE_M, GO_TC_TILE_M, GO_TC_TILE_N, GO_TC_WIDE_THREADS, GO_TC_WIDE_TILE_M,
-    GO_TC_WS_MAX_STAGES, GO_TC_WS_SMEM_ALIGN, GO_TC_WS_STAGE_BYTES, GO_TC_WS_THREADS,
+    GO_TC_WS_MAX_STAGES, GO_TC_WS_SMEM_ALIGN, GO_TC_WS_SPLIT_LAG, GO_TC_WS_SPLIT_STAGE_BYTES,
+    GO_TC_WS_STAGE_BYTES, GO_TC_WS_THREADS,
 };
 
 /// Threads per block for every kernel but the tensor-core ones (`GO_TC_BLOCK_THREADS`)
@@ -471,18 +472,50 @@ pub fn conv_tc_square(p: &GoConvParams, forward: bool) -> Option<Launch> {
     conv_tc_tiled(p, forward, (GO_TC_SQUARE_TILE_M, GO_TC_SQUARE_THREADS))
 }
 
-/// Bytes of dynamic shared memory a warp-specialized kernel ([`conv_tc_ws`]) takes for
-/// `stages` stages (clamped to 2 to `GO_TC_WS_MAX_STAGES`): the stages, 12 KB each, and the
-/// slack that aligns them to the 64-byte swizzle's 512-byte atoms (the kernel takes as many
-/// whole stages as it is given, so the count is the launch's alone).
-pub fn conv_tc_ws_smem_bytes(stages: u32) -> u32 {
-    GO_TC_WS_SMEM_ALIGN + stages.clamp(2, GO_TC_WS_MAX_STAGES) * GO_TC_WS_STAGE_BYTES
-}
-
 /// Whether `kernel` (an entry point's name) is a warp-specialized conv kernel, whose stages
 /// live in dynamic shared memory ([`conv_tc_ws_smem_bytes`]).
 pub fn is_conv_tc_ws_kernel(kernel: &str) -> bool {
     kernel.contains("_tc_vec_ws_")
+}
+
+/// Bytes of one stage of warp-specialized kernel `kernel`: 12 KB (128 + 64 rows of 64
+/// bytes), or for exact f32 (`conv2d_backprop_input_tc_vec_ws_f32`, 3xTF32) 24 KB, the small
+/// tf32 parts beside each stage.
+pub fn conv_tc_ws_stage_bytes(kernel: &str) -> u32 {
+    if kernel.ends_with("_tc_vec_ws_f32") {
+        GO_TC_WS_SPLIT_STAGE_BYTES
+    } else {
+        GO_TC_WS_STAGE_BYTES
+    }
+}
+
+/// The most stages warp-specialized kernel `kernel` takes: `GO_TC_WS_MAX_STAGES`, in at most
+/// that many 12 KB stages' bytes (exact f32: 4).
+pub fn conv_tc_ws_max_stages(kernel: &str) -> u32 {
+    GO_TC_WS_MAX_STAGES * GO_TC_WS_STAGE_BYTES / conv_tc_ws_stage_bytes(kernel)
+}
+
+/// The fewest stages warp-specialized kernel `kernel` takes (fewer trap): 2, or for f32 (the
+/// producer publishes a chunk `GO_TC_WS_SPLIT_LAG` chunks behind its copies, and the
+/// consumers hold a chunk's stage until the next one is published) `GO_TC_WS_SPLIT_LAG + 1`.
+pub fn conv_tc_ws_min_stages(kernel: &str) -> u32 {
+    if kernel.ends_with("_f32") {
+        GO_TC_WS_SPLIT_LAG + 1
+    } else {
+        2
+    }
+}
+
+/// Bytes of dynamic shared memory warp-specialized kernel `kernel` ([`conv_tc_ws`]) takes for
+/// `stages` stages (clamped to [`conv_tc_ws_min_stages`] to [`conv_tc_ws_max_stages`]): the
+/// stages
+/// ([`conv_tc_ws_stage_bytes`] each) and the slack that aligns them to the 64-byte swizzle's
+/// 512-byte atoms (the kernel takes as many whole stages as it is given, so the count is the
+/// launch's alone).
+pub fn conv_tc_ws_smem_bytes(kernel: &str, stages: u32) -> u32 {
+    GO_TC_WS_SMEM_ALIGN
+        + stages.clamp(conv_tc_ws_min_stages(kernel), conv_tc_ws_max_stages(kernel))
+            * conv_tc_ws_stage_bytes(kernel)
 }
 
 /// The most dynamic shared memory kernel `kernel` may be launched with (the runtime raises
@@ -490,7 +523,7 @@ pub fn is_conv_tc_ws_kernel(kernel: &str) -> bool {
 /// 0 for every other kernel.
 pub fn max_dynamic_smem_bytes(kernel: &str) -> u32 {
     if is_conv_tc_ws_kernel(kernel) {
-        conv_tc_ws_smem_bytes(GO_TC_WS_MAX_STAGES)
+        conv_tc_ws_smem_bytes(kernel, GO_TC_WS_MAX_STAGES)
     } else {
         0
     }
@@ -867,19 +900,35 @@ mod tests {
     /// at the most stages; no other kernel takes any.
     #[test]
     fn ws_dynamic_smem_holds_whole_stages() {
-        assert_eq!(conv_tc_ws_smem_bytes(6), 512 + 6 * 12288);
-        assert_eq!(conv_tc_ws_smem_bytes(0), conv_tc_ws_smem_bytes(2));
+        let k = "conv2d_backprop_input_tc_vec_ws_f16";
+        assert_eq!(conv_tc_ws_smem_bytes(k, 6), 512 + 6 * 12288);
+        assert_eq!(conv_tc_ws_smem_bytes(k, 0), conv_tc_ws_smem_bytes(k, 2));
         assert_eq!(
-            conv_tc_ws_smem_bytes(99),
-            conv_tc_ws_smem_bytes(GO_TC_WS_MAX_STAGES)
+            conv_tc_ws_smem_bytes(k, 99),
+            conv_tc_ws_smem_bytes(k, GO_TC_WS_MAX_STAGES)
         );
-        let most = max_dynamic_smem_bytes("conv2d_backprop_input_tc_vec_ws_f16");
-        assert_eq!(most, conv_tc_ws_smem_bytes(GO_TC_WS_MAX_STAGES));
+        let most = max_dynamic_smem_bytes(k);
+        assert_eq!(most, conv_tc_ws_smem_bytes(k, GO_TC_WS_MAX_STAGES));
         assert!(2 * (most + 1024 + 448) <= 228 * 1024, "{most}");
         assert_eq!(
             max_dynamic_smem_bytes("conv2d_forward_tc_vec_ws_bf16"),
             most
         );
+        // f32: plain TF32's stages as the 16-bit ones; exact 3xTF32's twice the size (their
+        // small parts), at most 4, in the same bytes.
+        assert_eq!(
+            max_dynamic_smem_bytes("conv2d_backprop_input_tc_vec_ws_tf32_f32"),
+            most
+        );
+        let exact = "conv2d_backprop_input_tc_vec_ws_f32";
+        assert_eq!(conv_tc_ws_max_stages(exact), 4);
+        assert_eq!(conv_tc_ws_smem_bytes(exact, 6), 512 + 4 * 24576);
+        assert_eq!(conv_tc_ws_smem_bytes(exact, 3), 512 + 3 * 24576);
+        assert_eq!(conv_tc_ws_smem_bytes(exact, 2), 512 + 3 * 24576);
+        let tf32 = "conv2d_backprop_input_tc_vec_ws_tf32_f32";
+        assert_eq!(conv_tc_ws_smem_bytes(tf32, 2), 512 + 3 * 12288);
+        assert_eq!(conv_tc_ws_min_stages(k), 2);
+        assert_eq!(max_dynamic_smem_bytes(exact), most);
         for k in [
             "conv2d_forward_tc_vec_wgmma_f16",
             "conv2d_backprop_input_tc_vec_tall_f16",

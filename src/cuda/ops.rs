@@ -78,10 +78,11 @@ fn config_with_smem(l: Launch, smem: u32) -> LaunchConfig {
 }
 
 /// The dynamic shared memory conv kernel `kernel` is launched with: the warp-specialized
-/// kernels' stages ([`conv_tc_ws_stages`] of them), none for the others.
+/// kernels' stages ([`conv_tc_ws_stages`] of them, at most the kernel's most), none for the
+/// others.
 fn conv_dynamic_smem(kernel: &str) -> u32 {
     if launch::is_conv_tc_ws_kernel(kernel) {
-        launch::conv_tc_ws_smem_bytes(conv_tc_ws_stages())
+        launch::conv_tc_ws_smem_bytes(kernel, conv_tc_ws_stages())
     } else {
         0
     }
@@ -798,9 +799,12 @@ fn conv_tc_family_for(
     };
     let tile = match (vec, nchw, elem_bytes) {
         (true, false, 2) => env_tile,
+        // The warp-specialized tile serves f32 NHWC backprop_input too (its HWIO filter is
+        // K-major, as tf32 wgmma reads it).
+        (true, false, 4) if !forward && env_tile == ConvTcTile::Ws => ConvTcTile::Ws,
         // f32 calls (either op, either layout) and 16-bit NCHW calls have one tile beside the
         // lean one: the lean wgmma tile.
-        // (The warp-specialized tile is 16-bit NHWC's only: as the wgmma tile elsewhere.)
+        // (The warp-specialized tile elsewhere: as the wgmma tile.)
         (true, _, 4) | (true, true, 2)
             if matches!(env_tile, ConvTcTile::Wgmma | ConvTcTile::Ws) =>
         {
@@ -825,6 +829,12 @@ fn conv_tc_family_for(
         }
         (false, true, false, ConvTcTile::Square) => "conv2d_backprop_input_tc_vec_square",
         (false, true, false, ConvTcTile::Wgmma) => "conv2d_backprop_input_tc_vec_wgmma",
+        // f32 under the TF32 opt-in: its own entry point (one kernel for both spilled).
+        (false, true, false, ConvTcTile::Ws)
+            if elem_bytes == 4 && p.f32_precision == GO_F32_PRECISION_TF32 as i32 =>
+        {
+            "conv2d_backprop_input_tc_vec_ws_tf32"
+        }
         (false, true, false, ConvTcTile::Ws) => "conv2d_backprop_input_tc_vec_ws",
         (false, true, true, ConvTcTile::Wgmma) => "conv2d_backprop_input_tc_vec_nchw_wgmma",
         (false, true, true, _) => "conv2d_backprop_input_tc_vec_nchw",
@@ -841,7 +851,12 @@ fn conv_tc_family_for(
 
 /// Whether a conv family's kernels live in the compute_90a image (the wgmma tiles').
 fn conv_tc_family_is_sm90a(family: &str) -> bool {
-    family.ends_with("_wgmma") || family.ends_with("_ws")
+    family.ends_with("_wgmma") || conv_tc_family_is_ws(family)
+}
+
+/// Whether a conv family is the warp-specialized tile's (`_ws`, f32's TF32 `_ws_tf32`).
+fn conv_tc_family_is_ws(family: &str) -> bool {
+    family.ends_with("_ws") || family.ends_with("_ws_tf32")
 }
 
 /// [`ConvTcTile::Auto`]'s tile for a call with parameters `p` (`p.f32_precision` as it runs)
@@ -877,7 +892,7 @@ fn conv_tc_launch(
 ) -> Option<Launch> {
     if family.ends_with("_wgmma") && (elem_bytes == 4 || family.ends_with("_nchw_wgmma")) {
         launch::conv_tc(p, forward)
-    } else if family.ends_with("_ws") {
+    } else if conv_tc_family_is_ws(family) {
         launch::conv_tc_ws(p, forward)
     } else if family.ends_with("_wide") || family.ends_with("_wgmma") {
         launch::conv_tc_wide(p, forward)
@@ -2071,8 +2086,9 @@ mod tests {
             conv_tc_launch(&p, false, wg, 2).map(|l| (l.grid, l.block)),
             launch::conv_tc_wide(&p, false).map(|l| (l.grid, l.block))
         );
-        // The warp-specialized tile: 16-bit NHWC only, on its own launch (the wide grid,
-        // 384 threads), in the compute_90a image; elsewhere as the wgmma tile.
+        // The warp-specialized tile: 16-bit NHWC and f32 NHWC backprop_input (exact, or the
+        // TF32 opt-in's entry point), on its own launch (the wide grid, 384 threads), in the
+        // compute_90a image; elsewhere as the wgmma tile.
         use ConvTcTile::Ws;
         for forward in [false, true] {
             let op = if forward { "forward" } else { "backprop_input" };
@@ -2083,10 +2099,32 @@ mod tests {
                 fam(forward, 2, Ws, false),
                 format!("conv2d_{op}_tc_vec_tall")
             );
-            assert_eq!(fam(forward, 4, Ws, true), fam(forward, 4, Wgmma, true));
+            if forward {
+                assert_eq!(fam(forward, 4, Ws, true), fam(forward, 4, Wgmma, true));
+            } else {
+                assert_eq!(fam(forward, 4, Ws, true), ws);
+                let tf32 = GoConvParams {
+                    f32_precision: GO_F32_PRECISION_TF32 as i32,
+                    ..p
+                };
+                let f = conv_tc_family_for(&tf32, (false, 4), Ws, true);
+                assert_eq!(f, "conv2d_backprop_input_tc_vec_ws_tf32");
+                assert!(conv_tc_family_is_sm90a(f));
+                let l = conv_tc_launch(&tf32, false, f, 4).expect("a launch");
+                assert_eq!(l.block, (super::super::params::GO_TC_WS_THREADS, 1, 1));
+                assert_eq!(
+                    conv_tc_family_for(&tf32, (false, 4), Ws, false),
+                    "conv2d_backprop_input_tc_vec"
+                );
+            }
+            assert_eq!(fam(forward, 4, Ws, false), fam(forward, 4, Lean, false));
             assert_eq!(
                 nchw_fam(forward, 2, Ws, true),
                 nchw_fam(forward, 2, Wgmma, true)
+            );
+            assert_eq!(
+                nchw_fam(forward, 4, Ws, true),
+                nchw_fam(forward, 4, Wgmma, true)
             );
             let l = conv_tc_launch(&p, forward, &ws, 2).expect("a launch");
             let wide = launch::conv_tc_wide(&p, forward).unwrap();

@@ -16,13 +16,15 @@
 #    (GRADOPS_CUDA_CONV_TC_GRID=tiles; since 2026-12-06 the ws launch runs every stride phase
 #    in each block, so its default is one wave, W5 included, where a block's producer runs
 #    from tile to tile; once) and wgmma in turn, twice, ws also at 3 stages (what static
-#    shared memory held) and 8, cuDNN (channels_last) before and after;
-#    ncu on one ws and one wgmma W4 backprop_input call.
+#    shared memory held) and 8, cuDNN (channels_last) before and after; then (2b) f32 NHWC
+#    backprop_input W4/W5, exact and TF32, under the default tiles, ws (since 2026-12-06: the
+#    producer splits its stages into tf32 parts) and wgmma, twice, cuDNN around them;
+#    ncu on one ws and one wgmma f16 W4 backprop_input call, and one ws f32 TF32 call.
 # 3. The one-barrier and register-source builds (as ../2026-12-04b-gpu-prepared): their
 #    suites, racecheck/synccheck under wgmma, the lean wgmma tile's rows timed beside the
 #    default build's (f32 exact and TF32, f16 NCHW), ncu on exact f32 NCHW W4.
 # 4. The candle CUDA tests (never run on a GPU yet).
-# Usage: run.sh BUNDLE OUT. About 8-9 minutes; give it timeout_s 540 (what is written under
+# Usage: run.sh BUNDLE OUT. About 9 minutes; give it timeout_s 540 (what is written under
 # OUT comes back if it is cut off: the items above are in order of importance).
 B="$1" O="$2"; W="$O/w"; rm -rf "$W"; mkdir -p "$W" "$O"; L="$O/log.txt"
 reap() { pkill -9 -f "$B/" ; pkill -9 -f bench/peers.py; pkill -9 -x ncu; sleep 1; } 2>/dev/null
@@ -60,6 +62,22 @@ done
 PYTHONUNBUFFERED=1 st peers_b 90 python3 bench/peers.py $P --json "$W/peers-b.json"; reap
 python3 bench/variant_summary.py "$W" "f16 NHWC: default tiles, ws (6 stages), ws at 3 and 8, ws a block a tile, wgmma" | tee -a "$L" || true
 mkdir -p "$W/ws" && mv "$W"/t*.json "$W"/peers-*.json "$W/ws/" 2>/dev/null
+# 2b. f32 NHWC backprop_input on the ws tile (since 2026-12-06: exact 3xTF32 at 4 stages, the
+# TF32 opt-in at 6; the producer splits its stages), beside the default tiles and wgmma.
+P="--device cuda --reps 50 --dtypes f32 --layouts nhwc --workloads W4,W5 --nhwc-workloads W4,W5"
+PYTHONUNBUFFERED=1 st peers_f32a 60 python3 bench/peers.py $P --json "$W/peers-f32a.json"; reap
+for rep in 1 2; do
+  for v in default ws wgmma; do
+    tile=(); [[ $v != default ]] && tile=(env GRADOPS_CUDA_CONV_TC_TILE=$v)
+    for d in exact tf32; do
+      st "t${rep}_${v}_f32_$d" 40 "${tile[@]}" "$B/gradops" bench --device cuda --dtype f32 \
+        --f32-precision $d --layout nhwc --workload W4,W5 --reps 50 --json "$W/t$rep-$v-f32_$d.json"
+    done
+  done
+done
+PYTHONUNBUFFERED=1 st peers_f32b 60 python3 bench/peers.py $P --json "$W/peers-f32b.json"; reap
+python3 bench/variant_summary.py "$W" "f32 NHWC backprop_input: default tiles, ws, wgmma" | tee -a "$L" || true
+mkdir -p "$W/ws_f32" && mv "$W"/t*.json "$W"/peers-*.json "$W/ws_f32/" 2>/dev/null
 NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)"
 M='regex:^(smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio|smsp__inst_executed\.sum|sm__inst_executed_pipe_tensor\.sum|l1tex__data_bank_conflicts_pipe_lsu_mem_shared\.sum)$'
 for v in ws wgmma; do
@@ -68,6 +86,10 @@ for v in ws wgmma; do
     --section SchedulerStats --section WarpStateStats --section MemoryWorkloadAnalysis --metrics "$M" \
     "$B/gradops" bench --device cuda --dtype f16 --layout nhwc --workload W4 --reps 3
 done
+st ncu_ws_tf32_W4 40 env GRADOPS_CUDA_CONV_TC_TILE=ws "$NCU" --clock-control none \
+  -k "conv2d_backprop_input_tc_vec_ws_tf32_f32" -s 2 -c 1 --section SpeedOfLight --section Occupancy \
+  --section SchedulerStats --section WarpStateStats --section MemoryWorkloadAnalysis --metrics "$M" \
+  "$B/gradops" bench --device cuda --dtype f32 --f32-precision tf32 --layout nhwc --workload W4 --reps 3
 reap
 # 3. The one-barrier and register-source builds.
 st info_onebarrier 30 "$B/gradops-onebarrier" info

@@ -525,9 +525,15 @@ fn bench_cuda_typed<T: Element>(
                 tile_name(tile),
                 tile_name(ConvTcTile::Auto),
                 if wgmma {
+                    let f32_ws = if tile == ConvTcTile::Ws && op == "conv2d_backprop_input" {
+                        " (but f32 NHWC: the warp-specialized tile, the producer splitting \
+                         its stages into tf32 parts)"
+                    } else {
+                        ""
+                    };
                     format!(
                         "; {others} the lean wgmma tile (64-pixel tiles on one warpgroup of \
-                         m64n64 wgmma), not the 64-pixel mma.sync one"
+                         m64n64 wgmma){f32_ws}, not the 64-pixel mma.sync one"
                     )
                 } else {
                     String::new()
