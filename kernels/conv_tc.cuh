@@ -1585,10 +1585,9 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
                     // Chunk it - LAG, before chunk it's copies, whose stage waits for the
                     // release of chunk it - stages, which the consumers give once chunk it -
                     // stages + 1 is published (LAG + 1 stages suffice): this thread's copies
-                    // of it landed (the
-                    // LAG - 1 chunks after it may be pending, fewer at the tile's end, so that
-                    // none is left once its last chunk is published), split in place,
-                    // published.
+                    // of it landed (the LAG - 1 chunks after it may be pending, fewer at the
+                    // tile's end, so that none is left once its last chunk is published),
+                    // split in place, published.
                     go_cp_async_wait_at_most<LAG - 1>((it - 1 < kiters ? it - 1 : kiters - 1) -
                                                       (it - LAG));
                     const unsigned q = pub.s;
