@@ -382,7 +382,10 @@ fn conv_tc_grid_from_env(v: Option<&str>) -> ConvTcGrid {
 /// ([`ConvTcTile::Ws`]): an integer from 2 to `GO_TC_WS_MAX_STAGES` (8), surrounding whitespace
 /// ignored; unset or any other value, `GO_TC_WS_STAGES` (6). Each stage (12 KB of dynamic
 /// shared memory) is one more 32-channel chunk the producer warpgroup may copy ahead of the
-/// consumers; two blocks a SM fit up to 8 on compute capability 9.0. Every count gives the
+/// consumers; two blocks a SM fit up to 8 on compute capability 9.0. Exact f32's stages (24
+/// KB: their small tf32 parts too) are at most 4, and f32's at least 3 (the producer
+/// publishes a chunk two behind its copies): the count is clamped to the kernel's range
+/// (`launch::conv_tc_ws_smem_bytes`). Every count gives the
 /// same results bit for bit (the same chunks in the same order). Read once per process.
 pub const CONV_TC_WS_STAGES_ENV: &str = "GRADOPS_CUDA_CONV_TC_WS_STAGES";
 
