@@ -1048,7 +1048,7 @@ fn conv_backprop_input_raw<T: Element>(
     // only at in-range (ky, kx, c, o), and write each dx element of their tile once, for
     // any grid size; l is the launch geometry of the kernel chosen, with the dynamic shared
     // memory it takes (the _ws kernels' stages, their limit raised on load; trapping below
-    // two stages, which conv_tc_ws_smem_bytes never gives).
+    // their fewest stages, which conv_tc_ws_smem_bytes never gives).
     unsafe { b.launch(config_with_smem(l, conv_dynamic_smem(&kernel))) }
         .map_err(|e| cuda_err(OP, "launching conv2d_backprop_input", e))?;
     Ok(())
