@@ -144,6 +144,7 @@ struct AsyncCopy {
     void* dst;
     const void* src;
     int src_bytes;
+    int cp_size;  // 16, or 4 (the f32 ws forward's filter elements)
 };
 struct AsyncQueue {
     std::vector<AsyncCopy> open;                  // issued, not yet committed
@@ -151,17 +152,22 @@ struct AsyncQueue {
 };
 extern AsyncQueue* t_async;  // the running thread's
 
-inline void cp_async_issue(void* dst, const void* src, int src_bytes) {
-    if (reinterpret_cast<uintptr_t>(dst) % 16 || (src_bytes && reinterpret_cast<uintptr_t>(src) % 16)) {
-        std::fprintf(stderr, "cp.async: 16-byte copy with a misaligned address (%p <- %p)\n", dst, src);
+// cp_size bytes (16, or 4: cp.async.ca's element copy), src_bytes of them read (0: none).
+inline void cp_async_issue(void* dst, const void* src, int src_bytes, int cp_size = 16) {
+    const uintptr_t a = (uintptr_t)cp_size;
+    if ((cp_size != 16 && cp_size != 4) || reinterpret_cast<uintptr_t>(dst) % a ||
+        (src_bytes && reinterpret_cast<uintptr_t>(src) % a)) {
+        std::fprintf(stderr, "cp.async: %d-byte copy with a misaligned address (%p <- %p)\n",
+                     cp_size, dst, src);
         std::abort();
     }
-    if (src_bytes != 0 && src_bytes != 16) {
-        std::fprintf(stderr, "cp.async: src-size %d (the kernels use 0 or 16)\n", src_bytes);
+    if (src_bytes != 0 && src_bytes != cp_size) {
+        std::fprintf(stderr, "cp.async: src-size %d of %d (the kernels use 0 or all)\n",
+                     src_bytes, cp_size);
         std::abort();
     }
-    std::memset(dst, 0xFF, 16);  // undefined until the wait
-    t_async->open.push_back({dst, src, src_bytes});
+    std::memset(dst, 0xFF, cp_size);  // undefined until the wait
+    t_async->open.push_back({dst, src, src_bytes, cp_size});
 }
 inline void cp_async_commit() {
     t_async->groups.push_back(std::move(t_async->open));
@@ -169,8 +175,8 @@ inline void cp_async_commit() {
 }
 // A copy lands: src-size 0 reads nothing and zero-fills the destination.
 inline void land(const AsyncCopy& c) {
-    if (c.src_bytes) std::memcpy(c.dst, c.src, 16);
-    else std::memset(c.dst, 0, 16);
+    if (c.src_bytes) std::memcpy(c.dst, c.src, c.cp_size);
+    else std::memset(c.dst, 0, c.cp_size);
 }
 inline void cp_async_wait(int pending) {
     while ((int)t_async->groups.size() > pending) {

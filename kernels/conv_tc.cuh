@@ -577,6 +577,14 @@ GO_DEV void go_tc_split_tf32(float* chunk, float* x) {
 #endif
 }
 
+// go_tc_split_tf32 of one element (the f32 ws forward's B, copied element by element).
+template <bool TF32>
+GO_DEV void go_tc_split_tf32_one(float* v, float* x) {
+    const float big = go_u32_as_f32(go_cvt_tf32(*v));
+    if constexpr (!TF32) *x = go_u32_as_f32(go_cvt_tf32(*v - big));
+    *v = big;
+}
+
 // The f32 wgmma tile's stage with A from registers (GO_TC_WGMMA_F32_RS): warp w of
 // warpgroup wg reads, per k8 step, its fragment of the stage's A (rows 64 wg + 16 (w % 4) + g
 // and + 8, k t and t + 4 of the step: go_wgmma_m64n64k8_tf32_rs's layout) with one ldmatrix
@@ -1468,7 +1476,7 @@ GO_DEV void go_tc_ws_store(const GoTcProblem& P, const GoTcAcc<T, 16, 64>& acc, 
     }
 }
 
-// The warp-specialized wgmma tile (GO_TC_WGMMA_WS; 16-bit NHWC, sm_90a images and the
+// The warp-specialized wgmma tile (GO_TC_WGMMA_WS; NHWC, sm_90a images and the
 // emulator): the wgmma tile's 128 x TC_BN block tile and arithmetic on two consumer
 // warpgroups (warps 0-7: warpgroup g's m64n64 is rows 64g.., as go_tc_stage_wgmma reads
 // them), fed by a producer warpgroup (warps 8-11) that does every copy, so no block barrier
@@ -1492,8 +1500,9 @@ GO_DEV void go_tc_ws_store(const GoTcProblem& P, const GoTcAcc<T, 16, 64>& acc, 
 // stores; W5's phases are 2 to 8 chunks a tile, ncu 2026-12-04: fill and epilogue weighed
 // most). Same chunks, same wgmma in the same order on the same accumulators, rounded the
 // same, as the wgmma tile: the same bits.
-// f32 (backprop_input, whose HWIO B is K-major as tf32 wgmma needs; exact 3xTF32, or plain
-// TF32 under the opt-in): the same block tile in k16 chunks (64-byte rows, 16 channels), two
+// f32 (exact 3xTF32, or plain TF32 under the opt-in; backprop_input's HWIO B is K-major, as
+// tf32 wgmma needs, the forward's N-major: its producer copies it element by element to
+// K-major places, BEL): the same block tile in k16 chunks (64-byte rows, 16 channels), two
 // m64n64k8 tf32 steps a chunk (go_tc_stage_wgmma's, three products a step for 3xTF32). The
 // tf32 parts are made by the producer, which splits the chunks it copied in place
 // (go_tc_split_tf32: big in the stage, small in the stage's split part after all stages;
@@ -1539,7 +1548,12 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
     // f32: tf32 parts split by the producer; exact 3xTF32 keeps the small ones in the split
     // part of the stage (XS).
     constexpr bool SPLIT = sizeof(S) == 4, XS = SPLIT && !TF32;
-    static_assert(sizeof(S) == 2 || (SPLIT && !BKN), "16-bit types, or f32 with K-major B");
+    // The f32 forward's HWIO B is N-major, which tf32 wgmma cannot read: the producer copies
+    // it element by element (BEL: 4-byte cp.async) to its K-major places, then splits those
+    // with the chunk. (Through registers, as the lean wgmma tile's BREG, the eight elements
+    // held across an iteration made the kernel spill at 80 registers.)
+    constexpr bool BEL = SPLIT && BKN;
+    static_assert(sizeof(S) == 2 || SPLIT, "16-bit types or f32");
     constexpr int BK = Tr::BK, VEC = GoTcGeom<T>::VEC, KCH = BK / VEC, SLD = BK;
     constexpr int BM = GO_TC_WIDE_TILE_M;
     constexpr int CT = GO_TC_WS_PRODUCER_THREADS, MMA_THREADS = GO_TC_WS_THREADS - CT;
@@ -1574,6 +1588,19 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
         const int adst = sdst(pt / TPR, pt % TPR);
         constexpr int ADST1 = (CT / TPR) * SLD;
         const GoTcVecB<T, BKN, true, false, CT> B(P, w, n_base, pt);
+        // BEL: producer warp pw's lanes copy nn rows 16 pw + 8 h + lane % 8 (h = 0, 1), k
+        // 4 c + lane / 8 of each 4-element chunk c of the stage's 16 k: per copy instruction
+        // 8 rows x 4 k, four 32-byte sectors of the filter and the 32 banks of the stage once
+        // each (the 64-byte swizzle: the rows' parities and (r >> 1) & 3 all differ). In the
+        // stage element (h, c) sits at belt(h, c) = (bel0 ^ 4 c) + 128 h (chunk c ^ sw, sw
+        // the row's swizzle; rows 8 apart share it), its source at bsrc + boff + 4 c b_j + 8
+        // h b_n; rows past the group's channels are zero-filled.
+        static_assert(!BEL || (CT == 128 && TC_BN == 64 && BK == 16 && VEC == 4),
+                      "BEL: 4 warps x 16 rows, four 4-element chunks a row");
+        [[maybe_unused]] const int bel0 = sdst(16 * (pt / 32) + pt % 8, 0) + (pt % 32) / 8;
+        [[maybe_unused]] auto belt = [&](int h, int c) { return (bel0 ^ (4 * c)) + 128 * h; };
+        [[maybe_unused]] const go_i64 bel_row = n_base + 16 * (pt / 32) + pt % 8;
+        [[maybe_unused]] const T* bsrc = w + P.b_off + (pt % 32) / 8 * P.b_j + bel_row * P.b_n;
         const int jlen = (int)P.jlen;
         GoTcVecCursor cur(P);
         // f32: the chunks split and published LAG behind the ones copied (pub: their ring).
@@ -1597,10 +1624,19 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
 #pragma unroll
                     for (int r = 0; r < NR; ++r)
                         go_tc_split_tf32<TF32>(as + adst + r * ADST1, xa + adst + r * ADST1);
+                    if constexpr (BEL) {
 #pragma unroll
-                    for (int r = 0; r < NB; ++r)
-                        go_tc_split_tf32<TF32>(bs + B.dst + r * B.DST1,
-                                               xa + BM * SLD + B.dst + r * B.DST1);
+                        for (int h = 0; h < 2; ++h)
+#pragma unroll
+                            for (int c = 0; c < KCH; ++c)
+                                go_tc_split_tf32_one<TF32>(bs + belt(h, c),
+                                                           xa + BM * SLD + belt(h, c));
+                    } else {
+#pragma unroll
+                        for (int r = 0; r < NB; ++r)
+                            go_tc_split_tf32<TF32>(bs + B.dst + r * B.DST1,
+                                                   xa + BM * SLD + B.dst + r * B.DST1);
+                    }
                     go_fence_proxy_async_smem();
                     go_mbar_arrive(&full[q]);
                     pub.next();
@@ -1620,7 +1656,20 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
                     go_tc_vec_copy16<1>(as + adst + r * ADST1, in ? arow[r] + aoff : w,
                                         in ? 16 : 0);
                 }
-                B.copy(bs, w, boff);
+                if constexpr (BEL) {
+                    const T* bp = bsrc + boff;
+                    const int bj4 = 4 * (int)P.b_j, bh = 8 * (int)P.b_n;
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const bool in = bel_row + 8 * h < P.nlen;
+#pragma unroll
+                        for (int c = 0; c < KCH; ++c)
+                            go_cp_async_4_ca(bs + belt(h, c), in ? bp + (c * bj4 + h * bh) : w,
+                                             in ? 4 : 0);
+                    }
+                } else {
+                    B.copy(bs, w, boff);
+                }
                 if constexpr (SPLIT) go_cp_async_commit();
                 else go_cp_async_mbar_arrive_noinc(&full[s]);
                 cur.advance<BK, BKN, false, NR>(P, jlen, ntx, amask);
@@ -1647,9 +1696,9 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
             go_mbar_wait(&full[s], ring.ph);
             // The copies, visible to this thread through the barrier, visible to its wgmma.
             go_fence_proxy_async_smem();
-            go_tc_stage_wgmma<T, BKN, TF32>(As + s * BM * SLD, Bs + s * TC_BN * SLD, warp / 4,
-                                            &acc[0][0][0], Xs + s * STAGE,
-                                            Xs + s * STAGE + BM * SLD);
+            go_tc_stage_wgmma<T, BKN && !BEL, TF32>(As + s * BM * SLD, Bs + s * TC_BN * SLD,
+                                                    warp / 4, &acc[0][0][0], Xs + s * STAGE,
+                                                    Xs + s * STAGE + BM * SLD);
             go_wgmma_wait<1>();
             if (it >= 1 && lane == 0) go_mbar_arrive(&empty[s_prev]);
             s_prev = s;
@@ -1680,8 +1729,9 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
 // stages. f32's wgmma tile, both ops in both layouts, m64n64k8 tf32 (3xTF32, or plain TF32
 // under the opt-in) on stages split in place (go_tc_split_tf32) with the split buffer after
 // the stages (40 KB of static shared memory; 128-pixel tiles with 3 stages would not fit 48
-// KB beside it; the forward's HWIO B gathered through registers and stored K-major); and 16-bit NCHW's, both ops (m64n64k16, the wgmma tile's operations; its A chunks
-// stored to the stage from registers as by the lean NCHW kernel, at the swizzled positions).
+// KB beside it; the forward's HWIO B gathered through registers and stored K-major); and
+// 16-bit NCHW's, both ops (m64n64k16, the wgmma tile's operations; its A chunks stored to
+// the stage from registers as by the lean NCHW kernel, at the swizzled positions).
 // The warp-specialized wgmma tile (GO_TC_WGMMA_WS, go_tc_tile_ws): the wgmma tile's block
 // tile on GO_TC_WS_THREADS threads, its stages in dynamic shared memory (STAGES 0 here: as
 // many as the launch gives, GoTcWsRing) and their mbarriers.
@@ -1761,7 +1811,7 @@ struct GoTcWsBlock {
     GoTcProblem P;
     unsigned ph, gn, n_base, live;  // live: 0 once the block's loops are done
 };
-// conv2d_tc_layout for the warp-specialized tile (16-bit NHWC). Same problems and tiles in
+// conv2d_tc_layout for the warp-specialized tile (NHWC). Same problems and tiles in
 // the same order as conv2d_tc_layout's loops over phases (z), group x channel tiles (y) and
 // pixel tiles (x). Its loop state in 32 bits, which the parameters allow
 // (go_tc_vec_params_ok: the pixels and the phases below 2^31, the channel tiles below 2^32):
@@ -1929,12 +1979,12 @@ GO_TC_VEC_BODY(conv2d_forward_tc_vec_wgmma_body, true, GO_LAYOUT_NHWC,
 GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_nchw_wgmma_body, false, GO_LAYOUT_NCHW,
                GO_TC_WGMMA_LEAN)
 GO_TC_VEC_BODY(conv2d_forward_tc_vec_nchw_wgmma_body, true, GO_LAYOUT_NCHW, GO_TC_WGMMA_LEAN)
-// The warp-specialized wgmma kernels (16-bit NHWC, both ops; f32 NHWC backprop_input, exact
-// or under the TF32 opt-in): the stages in dynamic shared memory, as many whole ones
-// (go_tc_ws_stage_bytes) as the launch gave past GO_TC_WS_SMEM_ALIGN bytes of alignment
-// slack, in at most GO_TC_WS_MAX_STAGES * GO_TC_WS_STAGE_BYTES bytes and GO_TC_WS_MAX_STAGES
-// stages (fewer than two trap, f32's fewer than GO_TC_WS_SPLIT_LAG + 1), and the block state (the epilogue stores from registers: no
-// tile, no row offsets).
+// The warp-specialized wgmma kernels (NHWC, both ops; 16-bit, and f32 exact or under the TF32
+// opt-in): the stages in dynamic shared memory, as many whole ones (go_tc_ws_stage_bytes) as
+// the launch gave past GO_TC_WS_SMEM_ALIGN bytes of alignment slack, in at most
+// GO_TC_WS_MAX_STAGES * GO_TC_WS_STAGE_BYTES bytes and GO_TC_WS_MAX_STAGES stages (fewer than
+// two trap, f32's fewer than GO_TC_WS_SPLIT_LAG + 1), and the block state (the epilogue
+// stores from registers: no tile, no row offsets).
 template <typename T, bool FWD, bool TF32>
 GO_DEV void conv2d_tc_ws_run(const GoConvParams& p, unsigned char* dsmem, GoTcWsBlock* B) {
     constexpr unsigned MOST = GO_TC_WS_MAX_STAGES * GO_TC_WS_STAGE_BYTES;
@@ -1952,8 +2002,7 @@ GO_DEV void conv2d_tc_ws_run(const GoConvParams& p, unsigned char* dsmem, GoTcWs
 // p.f32_precision allows, the TF32 one (TF32) traps unless the call allows TF32.
 template <typename T, bool FWD, bool TF32>
 GO_DEV void conv2d_tc_ws_entry(const GoConvParams& p, unsigned char* dsmem, GoTcWsBlock* B) {
-    static_assert(sizeof(T) == 2 || (sizeof(T) == 4 && !FWD),
-                  "16-bit types, f32 backprop_input");
+    static_assert(sizeof(T) == 2 || sizeof(T) == 4, "16-bit types, f32");
     static_assert(!TF32 || sizeof(T) == 4, "TF32: f32 only");
     static_assert(GoTcTileShape<GO_TC_WGMMA_WS>::ALIGN == GO_TC_WS_SMEM_ALIGN, "alignment");
     go_tc_vec_check<T, FWD, GO_LAYOUT_NHWC>(p);
@@ -1971,6 +2020,7 @@ GO_DEV void conv2d_tc_ws_entry(const GoConvParams& p, unsigned char* dsmem, GoTc
 GO_TC_WS_BODY(conv2d_backprop_input_tc_vec_ws_body, false, false)
 GO_TC_WS_BODY(conv2d_forward_tc_vec_ws_body, true, false)
 GO_TC_WS_BODY(conv2d_backprop_input_tc_vec_ws_tf32_body, false, true)
+GO_TC_WS_BODY(conv2d_forward_tc_vec_ws_tf32_body, true, true)
 #undef GO_TC_WS_BODY
 #endif
 #undef GO_TC_VEC_BODY
@@ -2111,8 +2161,8 @@ GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
                          __nv_bfloat16)
 GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
                          conv2d_forward_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA_LEAN, f32, float)
-// The warp-specialized kernels, 16-bit types; f32 backprop_input (its HWIO B is K-major, as
-// tf32 wgmma reads).
+// The warp-specialized kernels, 16-bit types and f32 (exact; the TF32 opt-in's own entry
+// points), both ops.
 #define GO_TC_WS_INSTANTIATE(NAME, BODY)                                             \
     GO_INSTANTIATE_SM90A_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_WS, f16, __half) \
     GO_INSTANTIATE_SM90A_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_WS, bf16, __nv_bfloat16)
@@ -2122,6 +2172,10 @@ GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_ws, GoConvParams,
                          conv2d_backprop_input_tc_vec_ws_body, GO_TC_BOUNDS_WS, f32, float)
 GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_ws_tf32, GoConvParams,
                          conv2d_backprop_input_tc_vec_ws_tf32_body, GO_TC_BOUNDS_WS, f32, float)
+GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_ws, GoConvParams, conv2d_forward_tc_vec_ws_body,
+                         GO_TC_BOUNDS_WS, f32, float)
+GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_ws_tf32, GoConvParams,
+                         conv2d_forward_tc_vec_ws_tf32_body, GO_TC_BOUNDS_WS, f32, float)
 #endif
 
 // ---------------------------------------------------------------------------------------

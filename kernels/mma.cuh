@@ -136,6 +136,11 @@ GO_DEV void go_cp_async_16_ca(void* dst, const void* src, int src_bytes) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;\n" ::"r"(go_smem_addr(dst)),
                  "l"(src), "r"(src_bytes));
 }
+// 4 bytes global -> shared through L1 (the only 4-byte cp.async), as go_cp_async_16_ca.
+GO_DEV void go_cp_async_4_ca(void* dst, const void* src, int src_bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(go_smem_addr(dst)),
+                 "l"(src), "r"(src_bytes));
+}
 GO_DEV void go_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 // Wait until at most N of this thread's committed groups are still in flight.
 template <int N> GO_DEV void go_cp_async_wait() {
@@ -352,6 +357,9 @@ GO_DEV void go_cp_async_16(void* dst, const void* src, int src_bytes) {
 }
 GO_DEV void go_cp_async_16_ca(void* dst, const void* src, int src_bytes) {
     emu::cp_async_issue(dst, src, src_bytes);  // caching is invisible to the results
+}
+GO_DEV void go_cp_async_4_ca(void* dst, const void* src, int src_bytes) {
+    emu::cp_async_issue(dst, src, src_bytes, 4);
 }
 GO_DEV void go_cp_async_commit() { emu::cp_async_commit(); }
 template <int N> GO_DEV void go_cp_async_wait() { emu::cp_async_wait(N); }

@@ -66,22 +66,23 @@
 #define GO_TC_SQUARE_WARP_N 64
 #define GO_TC_SQUARE_THREADS 64
 #define GO_TC_STAGES 3
-/* The warp-specialized wgmma kernels (conv2d_{backprop_input,forward}_tc_vec_ws_<f16|bf16>
- * and conv2d_backprop_input_tc_vec_ws_f32, NHWC, compute_90a image): GO_TC_WIDE_TILE_M x GO_TC_TILE_N block tiles on
- * GO_TC_WS_THREADS threads: two consumer warpgroups (wgmma only) and one producer warpgroup
- * of GO_TC_WS_PRODUCER_THREADS (the cp.async copies) between stages with mbarriers; launch
- * as the other tensor-core kernels with those, and with GO_TC_WS_SMEM_ALIGN + s *
- * GO_TC_WS_STAGE_BYTES bytes of dynamic shared memory for s stages (the kernel takes as many
- * whole stages as the launch gives it, in at most GO_TC_WS_MAX_STAGES * GO_TC_WS_STAGE_BYTES
- * bytes and at most GO_TC_WS_MAX_STAGES; fewer than 2 trap;
- * the host's default is GO_TC_WS_STAGES). */
+/* The warp-specialized wgmma kernels (conv2d_{backprop_input,forward}_tc_vec_ws_<f16|bf16>,
+ * conv2d_{backprop_input,forward}_tc_vec_ws_f32 and their TF32 opt-in twins
+ * conv2d_{backprop_input,forward}_tc_vec_ws_tf32_f32, NHWC, compute_90a image):
+ * GO_TC_WIDE_TILE_M x GO_TC_TILE_N block tiles on GO_TC_WS_THREADS threads: two consumer
+ * warpgroups (wgmma only) and one producer warpgroup of GO_TC_WS_PRODUCER_THREADS (the
+ * cp.async copies) between stages with mbarriers; launch as the other tensor-core kernels
+ * with those, and with GO_TC_WS_SMEM_ALIGN + s * GO_TC_WS_STAGE_BYTES bytes of dynamic shared
+ * memory for s stages (the kernel takes as many whole stages as the launch gives it, in at
+ * most GO_TC_WS_MAX_STAGES * GO_TC_WS_STAGE_BYTES bytes and at most GO_TC_WS_MAX_STAGES;
+ * fewer than 2 trap; the host's default is GO_TC_WS_STAGES). */
 #define GO_TC_WS_THREADS 384
 #define GO_TC_WS_PRODUCER_THREADS 128
 #define GO_TC_WS_STAGE_BYTES 12288
-/* Exact f32 (3xTF32, conv2d_backprop_input_tc_vec_ws_f32): a stage and its small tf32 parts;
- * the producer splits and publishes chunk k before it issues chunk k + GO_TC_WS_SPLIT_LAG's
- * copies (the copies of that many chunks in flight), so the f32 kernels take at least
- * GO_TC_WS_SPLIT_LAG + 1 stages (fewer trap). */
+/* Exact f32 (3xTF32, conv2d_{backprop_input,forward}_tc_vec_ws_f32): a stage and its small
+ * tf32 parts; the producer splits and publishes chunk k before it issues chunk k +
+ * GO_TC_WS_SPLIT_LAG's copies (the copies of that many chunks in flight), so the f32 kernels
+ * take at least GO_TC_WS_SPLIT_LAG + 1 stages (fewer trap). */
 #define GO_TC_WS_SPLIT_STAGE_BYTES 24576
 #define GO_TC_WS_SPLIT_LAG 2
 #define GO_TC_WS_SMEM_ALIGN 512

@@ -3470,6 +3470,8 @@ fn emulated_conv2d_tf32() {
     for name in [
         "conv2d_backprop_input_tc_vec_ws_tf32_f32",
         "conv2d_backprop_input_tc_vec_ws_f32",
+        "conv2d_forward_tc_vec_ws_tf32_f32",
+        "conv2d_forward_tc_vec_ws_f32",
     ] {
         assert!(
             KERNELS_RUN.with(|k| k.borrow().contains(name)),
@@ -3980,9 +3982,10 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                     KERNELS_RUN.with(|k| k.borrow_mut().insert(format!("{twin_kernel} (TF32)")));
                 }
             }
-            // The warp-specialized twin of f32 NHWC backprop_input (its producer splits the
-            // stages it copied; the TF32 opt-in on its own entry point): the same bits.
-            if dt == Dt::F32 && layout == NHWC && !forward {
+            // The warp-specialized twin of f32 NHWC (its producer splits the stages it copied,
+            // the forward's filter copied element by element to K-major places; the TF32
+            // opt-in on its own entry point): the same bits.
+            if dt == Dt::F32 && layout == NHWC {
                 let tf = if c.tf32 { "_tf32" } else { "" };
                 run_twin(&format!("{name}_vec_ws{tf}_f32"), launch::conv_tc_ws);
             }

@@ -603,6 +603,11 @@ fn sm90a_ws_kernels_use_mbarriers() {
     let arrives = has("mbarrier.arrive.shared.b64");
     let dynamic = lines_per_entry(ptx, |l| l.contains("%dynamic_smem_size"));
     let lag = lines_per_entry(ptx, |l| l.contains("cp.async.wait_group 1;"));
+    // The f32 forward's N-major filter, copied element by element (4-byte cp.async.ca) to its
+    // K-major places: two rows x four chunks a producer thread.
+    let elements = lines_per_entry(ptx, |l| {
+        l.contains("cp.async.ca.shared.global") && l.contains("], 4,")
+    });
     for k in wgmma_kernels::WS {
         assert!(dynamic[k] >= 1, "{k}: stages not sized by the launch");
         let twin = k.replace("_ws_tf32_", "_wgmma_").replace("_ws_", "_wgmma_");
@@ -624,6 +629,12 @@ fn sm90a_ws_kernels_use_mbarriers() {
             lag[k] >= 1,
             f32,
             "{k}: the producer's split LAG chunks behind"
+        );
+        let fwd_f32 = f32 && k.starts_with("conv2d_forward_");
+        assert_eq!(
+            elements[k],
+            if fwd_f32 { 8 } else { 0 },
+            "{k}: the filter's element copies"
         );
         assert_eq!(bars[k], 2, "{k}: bar.sync (the problem's two)");
         assert!(

@@ -479,8 +479,8 @@ pub fn is_conv_tc_ws_kernel(kernel: &str) -> bool {
 }
 
 /// Bytes of one stage of warp-specialized kernel `kernel`: 12 KB (128 + 64 rows of 64
-/// bytes), or for exact f32 (`conv2d_backprop_input_tc_vec_ws_f32`, 3xTF32) 24 KB, the small
-/// tf32 parts beside each stage.
+/// bytes), or for exact f32 (`conv2d_{backprop_input,forward}_tc_vec_ws_f32`, 3xTF32) 24 KB,
+/// the small tf32 parts beside each stage.
 pub fn conv_tc_ws_stage_bytes(kernel: &str) -> u32 {
     if kernel.ends_with("_tc_vec_ws_f32") {
         GO_TC_WS_SPLIT_STAGE_BYTES
@@ -929,6 +929,13 @@ mod tests {
         assert_eq!(conv_tc_ws_smem_bytes(tf32, 2), 512 + 3 * 12288);
         assert_eq!(conv_tc_ws_min_stages(k), 2);
         assert_eq!(max_dynamic_smem_bytes(exact), most);
+        // The forward's f32 kernels alike.
+        let fwd_exact = "conv2d_forward_tc_vec_ws_f32";
+        assert_eq!(conv_tc_ws_smem_bytes(fwd_exact, 6), 512 + 4 * 24576);
+        assert_eq!(conv_tc_ws_min_stages(fwd_exact), 3);
+        let fwd_tf32 = "conv2d_forward_tc_vec_ws_tf32_f32";
+        assert_eq!(conv_tc_ws_smem_bytes(fwd_tf32, 2), 512 + 3 * 12288);
+        assert_eq!(conv_tc_ws_smem_bytes(fwd_tf32, 8), 512 + 8 * 12288);
         for k in [
             "conv2d_forward_tc_vec_wgmma_f16",
             "conv2d_backprop_input_tc_vec_tall_f16",

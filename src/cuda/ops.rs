@@ -799,9 +799,10 @@ fn conv_tc_family_for(
     };
     let tile = match (vec, nchw, elem_bytes) {
         (true, false, 2) => env_tile,
-        // The warp-specialized tile serves f32 NHWC backprop_input too (its HWIO filter is
-        // K-major, as tf32 wgmma reads it).
-        (true, false, 4) if !forward && env_tile == ConvTcTile::Ws => ConvTcTile::Ws,
+        // The warp-specialized tile serves f32 NHWC too (backprop_input's HWIO filter is
+        // K-major, as tf32 wgmma reads it; the forward's producer copies its filter element by
+        // element to K-major places).
+        (true, false, 4) if env_tile == ConvTcTile::Ws => ConvTcTile::Ws,
         // f32 calls (either op, either layout) and 16-bit NCHW calls have one tile beside the
         // lean one: the lean wgmma tile.
         // (The warp-specialized tile elsewhere: as the wgmma tile.)
@@ -842,6 +843,11 @@ fn conv_tc_family_for(
         (true, true, false, ConvTcTile::Square) => "conv2d_forward_tc_vec_square",
         (true, true, false, ConvTcTile::Tall | ConvTcTile::Auto) => "conv2d_forward_tc_vec_tall",
         (true, true, false, ConvTcTile::Wgmma) => "conv2d_forward_tc_vec_wgmma",
+        (true, true, false, ConvTcTile::Ws)
+            if elem_bytes == 4 && p.f32_precision == GO_F32_PRECISION_TF32 as i32 =>
+        {
+            "conv2d_forward_tc_vec_ws_tf32"
+        }
         (true, true, false, ConvTcTile::Ws) => "conv2d_forward_tc_vec_ws",
         (true, true, false, _) => "conv2d_forward_tc_vec",
         (true, true, true, ConvTcTile::Wgmma) => "conv2d_forward_tc_vec_nchw_wgmma",
@@ -2086,8 +2092,8 @@ mod tests {
             conv_tc_launch(&p, false, wg, 2).map(|l| (l.grid, l.block)),
             launch::conv_tc_wide(&p, false).map(|l| (l.grid, l.block))
         );
-        // The warp-specialized tile: 16-bit NHWC and f32 NHWC backprop_input (exact, or the
-        // TF32 opt-in's entry point), on its own launch (the wide grid, 384 threads), in the
+        // The warp-specialized tile: 16-bit NHWC and f32 NHWC (exact, or the TF32 opt-in's
+        // entry point), both ops, on its own launch (the wide grid, 384 threads), in the
         // compute_90a image; elsewhere as the wgmma tile.
         use ConvTcTile::Ws;
         for forward in [false, true] {
@@ -2099,22 +2105,20 @@ mod tests {
                 fam(forward, 2, Ws, false),
                 format!("conv2d_{op}_tc_vec_tall")
             );
-            if forward {
-                assert_eq!(fam(forward, 4, Ws, true), fam(forward, 4, Wgmma, true));
-            } else {
+            {
                 assert_eq!(fam(forward, 4, Ws, true), ws);
                 let tf32 = GoConvParams {
                     f32_precision: GO_F32_PRECISION_TF32 as i32,
                     ..p
                 };
-                let f = conv_tc_family_for(&tf32, (false, 4), Ws, true);
-                assert_eq!(f, "conv2d_backprop_input_tc_vec_ws_tf32");
+                let f = conv_tc_family_for(&tf32, (forward, 4), Ws, true);
+                assert_eq!(f, format!("conv2d_{op}_tc_vec_ws_tf32"));
                 assert!(conv_tc_family_is_sm90a(f));
-                let l = conv_tc_launch(&tf32, false, f, 4).expect("a launch");
+                let l = conv_tc_launch(&tf32, forward, f, 4).expect("a launch");
                 assert_eq!(l.block, (super::super::params::GO_TC_WS_THREADS, 1, 1));
                 assert_eq!(
-                    conv_tc_family_for(&tf32, (false, 4), Ws, false),
-                    "conv2d_backprop_input_tc_vec"
+                    conv_tc_family_for(&tf32, (forward, 4), Ws, false),
+                    format!("conv2d_{op}_tc_vec")
                 );
             }
             assert_eq!(fam(forward, 4, Ws, false), fam(forward, 4, Lean, false));

@@ -17,8 +17,9 @@
 #    in each block, so its default is one wave, W5 included, where a block's producer runs
 #    from tile to tile; once) and wgmma in turn, twice, ws also at 3 stages (what static
 #    shared memory held) and 8, cuDNN (channels_last) before and after; then (2b) f32 NHWC
-#    backprop_input W4/W5, exact and TF32, under the default tiles, ws (since 2026-12-06: the
-#    producer splits its stages into tf32 parts) and wgmma, twice, cuDNN around them;
+#    W4/W5 and (since 2026-12-06, second session) W4f/W5f, exact and TF32, under the default
+#    tiles, ws (since 2026-12-06: the producer splits its stages into tf32 parts; the
+#    forward's filter copied element by element) and wgmma, twice, cuDNN around them;
 #    ncu on one ws and one wgmma f16 W4 backprop_input call, and one ws f32 TF32 call.
 # 3. The one-barrier and register-source builds (as ../2026-12-04b-gpu-prepared): their
 #    suites, racecheck/synccheck under wgmma, the lean wgmma tile's rows timed beside the
@@ -62,21 +63,21 @@ done
 PYTHONUNBUFFERED=1 st peers_b 90 python3 bench/peers.py $P --json "$W/peers-b.json"; reap
 python3 bench/variant_summary.py "$W" "f16 NHWC: default tiles, ws (6 stages), ws at 3 and 8, ws a block a tile, wgmma" | tee -a "$L" || true
 mkdir -p "$W/ws" && mv "$W"/t*.json "$W"/peers-*.json "$W/ws/" 2>/dev/null
-# 2b. f32 NHWC backprop_input on the ws tile (since 2026-12-06: exact 3xTF32 at 4 stages, the
+# 2b. f32 NHWC on the ws tile, both ops (since 2026-12-06: exact 3xTF32 at 4 stages, the
 # TF32 opt-in at 6; the producer splits its stages), beside the default tiles and wgmma.
-P="--device cuda --reps 50 --dtypes f32 --layouts nhwc --workloads W4,W5 --nhwc-workloads W4,W5"
+P="--device cuda --reps 50 --dtypes f32 --layouts nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f"
 PYTHONUNBUFFERED=1 st peers_f32a 60 python3 bench/peers.py $P --json "$W/peers-f32a.json"; reap
 for rep in 1 2; do
   for v in default ws wgmma; do
-    tile=(); [[ $v != default ]] && tile=(env GRADOPS_CUDA_CONV_TC_TILE=$v)
+    tile=(); [[ $v != default ]] && tile=(env GRADOPS_CUDA_CONV_TC_TILE=$v GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$v)
     for d in exact tf32; do
       st "t${rep}_${v}_f32_$d" 40 "${tile[@]}" "$B/gradops" bench --device cuda --dtype f32 \
-        --f32-precision $d --layout nhwc --workload W4,W5 --reps 50 --json "$W/t$rep-$v-f32_$d.json"
+        --f32-precision $d --layout nhwc --workload W4,W5,W4f,W5f --reps 50 --json "$W/t$rep-$v-f32_$d.json"
     done
   done
 done
 PYTHONUNBUFFERED=1 st peers_f32b 60 python3 bench/peers.py $P --json "$W/peers-f32b.json"; reap
-python3 bench/variant_summary.py "$W" "f32 NHWC backprop_input: default tiles, ws, wgmma" | tee -a "$L" || true
+python3 bench/variant_summary.py "$W" "f32 NHWC, both ops: default tiles, ws, wgmma" | tee -a "$L" || true
 mkdir -p "$W/ws_f32" && mv "$W"/t*.json "$W"/peers-*.json "$W/ws_f32/" 2>/dev/null
 NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)"
 M='regex:^(smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio|smsp__inst_executed\.sum|sm__inst_executed_pipe_tensor\.sum|l1tex__data_bank_conflicts_pipe_lsu_mem_shared\.sum)$'

@@ -525,7 +525,7 @@ fn bench_cuda_typed<T: Element>(
                 tile_name(tile),
                 tile_name(ConvTcTile::Auto),
                 if wgmma {
-                    let f32_ws = if tile == ConvTcTile::Ws && op == "conv2d_backprop_input" {
+                    let f32_ws = if tile == ConvTcTile::Ws {
                         " (but f32 NHWC: the warp-specialized tile, the producer splitting \
                          its stages into tf32 parts)"
                     } else {
