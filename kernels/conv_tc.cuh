@@ -512,22 +512,19 @@ GO_DEV void go_tc_stage_mma(const typename GoTcTraits<T>::S* as,
 // ones; per k8 small*big, big*small, big*big (go_tc_stage_mma's order), or with TF32 only
 // big*big. d: the warp's 32 accumulators (GoTcAcc<T, 16, 64>, whose layout is wgmma's D
 // fragment, kernels/mma.cuh).
+// go_tc_stage_wgmma_desc: the same on the operands' descriptors (da: the warpgroup's rows of
+// A; xda, xdb: the split buffer's, f32 3xTF32 only), which a caller may keep per stage.
 template <typename T, bool BKN, bool TF32 = false>
-GO_DEV void go_tc_stage_wgmma(const typename GoTcTraits<T>::S* as,
-                              const typename GoTcTraits<T>::S* bs, int wg, float* d,
-                              const typename GoTcTraits<T>::S* xa = nullptr,
-                              const typename GoTcTraits<T>::S* xb = nullptr) {
+GO_DEV void go_tc_stage_wgmma_desc(GoWgmmaDesc da, GoWgmmaDesc db, float* d,
+                                   [[maybe_unused]] GoWgmmaDesc xda = GoWgmmaDesc(),
+                                   [[maybe_unused]] GoWgmmaDesc xdb = GoWgmmaDesc()) {
     constexpr int BK = GoTcTraits<T>::BK;
-    const GoWgmmaDesc da = go_wgmma_desc_sw64(as + wg * 64 * BK);
     if constexpr (sizeof(typename GoTcTraits<T>::S) == 4) {
         static_assert(BK == 16 && !BKN, "two k8 steps of one 64-byte row, K-major B");
-        const GoWgmmaDesc db = go_wgmma_desc_sw64(bs);
         go_wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < 2; ++ks) {
             if constexpr (!TF32) {
-                const GoWgmmaDesc xda = go_wgmma_desc_sw64(xa + wg * 64 * BK);
-                const GoWgmmaDesc xdb = go_wgmma_desc_sw64(xb);
                 go_wgmma_m64n64k8_tf32(d, go_wgmma_desc_add(xda, 32 * ks),
                                        go_wgmma_desc_add(db, 32 * ks));
                 go_wgmma_m64n64k8_tf32(d, go_wgmma_desc_add(da, 32 * ks),
@@ -540,8 +537,6 @@ GO_DEV void go_tc_stage_wgmma(const typename GoTcTraits<T>::S* as,
     } else {
         typedef typename GoMmaKind<T>::type Kind;
         static_assert(BK == 32, "two k16 steps of one 64-byte row");
-        const GoWgmmaDesc db = BKN ? go_wgmma_desc_sw64_mn(bs, GO_TC_WGMMA_BKN_COLUMN_BYTES)
-                                   : go_wgmma_desc_sw64(bs);
         go_wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < 2; ++ks)
@@ -549,6 +544,26 @@ GO_DEV void go_tc_stage_wgmma(const typename GoTcTraits<T>::S* as,
                                             go_wgmma_desc_add(db, (BKN ? 1024 : 32) * ks));
         go_wgmma_commit();
     }
+}
+// The descriptors of a stage's operands: A's rows of warpgroup wg, B (N-major for BKN).
+template <typename T, bool BKN>
+GO_DEV GoWgmmaDesc go_tc_stage_desc_a(const typename GoTcTraits<T>::S* as, int wg) {
+    return go_wgmma_desc_sw64(as + wg * 64 * GoTcTraits<T>::BK);
+}
+template <typename T, bool BKN>
+GO_DEV GoWgmmaDesc go_tc_stage_desc_b(const typename GoTcTraits<T>::S* bs) {
+    return BKN ? go_wgmma_desc_sw64_mn(bs, GO_TC_WGMMA_BKN_COLUMN_BYTES) : go_wgmma_desc_sw64(bs);
+}
+template <typename T, bool BKN, bool TF32 = false>
+GO_DEV void go_tc_stage_wgmma(const typename GoTcTraits<T>::S* as,
+                              const typename GoTcTraits<T>::S* bs, int wg, float* d,
+                              const typename GoTcTraits<T>::S* xa = nullptr,
+                              const typename GoTcTraits<T>::S* xb = nullptr) {
+    constexpr bool XS = sizeof(typename GoTcTraits<T>::S) == 4 && !TF32;
+    go_tc_stage_wgmma_desc<T, BKN, TF32>(
+        go_tc_stage_desc_a<T, BKN>(as, wg), go_tc_stage_desc_b<T, BKN>(bs), d,
+        XS ? go_tc_stage_desc_a<T, BKN>(xa, wg) : GoWgmmaDesc(),
+        XS ? go_tc_stage_desc_b<T, false>(xb) : GoWgmmaDesc());
 }
 
 // The f32 wgmma tile's split of one 16-byte chunk of a stage, in place: each element v
@@ -1691,14 +1706,28 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
             orow[h] = go_tc_ws_out_row(P, out, m_base + warp * 16 + lane / 4 + 8 * h, n_base);
         const bool pair = P.o_c == 1 && P.nlen % 2 == 0 && P.o_col % 2 == 0 && P.o_off % 2 == 0 &&
                           reinterpret_cast<uintptr_t>(out) % (2 * sizeof(S)) == 0;
+        // Stage 0's descriptors, stage s's s stages on (kept rather than rebuilt from the
+        // stage's generic address each chunk: 13 to 19 fewer instructions a chunk), built
+        // here each tile (hoisted to the kernel's start they held registers through the
+        // problem's setup, which then spilled).
+        constexpr bool BN = BKN && !BEL;  // B staged N-major (the 16-bit forward's)
+        S* const as0 = go_opaque(As);
+        const GoWgmmaDesc da0 = go_tc_stage_desc_a<T, BN>(as0, warp / 4);
+        const GoWgmmaDesc db0 = go_tc_stage_desc_b<T, BN>(as0 + (Bs - As));
+        [[maybe_unused]] const GoWgmmaDesc xda0 = go_tc_stage_desc_a<T, BN>(as0 + (Xs - As), warp / 4);
+        [[maybe_unused]] const GoWgmmaDesc xdb0 =
+            go_tc_stage_desc_b<T, false>(as0 + (Xs - As) + BM * SLD);
+        constexpr int A_BYTES = BM * SLD * (int)sizeof(S), B_BYTES = TC_BN * SLD * (int)sizeof(S);
+        constexpr int X_BYTES = STAGE * (int)sizeof(S);
         for (int it = 0; it < kiters; ++it) {
             const unsigned s = ring.s;
             go_mbar_wait(&full[s], ring.ph);
             // The copies, visible to this thread through the barrier, visible to its wgmma.
             go_fence_proxy_async_smem();
-            go_tc_stage_wgmma<T, BKN && !BEL, TF32>(As + s * BM * SLD, Bs + s * TC_BN * SLD,
-                                                    warp / 4, &acc[0][0][0], Xs + s * STAGE,
-                                                    Xs + s * STAGE + BM * SLD);
+            go_tc_stage_wgmma_desc<T, BN, TF32>(
+                go_wgmma_desc_add(da0, (int)s * A_BYTES), go_wgmma_desc_add(db0, (int)s * B_BYTES),
+                &acc[0][0][0], go_wgmma_desc_add(xda0, (int)s * X_BYTES),
+                go_wgmma_desc_add(xdb0, (int)s * X_BYTES));
             go_wgmma_wait<1>();
             if (it >= 1 && lane == 0) go_mbar_arrive(&empty[s_prev]);
             s_prev = s;

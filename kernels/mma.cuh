@@ -425,12 +425,19 @@ GO_DEV unsigned go_dynamic_smem_bytes() {
 template <unsigned ALIGN> GO_DEV unsigned char* go_smem_align(unsigned char* p) {
     return p + ((ALIGN - go_smem_addr(p) % ALIGN) % ALIGN);
 }
+// p, as a value the compiler cannot see through: what is computed from it stays where it is
+// written (not hoisted out of the loops around it, where it would hold registers).
+template <typename P> GO_DEV P* go_opaque(P* p) {
+    asm volatile("" : "+l"(p));
+    return p;
+}
 #else
 #define GO_DYNAMIC_SMEM(NAME, BYTES) __shared__ __align__(16) unsigned char NAME[BYTES]
 GO_DEV unsigned go_dynamic_smem_bytes() { return emu::g_dynamic_smem_bytes; }
 template <unsigned ALIGN> GO_DEV unsigned char* go_smem_align(unsigned char* p) {
     return p + ((ALIGN - reinterpret_cast<uintptr_t>(p) % ALIGN) % ALIGN);
 }
+template <typename P> GO_DEV P* go_opaque(P* p) { return p; }
 #endif
 #define GO_WGMMA_SW64 2u
 #define GO_WGMMA_SW64_SBO 512u
@@ -727,10 +734,12 @@ GO_DEV void go_wgmma_m64n64k8_tf32_rs(float d[32], const uint32_t a[4], GoWgmmaD
     emu_mma::wgmma_issue_rs(3, d, a, b);
 }
 #endif  // __CUDA_ARCH__
-// The descriptor of the operand `bytes` further on (a multiple of 16).
+// The descriptor of the operand `bytes` further on (a multiple of 16). The start address
+// field is bits 0-13 (address / 16; shared addresses stay below 2^18), so the sum never
+// carries out of the low word: a 32-bit add, the high word (offset and mode) kept.
 GO_DEV GoWgmmaDesc go_wgmma_desc_add(GoWgmmaDesc d, int bytes) {
 #if defined(__CUDA_ARCH__)
-    return d + (uint64_t)(bytes >> 4);
+    return (d & 0xFFFFFFFF00000000ull) | (uint32_t)((uint32_t)d + (uint32_t)(bytes >> 4));
 #else
     return {d.bits + (uint64_t)(bytes >> 4), d.p + bytes};
 #endif
