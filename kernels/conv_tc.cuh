@@ -1508,8 +1508,9 @@ GO_DEV void go_tc_ws_store(const GoTcProblem& P, const GoTcAcc<T, 16, 64>& acc, 
 // for the phase of empty before it (a fresh mbarrier counts the phase before its first as
 // complete, so the ring's first pass waits for nothing), which released chunk k - stages.
 // The ring (stage, parity) advances chunk by chunk in each thread, no division. The
-// producer's copies as go_tc_tile_vec's NHWC ones at THREADS = GO_TC_WS_PRODUCER_THREADS
-// (four rows and two B chunks a thread). The consumers store their accumulators straight
+// producer's copies as go_tc_tile_vec's NHWC ones at THREADS = GO_TC_WS_PRODUCER_THREADS,
+// two chunks of each of two A rows (one address and mask a row) and two B chunks a thread.
+// The consumers store their accumulators straight
 // from registers (go_tc_ws_store) and the tile ends without a block barrier: the producer
 // runs on into the block's next tile (its pipeline fill under this tile's last wgmma and
 // stores; W5's phases are 2 to 8 chunks a tile, ncu 2026-12-04: fill and epilogue weighed
@@ -1572,10 +1573,14 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
     constexpr int BK = Tr::BK, VEC = GoTcGeom<T>::VEC, KCH = BK / VEC, SLD = BK;
     constexpr int BM = GO_TC_WIDE_TILE_M;
     constexpr int CT = GO_TC_WS_PRODUCER_THREADS, MMA_THREADS = GO_TC_WS_THREADS - CT;
-    constexpr int TPR = KCH;             // threads per A row of a stage (one chunk each)
-    constexpr int NR = BM * KCH / CT;    // A rows (pixels) per producer thread
+    // A: CC chunks of each of NR rows a producer thread, its row's TPR threads taking
+    // interleaved chunks (thread p: chunks p and p + TPR), so one copy instruction of a warp
+    // reads whole 32-byte sectors of 16 rows; the row's address and mask serve CC copies.
+    constexpr int CC = 2;
+    constexpr int TPR = KCH / CC;             // threads per A row of a stage
+    constexpr int NR = BM * KCH / CT / CC;    // A rows (pixels) per producer thread
     constexpr int NB = TC_BN * KCH / CT;  // B chunks per producer thread
-    static_assert(MMA_THREADS == 2 * 128 && BM == 2 * 64 && NR * CT == BM * KCH &&
+    static_assert(MMA_THREADS == 2 * 128 && BM == 2 * 64 && NR * CC * CT == BM * KCH &&
                       NB * CT == TC_BN * KCH && (CT / TPR) % 8 == 0 &&
                       (!BKN || (CT / (TC_BN / VEC)) % 8 == 0) && KCH == 4,
                   "two m64n64 warpgroups; a producer thread's rows (and [k][nn] B rows) a "
@@ -1592,7 +1597,9 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
     const int kiters = (int)P.ntaps * ((int)P.jlen / BK);
     if (threadIdx.x >= MMA_THREADS) {
         // The producer: rows pt / TPR + 32 r, chunk pt % TPR; B as go_tc_tile_vec's.
-        const int pt = threadIdx.x - MMA_THREADS;
+        // (Opaque: what is derived from it is computed here each tile, not hoisted to the
+        // kernel's start, where it held registers through the problem's setup, which spilled.)
+        const int pt = go_opaque((int)threadIdx.x - MMA_THREADS);
         const T* arow[NR];
         unsigned amask[NR];
         const int nty = (int)(P.ntaps / P.ntx), ntx = (int)P.ntx;
@@ -1602,6 +1609,10 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
                            ntx, arow[r], amask[r]);
         const int adst = sdst(pt / TPR, pt % TPR);
         constexpr int ADST1 = (CT / TPR) * SLD;
+        // A chunk (r, c) of this thread in a stage: chunk pt % TPR + c TPR of its row r, whose
+        // swizzled place is chunk pt % TPR's xor c TPR (chunks below 4), ADST1 a row on.
+        static_assert(TPR * CC == 4, "chunk pt % TPR + c TPR is chunk pt % TPR xor c TPR");
+        auto adst_at = [&](int r, int c) { return (adst ^ (c * TPR * VEC)) + r * ADST1; };
         const GoTcVecB<T, BKN, true, false, CT> B(P, w, n_base, pt);
         // BEL: producer warp pw's lanes copy nn rows 16 pw + 8 h + lane % 8 (h = 0, 1), k
         // 4 c + lane / 8 of each 4-element chunk c of the stage's 16 k: per copy instruction
@@ -1638,7 +1649,9 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
                     S* xa = Xs + q * STAGE;
 #pragma unroll
                     for (int r = 0; r < NR; ++r)
-                        go_tc_split_tf32<TF32>(as + adst + r * ADST1, xa + adst + r * ADST1);
+#pragma unroll
+                        for (int c = 0; c < CC; ++c)
+                            go_tc_split_tf32<TF32>(as + adst_at(r, c), xa + adst_at(r, c));
                     if constexpr (BEL) {
 #pragma unroll
                         for (int h = 0; h < 2; ++h)
@@ -1668,8 +1681,11 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
 #pragma unroll
                 for (int r = 0; r < NR; ++r) {
                     const bool in = (amask[r] & 1u) != 0;
-                    go_tc_vec_copy16<1>(as + adst + r * ADST1, in ? arow[r] + aoff : w,
-                                        in ? 16 : 0);
+                    const T* src_r = in ? arow[r] + aoff : w;
+#pragma unroll
+                    for (int c = 0; c < CC; ++c)
+                        go_tc_vec_copy16<1>(as + adst_at(r, c), src_r + (in ? c * TPR * VEC : 0),
+                                            in ? 16 : 0);
                 }
                 if constexpr (BEL) {
                     const T* bp = bsrc + boff;

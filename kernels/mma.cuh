@@ -431,6 +431,10 @@ template <typename P> GO_DEV P* go_opaque(P* p) {
     asm volatile("" : "+l"(p));
     return p;
 }
+GO_DEV int go_opaque(int v) {
+    asm volatile("" : "+r"(v));
+    return v;
+}
 #else
 #define GO_DYNAMIC_SMEM(NAME, BYTES) __shared__ __align__(16) unsigned char NAME[BYTES]
 GO_DEV unsigned go_dynamic_smem_bytes() { return emu::g_dynamic_smem_bytes; }
@@ -438,6 +442,7 @@ template <unsigned ALIGN> GO_DEV unsigned char* go_smem_align(unsigned char* p) 
     return p + ((ALIGN - reinterpret_cast<uintptr_t>(p) % ALIGN) % ALIGN);
 }
 template <typename P> GO_DEV P* go_opaque(P* p) { return p; }
+GO_DEV int go_opaque(int v) { return v; }
 #endif
 #define GO_WGMMA_SW64 2u
 #define GO_WGMMA_SW64_SBO 512u
