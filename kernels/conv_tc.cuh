@@ -546,7 +546,7 @@ GO_DEV void go_tc_stage_wgmma_desc(GoWgmmaDesc da, GoWgmmaDesc db, float* d,
     }
 }
 // The descriptors of a stage's operands: A's rows of warpgroup wg, B (N-major for BKN).
-template <typename T, bool BKN>
+template <typename T>
 GO_DEV GoWgmmaDesc go_tc_stage_desc_a(const typename GoTcTraits<T>::S* as, int wg) {
     return go_wgmma_desc_sw64(as + wg * 64 * GoTcTraits<T>::BK);
 }
@@ -561,8 +561,8 @@ GO_DEV void go_tc_stage_wgmma(const typename GoTcTraits<T>::S* as,
                               const typename GoTcTraits<T>::S* xb = nullptr) {
     constexpr bool XS = sizeof(typename GoTcTraits<T>::S) == 4 && !TF32;
     go_tc_stage_wgmma_desc<T, BKN, TF32>(
-        go_tc_stage_desc_a<T, BKN>(as, wg), go_tc_stage_desc_b<T, BKN>(bs), d,
-        XS ? go_tc_stage_desc_a<T, BKN>(xa, wg) : GoWgmmaDesc(),
+        go_tc_stage_desc_a<T>(as, wg), go_tc_stage_desc_b<T, BKN>(bs), d,
+        XS ? go_tc_stage_desc_a<T>(xa, wg) : GoWgmmaDesc(),
         XS ? go_tc_stage_desc_b<T, false>(xb) : GoWgmmaDesc());
 }
 
@@ -1596,7 +1596,8 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
     auto sdst = [](int r, int c) { return go_tc_vec_sdst<T, true>(r, c); };
     const int kiters = (int)P.ntaps * ((int)P.jlen / BK);
     if (threadIdx.x >= MMA_THREADS) {
-        // The producer: rows pt / TPR + 32 r, chunk pt % TPR; B as go_tc_tile_vec's.
+        // The producer: rows pt / TPR + (CT / TPR) r, chunks pt % TPR + TPR c; B as
+        // go_tc_tile_vec's (BEL: element by element, below).
         // (Opaque: what is derived from it is computed here each tile, not hoisted to the
         // kernel's start, where it held registers through the problem's setup, which spilled.)
         const int pt = go_opaque((int)threadIdx.x - MMA_THREADS);
@@ -1728,9 +1729,9 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
         // problem's setup, which then spilled).
         constexpr bool BN = BKN && !BEL;  // B staged N-major (the 16-bit forward's)
         S* const as0 = go_opaque(As);
-        const GoWgmmaDesc da0 = go_tc_stage_desc_a<T, BN>(as0, warp / 4);
+        const GoWgmmaDesc da0 = go_tc_stage_desc_a<T>(as0, warp / 4);
         const GoWgmmaDesc db0 = go_tc_stage_desc_b<T, BN>(as0 + (Bs - As));
-        [[maybe_unused]] const GoWgmmaDesc xda0 = go_tc_stage_desc_a<T, BN>(as0 + (Xs - As), warp / 4);
+        [[maybe_unused]] const GoWgmmaDesc xda0 = go_tc_stage_desc_a<T>(as0 + (Xs - As), warp / 4);
         [[maybe_unused]] const GoWgmmaDesc xdb0 =
             go_tc_stage_desc_b<T, false>(as0 + (Xs - As) + BM * SLD);
         constexpr int A_BYTES = BM * SLD * (int)sizeof(S), B_BYTES = TC_BN * SLD * (int)sizeof(S);
