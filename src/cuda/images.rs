@@ -263,8 +263,7 @@ pub fn conv_tc_wgmma_available() -> bool {
 /// read N-major by the tensor cores; f32 and 16-bit NCHW calls: the lean wgmma tile,
 /// `conv2d_forward_tc_vec{,_nchw}_wgmma_*`; compute capability 9.0 only, as
 /// [`ConvTcTile::Wgmma`]), `ws` (`conv2d_forward_tc_vec_ws_*`, 16-bit and f32 NHWC calls,
-/// [`ConvTcTile::Ws`]); the
-/// forward has no wide tile (`wide` reads as `tall`). Every tile
+/// [`ConvTcTile::Ws`]); the forward has no wide tile (`wide` reads as `tall`). Every tile
 /// gives the same results bit for bit (the emulator). Read once per process.
 pub const CONV_TC_FORWARD_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_FORWARD_TILE";
 

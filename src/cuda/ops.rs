@@ -2105,22 +2105,20 @@ mod tests {
                 fam(forward, 2, Ws, false),
                 format!("conv2d_{op}_tc_vec_tall")
             );
-            {
-                assert_eq!(fam(forward, 4, Ws, true), ws);
-                let tf32 = GoConvParams {
-                    f32_precision: GO_F32_PRECISION_TF32 as i32,
-                    ..p
-                };
-                let f = conv_tc_family_for(&tf32, (forward, 4), Ws, true);
-                assert_eq!(f, format!("conv2d_{op}_tc_vec_ws_tf32"));
-                assert!(conv_tc_family_is_sm90a(f));
-                let l = conv_tc_launch(&tf32, forward, f, 4).expect("a launch");
-                assert_eq!(l.block, (super::super::params::GO_TC_WS_THREADS, 1, 1));
-                assert_eq!(
-                    conv_tc_family_for(&tf32, (forward, 4), Ws, false),
-                    format!("conv2d_{op}_tc_vec")
-                );
-            }
+            assert_eq!(fam(forward, 4, Ws, true), ws);
+            let tf32 = GoConvParams {
+                f32_precision: GO_F32_PRECISION_TF32 as i32,
+                ..p
+            };
+            let f = conv_tc_family_for(&tf32, (forward, 4), Ws, true);
+            assert_eq!(f, format!("conv2d_{op}_tc_vec_ws_tf32"));
+            assert!(conv_tc_family_is_sm90a(f));
+            let l = conv_tc_launch(&tf32, forward, f, 4).expect("a launch");
+            assert_eq!(l.block, (super::super::params::GO_TC_WS_THREADS, 1, 1));
+            assert_eq!(
+                conv_tc_family_for(&tf32, (forward, 4), Ws, false),
+                format!("conv2d_{op}_tc_vec")
+            );
             assert_eq!(fam(forward, 4, Ws, false), fam(forward, 4, Lean, false));
             assert_eq!(
                 nchw_fam(forward, 2, Ws, true),
