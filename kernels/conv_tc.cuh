@@ -1491,8 +1491,8 @@ GO_DEV void go_tc_ws_store(const GoTcProblem& P, const GoTcAcc<T, 16, 64>& acc, 
     }
 }
 
-// The warp-specialized wgmma tile (GO_TC_WGMMA_WS; NHWC, sm_90a images and the
-// emulator): the wgmma tile's 128 x TC_BN block tile and arithmetic on two consumer
+// The warp-specialized wgmma tile (GO_TC_WGMMA_WS; NHWC, and f32 NCHW (L), sm_90a images
+// and the emulator): the wgmma tile's 128 x TC_BN block tile and arithmetic on two consumer
 // warpgroups (warps 0-7: warpgroup g's m64n64 is rows 64g.., as go_tc_stage_wgmma reads
 // them), fed by a producer warpgroup (warps 8-11) that does every copy, so no block barrier
 // sits in the main loop. ncu put the wgmma tile's time on its operand staging, not on the
@@ -1528,7 +1528,10 @@ GO_DEV void go_tc_ws_store(const GoTcProblem& P, const GoTcAcc<T, 16, 64>& acc, 
 // fence.proxy.async: its stores visible to the consumers' wgmma). The consumers' loop is the
 // 16-bit one's. The wgmma tile splits each stage by all its threads between two block
 // barriers, on one split buffer: here the split goes to the producer, the consumers only
-// wait, multiply and release.
+// wait, multiply and release. f32 NCHW: A copied element by element as well (AEL), each
+// from its channel's plane, and split after a barrier of the producer warpgroup.
+// The named barrier of the producer warpgroup (NCHW's split, go_warpgroup_sync).
+constexpr int GO_TC_WS_PRODUCER_BARRIER = 1;
 // A thread's position in its block's stage ring: the next chunk's stage s, in its use of
 // parity ph, of `stages`.
 struct GoTcWsRing {
@@ -1554,7 +1557,7 @@ template <typename T, bool TF32> GO_DEV constexpr int go_tc_ws_stage_bytes() {
     return sizeof(typename GoTcTraits<T>::S) == 4 && !TF32 ? GO_TC_WS_SPLIT_STAGE_BYTES
                                                            : GO_TC_WS_STAGE_BYTES;
 }
-template <typename T, bool BKN, bool TF32 = false>
+template <typename T, int L, bool BKN, bool TF32 = false>
 GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
                           const T* __restrict__ w, T* __restrict__ out, go_i64 m_base,
                           go_i64 n_base, unsigned char* smem, uint64_t* full, uint64_t* empty,
@@ -1569,7 +1572,13 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
     // with the chunk. (Through registers, as the lean wgmma tile's BREG, the eight elements
     // held across an iteration made the kernel spill at 80 registers.)
     constexpr bool BEL = SPLIT && BKN;
+    // NCHW (f32 only): A element by element too (AEL, below), each element from its
+    // channel's plane; split by the chunk partition NHWC's copies use, after a barrier of the
+    // producer warpgroup (a thread's four elements of a 16-byte chunk come from four
+    // copying threads).
+    constexpr bool NC = L == GO_LAYOUT_NCHW;
     static_assert(sizeof(S) == 2 || SPLIT, "16-bit types or f32");
+    static_assert(!NC || SPLIT, "NCHW: f32 (4-byte copies)");
     constexpr int BK = Tr::BK, VEC = GoTcGeom<T>::VEC, KCH = BK / VEC, SLD = BK;
     constexpr int BM = GO_TC_WIDE_TILE_M;
     constexpr int CT = GO_TC_WS_PRODUCER_THREADS, MMA_THREADS = GO_TC_WS_THREADS - CT;
@@ -1580,6 +1589,9 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
     constexpr int TPR = KCH / CC;             // threads per A row of a stage
     constexpr int NR = BM * KCH / CT / CC;    // A rows (pixels) per producer thread
     constexpr int NB = TC_BN * KCH / CT;  // B chunks per producer thread
+    // NCHW: the groups of 8 A rows a producer warp copies (AEL), one row of each a thread.
+    constexpr int NAH = BM / (CT / 32) / 8;
+    constexpr int NA = NC ? NAH : NR;     // A rows (pointers, masks) per producer thread
     static_assert(MMA_THREADS == 2 * 128 && BM == 2 * 64 && NR * CC * CT == BM * KCH &&
                       NB * CT == TC_BN * KCH && (CT / TPR) % 8 == 0 &&
                       (!BKN || (CT / (TC_BN / VEC)) % 8 == 0) && KCH == 4,
@@ -1601,13 +1613,17 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
         // (Opaque: what is derived from it is computed here each tile, not hoisted to the
         // kernel's start, where it held registers through the problem's setup, which spilled.)
         const int pt = go_opaque((int)threadIdx.x - MMA_THREADS);
-        const T* arow[NR];
-        unsigned amask[NR];
+        const T* arow[NA];
+        unsigned amask[NA];
         const int nty = (int)(P.ntaps / P.ntx), ntx = (int)P.ntx;
+        // NCHW (AEL): rows 32 pw + 8 h + lane % 8 of producer warp pw, at channel lane / 8 of
+        // the chunk (planes apart).
 #pragma unroll
-        for (int r = 0; r < NR; ++r)
-            go_tc_vec_arow(P, src, m_base + pt / TPR + r * (CT / TPR), (pt % TPR) * VEC, nty,
-                           ntx, arow[r], amask[r]);
+        for (int r = 0; r < NA; ++r)
+            go_tc_vec_arow(P, src,
+                           NC ? m_base + 32 * (pt / 32) + 8 * r + pt % 8
+                              : m_base + pt / TPR + r * (CT / TPR),
+                           NC ? (pt % 32) / 8 : (pt % TPR) * VEC, nty, ntx, arow[r], amask[r]);
         const int adst = sdst(pt / TPR, pt % TPR);
         constexpr int ADST1 = (CT / TPR) * SLD;
         // A chunk (r, c) of this thread in a stage: chunk pt % TPR + c TPR of its row r, whose
@@ -1628,6 +1644,15 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
         [[maybe_unused]] auto belt = [&](int h, int c) { return (bel0 ^ (4 * c)) + 128 * h; };
         [[maybe_unused]] const go_i64 bel_row = n_base + 16 * (pt / 32) + pt % 8;
         [[maybe_unused]] const T* bsrc = w + P.b_off + (pt % 32) / 8 * P.b_j + bel_row * P.b_n;
+        // AEL (NCHW): as BEL, with pixel rows for nn rows, four groups of 8 (h) a warp's 32:
+        // element (h, c) (row 32 pw + 8 h + lane % 8, k 4 c + lane / 8) at aelt(h, c), from
+        // arow[h] + the cursor's offset + 4 c channel planes; pixels outside zero-filled. A
+        // warp's copy instruction reads 8 consecutive pixels of 4 planes (four 32-byte
+        // sectors where aligned) and writes the 32 banks once each.
+        static_assert(!NC || (CT == 128 && BM == 128 && BK == 16 && VEC == 4 && NAH == 4),
+                      "AEL: 4 warps x 32 rows, four 4-element chunks a row");
+        [[maybe_unused]] const int ael0 = sdst(32 * (pt / 32) + pt % 8, 0) + (pt % 32) / 8;
+        [[maybe_unused]] auto aelt = [&](int h, int c) { return (ael0 ^ (4 * c)) + 128 * h; };
         const int jlen = (int)P.jlen;
         GoTcVecCursor cur(P);
         // f32: the chunks split and published LAG behind the ones copied (pub: their ring).
@@ -1644,6 +1669,9 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
                     // split in place, published.
                     go_cp_async_wait_at_most<LAG - 1>((it - 1 < kiters ? it - 1 : kiters - 1) -
                                                       (it - LAG));
+                    // NCHW: every producer thread's copies of it landed, for the split below
+                    // by chunks that other threads' element copies filled.
+                    if constexpr (NC) go_warpgroup_sync<GO_TC_WS_PRODUCER_BARRIER>();
                     const unsigned q = pub.s;
                     S* as = As + q * BM * SLD;
                     S* bs = Bs + q * TC_BN * SLD;
@@ -1677,16 +1705,28 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
                 go_mbar_wait(&empty[s], ring.ph ^ 1);
                 S* as = As + s * BM * SLD;
                 S* bs = Bs + s * TC_BN * SLD;
-                const int aoff = (int)(cur.atap + cur.j0);
+                const int aoff = (int)(NC ? cur.atap : cur.atap + cur.j0);
                 const int boff = (int)(BKN ? cur.btap : cur.btap + cur.j0);
+                if constexpr (NC) {
+                    const int aj4 = 4 * (int)P.a_j;
 #pragma unroll
-                for (int r = 0; r < NR; ++r) {
-                    const bool in = (amask[r] & 1u) != 0;
-                    const T* src_r = in ? arow[r] + aoff : w;
+                    for (int h = 0; h < NAH; ++h) {
+                        const bool in = (amask[h] & 1u) != 0;
+                        const T* ap = arow[h] + aoff;
 #pragma unroll
-                    for (int c = 0; c < CC; ++c)
-                        go_tc_vec_copy16<1>(as + adst_at(r, c), src_r + (in ? c * TPR * VEC : 0),
-                                            in ? 16 : 0);
+                        for (int c = 0; c < KCH; ++c)
+                            go_cp_async_4_ca(as + aelt(h, c), in ? ap + c * aj4 : w, in ? 4 : 0);
+                    }
+                } else {
+#pragma unroll
+                    for (int r = 0; r < NR; ++r) {
+                        const bool in = (amask[r] & 1u) != 0;
+                        const T* src_r = in ? arow[r] + aoff : w;
+#pragma unroll
+                        for (int c = 0; c < CC; ++c)
+                            go_tc_vec_copy16<1>(as + adst_at(r, c),
+                                                src_r + (in ? c * TPR * VEC : 0), in ? 16 : 0);
+                    }
                 }
                 if constexpr (BEL) {
                     const T* bp = bsrc + boff;
@@ -1704,7 +1744,7 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
                 }
                 if constexpr (SPLIT) go_cp_async_commit();
                 else go_cp_async_mbar_arrive_noinc(&full[s]);
-                cur.advance<BK, BKN, false, NR>(P, jlen, ntx, amask);
+                cur.advance<BK, BKN, NC, NA>(P, jlen, ntx, amask);
                 ring.next();
             }
         }
@@ -1857,13 +1897,13 @@ struct GoTcWsBlock {
     GoTcProblem P;
     unsigned ph, gn, n_base, live;  // live: 0 once the block's loops are done
 };
-// conv2d_tc_layout for the warp-specialized tile (NHWC). Same problems and tiles in
+// conv2d_tc_layout for the warp-specialized tile (layout L). Same problems and tiles in
 // the same order as conv2d_tc_layout's loops over phases (z), group x channel tiles (y) and
 // pixel tiles (x). Its loop state in 32 bits, which the parameters allow
 // (go_tc_vec_params_ok: the pixels and the phases below 2^31, the channel tiles below 2^32):
 // in 64 bits the kernel needed 106 registers and spilled at two blocks per SM (80).
 // smem: the dynamic shared memory of `stages` stages (2 to GO_TC_WS_MAX_STAGES).
-template <typename T, bool FWD, bool TF32>
+template <typename T, int L, bool FWD, bool TF32>
 GO_DEV void conv2d_tc_ws_layout(const GoConvParams& p, unsigned char* smem, unsigned stages,
                                 GoTcWsBlock* B) {
     constexpr int BM = GoTcTileShape<GO_TC_WGMMA_WS>::BM;
@@ -1888,8 +1928,8 @@ GO_DEV void conv2d_tc_ws_layout(const GoConvParams& p, unsigned char* smem, unsi
             B->live = B->ph < phases && B->gn < (unsigned)p.groups * nt;
             if (B->live) {
                 B->n_base = B->gn % nt * TC_BN;
-                B->P = FWD ? go_tc_forward_problem<GO_LAYOUT_NHWC>(p, B->gn / nt)
-                           : go_tc_backprop_problem<GO_LAYOUT_NHWC>(p, B->ph, B->gn / nt);
+                B->P = FWD ? go_tc_forward_problem<L>(p, B->gn / nt)
+                           : go_tc_backprop_problem<L>(p, B->ph, B->gn / nt);
             }
         }
         __syncthreads();
@@ -1901,7 +1941,7 @@ GO_DEV void conv2d_tc_ws_layout(const GoConvParams& p, unsigned char* smem, unsi
         T* __restrict__ out = reinterpret_cast<T*>(FWD ? p.y : p.x);
         const unsigned mtiles = (unsigned)((B->P.npix + BM - 1) / BM), n_base = B->n_base;
         for (unsigned mt = blockIdx.x; mt < mtiles; mt += gridDim.x)
-            go_tc_tile_ws<T, FWD, TF32>(B->P, src, w, out, mt * BM, n_base, smem, B->full,
+            go_tc_tile_ws<T, L, FWD, TF32>(B->P, src, w, out, mt * BM, n_base, smem, B->full,
                                         B->empty, ring);
         // The next position (read by thread 0 alone, after the next barrier).
         if (threadIdx.x == 0) {
@@ -2025,13 +2065,13 @@ GO_TC_VEC_BODY(conv2d_forward_tc_vec_wgmma_body, true, GO_LAYOUT_NHWC,
 GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_nchw_wgmma_body, false, GO_LAYOUT_NCHW,
                GO_TC_WGMMA_LEAN)
 GO_TC_VEC_BODY(conv2d_forward_tc_vec_nchw_wgmma_body, true, GO_LAYOUT_NCHW, GO_TC_WGMMA_LEAN)
-// The warp-specialized wgmma kernels (NHWC, both ops; 16-bit, and f32 exact or under the TF32
-// opt-in): the stages in dynamic shared memory, as many whole ones (go_tc_ws_stage_bytes) as
+// The warp-specialized wgmma kernels (NHWC and f32 NCHW (L), both ops; 16-bit, and f32
+// exact or under the TF32 opt-in): the stages in dynamic shared memory, as many whole ones (go_tc_ws_stage_bytes) as
 // the launch gave past GO_TC_WS_SMEM_ALIGN bytes of alignment slack, in at most
 // GO_TC_WS_MAX_STAGES * GO_TC_WS_STAGE_BYTES bytes and GO_TC_WS_MAX_STAGES stages (fewer than
 // two trap, f32's fewer than GO_TC_WS_SPLIT_LAG + 1), and the block state (the epilogue
 // stores from registers: no tile, no row offsets).
-template <typename T, bool FWD, bool TF32>
+template <typename T, int L, bool FWD, bool TF32>
 GO_DEV void conv2d_tc_ws_run(const GoConvParams& p, unsigned char* dsmem, GoTcWsBlock* B) {
     constexpr unsigned MOST = GO_TC_WS_MAX_STAGES * GO_TC_WS_STAGE_BYTES;
     const unsigned bytes = go_dynamic_smem_bytes();
@@ -2041,32 +2081,39 @@ GO_DEV void conv2d_tc_ws_run(const GoConvParams& p, unsigned char* dsmem, GoTcWs
     // f32: the consumers hold a chunk's stage until the next chunk is published, which the
     // producer does GO_TC_WS_SPLIT_LAG chunks behind its copies: one stage more than that.
     if (stages < (sizeof(T) == 4 ? GO_TC_WS_SPLIT_LAG + 1 : 2)) go_trap();
-    conv2d_tc_ws_layout<T, FWD, TF32>(p, go_smem_align<GO_TC_WS_SMEM_ALIGN>(dsmem), stages, B);
+    conv2d_tc_ws_layout<T, L, FWD, TF32>(p, go_smem_align<GO_TC_WS_SMEM_ALIGN>(dsmem), stages,
+                                         B);
 }
 // One entry point per f32 arithmetic (in one kernel the two spilled 16 bytes at the 80
 // registers of two blocks per SM; each alone fits): the exact one runs 3xTF32 whatever
 // p.f32_precision allows, the TF32 one (TF32) traps unless the call allows TF32.
-template <typename T, bool FWD, bool TF32>
+template <typename T, int L, bool FWD, bool TF32>
 GO_DEV void conv2d_tc_ws_entry(const GoConvParams& p, unsigned char* dsmem, GoTcWsBlock* B) {
     static_assert(sizeof(T) == 2 || sizeof(T) == 4, "16-bit types, f32");
     static_assert(!TF32 || sizeof(T) == 4, "TF32: f32 only");
+    static_assert(L == GO_LAYOUT_NHWC || sizeof(T) == 4, "NCHW: f32 only");
     static_assert(GoTcTileShape<GO_TC_WGMMA_WS>::ALIGN == GO_TC_WS_SMEM_ALIGN, "alignment");
-    go_tc_vec_check<T, FWD, GO_LAYOUT_NHWC>(p);
+    go_tc_vec_check<T, FWD, L>(p);
     if (TF32 && p.f32_precision != GO_F32_PRECISION_TF32) go_trap();
-    conv2d_tc_ws_run<T, FWD, TF32>(p, dsmem, B);
+    conv2d_tc_ws_run<T, L, FWD, TF32>(p, dsmem, B);
 }
-#define GO_TC_WS_BODY(NAME, FWD, TF32)                                                     \
+#define GO_TC_WS_BODY(NAME, FWD, TF32, L)                                                  \
     template <typename T>                                                                  \
     GO_DEV void NAME(const GoConvParams& p) {                                              \
         GO_DYNAMIC_SMEM(dsmem, GO_TC_WS_SMEM_ALIGN +                                       \
                                    GO_TC_WS_MAX_STAGES * GO_TC_WS_STAGE_BYTES);            \
         __shared__ GoTcWsBlock block;                                                      \
-        conv2d_tc_ws_entry<T, FWD, TF32>(p, dsmem, &block);                                \
+        conv2d_tc_ws_entry<T, L, FWD, TF32>(p, dsmem, &block);                             \
     }
-GO_TC_WS_BODY(conv2d_backprop_input_tc_vec_ws_body, false, false)
-GO_TC_WS_BODY(conv2d_forward_tc_vec_ws_body, true, false)
-GO_TC_WS_BODY(conv2d_backprop_input_tc_vec_ws_tf32_body, false, true)
-GO_TC_WS_BODY(conv2d_forward_tc_vec_ws_tf32_body, true, true)
+GO_TC_WS_BODY(conv2d_backprop_input_tc_vec_ws_body, false, false, GO_LAYOUT_NHWC)
+GO_TC_WS_BODY(conv2d_forward_tc_vec_ws_body, true, false, GO_LAYOUT_NHWC)
+GO_TC_WS_BODY(conv2d_backprop_input_tc_vec_ws_tf32_body, false, true, GO_LAYOUT_NHWC)
+GO_TC_WS_BODY(conv2d_forward_tc_vec_ws_tf32_body, true, true, GO_LAYOUT_NHWC)
+// f32 NCHW (exact, TF32): A copied element by element from its channel planes.
+GO_TC_WS_BODY(conv2d_backprop_input_tc_vec_nchw_ws_body, false, false, GO_LAYOUT_NCHW)
+GO_TC_WS_BODY(conv2d_forward_tc_vec_nchw_ws_body, true, false, GO_LAYOUT_NCHW)
+GO_TC_WS_BODY(conv2d_backprop_input_tc_vec_nchw_ws_tf32_body, false, true, GO_LAYOUT_NCHW)
+GO_TC_WS_BODY(conv2d_forward_tc_vec_nchw_ws_tf32_body, true, true, GO_LAYOUT_NCHW)
 #undef GO_TC_WS_BODY
 #endif
 #undef GO_TC_VEC_BODY
@@ -2208,7 +2255,7 @@ GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
 GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
                          conv2d_forward_tc_vec_wgmma_body, GO_TC_BOUNDS_WGMMA_LEAN, f32, float)
 // The warp-specialized kernels, 16-bit types and f32 (exact; the TF32 opt-in's own entry
-// points), both ops.
+// points), both ops; f32 NCHW too.
 #define GO_TC_WS_INSTANTIATE(NAME, BODY)                                             \
     GO_INSTANTIATE_SM90A_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_WS, f16, __half) \
     GO_INSTANTIATE_SM90A_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_WS, bf16, __nv_bfloat16)
@@ -2222,6 +2269,15 @@ GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_ws, GoConvParams, conv2d_forward_
                          GO_TC_BOUNDS_WS, f32, float)
 GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_ws_tf32, GoConvParams,
                          conv2d_forward_tc_vec_ws_tf32_body, GO_TC_BOUNDS_WS, f32, float)
+GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_nchw_ws, GoConvParams,
+                         conv2d_backprop_input_tc_vec_nchw_ws_body, GO_TC_BOUNDS_WS, f32, float)
+GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_nchw_ws_tf32, GoConvParams,
+                         conv2d_backprop_input_tc_vec_nchw_ws_tf32_body, GO_TC_BOUNDS_WS, f32,
+                         float)
+GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_nchw_ws, GoConvParams,
+                         conv2d_forward_tc_vec_nchw_ws_body, GO_TC_BOUNDS_WS, f32, float)
+GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_nchw_ws_tf32, GoConvParams,
+                         conv2d_forward_tc_vec_nchw_ws_tf32_body, GO_TC_BOUNDS_WS, f32, float)
 #endif
 
 // ---------------------------------------------------------------------------------------

@@ -471,6 +471,13 @@ template <int N> GO_DEV void go_wgmma_wait() {
 GO_DEV void go_fence_proxy_async_smem() {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
+// A barrier of this thread's warpgroup alone (its 128 threads, named barrier ID: 1 to 15,
+// each used by one warpgroup of the block; 0 is __syncthreads'), with __syncthreads' memory
+// ordering among them.
+template <int ID> GO_DEV void go_warpgroup_sync() {
+    static_assert(ID >= 1 && ID < 16, "a named barrier other than __syncthreads' 0");
+    asm volatile("bar.sync %0, 128;\n" ::"n"(ID) : "memory");
+}
 #define GO_WGMMA_REGS32 \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, " \
     "%14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, " \
@@ -724,6 +731,10 @@ GO_DEV void go_wgmma_fence() {}
 GO_DEV void go_wgmma_commit() { emu_mma::wgmma_commit(); }
 template <int N> GO_DEV void go_wgmma_wait() { emu_mma::wgmma_wait(N); }
 GO_DEV void go_fence_proxy_async_smem() {}
+template <int ID> GO_DEV void go_warpgroup_sync() {
+    static_assert(ID >= 1 && ID < 16, "a named barrier other than __syncthreads' 0");
+    emu_mma::this_warpgroup().bar->arrive_and_wait();
+}
 template <int TB, int TA = 0>
 GO_DEV void go_wgmma_m64n64k16(GoMmaF16, float d[32], GoWgmmaDesc a, GoWgmmaDesc b) {
     emu_mma::wgmma_issue(0, TA, TB, d, a, b);

@@ -3472,6 +3472,10 @@ fn emulated_conv2d_tf32() {
         "conv2d_backprop_input_tc_vec_ws_f32",
         "conv2d_forward_tc_vec_ws_tf32_f32",
         "conv2d_forward_tc_vec_ws_f32",
+        "conv2d_backprop_input_tc_vec_nchw_ws_tf32_f32",
+        "conv2d_backprop_input_tc_vec_nchw_ws_f32",
+        "conv2d_forward_tc_vec_nchw_ws_tf32_f32",
+        "conv2d_forward_tc_vec_nchw_ws_f32",
     ] {
         assert!(
             KERNELS_RUN.with(|k| k.borrow().contains(name)),
@@ -3982,12 +3986,13 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                     KERNELS_RUN.with(|k| k.borrow_mut().insert(format!("{twin_kernel} (TF32)")));
                 }
             }
-            // The warp-specialized twin of f32 NHWC (its producer splits the stages it copied,
-            // the forward's filter copied element by element to K-major places; the TF32
-            // opt-in on its own entry point): the same bits.
-            if dt == Dt::F32 && layout == NHWC {
+            // The warp-specialized twin of f32, both layouts (its producer splits the stages it
+            // copied; the forward's filter, and NCHW's source from its channel planes, copied
+            // element by element to K-major places; the TF32 opt-in on its own entry point):
+            // the same bits.
+            if dt == Dt::F32 {
                 let tf = if c.tf32 { "_tf32" } else { "" };
-                run_twin(&format!("{name}_vec_ws{tf}_f32"), launch::conv_tc_ws);
+                run_twin(&format!("{name}_vec{lay}_ws{tf}_f32"), launch::conv_tc_ws);
             }
         }
     }

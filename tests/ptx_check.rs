@@ -604,10 +604,13 @@ fn sm90a_ws_kernels_use_mbarriers() {
     let dynamic = lines_per_entry(ptx, |l| l.contains("%dynamic_smem_size"));
     let lag = lines_per_entry(ptx, |l| l.contains("cp.async.wait_group 1;"));
     // The f32 forward's N-major filter, copied element by element (4-byte cp.async.ca) to its
-    // K-major places: two rows x four chunks a producer thread.
+    // K-major places: two rows x four chunks a producer thread; NCHW's source too, four rows x
+    // four chunks.
     let elements = lines_per_entry(ptx, |l| {
         l.contains("cp.async.ca.shared.global") && l.contains("], 4,")
     });
+    // The producer warpgroup's own barrier (NCHW: its split after other threads' copies).
+    let named = has("bar.sync 1, 128;");
     for k in wgmma_kernels::WS {
         assert!(dynamic[k] >= 1, "{k}: stages not sized by the launch");
         let twin = k.replace("_ws_tf32_", "_wgmma_").replace("_ws_", "_wgmma_");
@@ -631,12 +634,17 @@ fn sm90a_ws_kernels_use_mbarriers() {
             "{k}: the producer's split LAG chunks behind"
         );
         let fwd_f32 = f32 && k.starts_with("conv2d_forward_");
+        let nchw = k.contains("_nchw_");
         assert_eq!(
             elements[k],
-            if fwd_f32 { 8 } else { 0 },
-            "{k}: the filter's element copies"
+            if fwd_f32 { 8 } else { 0 } + if nchw { 16 } else { 0 },
+            "{k}: the element copies (the f32 forward's filter, NCHW's source)"
         );
-        assert_eq!(bars[k], 2, "{k}: bar.sync (the problem's two)");
+        assert_eq!(
+            (bars[k], named[k]),
+            if nchw { (3, 1) } else { (2, 0) },
+            "{k}: bar.sync (the problem's two; NCHW the producer's)"
+        );
         assert!(
             bars[twin.as_str()] >= 2 + 2 + 3,
             "{twin}: bar.sync (the problem's, the main loop's, the epilogue's)"

@@ -165,7 +165,8 @@ pub fn conv_tensor_cores_for_all_dtypes() -> bool {
 /// either layout, exact 3xTF32 and the TF32 opt-in, and 16-bit NCHW: the lean one-warpgroup
 /// one); it runs on compute capability 9.0 only (the compute_90a image), elsewhere its calls
 /// run the tall tile (16-bit NHWC) or the lean one. `ws`: the warp-specialized wgmma tile for
-/// 16-bit NHWC calls and f32 NHWC ones ([`ConvTcTile::Ws`]), otherwise as `wgmma`. Every tile
+/// 16-bit NHWC calls and f32 ones of either layout ([`ConvTcTile::Ws`]), otherwise as
+/// `wgmma`. Every tile
 /// gives the same results bit for bit (the emulator: the same products summed in the same
 /// order). Read once per process.
 pub const CONV_TC_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_TILE";
@@ -219,11 +220,12 @@ pub enum ConvTcTile {
     /// faster there.
     Wgmma,
     /// `conv2d_backprop_input_tc_vec_ws_*` and `conv2d_forward_tc_vec_ws_*` (compute_90a
-    /// image, compute capability 9.0; 16-bit NHWC calls, and f32 NHWC calls of both ops on
-    /// `conv2d_{backprop_input,forward}_tc_vec_ws_f32`, exact 3xTF32, or
-    /// `conv2d_{backprop_input,forward}_tc_vec_ws_tf32_f32` under the TF32 opt-in, whose
-    /// producer splits the stages it copied into tf32 parts (the forward's N-major filter
-    /// copied element by element to K-major places); the others as [`ConvTcTile::Wgmma`]):
+    /// image, compute capability 9.0; 16-bit NHWC calls, and f32 calls of both ops and
+    /// layouts on `conv2d_{backprop_input,forward}_tc_vec{,_nchw}_ws_f32`, exact 3xTF32, or
+    /// `conv2d_{backprop_input,forward}_tc_vec{,_nchw}_ws_tf32_f32` under the TF32 opt-in,
+    /// whose producer splits the stages it copied into tf32 parts (the forward's N-major
+    /// filter, and NCHW's source from its channel planes, copied element by element to
+    /// K-major places); 16-bit NCHW calls as [`ConvTcTile::Wgmma`]):
     /// the wgmma tile's block tile and arithmetic, warp-specialized: two consumer warpgroups
     /// issue only mbarrier waits, the wgmma and their releases, a producer warpgroup does
     /// every copy, up to [`conv_tc_ws_stages`] stages ahead (in dynamic shared memory,
@@ -262,8 +264,8 @@ pub fn conv_tc_wgmma_available() -> bool {
 /// (`conv2d_forward_tc_vec_square_*`) or `wgmma` (`conv2d_forward_tc_vec_wgmma_*`, the filter
 /// read N-major by the tensor cores; f32 and 16-bit NCHW calls: the lean wgmma tile,
 /// `conv2d_forward_tc_vec{,_nchw}_wgmma_*`; compute capability 9.0 only, as
-/// [`ConvTcTile::Wgmma`]), `ws` (`conv2d_forward_tc_vec_ws_*`, 16-bit and f32 NHWC calls,
-/// [`ConvTcTile::Ws`]); the forward has no wide tile (`wide` reads as `tall`). Every tile
+/// [`ConvTcTile::Wgmma`]), `ws` (`conv2d_forward_tc_vec{,_nchw}_ws_*`, 16-bit NHWC and f32
+/// calls, [`ConvTcTile::Ws`]); the forward has no wide tile (`wide` reads as `tall`). Every tile
 /// gives the same results bit for bit (the emulator). Read once per process.
 pub const CONV_TC_FORWARD_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_FORWARD_TILE";
 

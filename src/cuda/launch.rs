@@ -475,14 +475,14 @@ pub fn conv_tc_square(p: &GoConvParams, forward: bool) -> Option<Launch> {
 /// Whether `kernel` (an entry point's name) is a warp-specialized conv kernel, whose stages
 /// live in dynamic shared memory ([`conv_tc_ws_smem_bytes`]).
 pub fn is_conv_tc_ws_kernel(kernel: &str) -> bool {
-    kernel.contains("_tc_vec_ws_")
+    kernel.contains("_tc_vec_ws_") || kernel.contains("_tc_vec_nchw_ws_")
 }
 
 /// Bytes of one stage of warp-specialized kernel `kernel`: 12 KB (128 + 64 rows of 64
-/// bytes), or for exact f32 (`conv2d_{backprop_input,forward}_tc_vec_ws_f32`, 3xTF32) 24 KB,
-/// the small tf32 parts beside each stage.
+/// bytes), or for exact f32 (`conv2d_{backprop_input,forward}_tc_vec{,_nchw}_ws_f32`,
+/// 3xTF32) 24 KB, the small tf32 parts beside each stage.
 pub fn conv_tc_ws_stage_bytes(kernel: &str) -> u32 {
-    if kernel.ends_with("_tc_vec_ws_f32") {
+    if kernel.ends_with("_ws_f32") {
         GO_TC_WS_SPLIT_STAGE_BYTES
     } else {
         GO_TC_WS_STAGE_BYTES
@@ -936,7 +936,20 @@ mod tests {
         let fwd_tf32 = "conv2d_forward_tc_vec_ws_tf32_f32";
         assert_eq!(conv_tc_ws_smem_bytes(fwd_tf32, 2), 512 + 3 * 12288);
         assert_eq!(conv_tc_ws_smem_bytes(fwd_tf32, 8), 512 + 8 * 12288);
+        // NCHW's f32 kernels alike.
+        for (k, stage) in [
+            ("conv2d_backprop_input_tc_vec_nchw_ws_f32", 24576),
+            ("conv2d_forward_tc_vec_nchw_ws_f32", 24576),
+            ("conv2d_backprop_input_tc_vec_nchw_ws_tf32_f32", 12288),
+            ("conv2d_forward_tc_vec_nchw_ws_tf32_f32", 12288),
+        ] {
+            assert!(is_conv_tc_ws_kernel(k), "{k}");
+            assert_eq!(conv_tc_ws_stage_bytes(k), stage, "{k}");
+            assert_eq!(conv_tc_ws_min_stages(k), 3, "{k}");
+            assert_eq!(max_dynamic_smem_bytes(k), most, "{k}");
+        }
         for k in [
+            "conv2d_forward_tc_vec_nchw_wgmma_f32",
             "conv2d_forward_tc_vec_wgmma_f16",
             "conv2d_backprop_input_tc_vec_tall_f16",
         ] {

@@ -799,13 +799,14 @@ fn conv_tc_family_for(
     };
     let tile = match (vec, nchw, elem_bytes) {
         (true, false, 2) => env_tile,
-        // The warp-specialized tile serves f32 NHWC too (backprop_input's HWIO filter is
-        // K-major, as tf32 wgmma reads it; the forward's producer copies its filter element by
-        // element to K-major places).
-        (true, false, 4) if env_tile == ConvTcTile::Ws => ConvTcTile::Ws,
+        // The warp-specialized tile serves f32 of both layouts too (backprop_input's HWIO
+        // filter is K-major, as tf32 wgmma reads it; the forward's producer copies its filter
+        // element by element to K-major places, and NCHW's its source from the channel
+        // planes).
+        (true, _, 4) if env_tile == ConvTcTile::Ws => ConvTcTile::Ws,
         // f32 calls (either op, either layout) and 16-bit NCHW calls have one tile beside the
         // lean one: the lean wgmma tile.
-        // (The warp-specialized tile elsewhere: as the wgmma tile.)
+        // (The warp-specialized tile for 16-bit NCHW: as the wgmma tile.)
         (true, _, 4) | (true, true, 2)
             if matches!(env_tile, ConvTcTile::Wgmma | ConvTcTile::Ws) =>
         {
@@ -838,6 +839,11 @@ fn conv_tc_family_for(
         }
         (false, true, false, ConvTcTile::Ws) => "conv2d_backprop_input_tc_vec_ws",
         (false, true, true, ConvTcTile::Wgmma) => "conv2d_backprop_input_tc_vec_nchw_wgmma",
+        (false, true, true, ConvTcTile::Ws) if p.f32_precision == GO_F32_PRECISION_TF32 as i32 => {
+            "conv2d_backprop_input_tc_vec_nchw_ws_tf32"
+        }
+        // (f32 only: the 16-bit NCHW Ws calls were made Wgmma above.)
+        (false, true, true, ConvTcTile::Ws) => "conv2d_backprop_input_tc_vec_nchw_ws",
         (false, true, true, _) => "conv2d_backprop_input_tc_vec_nchw",
         (true, false, _, _) => "conv2d_forward_tc",
         (true, true, false, ConvTcTile::Square) => "conv2d_forward_tc_vec_square",
@@ -851,6 +857,10 @@ fn conv_tc_family_for(
         (true, true, false, ConvTcTile::Ws) => "conv2d_forward_tc_vec_ws",
         (true, true, false, _) => "conv2d_forward_tc_vec",
         (true, true, true, ConvTcTile::Wgmma) => "conv2d_forward_tc_vec_nchw_wgmma",
+        (true, true, true, ConvTcTile::Ws) if p.f32_precision == GO_F32_PRECISION_TF32 as i32 => {
+            "conv2d_forward_tc_vec_nchw_ws_tf32"
+        }
+        (true, true, true, ConvTcTile::Ws) => "conv2d_forward_tc_vec_nchw_ws",
         (true, true, true, _) => "conv2d_forward_tc_vec_nchw",
     }
 }
@@ -2124,10 +2134,22 @@ mod tests {
                 nchw_fam(forward, 2, Ws, true),
                 nchw_fam(forward, 2, Wgmma, true)
             );
+            // f32 NCHW: its own ws kernels (exact, TF32), elsewhere the lean tile.
+            let nchw_ws = format!("conv2d_{op}_tc_vec_nchw_ws");
+            assert_eq!(nchw_fam(forward, 4, Ws, true), nchw_ws);
+            assert!(conv_tc_family_is_sm90a(&nchw_ws) && conv_tc_family_is_ws(&nchw_ws));
             assert_eq!(
-                nchw_fam(forward, 4, Ws, true),
-                nchw_fam(forward, 4, Wgmma, true)
+                nchw_fam(forward, 4, Ws, false),
+                nchw_fam(forward, 4, Lean, false)
             );
+            let tf32_nchw = GoConvParams {
+                layout: GO_LAYOUT_NCHW as i32,
+                ..tf32
+            };
+            let f = conv_tc_family_for(&tf32_nchw, (forward, 4), Ws, true);
+            assert_eq!(f, format!("conv2d_{op}_tc_vec_nchw_ws_tf32"));
+            let l = conv_tc_launch(&tf32_nchw, forward, f, 4).expect("a launch");
+            assert_eq!(l.block, (super::super::params::GO_TC_WS_THREADS, 1, 1));
             let l = conv_tc_launch(&p, forward, &ws, 2).expect("a launch");
             let wide = launch::conv_tc_wide(&p, forward).unwrap();
             assert_eq!(

@@ -9,10 +9,10 @@ pub const WIDE: [&str; 4] = [
     "conv2d_forward_tc_vec_wgmma_bf16",
 ];
 
-/// The warp-specialized tile's, 16-bit NHWC and f32 NHWC (exact; the TF32 opt-in's own entry
-/// point), both ops: two consumer warpgroups and a producer warpgroup (two blocks of 384 per
-/// SM).
-pub const WS: [&str; 8] = [
+/// The warp-specialized tile's, 16-bit NHWC and f32 of both layouts (exact; the TF32 opt-in's
+/// own entry point), both ops: two consumer warpgroups and a producer warpgroup (two blocks of
+/// 384 per SM).
+pub const WS: [&str; 12] = [
     "conv2d_backprop_input_tc_vec_ws_f16",
     "conv2d_backprop_input_tc_vec_ws_bf16",
     "conv2d_forward_tc_vec_ws_f16",
@@ -21,6 +21,10 @@ pub const WS: [&str; 8] = [
     "conv2d_backprop_input_tc_vec_ws_tf32_f32",
     "conv2d_forward_tc_vec_ws_f32",
     "conv2d_forward_tc_vec_ws_tf32_f32",
+    "conv2d_backprop_input_tc_vec_nchw_ws_f32",
+    "conv2d_backprop_input_tc_vec_nchw_ws_tf32_f32",
+    "conv2d_forward_tc_vec_nchw_ws_f32",
+    "conv2d_forward_tc_vec_nchw_ws_tf32_f32",
 ];
 
 /// The lean tile's, one warpgroup of 128 threads (three blocks per SM): f32 of both ops in

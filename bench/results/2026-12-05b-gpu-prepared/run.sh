@@ -6,7 +6,7 @@
 # in order of what is least known:
 # 1. The warp-specialized wgmma tile (GRADOPS_CUDA_CONV_TC_TILE=ws and
 #    GRADOPS_CUDA_CONV_TC_FORWARD_TILE=ws: conv2d_{backprop_input,forward}_tc_vec_ws_*, 16-bit
-#    NHWC; never run on hardware; since 2026-12-06 its consumers store from registers and
+#    NHWC, since 2026-12-06 f32 of both layouts too; never run on hardware; since 2026-12-06 its consumers store from registers and
 #    its tiles end without a block barrier): the wgmma model's probe first (its mbarrier pipeline
 #    skeleton too), the conv tests against the CPU path under ws, then racecheck, synccheck and
 #    memcheck on the conv parity test under ws; then the default build's whole GPU suite.
@@ -19,8 +19,10 @@
 #    shared memory held) and 8, cuDNN (channels_last) before and after; then (2b) f32 NHWC
 #    W4/W5 and (since 2026-12-06, second session) W4f/W5f, exact and TF32, under the default
 #    tiles, ws (since 2026-12-06: the producer splits its stages into tf32 parts; the
-#    forward's filter copied element by element) and wgmma, twice, cuDNN around them;
-#    ncu on one ws and one wgmma f16 W4 backprop_input call, and one ws f32 TF32 call.
+#    forward's filter copied element by element) and wgmma, twice, cuDNN around them, and
+#    (since 2026-12-06, third session) f32 NCHW under the default tiles and ws;
+#    ncu on one ws and one wgmma f16 W4 backprop_input call, one ws f32 TF32 call and one ws
+#    exact f32 NCHW call.
 # 3. The one-barrier and register-source builds (as ../2026-12-04b-gpu-prepared): their
 #    suites, racecheck/synccheck under wgmma, the lean wgmma tile's rows timed beside the
 #    default build's (f32 exact and TF32, f16 NCHW), ncu on exact f32 NCHW W4.
@@ -64,20 +66,26 @@ PYTHONUNBUFFERED=1 st peers_b 90 python3 bench/peers.py $P --json "$W/peers-b.js
 python3 bench/variant_summary.py "$W" "f16 NHWC: default tiles, ws (6 stages), ws at 3 and 8, ws a block a tile, wgmma" | tee -a "$L" || true
 mkdir -p "$W/ws" && mv "$W"/t*.json "$W"/peers-*.json "$W/ws/" 2>/dev/null
 # 2b. f32 NHWC on the ws tile, both ops (since 2026-12-06: exact 3xTF32 at 4 stages, the
-# TF32 opt-in at 6; the producer splits its stages), beside the default tiles and wgmma.
-P="--device cuda --reps 50 --dtypes f32 --layouts nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f"
-PYTHONUNBUFFERED=1 st peers_f32a 60 python3 bench/peers.py $P --json "$W/peers-f32a.json"; reap
+# TF32 opt-in at 6; the producer splits its stages), beside the default tiles and wgmma;
+# and (since 2026-12-06, third session) f32 NCHW on it (A copied element by element from the
+# channel planes) beside the default (the lean wgmma tile: wgmma for NCHW is the default).
+P="--device cuda --reps 50 --dtypes f32 --layouts nchw,nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f"
+PYTHONUNBUFFERED=1 st peers_f32a 90 python3 bench/peers.py $P --json "$W/peers-f32a.json"; reap
 for rep in 1 2; do
-  for v in default ws wgmma; do
-    tile=(); [[ $v != default ]] && tile=(env GRADOPS_CUDA_CONV_TC_TILE=$v GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$v)
-    for d in exact tf32; do
-      st "t${rep}_${v}_f32_$d" 40 "${tile[@]}" "$B/gradops" bench --device cuda --dtype f32 \
-        --f32-precision $d --layout nhwc --workload W4,W5,W4f,W5f --reps 50 --json "$W/t$rep-$v-f32_$d.json"
+  for lay in nhwc nchw; do
+    vs=(default ws wgmma); [[ $lay == nchw ]] && vs=(default ws)
+    for v in "${vs[@]}"; do
+      tile=(); [[ $v != default ]] && tile=(env GRADOPS_CUDA_CONV_TC_TILE=$v GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$v)
+      for d in exact tf32; do
+        st "t${rep}_${v}_f32_${d}_$lay" 40 "${tile[@]}" "$B/gradops" bench --device cuda --dtype f32 \
+          --f32-precision $d --layout $lay --workload W4,W5,W4f,W5f --reps 50 \
+          --json "$W/t$rep-$v-f32_${d}_$lay.json"
+      done
     done
   done
 done
-PYTHONUNBUFFERED=1 st peers_f32b 60 python3 bench/peers.py $P --json "$W/peers-f32b.json"; reap
-python3 bench/variant_summary.py "$W" "f32 NHWC, both ops: default tiles, ws, wgmma" | tee -a "$L" || true
+PYTHONUNBUFFERED=1 st peers_f32b 90 python3 bench/peers.py $P --json "$W/peers-f32b.json"; reap
+python3 bench/variant_summary.py "$W" "f32, both ops: default tiles, ws, wgmma (NHWC); default, ws (NCHW)" | tee -a "$L" || true
 mkdir -p "$W/ws_f32" && mv "$W"/t*.json "$W"/peers-*.json "$W/ws_f32/" 2>/dev/null
 NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)"
 M='regex:^(smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio|smsp__inst_executed\.sum|sm__inst_executed_pipe_tensor\.sum|l1tex__data_bank_conflicts_pipe_lsu_mem_shared\.sum)$'
@@ -91,6 +99,10 @@ st ncu_ws_tf32_W4 40 env GRADOPS_CUDA_CONV_TC_TILE=ws "$NCU" --clock-control non
   -k "conv2d_backprop_input_tc_vec_ws_tf32_f32" -s 2 -c 1 --section SpeedOfLight --section Occupancy \
   --section SchedulerStats --section WarpStateStats --section MemoryWorkloadAnalysis --metrics "$M" \
   "$B/gradops" bench --device cuda --dtype f32 --f32-precision tf32 --layout nhwc --workload W4 --reps 3
+st ncu_ws_nchw_exact_W4 40 env GRADOPS_CUDA_CONV_TC_TILE=ws "$NCU" --clock-control none \
+  -k "conv2d_backprop_input_tc_vec_nchw_ws_f32" -s 2 -c 1 --section SpeedOfLight --section Occupancy \
+  --section SchedulerStats --section WarpStateStats --section MemoryWorkloadAnalysis --metrics "$M" \
+  "$B/gradops" bench --device cuda --dtype f32 --layout nchw --workload W4 --reps 3
 reap
 # 3. The one-barrier and register-source builds.
 st info_onebarrier 30 "$B/gradops-onebarrier" info
