@@ -1653,6 +1653,12 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
                       "AEL: 4 warps x 32 rows, four 4-element chunks a row");
         [[maybe_unused]] const int ael0 = sdst(32 * (pt / 32) + pt % 8, 0) + (pt % 32) / 8;
         [[maybe_unused]] auto aelt = [&](int h, int c) { return (ael0 ^ (4 * c)) + 128 * h; };
+        // NCHW's forward: its B split by 16-byte chunks after the producer's barrier, chunk
+        // pt % KCH of nn rows pt / KCH and CT / KCH further (a quarter warp's 8 chunks: two
+        // whole 64-byte rows, no bank conflict).
+        [[maybe_unused]] const int bkd = sdst(pt / KCH, pt % KCH);
+        constexpr int BKD1 = (CT / KCH) * SLD;
+        static_assert(!(BEL && NC) || NB * (CT / KCH) == TC_BN, "B's chunks, NB a thread");
         const int jlen = (int)P.jlen;
         GoTcVecCursor cur(P);
         // f32: the chunks split and published LAG behind the ones copied (pub: their ring).
@@ -1681,7 +1687,13 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
 #pragma unroll
                         for (int c = 0; c < CC; ++c)
                             go_tc_split_tf32<TF32>(as + adst_at(r, c), xa + adst_at(r, c));
-                    if constexpr (BEL) {
+                    if constexpr (BEL && NC) {
+                        // Past the producer's barrier: B by 16-byte chunks too (bkd).
+#pragma unroll
+                        for (int r = 0; r < NB; ++r)
+                            go_tc_split_tf32<TF32>(bs + bkd + r * BKD1,
+                                                   xa + BM * SLD + bkd + r * BKD1);
+                    } else if constexpr (BEL) {
 #pragma unroll
                         for (int h = 0; h < 2; ++h)
 #pragma unroll
