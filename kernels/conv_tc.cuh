@@ -592,14 +592,6 @@ GO_DEV void go_tc_split_tf32(float* chunk, float* x) {
 #endif
 }
 
-// go_tc_split_tf32 of one element (the f32 ws forward's B, copied element by element).
-template <bool TF32>
-GO_DEV void go_tc_split_tf32_one(float* v, float* x) {
-    const float big = go_u32_as_f32(go_cvt_tf32(*v));
-    if constexpr (!TF32) *x = go_u32_as_f32(go_cvt_tf32(*v - big));
-    *v = big;
-}
-
 // The f32 wgmma tile's stage with A from registers (GO_TC_WGMMA_F32_RS): warp w of
 // warpgroup wg reads, per k8 step, its fragment of the stage's A (rows 64 wg + 16 (w % 4) + g
 // and + 8, k t and t + 4 of the step: go_wgmma_m64n64k8_tf32_rs's layout) with one ldmatrix
@@ -1529,8 +1521,9 @@ GO_DEV void go_tc_ws_store(const GoTcProblem& P, const GoTcAcc<T, 16, 64>& acc, 
 // 16-bit one's. The wgmma tile splits each stage by all its threads between two block
 // barriers, on one split buffer: here the split goes to the producer, the consumers only
 // wait, multiply and release. f32 NCHW: A copied element by element as well (AEL), each
-// from its channel's plane, and split after a barrier of the producer warpgroup.
-// The named barrier of the producer warpgroup (NCHW's split, go_warpgroup_sync).
+// from its channel's plane. Where elements were copied (ELS) the producer warpgroup meets at
+// a barrier of its own before each split: a 16-byte chunk's elements come from four threads.
+// The named barrier of the producer warpgroup (ELS's split, go_warpgroup_sync).
 constexpr int GO_TC_WS_PRODUCER_BARRIER = 1;
 // A thread's position in its block's stage ring: the next chunk's stage s, in its use of
 // parity ph, of `stages`.
@@ -1568,15 +1561,19 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
     // part of the stage (XS).
     constexpr bool SPLIT = sizeof(S) == 4, XS = SPLIT && !TF32;
     // The f32 forward's HWIO B is N-major, which tf32 wgmma cannot read: the producer copies
-    // it element by element (BEL: 4-byte cp.async) to its K-major places, then splits those
-    // with the chunk. (Through registers, as the lean wgmma tile's BREG, the eight elements
-    // held across an iteration made the kernel spill at 80 registers.)
+    // it element by element (BEL: 4-byte cp.async) to its K-major places. (Through registers,
+    // as the lean wgmma tile's BREG, the eight elements held across an iteration made the
+    // kernel spill at 80 registers.)
     constexpr bool BEL = SPLIT && BKN;
     // NCHW (f32 only): A element by element too (AEL, below), each element from its
-    // channel's plane; split by the chunk partition NHWC's copies use, after a barrier of the
-    // producer warpgroup (a thread's four elements of a 16-byte chunk come from four
-    // copying threads).
+    // channel's plane.
     constexpr bool NC = L == GO_LAYOUT_NCHW;
+    // Either way (ELS) the four elements of a 16-byte chunk come from four copying threads:
+    // the producer warpgroup meets at a barrier of its own before it splits a chunk, then
+    // splits by 16-byte chunks (A by the partition NHWC's copies use, B by bkd), as many
+    // instructions as the 16-byte copies' split. (Each thread splitting the elements it
+    // copied, one by one, took 35 more instructions a chunk in the NHWC forward.)
+    constexpr bool ELS = BEL || NC;
     static_assert(sizeof(S) == 2 || SPLIT, "16-bit types or f32");
     static_assert(!NC || SPLIT, "NCHW: f32 (4-byte copies)");
     constexpr int BK = Tr::BK, VEC = GoTcGeom<T>::VEC, KCH = BK / VEC, SLD = BK;
@@ -1653,12 +1650,12 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
                       "AEL: 4 warps x 32 rows, four 4-element chunks a row");
         [[maybe_unused]] const int ael0 = sdst(32 * (pt / 32) + pt % 8, 0) + (pt % 32) / 8;
         [[maybe_unused]] auto aelt = [&](int h, int c) { return (ael0 ^ (4 * c)) + 128 * h; };
-        // NCHW's forward: its B split by 16-byte chunks after the producer's barrier, chunk
-        // pt % KCH of nn rows pt / KCH and CT / KCH further (a quarter warp's 8 chunks: two
-        // whole 64-byte rows, no bank conflict).
+        // BEL: B split by 16-byte chunks after the producer's barrier, chunk pt % KCH of nn
+        // rows pt / KCH and CT / KCH further (a quarter warp's 8 chunks: two whole 64-byte
+        // rows, no bank conflict).
         [[maybe_unused]] const int bkd = sdst(pt / KCH, pt % KCH);
         constexpr int BKD1 = (CT / KCH) * SLD;
-        static_assert(!(BEL && NC) || NB * (CT / KCH) == TC_BN, "B's chunks, NB a thread");
+        static_assert(!BEL || NB * (CT / KCH) == TC_BN, "B's chunks, NB a thread");
         const int jlen = (int)P.jlen;
         GoTcVecCursor cur(P);
         // f32: the chunks split and published LAG behind the ones copied (pub: their ring).
@@ -1675,9 +1672,9 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
                     // split in place, published.
                     go_cp_async_wait_at_most<LAG - 1>((it - 1 < kiters ? it - 1 : kiters - 1) -
                                                       (it - LAG));
-                    // NCHW: every producer thread's copies of it landed, for the split below
+                    // ELS: every producer thread's copies of it landed, for the split below
                     // by chunks that other threads' element copies filled.
-                    if constexpr (NC) go_warpgroup_sync<GO_TC_WS_PRODUCER_BARRIER>();
+                    if constexpr (ELS) go_warpgroup_sync<GO_TC_WS_PRODUCER_BARRIER>();
                     const unsigned q = pub.s;
                     S* as = As + q * BM * SLD;
                     S* bs = Bs + q * TC_BN * SLD;
@@ -1687,19 +1684,12 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
 #pragma unroll
                         for (int c = 0; c < CC; ++c)
                             go_tc_split_tf32<TF32>(as + adst_at(r, c), xa + adst_at(r, c));
-                    if constexpr (BEL && NC) {
+                    if constexpr (BEL) {
                         // Past the producer's barrier: B by 16-byte chunks too (bkd).
 #pragma unroll
                         for (int r = 0; r < NB; ++r)
                             go_tc_split_tf32<TF32>(bs + bkd + r * BKD1,
                                                    xa + BM * SLD + bkd + r * BKD1);
-                    } else if constexpr (BEL) {
-#pragma unroll
-                        for (int h = 0; h < 2; ++h)
-#pragma unroll
-                            for (int c = 0; c < KCH; ++c)
-                                go_tc_split_tf32_one<TF32>(bs + belt(h, c),
-                                                           xa + BM * SLD + belt(h, c));
                     } else {
 #pragma unroll
                         for (int r = 0; r < NB; ++r)
@@ -1724,10 +1714,11 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
 #pragma unroll
                     for (int h = 0; h < NAH; ++h) {
                         const bool in = (amask[h] & 1u) != 0;
-                        const T* ap = arow[h] + aoff;
+                        const T* ap = in ? arow[h] + aoff : w;
+                        const int step = in ? aj4 : 0;
 #pragma unroll
                         for (int c = 0; c < KCH; ++c)
-                            go_cp_async_4_ca(as + aelt(h, c), in ? ap + c * aj4 : w, in ? 4 : 0);
+                            go_cp_async_4_ca(as + aelt(h, c), ap + c * step, in ? 4 : 0);
                     }
                 } else {
 #pragma unroll
@@ -1745,11 +1736,13 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
                     const int bj4 = 4 * (int)P.b_j, bh = 8 * (int)P.b_n;
 #pragma unroll
                     for (int h = 0; h < 2; ++h) {
+                        // (Outside: every copy from w, src-size 0.)
                         const bool in = bel_row + 8 * h < P.nlen;
+                        const T* bph = in ? bp + h * bh : w;
+                        const int step = in ? bj4 : 0;
 #pragma unroll
                         for (int c = 0; c < KCH; ++c)
-                            go_cp_async_4_ca(bs + belt(h, c), in ? bp + (c * bj4 + h * bh) : w,
-                                             in ? 4 : 0);
+                            go_cp_async_4_ca(bs + belt(h, c), bph + c * step, in ? 4 : 0);
                     }
                 } else {
                     B.copy(bs, w, boff);
