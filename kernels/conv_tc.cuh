@@ -1947,7 +1947,7 @@ GO_DEV void conv2d_tc_ws_layout(const GoConvParams& p, unsigned char* smem, unsi
         const unsigned mtiles = (unsigned)((B->P.npix + BM - 1) / BM), n_base = B->n_base;
         for (unsigned mt = blockIdx.x; mt < mtiles; mt += gridDim.x)
             go_tc_tile_ws<T, L, FWD, TF32>(B->P, src, w, out, mt * BM, n_base, smem, B->full,
-                                        B->empty, ring);
+                                           B->empty, ring);
         // The next position (read by thread 0 alone, after the next barrier).
         if (threadIdx.x == 0) {
             if ((B->gn += gridDim.y) >= (unsigned)p.groups * ntiles(p)) {
@@ -2071,11 +2071,11 @@ GO_TC_VEC_BODY(conv2d_backprop_input_tc_vec_nchw_wgmma_body, false, GO_LAYOUT_NC
                GO_TC_WGMMA_LEAN)
 GO_TC_VEC_BODY(conv2d_forward_tc_vec_nchw_wgmma_body, true, GO_LAYOUT_NCHW, GO_TC_WGMMA_LEAN)
 // The warp-specialized wgmma kernels (NHWC and f32 NCHW (L), both ops; 16-bit, and f32
-// exact or under the TF32 opt-in): the stages in dynamic shared memory, as many whole ones (go_tc_ws_stage_bytes) as
-// the launch gave past GO_TC_WS_SMEM_ALIGN bytes of alignment slack, in at most
-// GO_TC_WS_MAX_STAGES * GO_TC_WS_STAGE_BYTES bytes and GO_TC_WS_MAX_STAGES stages (fewer than
-// two trap, f32's fewer than GO_TC_WS_SPLIT_LAG + 1), and the block state (the epilogue
-// stores from registers: no tile, no row offsets).
+// exact or under the TF32 opt-in): the stages in dynamic shared memory, as many whole ones
+// (go_tc_ws_stage_bytes) as the launch gave past GO_TC_WS_SMEM_ALIGN bytes of alignment
+// slack, in at most GO_TC_WS_MAX_STAGES * GO_TC_WS_STAGE_BYTES bytes and GO_TC_WS_MAX_STAGES
+// stages (fewer than two trap, f32's fewer than GO_TC_WS_SPLIT_LAG + 1), and the block state
+// (the epilogue stores from registers: no tile, no row offsets).
 template <typename T, int L, bool FWD, bool TF32>
 GO_DEV void conv2d_tc_ws_run(const GoConvParams& p, unsigned char* dsmem, GoTcWsBlock* B) {
     constexpr unsigned MOST = GO_TC_WS_MAX_STAGES * GO_TC_WS_STAGE_BYTES;
