@@ -2102,8 +2102,8 @@ mod tests {
             conv_tc_launch(&p, false, wg, 2).map(|l| (l.grid, l.block)),
             launch::conv_tc_wide(&p, false).map(|l| (l.grid, l.block))
         );
-        // The warp-specialized tile: 16-bit NHWC and f32 NHWC (exact, or the TF32 opt-in's
-        // entry point), both ops, on its own launch (the wide grid, 384 threads), in the
+        // The warp-specialized tile: 16-bit NHWC and f32 of either layout (exact, or the TF32
+        // opt-in's entry point), both ops, on its own launch (the wide grid, 384 threads), in the
         // compute_90a image; elsewhere as the wgmma tile.
         use ConvTcTile::Ws;
         for forward in [false, true] {

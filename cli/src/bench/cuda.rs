@@ -526,8 +526,8 @@ fn bench_cuda_typed<T: Element>(
                 tile_name(ConvTcTile::Auto),
                 if wgmma {
                     let f32_ws = if tile == ConvTcTile::Ws {
-                        " (but f32 NHWC: the warp-specialized tile, the producer splitting \
-                         its stages into tf32 parts)"
+                        " (but f32, either layout: the warp-specialized tile, the producer \
+                         splitting its stages into tf32 parts)"
                     } else {
                         ""
                     };
