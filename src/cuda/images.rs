@@ -166,9 +166,8 @@ pub fn conv_tensor_cores_for_all_dtypes() -> bool {
 /// one); it runs on compute capability 9.0 only (the compute_90a image), elsewhere its calls
 /// run the tall tile (16-bit NHWC) or the lean one. `ws`: the warp-specialized wgmma tile for
 /// 16-bit NHWC calls and f32 ones of either layout ([`ConvTcTile::Ws`]), otherwise as
-/// `wgmma`. Every tile
-/// gives the same results bit for bit (the emulator: the same products summed in the same
-/// order). Read once per process.
+/// `wgmma`. Every tile gives the same results bit for bit (the emulator: the same products
+/// summed in the same order). Read once per process.
 pub const CONV_TC_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_TILE";
 
 /// The block tile of `conv2d_backprop_input` and `conv2d` calls on the lean tensor-core
