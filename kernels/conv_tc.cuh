@@ -169,6 +169,10 @@ struct GoTcProblem {
     go_i64 o_y0, o_sy, o_x0, o_sx;    // pixel (a, b) -> output (o_y0 + a*o_sy, o_x0 + b*o_sx)
 };
 
+// The problem's tap rows (nty; ntaps = nty * ntx): 0 where no tap reaches the phase, whose
+// ntx may then be 0 (a stride past the filter's extent).
+GO_DEV go_i64 go_tc_tap_rows(const GoTcProblem& P) { return P.ntx > 0 ? P.ntaps / P.ntx : 0; }
+
 // Strides (image, row, column, channel) of a [n, c, h, w] tensor in layout L.
 template <int L>
 GO_DEV void go_tc_strides(go_i64 c, go_i64 h, go_i64 w, go_i64* sn, go_i64* sr, go_i64* sc,
@@ -1234,7 +1238,7 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     // NCHW: A chunk c of this thread (channels akg + c * VEC of row t % BM) in a stage.
     auto anc = [&](int c) { return WG ? sdst(t % BM, akg / VEC + c) : adst + c * VEC; };
     constexpr int ADST1 = (THREADS / TPR) * SLD;
-    const int nty = (int)(P.ntaps / P.ntx), ntx = (int)P.ntx;
+    const int nty = (int)go_tc_tap_rows(P), ntx = (int)P.ntx;
 #pragma unroll
     for (int r = 0; r < NR; ++r) {
         const int m = NC ? t % BM : t / TPR + r * (THREADS / TPR);
@@ -1612,7 +1616,7 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
         const int pt = go_opaque((int)threadIdx.x - MMA_THREADS);
         const T* arow[NA];
         unsigned amask[NA];
-        const int nty = (int)(P.ntaps / P.ntx), ntx = (int)P.ntx;
+        const int nty = (int)go_tc_tap_rows(P), ntx = (int)P.ntx;
         // NCHW (AEL): rows 32 pw + 8 h + lane % 8 of producer warp pw, at channel lane / 8 of
         // the chunk (planes apart).
 #pragma unroll
