@@ -16,12 +16,18 @@
 // 64-byte swizzle the conv kernel uses: B K-major, or with bit 0 of p.bmn N-major as the
 // forward's (element (n, k) in row (n / 32) * 32 + k of 64 bytes, chunk (n % 32) / 8
 // swizzled; the 32-n columns 2048 bytes apart, the second k16 1024 bytes on); A K-major, or
-// with bit 1 of p.bmn M-major in that layout (the filter gradient's, imm-trans-a).
+// with bit 1 of p.bmn M-major in that layout (the filter gradient's, imm-trans-a), or with
+// bit 2 K-major without swizzle as the halo tile reads it (go_wgmma_desc_interleave: element
+// (r, k) at byte (k / 8) * EMU_WGMMA_LBO + (r + EMU_WGMMA_ROW0) * 16 + (k % 8) * 2, the
+// operand starting at row EMU_WGMMA_ROW0 of its planes, inside a group of 8 rows; the second
+// k16 two planes on).
 struct GoEmuWgmmaTestParams {
     uint64_t a, b, c, d;
     int32_t k32;
     int32_t bmn;
 };
+// The mode-0 A (bit 2): planes of 72 rows, the operand from row 3.
+constexpr int EMU_WGMMA_ROW0 = 3, EMU_WGMMA_LBO = 72 * 16;
 // The element offset of (mn, k) in an MN-major operand staged as above.
 GO_DEV int emu_wgmma_mn_at(int mn, int k) {
     const int row = (mn / 32) * 32 + k;
@@ -40,6 +46,7 @@ GO_DEV void emu_wgmma_test_body(GoEmuWgmmaTestParams p) {
     typedef typename GoMmaKind<T>::type Kind;
     __shared__ __align__(512) uint16_t As[64 * 32];
     __shared__ __align__(512) uint16_t Bs[64 * 32];
+    __shared__ __align__(512) uint16_t Ai[4 * EMU_WGMMA_LBO / 2];
     const int K = p.k32 ? 32 : 16;
     const uint16_t* a = reinterpret_cast<const uint16_t*>(p.a);
     const uint16_t* b = reinterpret_cast<const uint16_t*>(p.b);
@@ -47,20 +54,23 @@ GO_DEV void emu_wgmma_test_body(GoEmuWgmmaTestParams p) {
     float* dout = reinterpret_cast<float*>(p.d);
     const int tid = threadIdx.x;
     // Element k of row r at chunk (k / 8) ^ ((r >> 1) & 3) of the row's 64 bytes.
-    const bool amn = (p.bmn & 2) != 0, bmn = (p.bmn & 1) != 0;
+    const bool amn = (p.bmn & 2) != 0, bmn = (p.bmn & 1) != 0, ai = (p.bmn & 4) != 0;
     for (int i = tid; i < 64 * K; i += 128) {
         const int r = i / K, k = i % K;
         const int at = r * 32 + (((k / 8) ^ ((r >> 1) & 3)) * 8) + k % 8;
-        As[amn ? emu_wgmma_mn_at(r, k) : at] = a[i];
+        if (ai) Ai[(k / 8) * EMU_WGMMA_LBO / 2 + (r + EMU_WGMMA_ROW0) * 8 + k % 8] = a[i];
+        else As[amn ? emu_wgmma_mn_at(r, k) : at] = a[i];
         Bs[bmn ? emu_wgmma_mn_at(r, k) : at] = b[i];
     }
     go_fence_proxy_async_smem();
     __syncthreads();
     float d[32];
     for (int j = 0; j < 32; ++j) d[j] = c[emu_wgmma_d_at(tid, j)];
-    const GoWgmmaDesc da = amn ? go_wgmma_desc_sw64_mn(As, 2048) : go_wgmma_desc_sw64(As);
+    const GoWgmmaDesc da = ai    ? go_wgmma_desc_interleave(Ai + EMU_WGMMA_ROW0 * 8, EMU_WGMMA_LBO)
+                           : amn ? go_wgmma_desc_sw64_mn(As, 2048)
+                                 : go_wgmma_desc_sw64(As);
     const GoWgmmaDesc db = bmn ? go_wgmma_desc_sw64_mn(Bs, 2048) : go_wgmma_desc_sw64(Bs);
-    const int astep = amn ? 1024 : 32, bstep = bmn ? 1024 : 32;
+    const int astep = ai ? 2 * EMU_WGMMA_LBO : amn ? 1024 : 32, bstep = bmn ? 1024 : 32;
     go_wgmma_fence();
     // The transposes are immediates: one call site per combination.
     for (int ks = 0; ks < K / 16; ++ks) {

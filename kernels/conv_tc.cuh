@@ -2124,6 +2124,237 @@ GO_TC_WS_BODY(conv2d_forward_tc_vec_nchw_ws_body, true, false, GO_LAYOUT_NCHW)
 GO_TC_WS_BODY(conv2d_backprop_input_tc_vec_nchw_ws_tf32_body, false, true, GO_LAYOUT_NCHW)
 GO_TC_WS_BODY(conv2d_forward_tc_vec_nchw_ws_tf32_body, true, true, GO_LAYOUT_NCHW)
 #undef GO_TC_WS_BODY
+
+// ---------------------------------------------------------------------------------------
+// The halo tile (GO_TC_HALO: conv2d_{backprop_input,forward}_tc_vec_halo_<f16|bf16>, 16-bit
+// NHWC at unit source strides, sm_90a images and the emulator). The other tiles copy each
+// tap's A anew: per tap and channel chunk 128 pixel rows, so a 3 x 3 filter reads each
+// source pixel 9 times, with the copies' address math, masks and a stage's synchronisation
+// each time (ncu on an H200, 2026-12-04: the wgmma tile's time went to that staging, 85 warp
+// instructions a wgmma, not to the tensor cores). Here a tile's pixels are GO_TC_WIDE_TILE_M
+// consecutive slots q of its image's phase rows padded by the taps' column span (slot q =
+// a * wp + b, pixel (a, b) where b < cnt_x; the other slots are computed and not stored),
+// so that tap (ty, tx) of slot q reads source slot q + ty * wp + tx: one shift for the whole
+// tile. Its source is copied once, every channel of the group, into a halo buffer of hl =
+// 128 + row span * wp + column span slots, K-major without swizzle (wgmma's mode 0): plane
+// g (channels 8g..8g+7) holds slot h's 16 bytes at h * 16, planes hlp * 16 bytes apart, so
+// the operand of any tap is the same planes from a row on (a descriptor start per tap). The
+// filter of the (phase, group, channel tile) problem stays in shared memory for all its
+// tiles (every tap and chunk, in the wgmma tile's B stages), and each tile's halo is copied
+// while the tile before it multiplies (two buffers). Per tile: one wait and one block
+// barrier before the products, one after; each thread copies about hl * jlen / 8 / 256
+// 16-byte chunks (W4: 8) where the wgmma tile copies 3 a chunk of 32 channels and tap (W4:
+// 54) and meets 2 block barriers (W4: 36). The products are the wgmma tile's, in its order (taps ascending, then channels, a k16
+// at a time, on the same accumulators): the same bits. The filter and two halo buffers must
+// fit the dynamic shared memory (GO_TC_HALO_MAX_SMEM; host: launch::conv_tc_halo_smem_bytes,
+// which bounds go_tc_halo_geom's bytes over the phases).
+struct GoTcHaloGeom {
+    int tymin, txmin;  // the taps' smallest source row and column shifts
+    int wp;            // slots a padded row: cnt_x + the taps' column span
+    int hl, hlp;       // halo slots, and slots a plane holds (odd: the copies' banks)
+    unsigned tpi;      // tiles an image
+    unsigned tiles;    // tiles of the problem (images x tpi)
+    go_i64 bytes;      // shared memory the problem takes: the filter and two halo buffers
+};
+template <typename T>
+GO_DEV GoTcHaloGeom go_tc_halo_geom(const GoTcProblem& P) {
+    constexpr int BM = GO_TC_WIDE_TILE_M;
+    GoTcHaloGeom G;
+    const go_i64 ntx = P.ntx, nty = go_tc_tap_rows(P);
+    go_i64 y1 = 0, y2 = 0, x1 = 0, x2 = 0;
+    if (P.ntaps > 0) {
+        y1 = P.ty0;
+        y2 = P.ty0 + (nty - 1) * P.tdy;
+        x1 = P.tx0;
+        x2 = P.tx0 + (ntx - 1) * P.tdx;
+    }
+    const go_i64 sy = y2 > y1 ? y2 - y1 : y1 - y2, sx = x2 > x1 ? x2 - x1 : x1 - x2;
+    G.tymin = (int)(y1 < y2 ? y1 : y2);
+    G.txmin = (int)(x1 < x2 ? x1 : x2);
+    const go_i64 wp = P.cnt_x + sx, hl = BM + sy * wp + sx;
+    const go_i64 esz = sizeof(typename GoTcTraits<T>::S);
+    G.bytes = P.ntaps * P.jlen * TC_BN * esz + 2 * P.jlen * (hl | 1) * esz;
+    // (A problem past the limit only traps; its sizes may not fit the ints.)
+    G.wp = (int)wp;
+    G.hl = (int)hl;
+    G.hlp = (int)(hl | 1);
+    const go_i64 qimg = P.cnt_y * wp, img = P.cnt_y * P.cnt_x;
+    G.tpi = (unsigned)((qimg + BM - 1) / BM);
+    G.tiles = img > 0 ? (unsigned)(P.npix / img) * G.tpi : 0;
+    return G;
+}
+// One (phase, group, channel tile) problem: its filter copied to shared memory, then the
+// block's tiles (tile0, tile0 + tstep, ...; tile = image * tpi + slot tile), each's halo
+// copied while the one before multiplies. BKN: the forward's [k][nn] B (N-major).
+template <typename T, bool BKN>
+GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
+                               const T* __restrict__ src, const T* __restrict__ w,
+                               T* __restrict__ out, go_i64 n_base, unsigned char* smem,
+                               unsigned tile0, unsigned tstep) {
+    typedef GoTcTraits<T> Tr;
+    typedef typename Tr::S S;
+    typedef typename GoMmaKind<T>::type Kind;
+    constexpr int BK = Tr::BK, VEC = GoTcGeom<T>::VEC, BM = GO_TC_WIDE_TILE_M;
+    constexpr int NT = GO_TC_HALO_THREADS;
+    static_assert(sizeof(S) == 2 && BK == 32 && VEC == 8 && BM == 128 && NT == 256,
+                  "16-bit types: two m64n64k16 warpgroups, k32 chunks of four 8-channel planes");
+    if (tile0 >= G.tiles) return;
+    const int t = threadIdx.x, warp = t / 32, lane = t % 32;
+    const int jlen = (int)P.jlen, kch = jlen / BK, kg = jlen / VEC;
+    const int ntaps = (int)P.ntaps, ntx = (int)P.ntx;
+    S* const Bs = reinterpret_cast<S*>(smem);
+    S* const Hs = Bs + ntaps * kch * TC_BN * BK;
+    const int hbuf = kg * G.hlp * VEC;  // elements of a halo buffer
+    // The filter: stage (tap i, chunk c) at i * kch + c, in the cursor's order, as the wgmma
+    // tile stages it.
+    {
+        const GoTcVecB<T, BKN, true, false, NT> B(P, w, n_base, t);
+        GoTcVecCursor cur(P);
+        unsigned none[1] = {0};
+        for (int it = 0; it < ntaps * kch; ++it) {
+            B.copy(Bs + it * TC_BN * BK, w, (int)(BKN ? cur.btap : cur.btap + cur.j0));
+            cur.advance<BK, BKN, false, 1>(P, jlen, ntx, none);
+        }
+    }
+    // The halo copies: thread t takes plane g = t % kg of slots t / kg, + NT / kg, ... (a
+    // warp's copy reads 32 / kg whole pixels' channels), walking its slots' source row r and
+    // column c without a division; slots outside the source are zero-filled.
+    const int g = t % kg, hstep = NT / kg;
+    auto fill = [&](unsigned tile, S* hb) {
+        const unsigned img = tile / G.tpi;
+        const go_i64 q0 = (go_i64)(tile % G.tpi) * BM;
+        const T* base = src + (go_i64)img * P.a_n + P.a_off + (go_i64)g * VEC * P.a_j;
+        int h = t / kg;
+        const go_i64 s = q0 + (go_i64)G.tymin * G.wp + h;
+        int r = (int)go_floordiv(s, G.wp);
+        int c = (int)(s - (go_i64)r * G.wp) + G.txmin;
+        const int cend = G.txmin + G.wp;
+        S* dst = hb + g * G.hlp * VEC;
+        for (; h < G.hl; h += hstep) {
+            const bool in = r >= 0 && r < P.a_h && c >= 0 && c < P.a_w;
+            const T* sp = in ? base + (go_i64)r * P.a_row + (go_i64)c * P.a_col : w;
+            go_tc_vec_copy16<1>(dst + h * VEC, sp, in ? 16 : 0);
+            for (c += hstep; c >= cend; c -= G.wp) ++r;
+        }
+    };
+    // The epilogue's pixels: slot q's image row a and column b, stored where b < cnt_x and a
+    // < cnt_y.
+    const bool pair = P.o_c == 1 && P.nlen % 2 == 0 && P.o_col % 2 == 0 && P.o_off % 2 == 0 &&
+                      reinterpret_cast<uintptr_t>(out) % (2 * sizeof(S)) == 0;
+    const int lbo = G.hlp * 16;  // bytes from one plane to the next
+    unsigned buf = 0;
+    fill(tile0, Hs);
+    go_cp_async_commit();
+    for (unsigned tile = tile0; tile < G.tiles; tile += tstep) {
+        const unsigned next = tile + tstep;
+        // The buffer the tile before last read: free since that tile's closing barrier.
+        if (next < G.tiles) fill(next, Hs + (buf ^ 1) * hbuf);
+        go_cp_async_commit();
+        go_cp_async_wait<1>();  // this tile's halo (and the filter) landed
+        go_fence_proxy_async_smem();
+        __syncthreads();
+        GoTcAcc<T, 16, 64> acc;
+        go_tc_acc_zero<T, 16, 64>(acc);
+        // Warpgroup warp / 4: rows 64 (warp / 4).. of the tile, at each tap's shift.
+        const GoWgmmaDesc da0 =
+            go_wgmma_desc_interleave(Hs + buf * hbuf + 64 * (warp / 4) * VEC, (uint32_t)lbo);
+        const GoWgmmaDesc db0 = go_tc_stage_desc_b<T, BKN>(Bs);
+        int shift = ((int)P.ty0 - G.tymin) * G.wp + ((int)P.tx0 - G.txmin), ix = 0;
+        int it = 0;
+        for (int i = 0; i < ntaps; ++i) {
+            for (int c = 0; c < kch; ++c, ++it) {
+                const GoWgmmaDesc da = go_wgmma_desc_add(da0, shift * 16 + c * 4 * lbo);
+                const GoWgmmaDesc db = go_wgmma_desc_add(db0, it * TC_BN * BK * (int)sizeof(S));
+                go_wgmma_fence();
+#pragma unroll
+                for (int ks = 0; ks < 2; ++ks)
+                    go_wgmma_m64n64k16<BKN ? 1 : 0>(Kind(), &acc[0][0][0],
+                                                    go_wgmma_desc_add(da, ks * 2 * lbo),
+                                                    go_wgmma_desc_add(db, (BKN ? 1024 : 32) * ks));
+                go_wgmma_commit();
+                go_wgmma_wait<1>();
+            }
+            if (++ix == ntx) {
+                ix = 0;
+                shift += (int)P.tdy * G.wp - (ntx - 1) * (int)P.tdx;
+            } else {
+                shift += (int)P.tdx;
+            }
+        }
+        go_wgmma_wait<0>();
+        T* orow[2];
+        const unsigned img = tile / G.tpi;
+        for (int h = 0; h < 2; ++h) {
+            const int q = (int)(tile % G.tpi) * BM + warp * 16 + lane / 4 + 8 * h;
+            const int a = q / G.wp, b = q - a * G.wp;
+            orow[h] = a < P.cnt_y && b < P.cnt_x
+                          ? go_tc_ws_out_row(P, out,
+                                             ((go_i64)img * P.cnt_y + a) * P.cnt_x + b, n_base)
+                          : nullptr;
+        }
+        go_tc_ws_store<T>(P, acc, orow, n_base, lane, pair);
+        // Every warp's products of this buffer done before the next tile refills it; at the
+        // problem's end, of the filter before the next problem's copies.
+        __syncthreads();
+        buf ^= 1;
+    }
+    go_cp_async_wait<0>();  // (the last tile's group, empty)
+}
+// The halo kernels' block state: the (phase, group) problem and its halo geometry.
+struct GoTcHaloBlock {
+    GoTcProblem P;
+    GoTcHaloGeom G;
+};
+// conv2d_tc_layout for the halo tile (NHWC): the same problems, z over phases, y over group
+// x channel tiles, x over the problem's tiles (its own, not the other tiles' pixel tiles).
+template <typename T, bool FWD>
+GO_DEV void conv2d_tc_halo_layout(const GoConvParams& p, unsigned char* smem, unsigned room,
+                                  GoTcHaloBlock* Bk) {
+    const go_i64 nlen = FWD ? p.co / p.groups : p.ci / p.groups;
+    const go_i64 ntiles = (nlen + TC_BN - 1) / TC_BN;
+    const go_i64 phases = FWD ? 1 : go_conv_phase_count(p);
+    const T* __restrict__ src = reinterpret_cast<const T*>(FWD ? p.x : p.y);
+    const T* __restrict__ w = reinterpret_cast<const T*>(p.w);
+    T* __restrict__ out = reinterpret_cast<T*>(FWD ? p.y : p.x);
+    for (go_i64 ph = blockIdx.z; ph < phases; ph += gridDim.z) {
+        for (go_i64 gn = blockIdx.y; gn < p.groups * ntiles; gn += gridDim.y) {
+            __syncthreads();  // every thread is done with the previous problem
+            if (threadIdx.x == 0) {
+                const go_i64 gi = gn / ntiles;
+                Bk->P = FWD ? go_tc_forward_problem<GO_LAYOUT_NHWC>(p, gi)
+                            : go_tc_backprop_problem<GO_LAYOUT_NHWC>(p, ph, gi);
+                Bk->G = go_tc_halo_geom<T>(Bk->P);
+            }
+            __syncthreads();
+            if (Bk->G.bytes > (go_i64)room) go_trap();
+            go_tc_halo_problem<T, FWD>(Bk->P, Bk->G, src, w, out, (gn % ntiles) * TC_BN, smem,
+                                       blockIdx.x, gridDim.x);
+        }
+    }
+}
+// The halo kernels serve 16-bit NHWC calls where go_tc_vec_params_ok holds, the source is
+// read at unit strides (the forward at stride 1; backprop_input's phases always) and a
+// group's source channels make planes that divide the block's threads (jlen / 8 of them).
+template <typename T, bool FWD>
+GO_DEV void conv2d_tc_halo_entry(const GoConvParams& p, unsigned char* dsmem, GoTcHaloBlock* Bk) {
+    static_assert(sizeof(T) == 2, "16-bit types");
+    go_tc_vec_check<T, FWD, GO_LAYOUT_NHWC>(p);
+    const go_i64 jlen = FWD ? p.ci / p.groups : p.co / p.groups;
+    if ((FWD && (p.sh != 1 || p.sw != 1)) || GO_TC_HALO_THREADS % (jlen / 8) != 0) go_trap();
+    const unsigned bytes = go_dynamic_smem_bytes();
+    const unsigned room = bytes < GO_TC_HALO_SMEM_ALIGN ? 0 : bytes - GO_TC_HALO_SMEM_ALIGN;
+    conv2d_tc_halo_layout<T, FWD>(p, go_smem_align<GO_TC_HALO_SMEM_ALIGN>(dsmem), room, Bk);
+}
+#define GO_TC_HALO_BODY(NAME, FWD)                                 \
+    template <typename T>                                          \
+    GO_DEV void NAME(const GoConvParams& p) {                      \
+        GO_DYNAMIC_SMEM(dsmem, GO_TC_HALO_MAX_SMEM);               \
+        __shared__ GoTcHaloBlock block;                            \
+        conv2d_tc_halo_entry<T, FWD>(p, dsmem, &block);            \
+    }
+GO_TC_HALO_BODY(conv2d_backprop_input_tc_vec_halo_body, false)
+GO_TC_HALO_BODY(conv2d_forward_tc_vec_halo_body, true)
+#undef GO_TC_HALO_BODY
 #endif
 #undef GO_TC_VEC_BODY
 template <typename T>
@@ -2172,6 +2403,9 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 // consumers' 32 accumulators, the producer's four row pointers and masks, and the loop state
 // in 32 bits, conv2d_tc_ws_layout).
 #define GO_TC_BOUNDS_WS __launch_bounds__(GO_TC_WS_THREADS, 2)
+// The halo kernels: two warpgroups, 32 accumulators a thread; one block per SM (the filter
+// and two halo buffers take most of the shared memory), 255 registers at most.
+#define GO_TC_BOUNDS_HALO __launch_bounds__(GO_TC_HALO_THREADS, 2)
 #else
 #define GO_TC_BOUNDS_4
 #define GO_TC_BOUNDS_3_90
@@ -2183,6 +2417,7 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 #define GO_TC_BOUNDS_WGMMA
 #define GO_TC_BOUNDS_WGMMA_LEAN
 #define GO_TC_BOUNDS_WS
+#define GO_TC_BOUNDS_HALO
 #endif
 // Every element type (the emulator's list is GO_DTYPES), 16-bit ones with bounds B16, f32
 // with B32, f64 with B64.
@@ -2268,6 +2503,9 @@ GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_wgmma, GoConvParams,
 #define GO_TC_WS_INSTANTIATE(NAME, BODY)                                             \
     GO_INSTANTIATE_SM90A_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_WS, f16, __half) \
     GO_INSTANTIATE_SM90A_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_WS, bf16, __nv_bfloat16)
+#define GO_TC_HALO_INSTANTIATE(NAME, BODY)                                             \
+    GO_INSTANTIATE_SM90A_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_HALO, f16, __half) \
+    GO_INSTANTIATE_SM90A_ONE(NAME, GoConvParams, BODY, GO_TC_BOUNDS_HALO, bf16, __nv_bfloat16)
 GO_TC_WS_INSTANTIATE(conv2d_backprop_input_tc_vec_ws, conv2d_backprop_input_tc_vec_ws_body)
 GO_TC_WS_INSTANTIATE(conv2d_forward_tc_vec_ws, conv2d_forward_tc_vec_ws_body)
 GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_ws, GoConvParams,
@@ -2287,6 +2525,9 @@ GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_nchw_ws, GoConvParams,
                          conv2d_forward_tc_vec_nchw_ws_body, GO_TC_BOUNDS_WS, f32, float)
 GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_nchw_ws_tf32, GoConvParams,
                          conv2d_forward_tc_vec_nchw_ws_tf32_body, GO_TC_BOUNDS_WS, f32, float)
+// The halo kernels, 16-bit types, both ops.
+GO_TC_HALO_INSTANTIATE(conv2d_backprop_input_tc_vec_halo, conv2d_backprop_input_tc_vec_halo_body)
+GO_TC_HALO_INSTANTIATE(conv2d_forward_tc_vec_halo, conv2d_forward_tc_vec_halo_body)
 #endif
 
 // ---------------------------------------------------------------------------------------

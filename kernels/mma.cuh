@@ -446,6 +446,7 @@ GO_DEV int go_opaque(int v) { return v; }
 #endif
 #define GO_WGMMA_SW64 2u
 #define GO_WGMMA_SW64_SBO 512u
+#define GO_WGMMA_INTERLEAVE_SBO 128u
 // The descriptor's bits for a shared address (its low 18 bits), offsets and swizzle mode.
 GO_DEV uint64_t go_wgmma_desc_bits(uint32_t addr, uint32_t lbo, uint32_t sbo, uint32_t mode) {
     return (uint64_t)((addr & 0x3FFFFu) >> 4) | ((uint64_t)((lbo >> 4) & 0x3FFFu) << 16) |
@@ -461,6 +462,13 @@ GO_DEV GoWgmmaDesc go_wgmma_desc_sw64(const void* p) {
 // of atoms lbo bytes apart.
 GO_DEV GoWgmmaDesc go_wgmma_desc_sw64_mn(const void* p, uint32_t lbo) {
     return go_wgmma_desc_bits(go_smem_addr(p), lbo, GO_WGMMA_SW64_SBO, GO_WGMMA_SW64);
+}
+// K-major, no swizzle (mode 0): core matrices of 8 rows x 16 bytes, each one 128-byte
+// block (rows 16 bytes apart), the next 8 rows 128 bytes on (stride byte offset), the next
+// 16 bytes of k lbo bytes on. With every row of a k-group contiguous, an operand may start
+// at any row (the halo tile's taps: one buffer, a start per tap).
+GO_DEV GoWgmmaDesc go_wgmma_desc_interleave(const void* p, uint32_t lbo) {
+    return go_wgmma_desc_bits(go_smem_addr(p), lbo, GO_WGMMA_INTERLEAVE_SBO, 0u);
 }
 GO_DEV void go_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 GO_DEV void go_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -546,6 +554,11 @@ GO_DEV GoWgmmaDesc go_wgmma_desc_sw64(const void* p) {
 GO_DEV GoWgmmaDesc go_wgmma_desc_sw64_mn(const void* p, uint32_t lbo) {
     return {go_wgmma_desc_bits((uint32_t)reinterpret_cast<uintptr_t>(p), lbo,
                                GO_WGMMA_SW64_SBO, GO_WGMMA_SW64),
+            static_cast<const unsigned char*>(p)};
+}
+GO_DEV GoWgmmaDesc go_wgmma_desc_interleave(const void* p, uint32_t lbo) {
+    return {go_wgmma_desc_bits((uint32_t)reinterpret_cast<uintptr_t>(p), lbo,
+                               GO_WGMMA_INTERLEAVE_SBO, 0u),
             static_cast<const unsigned char*>(p)};
 }
 namespace emu_mma {

@@ -1229,11 +1229,12 @@ mod gpu {
         let mut int = |lo: f64, hi: f64| (lo + (rng.f() + 1.0) / 2.0 * (hi - lo + 1.0)).floor();
         // (kernel, element bytes, k of the product, block threads, the kernel's two i32
         // arguments). The wgmma tests: k32 (two k steps) and bmn (bit 0 B N-major, bit 1 A
-        // M-major, bit 2 A from registers), one warpgroup.
+        // M-major, bit 2 A from registers (tf32) or, 16-bit, K-major without swizzle from a
+        // row inside an 8-row group, as the halo tile reads it), one warpgroup.
         let mut cases: Vec<(&str, usize, usize, u32, i32, i32)> = Vec::new();
         for (kernel, bytes, kstep, bmns) in [
-            ("emu_wgmma_test_f16", 2, 16, &[0, 1, 2, 3][..]),
-            ("emu_wgmma_test_bf16", 2, 16, &[0, 1, 2, 3][..]),
+            ("emu_wgmma_test_f16", 2, 16, &[0, 1, 2, 3, 4, 5][..]),
+            ("emu_wgmma_test_bf16", 2, 16, &[0, 1, 2, 3, 4, 5][..]),
             ("emu_wgmma_test_tf32", 4, 8, &[0, 4][..]),
         ] {
             for k32 in [0i32, 1] {

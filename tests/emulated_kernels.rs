@@ -695,12 +695,20 @@ thread_local! {
     static WS_STAGES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
     /// The ws kernel runs so far on this thread (their tiny grids' stage counts take turns).
     static WS_TURN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// The dynamic shared memory [`run_job`] gives a halo kernel's launch on this thread
+    /// (`launch::conv_tc_halo_smem_bytes` for the call).
+    static HALO_SMEM: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// The calls whose halo twin ran on this thread.
+    static HALO_RUNS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// The dynamic shared memory of a launch of `kernel` in [`run_job`]: the warp-specialized
 /// kernels' stages ([`WS_STAGES`]; a count outside the runtime's range as raw bytes, so a
 /// test can give too few), none for the others.
 fn dynamic_smem_of(kernel: &str) -> u32 {
+    if launch::is_conv_tc_halo_kernel(kernel) {
+        return HALO_SMEM.get();
+    }
     if !launch::is_conv_tc_ws_kernel(kernel) {
         return 0;
     }
@@ -2785,7 +2793,10 @@ fn emulated_mma_and_ldmatrix_model() {
 /// The wgmma model (kernels/mma.cuh, emu/cuda_emu.h): one warpgroup's m64n64k16 on K-major
 /// operands in the 64-byte swizzle, once (k 16) or twice (k 32, the second from 32 bytes
 /// into each row, as the conv kernel's second k16), B also N-major (imm-trans-b, the
-/// forward's: 32-n rows of one k, the second k16 two atoms on), against A * B + C computed
+/// forward's: 32-n rows of one k, the second k16 two atoms on), A also M-major (the filter
+/// gradient's) or K-major without swizzle starting at row 3 of its planes (mode 0, the halo
+/// tile's: 16-byte rows, 8-row core matrices 128 bytes apart, planes of 8 k 1152 bytes apart,
+/// the second k16 two planes on), against A * B + C computed
 /// here: every element of D where the accumulator layout (thread l of warp w: rows
 /// 16w + l/4, + 8; columns 8i + 2(l%4), + 1) and the swizzle (chunk c of row r at
 /// c ^ ((r >> 1) & 3)) put it. Exact on integer data, f32 rounding on random data. And
@@ -2800,8 +2811,9 @@ fn emulated_wgmma_model() {
     let mut rng = Rng(0x5eed_0c90);
     let mut runs = 0;
     for dt in [Dt::F16, Dt::BF16] {
-        // bmn: bit 0 B N-major, bit 1 A M-major (the filter gradient's operands).
-        for (k32, bmn) in (0..4).flat_map(|bmn| [(0, bmn), (1, bmn)]) {
+        // bmn: bit 0 B N-major, bit 1 A M-major (the filter gradient's operands), bit 2 A
+        // K-major without swizzle from a row inside an 8-row group (the halo tile's).
+        for (k32, bmn) in (0..6).flat_map(|bmn| [(0, bmn), (1, bmn)]) {
             for exact in [true, false] {
                 let kk = if k32 == 1 { 32 } else { 16 };
                 // A [m][k], B [n][k].
@@ -2886,7 +2898,7 @@ fn emulated_wgmma_model() {
             runs += 1;
         }
     }
-    assert_eq!(runs, 40);
+    assert_eq!(runs, 56);
 }
 
 /// The mbarrier model, through the warp-specialized pipeline's skeleton
@@ -3317,6 +3329,7 @@ fn emulated_conv2d_tensor_core() {
     cases.extend(lean_tc_cases());
     cases.extend(multi_tile_tc_cases());
     cases.extend(many_pixel_tc_cases());
+    cases.extend(halo_tc_cases());
     // Random cases on top.
     for case in 0..cases_count_tc() {
         let dt = DTS[case % DTS.len()];
@@ -3344,11 +3357,19 @@ fn emulated_conv2d_tensor_core() {
         });
     }
     let mut ran = 0;
+    HALO_RUNS.set(0);
     for c in cases {
         if tc_case(c, &mut rng) {
             ran += 1;
         }
     }
+    // Every call of halo_tc_cases and many_pixel_tc_cases the halo tile serves, and the lean
+    // and fixed cases' (13 on 2026-12-06; random cases may add some).
+    assert!(
+        HALO_RUNS.get() >= 13,
+        "the halo twin ran for {} calls",
+        HALO_RUNS.get()
+    );
     for f in [
         "conv2d_forward_tc",
         "conv2d_backprop_input_tc",
@@ -3699,6 +3720,94 @@ fn many_pixel_tc_cases() -> Vec<TcCase> {
     cases
 }
 
+/// The halo tile's geometries (16-bit NHWC, the source read at unit strides; tc_case runs
+/// its twin wherever `launch::conv_tc_halo_smem_bytes` serves the call): several tiles a
+/// padded image row and a dilated forward (planes of 64 channels); two channel tiles of the
+/// forward and 16 planes of 128 channels with a 1 x 3 filter; backprop_input at stride 3
+/// with a 2 x 2 filter, whose phases include some no tap reaches (zeros); a 1 x 1 filter at
+/// stride 2; asymmetric padding.
+fn halo_tc_cases() -> Vec<TcCase> {
+    let case = |dt, n, cig, cog, (hi, wi), k, s, d, pad, exact| TcCase {
+        dt,
+        layout: NHWC,
+        oihw: false,
+        n,
+        cig,
+        cog,
+        groups: 1,
+        hi,
+        wi,
+        k,
+        s,
+        d,
+        pad,
+        exact,
+        tf32: false,
+    };
+    vec![
+        case(
+            Dt::F16,
+            2,
+            64,
+            32,
+            (14, 30),
+            (3, 3),
+            (1, 1),
+            (2, 2),
+            (2, 2, 2, 2),
+            false,
+        ),
+        case(
+            Dt::BF16,
+            1,
+            32,
+            128,
+            (6, 9),
+            (1, 3),
+            (1, 1),
+            (1, 1),
+            (0, 0, 1, 1),
+            true,
+        ),
+        case(
+            Dt::F16,
+            1,
+            32,
+            32,
+            (10, 11),
+            (2, 2),
+            (3, 3),
+            (1, 1),
+            (0, 1, 1, 0),
+            true,
+        ),
+        case(
+            Dt::BF16,
+            2,
+            32,
+            32,
+            (9, 8),
+            (1, 1),
+            (2, 2),
+            (1, 1),
+            (0, 0, 0, 0),
+            false,
+        ),
+        case(
+            Dt::F16,
+            1,
+            32,
+            64,
+            (7, 40),
+            (3, 2),
+            (1, 1),
+            (1, 3),
+            (2, 0, 3, 0),
+            false,
+        ),
+    ]
+}
+
 /// Runs one case through both tensor-core kernels; false if the geometry has no output.
 fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
     let TcCase {
@@ -3972,6 +4081,26 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                 let twins = twins.iter().filter(|(kind, _)| !forward || *kind != "wide");
                 for &(kind, plan) in twins {
                     run_twin(&format!("{name}_vec_{kind}_{}", dt.suffix()), plan);
+                }
+                // The halo twin where it serves the call (the source read at unit strides,
+                // the filter and halo buffers within its shared memory): its own tiles
+                // (padded-row slots) and launch, each tile's source copied once for all its
+                // taps; with too little shared memory for the call it traps.
+                if let Some(bytes) = launch::conv_tc_halo_smem_bytes(&p, forward, dt.size()) {
+                    let halo = format!("{name}_vec_halo_{}", dt.suffix());
+                    HALO_SMEM.set(bytes);
+                    run_twin(&halo, launch::conv_tc_halo);
+                    HALO_RUNS.set(HALO_RUNS.get() + 1);
+                    let l = launch::conv_tc_halo(&p, forward).expect("the halo launch");
+                    HALO_SMEM.set(params::GO_TC_HALO_SMEM_ALIGN + 16);
+                    let short = run_job(&halo, l, &as_bytes(&p), &bufs);
+                    HALO_SMEM.set(0);
+                    let err = String::from_utf8_lossy(&short.stderr);
+                    assert!(
+                        !short.status.success() && err.contains("kernel trap"),
+                        "{what}: {halo} with too little shared memory did not trap: {}\n{err}",
+                        short.status
+                    );
                 }
             }
             // The lean wgmma twins: the lean launch's 64-pixel tiles on one warpgroup; f32

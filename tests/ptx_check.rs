@@ -657,6 +657,20 @@ fn sm90a_ws_kernels_use_mbarriers() {
             "{k}: mbarriers or dynamic shared memory in a non-ws kernel"
         );
     }
+    // The halo tile: no mbarriers; its shared memory sized by the launch; four block
+    // barriers (the problem's two, a tile's two: before its products and after its stores).
+    for k in wgmma_kernels::HALO {
+        println!("{k}: {} bar.sync", bars[k]);
+        assert_eq!(
+            (waits[k], noinc[k], arrives[k], bars[k]),
+            (0, 0, 0, 4),
+            "{k}: the halo tile's synchronisation"
+        );
+        assert!(
+            dynamic[k] >= 1,
+            "{k}: its shared memory not sized by the launch"
+        );
+    }
 }
 
 /// `GO_TC_WGMMA_INFLIGHT=0` (kernels/conv_tc.cuh: the wgmma tiles' build-time alternative,
@@ -677,7 +691,7 @@ fn sm90a_wgmma_refill_first_build_assembles() {
     // either build).
     let waits1 = lines_per_entry(&ptx, |l| l.contains("wgmma.wait_group.sync.aligned 1;"));
     for (k, n) in waits1 {
-        let ws = wgmma_kernels::WS.contains(&k);
+        let ws = wgmma_kernels::WS.contains(&k) || wgmma_kernels::HALO.contains(&k);
         assert!(
             (n == 0) != ws,
             "{k}: {n} wait_group 1 in the refill-first build"

@@ -166,8 +166,9 @@ pub fn conv_tensor_cores_for_all_dtypes() -> bool {
 /// one); it runs on compute capability 9.0 only (the compute_90a image), elsewhere its calls
 /// run the tall tile (16-bit NHWC) or the lean one. `ws`: the warp-specialized wgmma tile for
 /// 16-bit NHWC calls and f32 ones of either layout ([`ConvTcTile::Ws`]), otherwise as
-/// `wgmma`. Every tile gives the same results bit for bit (the emulator: the same products
-/// summed in the same order). Read once per process.
+/// `wgmma`. `halo`: the halo tile for the 16-bit NHWC calls it serves ([`ConvTcTile::Halo`]),
+/// otherwise as unset. Every tile gives the same results bit for bit (the emulator: the same
+/// products summed in the same order). Read once per process.
 pub const CONV_TC_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_TILE";
 
 /// The block tile of `conv2d_backprop_input` and `conv2d` calls on the lean tensor-core
@@ -233,12 +234,30 @@ pub enum ConvTcTile {
     /// blocks of 384 threads per SM). Checked in the emulator; not yet run on a
     /// GPU, so [`ConvTcTile::Auto`] never picks it.
     Ws,
+    /// `conv2d_backprop_input_tc_vec_halo_*` and `conv2d_forward_tc_vec_halo_*` (compute_90a
+    /// image, compute capability 9.0; 16-bit NHWC calls whose source is read at unit strides:
+    /// every backprop_input call, forward calls at stride 1; where a call's filter and halo
+    /// buffers fit the shared memory, [`launch::conv_tc_halo_smem_bytes`]): the wgmma tile's
+    /// products on tiles of 128 consecutive slots of the padded rows of a phase, each tile's
+    /// source copied once per channel (not once per tap) into a halo buffer that every tap's
+    /// wgmma reads from its own row (mode-0 descriptors), the filter resident in shared
+    /// memory for all the tiles of a (phase, group, channel tile), the next tile's halo
+    /// copied while a tile multiplies. W4: 8 copies a thread a tile where the wgmma tile
+    /// issues 54, and 2 block barriers a tile where it has 36. The same products in the same
+    /// order: the same bits. Other calls as [`ConvTcTile::Auto`]. Checked in the emulator;
+    /// not yet run on a GPU, so [`ConvTcTile::Auto`] never picks it.
+    ///
+    /// [`launch::conv_tc_halo_smem_bytes`]: super::launch::conv_tc_halo_smem_bytes
+    Halo,
 }
 
 impl ConvTcTile {
     /// Whether calls under this tile may run a wgmma kernel (on a compute_90a device).
     pub fn may_be_wgmma(self) -> bool {
-        matches!(self, ConvTcTile::Auto | ConvTcTile::Wgmma | ConvTcTile::Ws)
+        matches!(
+            self,
+            ConvTcTile::Auto | ConvTcTile::Wgmma | ConvTcTile::Ws | ConvTcTile::Halo
+        )
     }
 }
 
@@ -264,7 +283,8 @@ pub fn conv_tc_wgmma_available() -> bool {
 /// read N-major by the tensor cores; f32 and 16-bit NCHW calls: the lean wgmma tile,
 /// `conv2d_forward_tc_vec{,_nchw}_wgmma_*`; compute capability 9.0 only, as
 /// [`ConvTcTile::Wgmma`]), `ws` (`conv2d_forward_tc_vec{,_nchw}_ws_*`, 16-bit NHWC and f32
-/// calls, [`ConvTcTile::Ws`]); the forward has no wide tile (`wide` reads as `tall`). Every tile
+/// calls, [`ConvTcTile::Ws`]), `halo` (`conv2d_forward_tc_vec_halo_*`, 16-bit NHWC calls at
+/// stride 1, [`ConvTcTile::Halo`]); the forward has no wide tile (`wide` reads as `tall`). Every tile
 /// gives the same results bit for bit (the emulator). Read once per process.
 pub const CONV_TC_FORWARD_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_FORWARD_TILE";
 
@@ -296,6 +316,7 @@ fn conv_tc_tile_reading(v: Option<&str>, forward: bool) -> ConvTcTile {
         (Some("tall" | "wide"), _) => ConvTcTile::Tall,
         (Some("wgmma"), _) => ConvTcTile::Wgmma,
         (Some("ws"), _) => ConvTcTile::Ws,
+        (Some("halo"), _) => ConvTcTile::Halo,
         _ => ConvTcTile::Auto,
     }
 }
@@ -554,6 +575,7 @@ mod tests {
         assert_eq!(forward("wgmma"), ConvTcTile::Wgmma);
         assert_eq!(conv_tc_tile_from_env(Some(" WGMMA")), ConvTcTile::Wgmma);
         assert_eq!(conv_tc_tile_from_env(Some("ws")), ConvTcTile::Ws);
+        assert_eq!(conv_tc_tile_from_env(Some(" Halo")), ConvTcTile::Halo);
         use super::super::params::{GO_TC_WS_MAX_STAGES, GO_TC_WS_STAGES};
         for (v, stages) in [
             (None, GO_TC_WS_STAGES),
@@ -567,6 +589,7 @@ mod tests {
             assert_eq!(conv_tc_ws_stages_from_env(v), stages, "{v:?}");
         }
         assert_eq!(forward("WS "), ConvTcTile::Ws);
+        assert_eq!(forward("halo"), ConvTcTile::Halo);
         let filter = conv_tc_filter_tile_from_env;
         assert_eq!(filter(Some(" WGMMA\n")), ConvTcFilterTile::Wgmma);
         assert_eq!(filter(Some("Elementwise ")), ConvTcFilterTile::Elementwise);

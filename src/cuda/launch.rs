@@ -6,10 +6,10 @@ use super::params::{
     GoConvFilterParams, GoConvParams, GoPoolParams, GoResizeParams, GO_BLOCK_THREADS,
     GO_CONV_FILTER_TILE_K, GO_CONV_FILTER_TILE_M, GO_CONV_FILTER_TILE_N, GO_CONV_TILE_C,
     GO_CONV_TILE_P, GO_FILTER_HWIO, GO_LAYOUT_NCHW, GO_LAYOUT_NHWC, GO_POOL_TILE_SMEM,
-    GO_RESIZE_TILE_SMEM, GO_TC_BLOCK_THREADS, GO_TC_SQUARE_THREADS, GO_TC_SQUARE_TILE_M,
-    GO_TC_TALL_TILE_M, GO_TC_TILE_M, GO_TC_TILE_N, GO_TC_WIDE_THREADS, GO_TC_WIDE_TILE_M,
-    GO_TC_WS_MAX_STAGES, GO_TC_WS_SMEM_ALIGN, GO_TC_WS_SPLIT_LAG, GO_TC_WS_SPLIT_STAGE_BYTES,
-    GO_TC_WS_STAGE_BYTES, GO_TC_WS_THREADS,
+    GO_RESIZE_TILE_SMEM, GO_TC_BLOCK_THREADS, GO_TC_HALO_MAX_SMEM, GO_TC_HALO_SMEM_ALIGN,
+    GO_TC_HALO_THREADS, GO_TC_SQUARE_THREADS, GO_TC_SQUARE_TILE_M, GO_TC_TALL_TILE_M, GO_TC_TILE_M,
+    GO_TC_TILE_N, GO_TC_WIDE_THREADS, GO_TC_WIDE_TILE_M, GO_TC_WS_MAX_STAGES, GO_TC_WS_SMEM_ALIGN,
+    GO_TC_WS_SPLIT_LAG, GO_TC_WS_SPLIT_STAGE_BYTES, GO_TC_WS_STAGE_BYTES, GO_TC_WS_THREADS,
 };
 
 /// Threads per block for every kernel but the tensor-core ones (`GO_TC_BLOCK_THREADS`)
@@ -520,13 +520,101 @@ pub fn conv_tc_ws_smem_bytes(kernel: &str, stages: u32) -> u32 {
 
 /// The most dynamic shared memory kernel `kernel` may be launched with (the runtime raises
 /// the function's limit to it on load): the warp-specialized kernels' at their most stages,
-/// 0 for every other kernel.
+/// the halo kernels' `GO_TC_HALO_MAX_SMEM`, 0 for every other kernel.
 pub fn max_dynamic_smem_bytes(kernel: &str) -> u32 {
     if is_conv_tc_ws_kernel(kernel) {
         conv_tc_ws_smem_bytes(kernel, GO_TC_WS_MAX_STAGES)
+    } else if is_conv_tc_halo_kernel(kernel) {
+        GO_TC_HALO_MAX_SMEM
     } else {
         0
     }
+}
+
+/// Whether `kernel` (an entry point's name) is a halo conv kernel
+/// (`conv2d_{backprop_input,forward}_tc_vec_halo_*`), whose filter and halo buffers live in
+/// dynamic shared memory ([`conv_tc_halo_smem_bytes`]).
+pub fn is_conv_tc_halo_kernel(kernel: &str) -> bool {
+    kernel.contains("_tc_vec_halo_")
+}
+
+/// The dynamic shared memory the halo kernels (`conv2d_backprop_input_tc_vec_halo_*`,
+/// `forward` false, and `conv2d_forward_tc_vec_halo_*`) take for a call with parameters `p`
+/// in elements of `elem_bytes`, or `None` where they do not serve it: 16-bit elements, NHWC,
+/// the source read at unit strides (the forward at stride 1; backprop_input's phases always),
+/// a group's source channels `jlen` in planes of 8 that divide `GO_TC_HALO_THREADS`, and at
+/// most `GO_TC_HALO_MAX_SMEM` bytes: `GO_TC_HALO_SMEM_ALIGN` + the filter of a (phase,
+/// group, channel tile), taps x `jlen` x `GO_TC_TILE_N` elements, + two halo buffers of
+/// `jlen` x (`hl` | 1) elements, `hl` = 128 + row span x (`cnt_x` + column span) + column
+/// span, bounded over the phases (a phase's taps `ky0 + i pky` with `pky` = `sh / gcd(sh,
+/// dh)`: at most `ceil(kh / pky)` of them, rows `pky dh / sh` apart; the same along x). The
+/// kernel computes each problem's own need and traps where the launch gave less. Where
+/// [`conv_tc_vec_eligible`] does not hold the kernels do not serve the call either (the
+/// caller checks it).
+pub fn conv_tc_halo_smem_bytes(p: &GoConvParams, forward: bool, elem_bytes: usize) -> Option<u32> {
+    if elem_bytes != 2 || p.layout != GO_LAYOUT_NHWC as i32 || (forward && (p.sh, p.sw) != (1, 1)) {
+        return None;
+    }
+    let groups = nonneg(p.groups).max(1);
+    let jlen = if forward { nonneg(p.ci) } else { nonneg(p.co) } / groups;
+    let planes = jlen / 8;
+    if planes == 0
+        || !jlen.is_multiple_of(8)
+        || !u64::from(GO_TC_HALO_THREADS).is_multiple_of(planes)
+    {
+        return None;
+    }
+    let [kh, kw, sh, sw, dh, dw] = [p.kh, p.kw, p.sh, p.sw, p.dh, p.dw].map(|v| nonneg(v).max(1));
+    // Per axis: the taps of a phase at most, their source span, and the pixels of a row.
+    let axis = |k: u64, s: u64, d: u64| -> (u64, u64) {
+        if forward {
+            (k, (k - 1) * d)
+        } else {
+            let period = s / gcd(s, d);
+            let taps = k.div_ceil(period);
+            (taps, (taps - 1) * period * d / s)
+        }
+    };
+    let ((ty, sy), (tx, sx)) = (axis(kh, sh, dh), axis(kw, sw, dw));
+    let cnt_x = if forward {
+        nonneg(p.wo)
+    } else {
+        nonneg(p.wi).div_ceil(sw)
+    };
+    let wp = cnt_x.checked_add(sx)?;
+    let hl = sy
+        .checked_mul(wp)?
+        .checked_add(u64::from(GO_TC_WIDE_TILE_M) + sx)?
+        | 1;
+    let elem = elem_bytes as u64;
+    let filter = (ty * tx)
+        .checked_mul(jlen)?
+        .checked_mul(u64::from(GO_TC_TILE_N) * elem)?;
+    let halo = hl.checked_mul(jlen)?.checked_mul(2 * elem)?;
+    let bytes = u64::from(GO_TC_HALO_SMEM_ALIGN)
+        .checked_add(filter)?
+        .checked_add(halo)?;
+    (bytes <= u64::from(GO_TC_HALO_MAX_SMEM)).then_some(bytes as u32)
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The halo kernels `conv2d_backprop_input_tc_vec_halo_*` (`forward` false) and
+/// `conv2d_forward_tc_vec_halo_*`: as [`conv_tc_ws`] (every phase in each block where there
+/// are at most [`WS_PHASES_PER_BLOCK`]) on `GO_TC_HALO_THREADS` threads; x over the tiles,
+/// which the kernel counts itself (128 slots of padded rows: a few more than the pixels'
+/// 128-pixel tiles; every grid covers them, x-strided).
+pub fn conv_tc_halo(p: &GoConvParams, forward: bool) -> Option<Launch> {
+    conv_tc_ws(p, forward).map(|l| Launch {
+        block: (GO_TC_HALO_THREADS, 1, 1),
+        ..l
+    })
 }
 
 /// Stride phases up to which the warp-specialized kernels' launch ([`conv_tc_ws`]) has every
@@ -821,6 +909,66 @@ mod tests {
             filter_layout: GO_FILTER_HWIO as i32,
             ..Default::default()
         }
+    }
+
+    /// The halo tile's shared memory: W4 (backprop_input and forward, 64 channels a tap:
+    /// 9 x 64 x 64 filter elements, two buffers of 64 x (128 + 2 x 58 + 2 = 246, odd: 247)),
+    /// W5 (stride 2 backprop_input, 128 channels: at most 2 x 2 taps a phase, 28 + 1 slots a
+    /// padded row, 128 + 29 + 1 = 158, odd 159); none for the strided forward, NCHW, f32,
+    /// planes that do not divide the block (96 channels: 12) or past the limit.
+    #[test]
+    fn conv_tc_halo_smem() {
+        let p = w4(64, 64, 1);
+        let w4_bytes = 512 + 9 * 64 * 64 * 2 + 2 * 64 * 247 * 2;
+        assert_eq!(conv_tc_halo_smem_bytes(&p, false, 2), Some(w4_bytes));
+        assert_eq!(conv_tc_halo_smem_bytes(&p, true, 2), Some(w4_bytes));
+        let w5 = GoConvParams {
+            co: 128,
+            ho: 28,
+            wo: 28,
+            sh: 2,
+            sw: 2,
+            ..p
+        };
+        let w5_bytes = 512 + 4 * 128 * 64 * 2 + 2 * 128 * 159 * 2;
+        assert_eq!(conv_tc_halo_smem_bytes(&w5, false, 2), Some(w5_bytes));
+        assert_eq!(
+            conv_tc_halo_smem_bytes(&w5, true, 2),
+            None,
+            "strided forward"
+        );
+        let nchw = GoConvParams {
+            layout: GO_LAYOUT_NCHW as i32,
+            ..p
+        };
+        assert_eq!(conv_tc_halo_smem_bytes(&nchw, false, 2), None);
+        assert_eq!(conv_tc_halo_smem_bytes(&p, false, 4), None);
+        assert_eq!(conv_tc_halo_smem_bytes(&w4(96, 96, 1), false, 2), None);
+        // 256 channels a tap: 9 x 256 x 64 x 2 = 294912 bytes of filter alone.
+        assert_eq!(conv_tc_halo_smem_bytes(&w4(256, 256, 1), false, 2), None);
+        // Groups: the channels of one (32 of 64).
+        let g = w4(64, 64, 2);
+        assert_eq!(
+            conv_tc_halo_smem_bytes(&g, false, 2),
+            Some(512 + 9 * 32 * 64 * 2 + 2 * 32 * 247 * 2)
+        );
+        // Dilation 2 on both axes: spans of 4 rows and 4 columns.
+        let d2 = GoConvParams { dh: 2, dw: 2, ..p };
+        let hl = (128 + 4 * (56 + 4) + 4) | 1;
+        assert_eq!(
+            conv_tc_halo_smem_bytes(&d2, true, 2),
+            Some(512 + 9 * 64 * 64 * 2 + 2 * 64 * hl * 2)
+        );
+        assert_eq!(
+            conv_tc_halo(&p, false).unwrap().block,
+            (GO_TC_HALO_THREADS, 1, 1)
+        );
+        assert!(is_conv_tc_halo_kernel("conv2d_forward_tc_vec_halo_bf16"));
+        assert!(!is_conv_tc_ws_kernel("conv2d_forward_tc_vec_halo_bf16"));
+        assert_eq!(
+            max_dynamic_smem_bytes("conv2d_backprop_input_tc_vec_halo_f16"),
+            GO_TC_HALO_MAX_SMEM
+        );
     }
 
     /// The wide, tall and square tiles (128 pixels) halve grid.x; the wide one on 8 warps,

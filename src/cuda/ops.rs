@@ -77,12 +77,16 @@ fn config_with_smem(l: Launch, smem: u32) -> LaunchConfig {
     }
 }
 
-/// The dynamic shared memory conv kernel `kernel` is launched with: the warp-specialized
-/// kernels' stages ([`conv_tc_ws_stages`] of them, at most the kernel's most), none for the
-/// others.
-fn conv_dynamic_smem(kernel: &str) -> u32 {
+/// The dynamic shared memory conv kernel `kernel` is launched with for a call with
+/// parameters `p`: the warp-specialized kernels' stages ([`conv_tc_ws_stages`] of them, at
+/// most the kernel's most), the halo kernels' filter and halo buffers
+/// ([`launch::conv_tc_halo_smem_bytes`]; only picked where it is `Some`), none for the others.
+fn conv_dynamic_smem(kernel: &str, p: &GoConvParams) -> u32 {
     if launch::is_conv_tc_ws_kernel(kernel) {
         launch::conv_tc_ws_smem_bytes(kernel, conv_tc_ws_stages())
+    } else if launch::is_conv_tc_halo_kernel(kernel) {
+        let forward = kernel.starts_with("conv2d_forward");
+        launch::conv_tc_halo_smem_bytes(p, forward, 2).unwrap_or(0)
     } else {
         0
     }
@@ -793,8 +797,12 @@ fn conv_tc_family_for(
         && src.is_multiple_of(16)
         && p.w.is_multiple_of(16);
     let nchw = p.layout == GO_LAYOUT_NCHW as i32;
+    let halo_serves =
+        vec && !nchw && launch::conv_tc_halo_smem_bytes(p, forward, elem_bytes).is_some();
     let env_tile = match env_tile {
         ConvTcTile::Auto => conv_tc_measured_tile(p, elem_bytes, sm90a),
+        // The halo tile for the calls it serves, the default's choice for the others.
+        ConvTcTile::Halo if !halo_serves => conv_tc_measured_tile(p, elem_bytes, sm90a),
         tile => tile,
     };
     let tile = match (vec, nchw, elem_bytes) {
@@ -815,7 +823,9 @@ fn conv_tc_family_for(
         _ => ConvTcTile::Lean,
     };
     let tile = match tile {
-        ConvTcTile::Wgmma | ConvTcTile::Ws if !sm90a && elem_bytes == 2 && !nchw => {
+        ConvTcTile::Wgmma | ConvTcTile::Ws | ConvTcTile::Halo
+            if !sm90a && elem_bytes == 2 && !nchw =>
+        {
             ConvTcTile::Tall
         }
         ConvTcTile::Wgmma | ConvTcTile::Ws if !sm90a => ConvTcTile::Lean,
@@ -838,6 +848,7 @@ fn conv_tc_family_for(
             "conv2d_backprop_input_tc_vec_ws_tf32"
         }
         (false, true, false, ConvTcTile::Ws) => "conv2d_backprop_input_tc_vec_ws",
+        (false, true, false, ConvTcTile::Halo) => "conv2d_backprop_input_tc_vec_halo",
         (false, true, true, ConvTcTile::Wgmma) => "conv2d_backprop_input_tc_vec_nchw_wgmma",
         (false, true, true, ConvTcTile::Ws) if p.f32_precision == GO_F32_PRECISION_TF32 as i32 => {
             "conv2d_backprop_input_tc_vec_nchw_ws_tf32"
@@ -855,6 +866,7 @@ fn conv_tc_family_for(
             "conv2d_forward_tc_vec_ws_tf32"
         }
         (true, true, false, ConvTcTile::Ws) => "conv2d_forward_tc_vec_ws",
+        (true, true, false, ConvTcTile::Halo) => "conv2d_forward_tc_vec_halo",
         (true, true, false, _) => "conv2d_forward_tc_vec",
         (true, true, true, ConvTcTile::Wgmma) => "conv2d_forward_tc_vec_nchw_wgmma",
         (true, true, true, ConvTcTile::Ws) if p.f32_precision == GO_F32_PRECISION_TF32 as i32 => {
@@ -867,7 +879,7 @@ fn conv_tc_family_for(
 
 /// Whether a conv family's kernels live in the compute_90a image (the wgmma tiles').
 fn conv_tc_family_is_sm90a(family: &str) -> bool {
-    family.ends_with("_wgmma") || conv_tc_family_is_ws(family)
+    family.ends_with("_wgmma") || family.ends_with("_halo") || conv_tc_family_is_ws(family)
 }
 
 /// Whether a conv family is the warp-specialized tile's (`_ws`, f32's TF32 `_ws_tf32`).
@@ -910,6 +922,8 @@ fn conv_tc_launch(
         launch::conv_tc(p, forward)
     } else if conv_tc_family_is_ws(family) {
         launch::conv_tc_ws(p, forward)
+    } else if family.ends_with("_halo") {
+        launch::conv_tc_halo(p, forward)
     } else if family.ends_with("_wide") || family.ends_with("_wgmma") {
         launch::conv_tc_wide(p, forward)
     } else if family.ends_with("_tall") {
@@ -926,7 +940,7 @@ fn conv_tc_launch(
 /// [`conv_tc_grid`]'s choice; else `l`.
 fn conv_tc_vec_grid(
     stream: &Arc<CudaStream>,
-    op: &'static str,
+    (op, p): (&'static str, &GoConvParams),
     kernel: &str,
     (f, l): (&CudaFunction, Launch),
 ) -> Result<Launch> {
@@ -934,7 +948,7 @@ fn conv_tc_vec_grid(
     if !kernel.contains("_tc_vec") || !launch::lean_grid_is_wave(&l, grid) {
         return Ok(l);
     }
-    let resident = resident_blocks(stream, op, (f, l.block.0, conv_dynamic_smem(kernel)))?;
+    let resident = resident_blocks(stream, op, (f, l.block.0, conv_dynamic_smem(kernel, p)))?;
     Ok(launch::lean_grid(l, resident, grid))
 }
 
@@ -1053,7 +1067,7 @@ fn conv_backprop_input_raw<T: Element>(
     } else {
         function(stream, OP, "conv", &kernel)?
     };
-    let l = conv_tc_vec_grid(stream, OP, &kernel, (&f, l))?;
+    let l = conv_tc_vec_grid(stream, (OP, &p), &kernel, (&f, l))?;
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
     // SAFETY: conv2d_backprop_input_<T>, conv2d_backprop_input_tc_<T> and its _vec twin
@@ -1065,7 +1079,7 @@ fn conv_backprop_input_raw<T: Element>(
     // any grid size; l is the launch geometry of the kernel chosen, with the dynamic shared
     // memory it takes (the _ws kernels' stages, their limit raised on load; trapping below
     // their fewest stages, which conv_tc_ws_smem_bytes never gives).
-    unsafe { b.launch(config_with_smem(l, conv_dynamic_smem(&kernel))) }
+    unsafe { b.launch(config_with_smem(l, conv_dynamic_smem(&kernel, &p))) }
         .map_err(|e| cuda_err(OP, "launching conv2d_backprop_input", e))?;
     Ok(())
 }
@@ -1251,7 +1265,7 @@ fn conv_forward_raw<T: Element>(
     } else {
         function(stream, OP, "conv", &kernel)?
     };
-    let l = conv_tc_vec_grid(stream, OP, &kernel, (&f, l))?;
+    let l = conv_tc_vec_grid(stream, (OP, &p), &kernel, (&f, l))?;
     let mut b = stream.launch_builder(&f);
     b.arg(&p);
     // SAFETY: conv2d_forward_<T>, conv2d_forward_tc_<T> and its _vec twins (picked only
@@ -1261,7 +1275,7 @@ fn conv_forward_raw<T: Element>(
     // order) and output sizes (checked by every caller); x is read only at in-range
     // (iy, ix), each y element written once; l is the launch geometry of the kernel chosen,
     // with the dynamic shared memory it takes (as conv2d_backprop_input's).
-    unsafe { b.launch(config_with_smem(l, conv_dynamic_smem(&kernel))) }
+    unsafe { b.launch(config_with_smem(l, conv_dynamic_smem(&kernel, &p))) }
         .map_err(|e| cuda_err(OP, "launching conv2d_forward", e))?;
     Ok(())
 }
@@ -2160,6 +2174,40 @@ mod tests {
         assert!(!conv_tc_family_is_sm90a(
             "conv2d_backprop_input_tc_vec_tall"
         ));
+        // The halo tile: 16-bit NHWC calls it serves (both ops at stride 1, backprop_input at
+        // stride 2 too) on its own launch in the compute_90a image; the strided forward, f32
+        // and NCHW calls as the default; without the image the tall tile.
+        use ConvTcTile::Halo;
+        for forward in [false, true] {
+            let op = if forward { "forward" } else { "backprop_input" };
+            let halo = format!("conv2d_{op}_tc_vec_halo");
+            assert_eq!(fam(forward, 2, Halo, true), halo);
+            assert!(conv_tc_family_is_sm90a(&halo) && !conv_tc_family_is_ws(&halo));
+            let l = conv_tc_launch(&p, forward, &halo, 2).expect("a launch");
+            assert_eq!(l.block, (super::super::params::GO_TC_HALO_THREADS, 1, 1));
+            assert_eq!(
+                fam(forward, 2, Halo, false),
+                format!("conv2d_{op}_tc_vec_tall")
+            );
+            assert_eq!(
+                fam(forward, 4, Halo, true),
+                fam(forward, 4, ConvTcTile::Auto, true)
+            );
+            assert_eq!(
+                nchw_fam(forward, 2, Halo, true),
+                nchw_fam(forward, 2, ConvTcTile::Auto, true)
+            );
+            let s2 = GoConvParams { sh: 2, sw: 2, ..p };
+            let f = conv_tc_family_for(&s2, (forward, 2), Halo, true);
+            if forward {
+                assert_eq!(
+                    f,
+                    conv_tc_family_for(&s2, (forward, 2), ConvTcTile::Auto, true)
+                );
+            } else {
+                assert_eq!(f, halo);
+            }
+        }
     }
 
     /// The default tile ([`ConvTcTile::Auto`]) per call: on a compute_90a device the wgmma

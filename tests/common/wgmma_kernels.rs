@@ -27,6 +27,15 @@ pub const WS: [&str; 12] = [
     "conv2d_forward_tc_vec_nchw_ws_tf32_f32",
 ];
 
+/// The halo tile's, 16-bit NHWC, both ops: two warpgroups of 128 threads (by registers two
+/// blocks of 256 per SM), the filter and two halo buffers in dynamic shared memory.
+pub const HALO: [&str; 4] = [
+    "conv2d_backprop_input_tc_vec_halo_f16",
+    "conv2d_backprop_input_tc_vec_halo_bf16",
+    "conv2d_forward_tc_vec_halo_f16",
+    "conv2d_forward_tc_vec_halo_bf16",
+];
+
 /// The lean tile's, one warpgroup of 128 threads (three blocks per SM): f32 of both ops in
 /// both layouts, 16-bit NCHW of both ops.
 pub const LEAN: [&str; 8] = [
@@ -51,7 +60,11 @@ pub const FILTER: [&str; 2] = [
 // Not every test binary that includes this file uses each item.
 #[allow(dead_code)]
 pub fn conv() -> impl Iterator<Item = &'static str> {
-    WIDE.iter().chain(WS.iter()).chain(LEAN.iter()).copied()
+    WIDE.iter()
+        .chain(WS.iter())
+        .chain(HALO.iter())
+        .chain(LEAN.iter())
+        .copied()
 }
 
 /// Every wgmma kernel.

@@ -479,6 +479,10 @@ fn bench_cuda_typed<T: Element>(
             "warp-specialized wgmma (the wgmma tile's 2 warpgroups fed by a producer \
              warpgroup through mbarriers)"
         }
+        ConvTcTile::Halo => {
+            "halo (128 padded-row slots on 2 warpgroups of m64n64 wgmma, a tile's source \
+             copied once for all its taps, the filter resident)"
+        }
         ConvTcTile::Auto => "measured fastest per call (each row names its kernel)",
     };
     // Both GEMMs default to the tile measured fastest per call (each row's kernel says which).
@@ -498,17 +502,26 @@ fn bench_cuda_typed<T: Element>(
         // lean wgmma tile).
         let wgmma = matches!(tile, ConvTcTile::Wgmma | ConvTcTile::Ws);
         let others = "f32 (either layout) and f16/bf16 NCHW";
-        if wgmma && !gradops::cuda::conv_tc_wgmma_available() {
+        let halo = tile == ConvTcTile::Halo;
+        if (wgmma || halo) && !gradops::cuda::conv_tc_wgmma_available() {
             notes.push(format!(
                 "{env}={}: this device or build has no compute_90a image (compute capability \
                  9.0 only): f16/bf16 NHWC {op} ran the {}, {others} the 64-pixel \
                  mma.sync one",
-                if tile == ConvTcTile::Ws {
-                    "ws"
-                } else {
-                    "wgmma"
+                match tile {
+                    ConvTcTile::Ws => "ws",
+                    ConvTcTile::Halo => "halo",
+                    _ => "wgmma",
                 },
                 tile_name(ConvTcTile::Tall),
+            ));
+        } else if halo {
+            notes.push(format!(
+                "{env}=halo: f16/bf16 NHWC {op} ran the {} kernel where it serves the call \
+                 (the source read at unit strides; the filter and two halo buffers within the \
+                 shared memory), the default ({}) elsewhere",
+                tile_name(tile),
+                tile_name(ConvTcTile::Auto),
             ));
         } else if tile != ConvTcTile::Auto {
             let stages = if tile == ConvTcTile::Ws {
