@@ -2219,22 +2219,34 @@ GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
     // The halo copies: thread t takes plane g = t % kg of slots t / kg, + NT / kg, ... (a
     // warp's copy reads 32 / kg whole pixels' channels), walking its slots' source row r and
     // column c without a division; slots outside the source are zero-filled.
+    // (The problem's values in registers: read from shared memory, where the problem lives,
+    // they were read again after each copy, whose asm clobbers memory: 67 instructions a
+    // copy.)
     const int g = t % kg, hstep = NT / kg;
-    auto fill = [&](unsigned tile, S* hb) {
-        const unsigned img = tile / G.tpi;
-        const go_i64 q0 = (go_i64)(tile % G.tpi) * BM;
-        const T* base = src + (go_i64)img * P.a_n + P.a_off + (go_i64)g * VEC * P.a_j;
+    const int wp = G.wp, hl = G.hl, tymin = G.tymin, txmin = G.txmin, ah = (int)P.a_h,
+              aw = (int)P.a_w;
+    const unsigned tpi = G.tpi;
+    const go_i64 a_row = P.a_row, a_col = P.a_col;
+    const T* const src0 = src + P.a_off + (go_i64)g * VEC * P.a_j;
+    const go_i64 a_n = P.a_n;
+    S* const hdst = Hs + g * G.hlp * VEC;
+    auto fill = [=](unsigned tile, int b) {
+        const T* base = src0 + (go_i64)(tile / tpi) * a_n;
         int h = t / kg;
-        const go_i64 s = q0 + (go_i64)G.tymin * G.wp + h;
-        int r = (int)go_floordiv(s, G.wp);
-        int c = (int)(s - (go_i64)r * G.wp) + G.txmin;
-        const int cend = G.txmin + G.wp;
-        S* dst = hb + g * G.hlp * VEC;
-        for (; h < G.hl; h += hstep) {
-            const bool in = r >= 0 && r < P.a_h && c >= 0 && c < P.a_w;
-            const T* sp = in ? base + (go_i64)r * P.a_row + (go_i64)c * P.a_col : w;
-            go_tc_vec_copy16<1>(dst + h * VEC, sp, in ? 16 : 0);
-            for (c += hstep; c >= cend; c -= G.wp) ++r;
+        const go_i64 s = (go_i64)(tile % tpi) * BM + (go_i64)tymin * wp + h;
+        int r = (int)go_floordiv(s, wp);
+        int c = (int)(s - (go_i64)r * wp) + txmin;
+        S* dst = hdst + b * hbuf;
+        // The slot's source offset, stepped with it (read only where the slot is inside).
+        go_i64 off = (go_i64)r * a_row + (go_i64)c * a_col;
+        for (; h < hl; h += hstep) {
+            const bool in = r >= 0 && r < ah && c >= 0 && c < aw;
+            go_tc_vec_copy16<1>(dst + h * VEC, in ? base + off : w, in ? 16 : 0);
+            off += hstep * a_col;
+            for (c += hstep; c >= txmin + wp; c -= wp) {
+                ++r;
+                off += a_row - wp * a_col;
+            }
         }
     };
     // The epilogue's pixels: slot q's image row a and column b, stored where b < cnt_x and a
@@ -2243,12 +2255,14 @@ GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
                       reinterpret_cast<uintptr_t>(out) % (2 * sizeof(S)) == 0;
     const int lbo = G.hlp * 16;  // bytes from one plane to the next
     unsigned buf = 0;
-    fill(tile0, Hs);
+    const unsigned tiles = G.tiles;
+    const int tdx = (int)P.tdx, tdy = (int)P.tdy;
+    fill(tile0, 0);
     go_cp_async_commit();
-    for (unsigned tile = tile0; tile < G.tiles; tile += tstep) {
+    for (unsigned tile = tile0; tile < tiles; tile += tstep) {
         const unsigned next = tile + tstep;
         // The buffer the tile before last read: free since that tile's closing barrier.
-        if (next < G.tiles) fill(next, Hs + (buf ^ 1) * hbuf);
+        if (next < tiles) fill(next, (int)(buf ^ 1));
         go_cp_async_commit();
         go_cp_async_wait<1>();  // this tile's halo (and the filter) landed
         go_fence_proxy_async_smem();
@@ -2259,7 +2273,7 @@ GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
         const GoWgmmaDesc da0 =
             go_wgmma_desc_interleave(Hs + buf * hbuf + 64 * (warp / 4) * VEC, (uint32_t)lbo);
         const GoWgmmaDesc db0 = go_tc_stage_desc_b<T, BKN>(Bs);
-        int shift = ((int)P.ty0 - G.tymin) * G.wp + ((int)P.tx0 - G.txmin), ix = 0;
+        int shift = ((int)P.ty0 - tymin) * wp + ((int)P.tx0 - txmin), ix = 0;
         int it = 0;
         for (int i = 0; i < ntaps; ++i) {
             for (int c = 0; c < kch; ++c, ++it) {
@@ -2276,17 +2290,17 @@ GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
             }
             if (++ix == ntx) {
                 ix = 0;
-                shift += (int)P.tdy * G.wp - (ntx - 1) * (int)P.tdx;
+                shift += tdy * wp - (ntx - 1) * tdx;
             } else {
-                shift += (int)P.tdx;
+                shift += tdx;
             }
         }
         go_wgmma_wait<0>();
         T* orow[2];
-        const unsigned img = tile / G.tpi;
+        const unsigned img = tile / tpi;
         for (int h = 0; h < 2; ++h) {
-            const int q = (int)(tile % G.tpi) * BM + warp * 16 + lane / 4 + 8 * h;
-            const int a = q / G.wp, b = q - a * G.wp;
+            const int q = (int)(tile % tpi) * BM + warp * 16 + lane / 4 + 8 * h;
+            const int a = q / wp, b = q - a * wp;
             orow[h] = a < P.cnt_y && b < P.cnt_x
                           ? go_tc_ws_out_row(P, out,
                                              ((go_i64)img * P.cnt_y + a) * P.cnt_x + b, n_base)
@@ -2403,8 +2417,9 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 // consumers' 32 accumulators, the producer's four row pointers and masks, and the loop state
 // in 32 bits, conv2d_tc_ws_layout).
 #define GO_TC_BOUNDS_WS __launch_bounds__(GO_TC_WS_THREADS, 2)
-// The halo kernels: two warpgroups, 32 accumulators a thread; one block per SM (the filter
-// and two halo buffers take most of the shared memory), 255 registers at most.
+// The halo kernels: two warpgroups, 32 accumulators a thread; two blocks per SM by registers
+// (128 at most), where a call's filter and two halo buffers leave room for two (W4's take
+// 137 KB: one).
 #define GO_TC_BOUNDS_HALO __launch_bounds__(GO_TC_HALO_THREADS, 2)
 #else
 #define GO_TC_BOUNDS_4

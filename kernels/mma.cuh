@@ -401,7 +401,8 @@ GO_DEV void go_mbar_wait(uint64_t* bar, unsigned parity) {
 // the same swizzle: rows of 64 bytes are 32 n of one k, an atom 8 k rows; stride byte offset
 // from one 8-k atom to the next (512 here), leading byte offset from one 32-n column of atoms
 // to the next; the second k16 starts two atoms (1024 bytes) on. The filter gradient's A,
-// contiguous along m, is staged the same way and read M-major (imm-trans-a 1). f32 (tf32) operands take
+// contiguous along m, is staged the same way and read M-major (imm-trans-a 1). The halo
+// tile's A is K-major without swizzle (mode 0, go_wgmma_desc_interleave). f32 (tf32) operands take
 // m64n64k8: 8 k of 4 bytes, the same 32 bytes of a 64-byte row as a k16 of 16-bit ones, so
 // the same descriptors and offsets serve; K-major only (the ISA has no transposed tf32).
 #if (defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)) || !defined(__CUDACC__)

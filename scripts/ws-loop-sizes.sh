@@ -8,6 +8,8 @@
 # nvdisasm is not in the pinned toolchain: NVDISASM names it, e.g. from
 #   pip download --no-deps nvidia-cuda-nvdisasm==13.2.51 && unzip the wheel
 # Usage: NVDISASM=/path/to/nvdisasm bash scripts/ws-loop-sizes.sh [extra nvcc flags]
+# MATCH (default _ws_) picks the kernels by a substring of their names: MATCH=_halo_ lists
+# the halo kernels' loops (the halo copies, the products of a tap and chunk, the filter's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T=.cuda-toolchain/nvidia/cu13/bin
@@ -16,13 +18,14 @@ tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 "$T/nvcc" -ptx -arch=compute_90a -O3 -std=c++17 -I kernels "$@" -o "$tmp/conv.ptx" kernels/conv.cu
 "$T/ptxas" -arch=sm_90a -o "$tmp/conv.cubin" "$tmp/conv.ptx"
 "$NVDISASM" -c "$tmp/conv.cubin" > "$tmp/conv.sass"
-python3 - "$tmp/conv.sass" <<'PY'
+python3 - "$tmp/conv.sass" "${MATCH:-_ws_}" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
+match = sys.argv[2]
 parts = re.split(r"\n\.text\.(\S+):\n", text)
 kinds = ["LDGSTS", "HGMMA", "TRYWAIT", "ARRIVE", "LDS", "BAR.SYNC", "STG"]
 for name, body in zip(parts[1::2], parts[2::2]):
-    if "_ws_" not in name:
+    if match not in name:
         continue
     ins, labels = [], {}
     for line in body.splitlines():

@@ -23,12 +23,20 @@
 #    (since 2026-12-06, third session) f32 NCHW under the default tiles and ws;
 #    ncu on one ws and one wgmma f16 W4 backprop_input call, one ws f32 TF32 call and one ws
 #    exact f32 NCHW call.
+# 1b/2c (since 2026-12-06, fourth session). The halo tile (GRADOPS_CUDA_CONV_TC_TILE=halo and
+#    GRADOPS_CUDA_CONV_TC_FORWARD_TILE=halo: conv2d_{backprop_input,forward}_tc_vec_halo_*,
+#    16-bit NHWC at unit source strides; a tile's source copied once for all taps, read by
+#    each tap's wgmma through mode-0 descriptors, which the probe now checks first): the conv
+#    tests under halo, racecheck/synccheck/memcheck on the every-geometry test under halo
+#    (its first two geometries run the halo kernels), its f16 rows beside the others' in part
+#    2 and ncu on its W4 backprop_input call.
 # 3. The one-barrier and register-source builds (as ../2026-12-04b-gpu-prepared): their
 #    suites, racecheck/synccheck under wgmma, the lean wgmma tile's rows timed beside the
 #    default build's (f32 exact and TF32, f16 NCHW), ncu on exact f32 NCHW W4.
 # 4. The candle CUDA tests (never run on a GPU yet).
-# Usage: run.sh BUNDLE OUT. About 9 minutes; give it timeout_s 540 (what is written under
-# OUT comes back if it is cut off: the items above are in order of importance).
+# Usage: run.sh BUNDLE OUT. About 11 minutes; give it timeout_s 590 (what is written under
+# OUT comes back if it is cut off: the items above are in order of importance; part 4 may
+# need a second call).
 B="$1" O="$2"; W="$O/w"; rm -rf "$W"; mkdir -p "$W" "$O"; L="$O/log.txt"
 reap() { pkill -9 -f "$B/" ; pkill -9 -f bench/peers.py; pkill -9 -x ncu; sleep 1; } 2>/dev/null
 st() { local n=$1 lim=$2; shift 2; local t0=$SECONDS; echo "=== $n: $*" >>"$L"; timeout "$lim" "$@" >>"$L" 2>&1; local rc=$?; echo "=== $n: rc=$rc ($((SECONDS-t0)) s)" | tee -a "$L"; return $rc; }
@@ -46,13 +54,19 @@ for tool in racecheck synccheck memcheck; do
   st "${tool}_ws" 90 "${WS[@]}" "$SAN" --tool $tool --error-exitcode 99 \
     "$B/cuda_ops" --test-threads=1 gpu_conv2d_parity
 done
+HALO=(env GRADOPS_CUDA_CONV_TC_TILE=halo GRADOPS_CUDA_CONV_TC_FORWARD_TILE=halo GRADOPS_REQUIRE_GPU=1)
+st halo_conv_tests 120 "${HALO[@]}" "$B/cuda_ops" --test-threads=1 gpu_conv2d
+for tool in racecheck synccheck memcheck; do
+  st "${tool}_halo" 90 "${HALO[@]}" "$SAN" --tool $tool --error-exitcode 99 \
+    "$B/cuda_ops" --test-threads=1 gpu_conv2d_every_geometry
+done
 GRADOPS_REQUIRE_GPU=1 st gpu_tests 150 "$B/cuda_ops" --test-threads=1
 reap
 # 2. The ws tile's rows.
 P="--device cuda --reps 50 --dtypes f16 --layouts nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f"
 PYTHONUNBUFFERED=1 st peers_a 90 python3 bench/peers.py $P --json "$W/peers-a.json"; reap
 for rep in 1 2; do
-  vs=(default ws ws3 ws8 wgmma); [[ $rep == 1 ]] && vs+=(ws_tiles)
+  vs=(default ws ws3 ws8 wgmma halo); [[ $rep == 1 ]] && vs+=(ws_tiles)
   for v in "${vs[@]}"; do
     t=${v%_tiles}; t=${t%[0-9]}
     tile=(); [[ $v != default ]] && tile=(env GRADOPS_CUDA_CONV_TC_TILE=$t GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$t)
@@ -63,7 +77,7 @@ for rep in 1 2; do
   done
 done
 PYTHONUNBUFFERED=1 st peers_b 90 python3 bench/peers.py $P --json "$W/peers-b.json"; reap
-python3 bench/variant_summary.py "$W" "f16 NHWC: default tiles, ws (6 stages), ws at 3 and 8, ws a block a tile, wgmma" | tee -a "$L" || true
+python3 bench/variant_summary.py "$W" "f16 NHWC: default tiles, ws (6 stages), ws at 3 and 8, ws a block a tile, wgmma, halo" | tee -a "$L" || true
 mkdir -p "$W/ws" && mv "$W"/t*.json "$W"/peers-*.json "$W/ws/" 2>/dev/null
 # 2b. f32 NHWC on the ws tile, both ops (since 2026-12-06: exact 3xTF32 at 4 stages, the
 # TF32 opt-in at 6; the producer splits its stages), beside the default tiles and wgmma;
@@ -89,7 +103,7 @@ python3 bench/variant_summary.py "$W" "f32, both ops: default tiles, ws, wgmma (
 mkdir -p "$W/ws_f32" && mv "$W"/t*.json "$W"/peers-*.json "$W/ws_f32/" 2>/dev/null
 NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)"
 M='regex:^(smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio|smsp__inst_executed\.sum|sm__inst_executed_pipe_tensor\.sum|l1tex__data_bank_conflicts_pipe_lsu_mem_shared\.sum)$'
-for v in ws wgmma; do
+for v in halo ws wgmma; do
   st "ncu_${v}_f16_W4" 40 env GRADOPS_CUDA_CONV_TC_TILE=$v "$NCU" --clock-control none \
     -k "conv2d_backprop_input_tc_vec_${v}_f16" -s 2 -c 1 --section SpeedOfLight --section Occupancy \
     --section SchedulerStats --section WarpStateStats --section MemoryWorkloadAnalysis --metrics "$M" \
