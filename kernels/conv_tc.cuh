@@ -169,10 +169,6 @@ struct GoTcProblem {
     go_i64 o_y0, o_sy, o_x0, o_sx;    // pixel (a, b) -> output (o_y0 + a*o_sy, o_x0 + b*o_sx)
 };
 
-// The problem's tap rows (nty; ntaps = nty * ntx): 0 where no tap reaches the phase, whose
-// ntx may then be 0 (a stride past the filter's extent).
-GO_DEV go_i64 go_tc_tap_rows(const GoTcProblem& P) { return P.ntx > 0 ? P.ntaps / P.ntx : 0; }
-
 // Strides (image, row, column, channel) of a [n, c, h, w] tensor in layout L.
 template <int L>
 GO_DEV void go_tc_strides(go_i64 c, go_i64 h, go_i64 w, go_i64* sn, go_i64* sr, go_i64* sc,
@@ -1238,7 +1234,9 @@ GO_DEV void go_tc_tile_vec(const GoTcProblem& P, const T* __restrict__ src,
     // NCHW: A chunk c of this thread (channels akg + c * VEC of row t % BM) in a stage.
     auto anc = [&](int c) { return WG ? sdst(t % BM, akg / VEC + c) : adst + c * VEC; };
     constexpr int ADST1 = (THREADS / TPR) * SLD;
-    const int nty = (int)go_tc_tap_rows(P), ntx = (int)P.ntx;
+    // (0 where no tap reaches the phase along x, whose ntx is then 0; in 32 bits: ntaps is
+    // at most 32 here, and a 64-bit quotient guarded so made kernels spill.)
+    const int ntx = (int)P.ntx, nty = ntx > 0 ? (int)P.ntaps / ntx : 0;
 #pragma unroll
     for (int r = 0; r < NR; ++r) {
         const int m = NC ? t % BM : t / TPR + r * (THREADS / TPR);
@@ -1616,7 +1614,7 @@ GO_DEV void go_tc_tile_ws(const GoTcProblem& P, const T* __restrict__ src,
         const int pt = go_opaque((int)threadIdx.x - MMA_THREADS);
         const T* arow[NA];
         unsigned amask[NA];
-        const int nty = (int)go_tc_tap_rows(P), ntx = (int)P.ntx;
+        const int ntx = (int)P.ntx, nty = ntx > 0 ? (int)P.ntaps / ntx : 0;
         // NCHW (AEL): rows 32 pw + 8 h + lane % 8 of producer warp pw, at channel lane / 8 of
         // the chunk (planes apart).
 #pragma unroll
@@ -2154,13 +2152,14 @@ struct GoTcHaloGeom {
     int hl, hlp;       // halo slots, and slots a plane holds (odd: the copies' banks)
     unsigned tpi;      // tiles an image
     unsigned tiles;    // tiles of the problem (images x tpi)
-    go_i64 bytes;      // shared memory the problem takes: the filter and two halo buffers
+    go_i64 bytes1;     // shared memory the problem takes with one halo buffer (the filter's too)
+    go_i64 halo;       // bytes of a halo buffer
 };
 template <typename T>
 GO_DEV GoTcHaloGeom go_tc_halo_geom(const GoTcProblem& P) {
     constexpr int BM = GO_TC_WIDE_TILE_M;
     GoTcHaloGeom G;
-    const go_i64 ntx = P.ntx, nty = go_tc_tap_rows(P);
+    const go_i64 ntx = P.ntx, nty = ntx > 0 ? P.ntaps / ntx : 0;
     go_i64 y1 = 0, y2 = 0, x1 = 0, x2 = 0;
     if (P.ntaps > 0) {
         y1 = P.ty0;
@@ -2173,7 +2172,8 @@ GO_DEV GoTcHaloGeom go_tc_halo_geom(const GoTcProblem& P) {
     G.txmin = (int)(x1 < x2 ? x1 : x2);
     const go_i64 wp = P.cnt_x + sx, hl = BM + sy * wp + sx;
     const go_i64 esz = sizeof(typename GoTcTraits<T>::S);
-    G.bytes = P.ntaps * P.jlen * TC_BN * esz + 2 * P.jlen * (hl | 1) * esz;
+    G.halo = P.jlen * (hl | 1) * esz;
+    G.bytes1 = P.ntaps * P.jlen * TC_BN * esz + G.halo;
     // (A problem past the limit only traps; its sizes may not fit the ints.)
     G.wp = (int)wp;
     G.hl = (int)hl;
@@ -2185,12 +2185,14 @@ GO_DEV GoTcHaloGeom go_tc_halo_geom(const GoTcProblem& P) {
 }
 // One (phase, group, channel tile) problem: its filter copied to shared memory, then the
 // block's tiles (tile0, tile0 + tstep, ...; tile = image * tpi + slot tile), each's halo
-// copied while the one before multiplies. BKN: the forward's [k][nn] B (N-major).
+// copied while the one before multiplies (two buffers), or (one buffer: two blocks an SM
+// where two buffers would leave room for one) before it multiplies. BKN: the forward's
+// [k][nn] B (N-major).
 template <typename T, bool BKN>
 GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
                                const T* __restrict__ src, const T* __restrict__ w,
                                T* __restrict__ out, go_i64 n_base, unsigned char* smem,
-                               unsigned tile0, unsigned tstep) {
+                               unsigned tile0, unsigned tstep, bool two) {
     typedef GoTcTraits<T> Tr;
     typedef typename Tr::S S;
     typedef typename GoMmaKind<T>::type Kind;
@@ -2257,14 +2259,23 @@ GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
     unsigned buf = 0;
     const unsigned tiles = G.tiles;
     const int tdx = (int)P.tdx, tdy = (int)P.tdy;
-    fill(tile0, 0);
-    go_cp_async_commit();
-    for (unsigned tile = tile0; tile < tiles; tile += tstep) {
-        const unsigned next = tile + tstep;
-        // The buffer the tile before last read: free since that tile's closing barrier.
-        if (next < tiles) fill(next, (int)(buf ^ 1));
+    if (two) {
+        fill(tile0, 0);
         go_cp_async_commit();
-        go_cp_async_wait<1>();  // this tile's halo (and the filter) landed
+    }
+    for (unsigned tile = tile0; tile < tiles; tile += tstep) {
+        if (two) {
+            // The buffer the tile before last read: free since that tile's closing barrier.
+            const unsigned next = tile + tstep;
+            if (next < tiles) fill(next, (int)(buf ^ 1));
+            go_cp_async_commit();
+            go_cp_async_wait<1>();  // this tile's halo (and the filter) landed
+        } else {
+            // The buffer the last tile read: free since its closing barrier.
+            fill(tile, 0);
+            go_cp_async_commit();
+            go_cp_async_wait<0>();
+        }
         go_fence_proxy_async_smem();
         __syncthreads();
         GoTcAcc<T, 16, 64> acc;
@@ -2310,9 +2321,9 @@ GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
         // Every warp's products of this buffer done before the next tile refills it; at the
         // problem's end, of the filter before the next problem's copies.
         __syncthreads();
-        buf ^= 1;
+        if (two) buf ^= 1;
     }
-    go_cp_async_wait<0>();  // (the last tile's group, empty)
+    go_cp_async_wait<0>();  // (two buffers: the last tile's group, empty)
 }
 // The halo kernels' block state: the (phase, group) problem and its halo geometry.
 struct GoTcHaloBlock {
@@ -2340,9 +2351,11 @@ GO_DEV void conv2d_tc_halo_layout(const GoConvParams& p, unsigned char* smem, un
                 Bk->G = go_tc_halo_geom<T>(Bk->P);
             }
             __syncthreads();
-            if (Bk->G.bytes > (go_i64)room) go_trap();
+            // Two halo buffers where the launch gave room for them, else one; less traps.
+            if (Bk->G.bytes1 > (go_i64)room) go_trap();
             go_tc_halo_problem<T, FWD>(Bk->P, Bk->G, src, w, out, (gn % ntiles) * TC_BN, smem,
-                                       blockIdx.x, gridDim.x);
+                                       blockIdx.x, gridDim.x,
+                                       Bk->G.bytes1 + Bk->G.halo <= (go_i64)room);
         }
     }
 }

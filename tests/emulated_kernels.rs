@@ -3588,10 +3588,10 @@ fn wgmma_build_cases_of(build: EmuBuild, test: &str, dts: &[Dt]) {
             ran += 1;
         }
     }
-    // (The warp-specialized kernels take none of these builds' flags: the default build's
-    // tests run them.)
+    // (The warp-specialized and halo kernels take none of these builds' flags: the default
+    // build's tests run them.)
     for name in wgmma_kernels::conv()
-        .filter(|k| !wgmma_kernels::WS.contains(k))
+        .filter(|k| !wgmma_kernels::WS.contains(k) && !wgmma_kernels::HALO.contains(k))
         .filter(|k| dts.iter().any(|d| k.ends_with(&format!("_{}", d.suffix()))))
     {
         assert!(
@@ -4083,15 +4083,29 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                     run_twin(&format!("{name}_vec_{kind}_{}", dt.suffix()), plan);
                 }
                 // The halo twin where it serves the call (the source read at unit strides,
-                // the filter and halo buffers within its shared memory): its own tiles
+                // the filter and a halo buffer within its shared memory): its own tiles
                 // (padded-row slots) and launch, each tile's source copied once for all its
-                // taps; with too little shared memory for the call it traps.
-                if let Some(bytes) = launch::conv_tc_halo_smem_bytes(&p, forward, dt.size()) {
+                // taps; with two halo buffers where they fit (natural and tiny grids), then
+                // with one (the tiny grid: a block's many tiles through one buffer); with
+                // too little shared memory for the call it traps.
+                if let Some(one) = launch::conv_tc_halo_smem_bytes(&p, forward, dt.size(), 1) {
                     let halo = format!("{name}_vec_halo_{}", dt.suffix());
-                    HALO_SMEM.set(bytes);
+                    let two = launch::conv_tc_halo_smem_bytes(&p, forward, dt.size(), 2);
+                    HALO_SMEM.set(two.expect("one buffer fits"));
                     run_twin(&halo, launch::conv_tc_halo);
                     HALO_RUNS.set(HALO_RUNS.get() + 1);
                     let l = launch::conv_tc_halo(&p, forward).expect("the halo launch");
+                    let tiny = launch::Launch {
+                        grid: (1, l.grid.1.min(2), l.grid.2.min(2)),
+                        block: l.block,
+                    };
+                    HALO_SMEM.set(one);
+                    let r = run_kernel(&halo, tiny, &as_bytes(&p), &bufs);
+                    assert!(
+                        r[out_at] == outs[0],
+                        "{what}: {halo} (one halo buffer, grid {:?}) differs from {kernel}",
+                        tiny.grid
+                    );
                     HALO_SMEM.set(params::GO_TC_HALO_SMEM_ALIGN + 16);
                     let short = run_job(&halo, l, &as_bytes(&p), &bufs);
                     HALO_SMEM.set(0);

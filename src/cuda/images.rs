@@ -242,7 +242,8 @@ pub enum ConvTcTile {
     /// source copied once per channel (not once per tap) into a halo buffer that every tap's
     /// wgmma reads from its own row (mode-0 descriptors), the filter resident in shared
     /// memory for all the tiles of a (phase, group, channel tile), the next tile's halo
-    /// copied while a tile multiplies. W4: 8 copies a thread a tile where the wgmma tile
+    /// copied while a tile multiplies (or one buffer, [`CONV_TC_HALO_BUFFERS_ENV`]). W4: 8
+    /// copies a thread a tile where the wgmma tile
     /// issues 54, and 2 block barriers a tile where it has 36. The same products in the same
     /// order: the same bits. Other calls as [`ConvTcTile::Auto`]. Checked in the emulator;
     /// not yet run on a GPU, so [`ConvTcTile::Auto`] never picks it.
@@ -429,6 +430,32 @@ fn conv_tc_ws_stages_from_env(v: Option<&str>) -> u32 {
         .unwrap_or(GO_TC_WS_STAGES)
 }
 
+/// Environment variable for the halo conv kernels' halo buffers ([`ConvTcTile::Halo`]): `1`
+/// (surrounding whitespace ignored): one buffer, the next tile's halo copied after a tile's
+/// products, so that two blocks fit an SM where two buffers would leave room for one (W4:
+/// 105 KB a block, not 137); unset or any other value: 2, the next tile's halo copied while
+/// a tile multiplies, where they fit (else one). Both give the same results bit for bit
+/// (the same products in the same order). Read once per process.
+pub const CONV_TC_HALO_BUFFERS_ENV: &str = "GRADOPS_CUDA_CONV_TC_HALO_BUFFERS";
+
+/// The halo conv kernels' most halo buffers ([`CONV_TC_HALO_BUFFERS_ENV`], read on first
+/// use).
+pub fn conv_tc_halo_buffers() -> u32 {
+    static B: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *B.get_or_init(|| {
+        conv_tc_halo_buffers_from_env(std::env::var(CONV_TC_HALO_BUFFERS_ENV).ok().as_deref())
+    })
+}
+
+/// [`CONV_TC_HALO_BUFFERS_ENV`]'s reading.
+fn conv_tc_halo_buffers_from_env(v: Option<&str>) -> u32 {
+    if v.map(str::trim) == Some("1") {
+        1
+    } else {
+        2
+    }
+}
+
 /// Environment variable for the lean tensor-core conv kernels (`conv2d_forward_tc_vec_*`,
 /// `conv2d_backprop_input_tc_vec_*`): `off` (case-insensitive, surrounding whitespace
 /// ignored) runs every tensor-core conv call on the general `conv2d_*_tc_*` kernels, for
@@ -590,6 +617,9 @@ mod tests {
         }
         assert_eq!(forward("WS "), ConvTcTile::Ws);
         assert_eq!(forward("halo"), ConvTcTile::Halo);
+        for (v, buffers) in [(None, 2), (Some(" 1\n"), 1), (Some("2"), 2), (Some("0"), 2)] {
+            assert_eq!(conv_tc_halo_buffers_from_env(v), buffers, "{v:?}");
+        }
         let filter = conv_tc_filter_tile_from_env;
         assert_eq!(filter(Some(" WGMMA\n")), ConvTcFilterTile::Wgmma);
         assert_eq!(filter(Some("Elementwise ")), ConvTcFilterTile::Elementwise);

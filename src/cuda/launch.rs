@@ -540,18 +540,26 @@ pub fn is_conv_tc_halo_kernel(kernel: &str) -> bool {
 
 /// The dynamic shared memory the halo kernels (`conv2d_backprop_input_tc_vec_halo_*`,
 /// `forward` false, and `conv2d_forward_tc_vec_halo_*`) take for a call with parameters `p`
-/// in elements of `elem_bytes`, or `None` where they do not serve it: 16-bit elements, NHWC,
-/// the source read at unit strides (the forward at stride 1; backprop_input's phases always),
-/// a group's source channels `jlen` in planes of 8 that divide `GO_TC_HALO_THREADS`, and at
-/// most `GO_TC_HALO_MAX_SMEM` bytes: `GO_TC_HALO_SMEM_ALIGN` + the filter of a (phase,
-/// group, channel tile), taps x `jlen` x `GO_TC_TILE_N` elements, + two halo buffers of
-/// `jlen` x (`hl` | 1) elements, `hl` = 128 + row span x (`cnt_x` + column span) + column
-/// span, bounded over the phases (a phase's taps `ky0 + i pky` with `pky` = `sh / gcd(sh,
-/// dh)`: at most `ceil(kh / pky)` of them, rows `pky dh / sh` apart; the same along x). The
-/// kernel computes each problem's own need and traps where the launch gave less. Where
+/// in elements of `elem_bytes` with at most `buffers` halo buffers (2: the next tile's halo
+/// copied while a tile multiplies; 1: before it, for two blocks an SM where two buffers would
+/// leave room for one), or `None` where they do not serve it: 16-bit elements, NHWC, the
+/// source read at unit strides (the forward at stride 1; backprop_input's phases always), a
+/// group's source channels `jlen` in planes of 8 that divide `GO_TC_HALO_THREADS`, and at
+/// most `GO_TC_HALO_MAX_SMEM` bytes with one buffer: `GO_TC_HALO_SMEM_ALIGN` + the filter of
+/// a (phase, group, channel tile), taps x `jlen` x `GO_TC_TILE_N` elements, + `buffers` (or
+/// as many as fit) halo buffers of `jlen` x (`hl` | 1) elements, `hl` = 128 + row span x
+/// (`cnt_x` + column span) + column span, bounded over the phases (a phase's taps `ky0 + i
+/// pky` with `pky` = `sh / gcd(sh, dh)`: at most `ceil(kh / pky)` of them, rows `pky dh / sh`
+/// apart; the same along x). The kernel computes each problem's own need, takes two buffers
+/// where the launch gave room for them, and traps where it gave less than one. Where
 /// [`conv_tc_vec_eligible`] does not hold the kernels do not serve the call either (the
 /// caller checks it).
-pub fn conv_tc_halo_smem_bytes(p: &GoConvParams, forward: bool, elem_bytes: usize) -> Option<u32> {
+pub fn conv_tc_halo_smem_bytes(
+    p: &GoConvParams,
+    forward: bool,
+    elem_bytes: usize,
+    buffers: u32,
+) -> Option<u32> {
     if elem_bytes != 2 || p.layout != GO_LAYOUT_NHWC as i32 || (forward && (p.sh, p.sw) != (1, 1)) {
         return None;
     }
@@ -590,11 +598,16 @@ pub fn conv_tc_halo_smem_bytes(p: &GoConvParams, forward: bool, elem_bytes: usiz
     let filter = (ty * tx)
         .checked_mul(jlen)?
         .checked_mul(u64::from(GO_TC_TILE_N) * elem)?;
-    let halo = hl.checked_mul(jlen)?.checked_mul(2 * elem)?;
-    let bytes = u64::from(GO_TC_HALO_SMEM_ALIGN)
-        .checked_add(filter)?
-        .checked_add(halo)?;
-    (bytes <= u64::from(GO_TC_HALO_MAX_SMEM)).then_some(bytes as u32)
+    let halo = hl.checked_mul(jlen)?.checked_mul(elem)?;
+    (1..=u64::from(buffers.clamp(1, 2)))
+        .rev()
+        .filter_map(|b| {
+            u64::from(GO_TC_HALO_SMEM_ALIGN)
+                .checked_add(filter)?
+                .checked_add(halo.checked_mul(b)?)
+        })
+        .find(|&bytes| bytes <= u64::from(GO_TC_HALO_MAX_SMEM))
+        .map(|bytes| bytes as u32)
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -919,9 +932,14 @@ mod tests {
     #[test]
     fn conv_tc_halo_smem() {
         let p = w4(64, 64, 1);
+        let halo = |p: &GoConvParams, forward, elem| conv_tc_halo_smem_bytes(p, forward, elem, 2);
         let w4_bytes = 512 + 9 * 64 * 64 * 2 + 2 * 64 * 247 * 2;
-        assert_eq!(conv_tc_halo_smem_bytes(&p, false, 2), Some(w4_bytes));
-        assert_eq!(conv_tc_halo_smem_bytes(&p, true, 2), Some(w4_bytes));
+        assert_eq!(halo(&p, false, 2), Some(w4_bytes));
+        assert_eq!(halo(&p, true, 2), Some(w4_bytes));
+        // One buffer: W4's filter and halo in 105 KB, two blocks an SM.
+        let one = 512 + 9 * 64 * 64 * 2 + 64 * 247 * 2;
+        assert_eq!(conv_tc_halo_smem_bytes(&p, false, 2, 1), Some(one));
+        assert_eq!(conv_tc_halo_smem_bytes(&p, false, 2, 0), Some(one));
         let w5 = GoConvParams {
             co: 128,
             ho: 28,
@@ -931,32 +949,32 @@ mod tests {
             ..p
         };
         let w5_bytes = 512 + 4 * 128 * 64 * 2 + 2 * 128 * 159 * 2;
-        assert_eq!(conv_tc_halo_smem_bytes(&w5, false, 2), Some(w5_bytes));
-        assert_eq!(
-            conv_tc_halo_smem_bytes(&w5, true, 2),
-            None,
-            "strided forward"
-        );
+        assert_eq!(halo(&w5, false, 2), Some(w5_bytes));
+        assert_eq!(halo(&w5, true, 2), None, "strided forward");
         let nchw = GoConvParams {
             layout: GO_LAYOUT_NCHW as i32,
             ..p
         };
-        assert_eq!(conv_tc_halo_smem_bytes(&nchw, false, 2), None);
-        assert_eq!(conv_tc_halo_smem_bytes(&p, false, 4), None);
-        assert_eq!(conv_tc_halo_smem_bytes(&w4(96, 96, 1), false, 2), None);
+        assert_eq!(halo(&nchw, false, 2), None);
+        assert_eq!(halo(&p, false, 4), None);
+        assert_eq!(halo(&w4(96, 96, 1), false, 2), None);
         // 256 channels a tap: 9 x 256 x 64 x 2 = 294912 bytes of filter alone.
-        assert_eq!(conv_tc_halo_smem_bytes(&w4(256, 256, 1), false, 2), None);
+        assert_eq!(halo(&w4(256, 256, 1), false, 2), None);
+        // 128 channels: 147,456 bytes of filter; one buffer of 128 x 247 fits, two do not.
+        let c128 = w4(128, 128, 1);
+        let one = 512 + 9 * 128 * 64 * 2 + 128 * 247 * 2;
+        assert_eq!(halo(&c128, false, 2), Some(one));
         // Groups: the channels of one (32 of 64).
         let g = w4(64, 64, 2);
         assert_eq!(
-            conv_tc_halo_smem_bytes(&g, false, 2),
+            halo(&g, false, 2),
             Some(512 + 9 * 32 * 64 * 2 + 2 * 32 * 247 * 2)
         );
         // Dilation 2 on both axes: spans of 4 rows and 4 columns.
         let d2 = GoConvParams { dh: 2, dw: 2, ..p };
         let hl = (128 + 4 * (56 + 4) + 4) | 1;
         assert_eq!(
-            conv_tc_halo_smem_bytes(&d2, true, 2),
+            halo(&d2, true, 2),
             Some(512 + 9 * 64 * 64 * 2 + 2 * 64 * hl * 2)
         );
         assert_eq!(

@@ -49,13 +49,14 @@ mod tensor;
 pub mod host;
 
 pub use images::{
-    arch_for, conv_tc_filter_tile, conv_tc_forward_tile, conv_tc_grid, conv_tc_tile,
-    conv_tc_vec_enabled, conv_tc_wgmma_available, conv_tc_ws_stages, conv_tensor_core_choice,
-    conv_tensor_core_policy, conv_tensor_cores_for_all_dtypes, conv_uses_tensor_cores, image_for,
-    kernel_variant, op_kernels, op_kernels_for, pick_arch, selected_image, ConvTcFilterTile,
-    ConvTcTile, OpKernel, CONV_TC_FILTER_TILE_ENV, CONV_TC_FORWARD_TILE_ENV, CONV_TC_GRID_ENV,
-    CONV_TC_TILE_ENV, CONV_TC_VEC_ENV, CONV_TC_WS_STAGES_ENV, CONV_TENSOR_CORE_ARCH,
-    CONV_TENSOR_CORE_ENV, CONV_TENSOR_CORE_NOTE, OP_KERNELS, TILED_FALLBACK_NOTE,
+    arch_for, conv_tc_filter_tile, conv_tc_forward_tile, conv_tc_grid, conv_tc_halo_buffers,
+    conv_tc_tile, conv_tc_vec_enabled, conv_tc_wgmma_available, conv_tc_ws_stages,
+    conv_tensor_core_choice, conv_tensor_core_policy, conv_tensor_cores_for_all_dtypes,
+    conv_uses_tensor_cores, image_for, kernel_variant, op_kernels, op_kernels_for, pick_arch,
+    selected_image, ConvTcFilterTile, ConvTcTile, OpKernel, CONV_TC_FILTER_TILE_ENV,
+    CONV_TC_FORWARD_TILE_ENV, CONV_TC_GRID_ENV, CONV_TC_HALO_BUFFERS_ENV, CONV_TC_TILE_ENV,
+    CONV_TC_VEC_ENV, CONV_TC_WS_STAGES_ENV, CONV_TENSOR_CORE_ARCH, CONV_TENSOR_CORE_ENV,
+    CONV_TENSOR_CORE_NOTE, OP_KERNELS, TILED_FALLBACK_NOTE,
 };
 pub use launch::{ConvTcGrid, PoolKernel};
 pub use ops::{

@@ -10,8 +10,8 @@ use cudarc::driver::{
 };
 
 use super::images::{
-    conv_tc_filter_tile, conv_tc_forward_tile, conv_tc_grid, conv_tc_tile, conv_tc_vec_enabled,
-    conv_tc_wgmma_available, conv_tc_ws_stages, conv_tensor_core_choice,
+    conv_tc_filter_tile, conv_tc_forward_tile, conv_tc_grid, conv_tc_halo_buffers, conv_tc_tile,
+    conv_tc_vec_enabled, conv_tc_wgmma_available, conv_tc_ws_stages, conv_tensor_core_choice,
     conv_tensor_cores_for_all_dtypes, ConvTcFilterTile, ConvTcTile,
 };
 use super::launch::{self, Launch};
@@ -86,7 +86,7 @@ fn conv_dynamic_smem(kernel: &str, p: &GoConvParams) -> u32 {
         launch::conv_tc_ws_smem_bytes(kernel, conv_tc_ws_stages())
     } else if launch::is_conv_tc_halo_kernel(kernel) {
         let forward = kernel.starts_with("conv2d_forward");
-        launch::conv_tc_halo_smem_bytes(p, forward, 2).unwrap_or(0)
+        launch::conv_tc_halo_smem_bytes(p, forward, 2, conv_tc_halo_buffers()).unwrap_or(0)
     } else {
         0
     }
@@ -798,7 +798,7 @@ fn conv_tc_family_for(
         && p.w.is_multiple_of(16);
     let nchw = p.layout == GO_LAYOUT_NCHW as i32;
     let halo_serves =
-        vec && !nchw && launch::conv_tc_halo_smem_bytes(p, forward, elem_bytes).is_some();
+        vec && !nchw && launch::conv_tc_halo_smem_bytes(p, forward, elem_bytes, 1).is_some();
     let env_tile = match env_tile {
         ConvTcTile::Auto => conv_tc_measured_tile(p, elem_bytes, sm90a),
         // The halo tile for the calls it serves, the default's choice for the others.

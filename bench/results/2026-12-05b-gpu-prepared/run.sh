@@ -28,8 +28,9 @@
 #    16-bit NHWC at unit source strides; a tile's source copied once for all taps, read by
 #    each tap's wgmma through mode-0 descriptors, which the probe now checks first): the conv
 #    tests under halo, racecheck/synccheck/memcheck on the every-geometry test under halo
-#    (its first two geometries run the halo kernels), its f16 rows beside the others' in part
-#    2 and ncu on its W4 backprop_input call.
+#    (its first two geometries run the halo kernels; also with one halo buffer), its f16 rows
+#    beside the others' in part 2 (two halo buffers, one block an SM on W4; and one, two
+#    blocks: halo1) and ncu on its W4 backprop_input call.
 # 3. The one-barrier and register-source builds (as ../2026-12-04b-gpu-prepared): their
 #    suites, racecheck/synccheck under wgmma, the lean wgmma tile's rows timed beside the
 #    default build's (f32 exact and TF32, f16 NCHW), ncu on exact f32 NCHW W4.
@@ -56,6 +57,7 @@ for tool in racecheck synccheck memcheck; do
 done
 HALO=(env GRADOPS_CUDA_CONV_TC_TILE=halo GRADOPS_CUDA_CONV_TC_FORWARD_TILE=halo GRADOPS_REQUIRE_GPU=1)
 st halo_conv_tests 120 "${HALO[@]}" "$B/cuda_ops" --test-threads=1 gpu_conv2d
+st halo1_conv_tests 60 "${HALO[@]}" GRADOPS_CUDA_CONV_TC_HALO_BUFFERS=1 "$B/cuda_ops" --test-threads=1 gpu_conv2d_every_geometry
 for tool in racecheck synccheck memcheck; do
   st "${tool}_halo" 90 "${HALO[@]}" "$SAN" --tool $tool --error-exitcode 99 \
     "$B/cuda_ops" --test-threads=1 gpu_conv2d_every_geometry
@@ -66,12 +68,13 @@ reap
 P="--device cuda --reps 50 --dtypes f16 --layouts nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f"
 PYTHONUNBUFFERED=1 st peers_a 90 python3 bench/peers.py $P --json "$W/peers-a.json"; reap
 for rep in 1 2; do
-  vs=(default ws ws3 ws8 wgmma halo); [[ $rep == 1 ]] && vs+=(ws_tiles)
+  vs=(default ws ws3 ws8 wgmma halo halo1); [[ $rep == 1 ]] && vs+=(ws_tiles)
   for v in "${vs[@]}"; do
     t=${v%_tiles}; t=${t%[0-9]}
     tile=(); [[ $v != default ]] && tile=(env GRADOPS_CUDA_CONV_TC_TILE=$t GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$t)
     [[ $v == *_tiles ]] && tile+=(GRADOPS_CUDA_CONV_TC_GRID=tiles)
     [[ $v =~ ^ws([0-9])$ ]] && tile+=(GRADOPS_CUDA_CONV_TC_WS_STAGES=${BASH_REMATCH[1]})
+    [[ $v == halo1 ]] && tile+=(GRADOPS_CUDA_CONV_TC_HALO_BUFFERS=1)
     st "t${rep}_${v}_f16" 40 "${tile[@]}" "$B/gradops" bench --device cuda --dtype f16 --layout nhwc \
       --workload W4,W5,W4f,W5f --reps 50 --json "$W/t$rep-$v-f16.json"
   done
