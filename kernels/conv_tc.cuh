@@ -2139,13 +2139,14 @@ GO_TC_WS_BODY(conv2d_forward_tc_vec_nchw_ws_tf32_body, true, true, GO_LAYOUT_NCH
 // the operand of any tap is the same planes from a row on (a descriptor start per tap). The
 // filter of the (phase, group, channel tile) problem stays in shared memory for all its
 // tiles (every tap and chunk, in the wgmma tile's B stages), and each tile's halo is copied
-// while the tile before it multiplies (two buffers). Per tile: one wait and one block
-// barrier before the products, one after; each thread copies about hl * jlen / 8 / 256
-// 16-byte chunks (W4: 8) where the wgmma tile copies 3 a chunk of 32 channels and tap (W4:
-// 54) and meets 2 block barriers (W4: 36). The products are the wgmma tile's, in its order (taps ascending, then channels, a k16
-// at a time, on the same accumulators): the same bits. The filter and two halo buffers must
-// fit the dynamic shared memory (GO_TC_HALO_MAX_SMEM; host: launch::conv_tc_halo_smem_bytes,
-// which bounds go_tc_halo_geom's bytes over the phases).
+// while the tile before it multiplies (two buffers; with room for one, before it). Per tile:
+// one wait and one block barrier before the products, one after; each thread copies about
+// hl * jlen / 8 / 256 16-byte chunks (W4: 8) where the wgmma tile copies 3 a chunk of 32
+// channels and tap (W4: 54) and meets 2 block barriers (W4: 36). The products are the wgmma
+// tile's, in its order (taps ascending, then channels, a k16 at a time, on the same
+// accumulators): the same bits. The filter and one halo buffer must fit the dynamic shared
+// memory the launch gives (at most GO_TC_HALO_MAX_SMEM; host: launch::conv_tc_halo_smem_bytes,
+// which bounds go_tc_halo_geom's bytes1 and halo over the phases), or the kernel traps.
 struct GoTcHaloGeom {
     int tymin, txmin;  // the taps' smallest source row and column shifts
     int wp;            // slots a padded row: cnt_x + the taps' column span
