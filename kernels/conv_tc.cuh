@@ -299,6 +299,28 @@ GO_DEV void go_tc_store_chunk(S* dst, const S (&v)[16 / sizeof(S)]) {
 #endif
 }
 
+// Four 32-bit words to a 16-byte aligned chunk of shared memory in one store. (A uint4
+// store through a pointer came out as four 32-bit ones.)
+GO_DEV void go_st_shared_words4(void* dst, uint32_t a, uint32_t b, uint32_t c, uint32_t d) {
+#if defined(__CUDA_ARCH__)
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(go_smem_addr(dst)), "r"(a),
+                 "r"(b), "r"(c), "r"(d));
+#else
+    const uint32_t words[4] = {a, b, c, d};
+    std::memcpy(dst, words, 16);
+#endif
+}
+
+// p, its provenance hidden from the optimizer: a base the loads after it offset in one
+// multiply-add each (nvcc re-derived a sum of 64-bit offsets for each of them).
+template <typename T>
+GO_DEV const T* go_opaque_ptr(const T* p) {
+#if defined(__CUDA_ARCH__)
+    asm("mov.b64 %0, %0;\n" : "+l"(p));
+#endif
+    return p;
+}
+
 // The strided (scalar) chunks of one reduction chunk, gathered into registers by
 // go_tc_gather and written to their stage by go_tc_put one main-loop iteration later, so
 // the loads' latency is hidden behind a stage of mma (cp.async chunks need no such help).
@@ -2124,29 +2146,32 @@ GO_TC_WS_BODY(conv2d_forward_tc_vec_nchw_ws_tf32_body, true, true, GO_LAYOUT_NCH
 #undef GO_TC_WS_BODY
 
 // ---------------------------------------------------------------------------------------
-// The halo tile (GO_TC_HALO: conv2d_{backprop_input,forward}_tc_vec_halo_<f16|bf16>, 16-bit
-// NHWC at unit source strides, sm_90a images and the emulator). The other tiles copy each
-// tap's A anew: per tap and channel chunk 128 pixel rows, so a 3 x 3 filter reads each
-// source pixel 9 times, with the copies' address math, masks and a stage's synchronisation
-// each time (ncu on an H200, 2026-12-04: the wgmma tile's time went to that staging, 85 warp
-// instructions a wgmma, not to the tensor cores). Here a tile's pixels are GO_TC_WIDE_TILE_M
-// consecutive slots q of its image's phase rows padded by the taps' column span (slot q =
-// a * wp + b, pixel (a, b) where b < cnt_x; the other slots are computed and not stored),
-// so that tap (ty, tx) of slot q reads source slot q + ty * wp + tx: one shift for the whole
-// tile. Its source is copied once, every channel of the group, into a halo buffer of hl =
-// 128 + row span * wp + column span slots, K-major without swizzle (wgmma's mode 0): plane
-// g (channels 8g..8g+7) holds slot h's 16 bytes at h * 16, planes hlp * 16 bytes apart, so
-// the operand of any tap is the same planes from a row on (a descriptor start per tap). The
-// filter of the (phase, group, channel tile) problem stays in shared memory for all its
-// tiles (every tap and chunk, in the wgmma tile's B stages), and each tile's halo is copied
-// while the tile before it multiplies (two buffers; with room for one, before it). Per tile:
-// one wait and one block barrier before the products, one after; each thread copies about
-// hl * jlen / 8 / 256 16-byte chunks (W4: 8) where the wgmma tile copies 3 a chunk of 32
-// channels and tap (W4: 54) and meets 2 block barriers (W4: 36). The products are the wgmma
-// tile's, in its order (taps ascending, then channels, a k16 at a time, on the same
-// accumulators): the same bits. The filter and one halo buffer must fit the dynamic shared
-// memory the launch gives (at most GO_TC_HALO_MAX_SMEM; host: launch::conv_tc_halo_smem_bytes,
-// which bounds go_tc_halo_geom's bytes1 and halo over the phases), or the kernel traps.
+// The halo tile (GO_TC_HALO: conv2d_{backprop_input,forward}_tc_vec{,_nchw}_halo_<f16|bf16>,
+// 16-bit NHWC and NCHW at unit source strides, sm_90a images and the emulator). The other
+// tiles copy each tap's A anew: per tap and channel chunk 128 pixel rows, so a 3 x 3 filter
+// reads each source pixel 9 times, with the copies' address math, masks and a stage's
+// synchronisation each time (ncu on an H200, 2026-12-04: the wgmma tile's time went to that
+// staging, 85 warp instructions a wgmma, not to the tensor cores). Here a tile's pixels are
+// GO_TC_WIDE_TILE_M consecutive slots q of its image's phase rows padded by the taps' column
+// span (slot q = a * wp + b, pixel (a, b) where b < cnt_x; the other slots are computed and
+// not stored), so that tap (ty, tx) of slot q reads source slot q + ty * wp + tx: one shift
+// for the whole tile. Its source is copied once, every channel of the group, into a halo
+// buffer of hl = 128 + row span * wp + column span slots, K-major without swizzle (wgmma's
+// mode 0): plane g (channels 8g..8g+7) holds slot h's 16 bytes at h * 16, planes hlp * 16
+// bytes apart, so the operand of any tap is the same planes from a row on (a descriptor
+// start per tap). The filter of the (phase, group, channel tile) problem stays in shared
+// memory for all its tiles (every tap and chunk, in the wgmma tile's B stages), and each
+// tile's halo is copied while the tile before it multiplies (two buffers; with room for one,
+// before it). Per tile: one wait and one block barrier before the products, one after; each
+// thread copies about hl * jlen / 8 / 256 16-byte chunks (W4: 8) where the wgmma tile copies
+// 3 a chunk of 32 channels and tap (W4: 54) and meets 2 block barriers (W4: 36). The
+// products are the wgmma tile's, in its order (taps ascending, then channels, a k16 at a
+// time, on the same accumulators): the same bits. The filter and one halo buffer must fit
+// the dynamic shared memory the launch gives (at most GO_TC_HALO_MAX_SMEM; host:
+// launch::conv_tc_halo_smem_bytes, which bounds go_tc_halo_geom's bytes1 and halo over the
+// phases), or the kernel traps. NCHW: the same halo and products; the copies go through
+// registers (no 16-byte run holds a slot's channels), so one buffer (two blocks an SM hide
+// the copies, not cp.async).
 struct GoTcHaloGeom {
     int tymin, txmin;  // the taps' smallest source row and column shifts
     int wp;            // slots a padded row: cnt_x + the taps' column span
@@ -2189,7 +2214,7 @@ GO_DEV GoTcHaloGeom go_tc_halo_geom(const GoTcProblem& P) {
 // copied while the one before multiplies (two buffers), or (one buffer: two blocks an SM
 // where two buffers would leave room for one) before it multiplies. BKN: the forward's
 // [k][nn] B (N-major).
-template <typename T, bool BKN>
+template <typename T, bool BKN, int L>
 GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
                                const T* __restrict__ src, const T* __restrict__ w,
                                T* __restrict__ out, go_i64 n_base, unsigned char* smem,
@@ -2219,36 +2244,101 @@ GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
             cur.advance<BK, BKN, false, 1>(P, jlen, ntx, none);
         }
     }
-    // The halo copies: thread t takes plane g = t % kg of slots t / kg, + NT / kg, ... (a
-    // warp's copy reads 32 / kg whole pixels' channels), walking its slots' source row r and
-    // column c without a division; slots outside the source are zero-filled.
+    // The halo copies. NHWC: thread t takes plane g = t % kg of slots t / kg, + NT / kg, ...
+    // (a warp's copy reads 32 / kg whole pixels' channels), walking its slots' source row r
+    // and column c without a division; slots outside the source are zero-filled. NCHW (no
+    // 16-byte run holds a slot's channels): warp w takes plane g = w % kg (and g + 8, ...
+    // where kg > 8: ppw planes) of slots 32 (w / kg) + lane, + hstep, ..., so that each of
+    // a slot's 8 loads (one a channel plane) reads 32 consecutive slots of one channel across
+    // the warp, and its 16-byte shared store lands beside its neighbours'; NB slots' loads
+    // are issued before their stores (the latency once a batch; two blocks an SM, one halo
+    // buffer, hide the rest).
     // (The problem's values in registers: read from shared memory, where the problem lives,
     // they were read again after each copy, whose asm clobbers memory: 67 instructions a
     // copy.)
-    const int g = t % kg, hstep = NT / kg;
+    constexpr bool NC = L == GO_LAYOUT_NCHW;
+    constexpr int NB = 8;
+    const int g = NC ? warp % kg : t % kg, hstep = NC ? 32 * (kg < 8 ? 8 / kg : 1) : NT / kg;
     const int wp = G.wp, hl = G.hl, tymin = G.tymin, txmin = G.txmin, ah = (int)P.a_h,
               aw = (int)P.a_w;
     const unsigned tpi = G.tpi;
     const go_i64 a_row = P.a_row, a_col = P.a_col;
+    // (NCHW's fill reads the plane stride and halo planes where it runs: no asm there.)
+    const GoTcProblem* const Pp = &P;
+    const GoTcHaloGeom* const Gp = &G;
     const T* const src0 = src + P.a_off + (go_i64)g * VEC * P.a_j;
     const go_i64 a_n = P.a_n;
     S* const hdst = Hs + g * G.hlp * VEC;
     auto fill = [=](unsigned tile, int b) {
-        const T* base = src0 + (go_i64)(tile / tpi) * a_n;
-        int h = t / kg;
-        const go_i64 s = (go_i64)(tile % tpi) * BM + (go_i64)tymin * wp + h;
-        int r = (int)go_floordiv(s, wp);
-        int c = (int)(s - (go_i64)r * wp) + txmin;
-        S* dst = hdst + b * hbuf;
-        // The slot's source offset, stepped with it (read only where the slot is inside).
-        go_i64 off = (go_i64)r * a_row + (go_i64)c * a_col;
-        for (; h < hl; h += hstep) {
-            const bool in = r >= 0 && r < ah && c >= 0 && c < aw;
-            go_tc_vec_copy16<1>(dst + h * VEC, in ? base + off : w, in ? 16 : 0);
-            off += hstep * a_col;
-            for (c += hstep; c >= txmin + wp; c -= wp) {
-                ++r;
-                off += a_row - wp * a_col;
+        if constexpr (!NC) {
+            const T* base = src0 + (go_i64)(tile / tpi) * a_n;
+            int h = t / kg;
+            const go_i64 s = (go_i64)(tile % tpi) * BM + (go_i64)tymin * wp + h;
+            int r = (int)go_floordiv(s, wp);
+            int c = (int)(s - (go_i64)r * wp) + txmin;
+            S* dst = hdst + b * hbuf;
+            // The slot's source offset, stepped with it (read only where the slot is inside).
+            go_i64 off = (go_i64)r * a_row + (go_i64)c * a_col;
+            for (; h < hl; h += hstep) {
+                const bool in = r >= 0 && r < ah && c >= 0 && c < aw;
+                go_tc_vec_copy16<1>(dst + h * VEC, in ? base + off : w, in ? 16 : 0);
+                off += hstep * a_col;
+                for (c += hstep; c >= txmin + wp; c -= wp) {
+                    ++r;
+                    off += a_row - wp * a_col;
+                }
+            }
+        } else {
+            // Offsets in 32 bits within the group's 8 planes of the pass (the host and the
+            // entry keep a source plane within 2^29 elements), a step's rows and columns
+            // found once: a slot's 8 addresses are its offset plus multiples of a_j.
+            const unsigned aj = (unsigned)Pp->a_j;
+            const int ppw = kg > 8 ? kg / 8 : 1, hlp = Gp->hlp;
+            const int arow = (int)a_row, acol = (int)a_col;
+            const int dq = hstep / wp, dr = hstep - dq * wp;
+            const int dstep = dq * arow + dr * acol, dwrap = arow - wp * acol;
+            for (int pi = 0; pi < ppw; ++pi) {
+                const T* base = go_opaque_ptr(src0 + (go_i64)(tile / tpi) * a_n +
+                                              (go_i64)pi * 64 * Pp->a_j);
+                int h = (t / 32 / kg) * 32 + t % 32;
+                const go_i64 s = (go_i64)(tile % tpi) * BM + (go_i64)tymin * wp + h;
+                int r = (int)go_floordiv(s, wp);
+                int c = (int)(s - (go_i64)r * wp) + txmin;
+                S* dst = hdst + b * hbuf + pi * 8 * hlp * VEC;
+                int off = r * arow + c * acol;
+                while (h < hl) {
+                    int hb[NB], so[NB];  // the slots, and their offsets (-1: outside)
+#pragma unroll
+                    for (int k = 0; k < NB; ++k) {
+                        hb[k] = h;
+                        const bool in = h < hl && r >= 0 && r < ah && c >= 0 && c < aw;
+                        so[k] = in ? off : -1;
+                        h += hstep;
+                        r += dq;
+                        c += dr;
+                        off += dstep;
+                        if (c >= txmin + wp) {
+                            c -= wp;
+                            ++r;
+                            off += dwrap;
+                        }
+                    }
+                    uint32_t v[NB][VEC];
+#pragma unroll
+                    for (int k = 0; k < NB; ++k)
+#pragma unroll
+                        for (int e = 0; e < VEC; ++e)
+                            v[k][e] = so[k] >= 0
+                                          ? go_bits(go_ldg(base + ((unsigned)so[k] + e * aj)))
+                                          : 0u;
+#pragma unroll
+                    for (int k = 0; k < NB; ++k) {
+                        if (hb[k] >= hl) break;
+                        go_st_shared_words4(dst + hb[k] * VEC, v[k][0] | v[k][1] << 16,
+                                            v[k][2] | v[k][3] << 16, v[k][4] | v[k][5] << 16,
+                                            v[k][6] | v[k][7] << 16);
+                    }
+                }
             }
         }
     };
@@ -2331,9 +2421,10 @@ struct GoTcHaloBlock {
     GoTcProblem P;
     GoTcHaloGeom G;
 };
-// conv2d_tc_layout for the halo tile (NHWC): the same problems, z over phases, y over group
-// x channel tiles, x over the problem's tiles (its own, not the other tiles' pixel tiles).
-template <typename T, bool FWD>
+// conv2d_tc_layout for the halo tile (layout L): the same problems, z over phases, y over
+// group x channel tiles, x over the problem's tiles (its own, not the other tiles' pixel
+// tiles).
+template <typename T, bool FWD, int L>
 GO_DEV void conv2d_tc_halo_layout(const GoConvParams& p, unsigned char* smem, unsigned room,
                                   GoTcHaloBlock* Bk) {
     const go_i64 nlen = FWD ? p.co / p.groups : p.ci / p.groups;
@@ -2347,41 +2438,50 @@ GO_DEV void conv2d_tc_halo_layout(const GoConvParams& p, unsigned char* smem, un
             __syncthreads();  // every thread is done with the previous problem
             if (threadIdx.x == 0) {
                 const go_i64 gi = gn / ntiles;
-                Bk->P = FWD ? go_tc_forward_problem<GO_LAYOUT_NHWC>(p, gi)
-                            : go_tc_backprop_problem<GO_LAYOUT_NHWC>(p, ph, gi);
+                Bk->P = FWD ? go_tc_forward_problem<L>(p, gi)
+                            : go_tc_backprop_problem<L>(p, ph, gi);
                 Bk->G = go_tc_halo_geom<T>(Bk->P);
             }
             __syncthreads();
             // Two halo buffers where the launch gave room for them, else one; less traps.
+            // (NCHW: one. Its copies go through registers, so a second buffer would not let
+            // them run under the products; two blocks an SM do.)
             if (Bk->G.bytes1 > (go_i64)room) go_trap();
-            go_tc_halo_problem<T, FWD>(Bk->P, Bk->G, src, w, out, (gn % ntiles) * TC_BN, smem,
-                                       blockIdx.x, gridDim.x,
-                                       Bk->G.bytes1 + Bk->G.halo <= (go_i64)room);
+            go_tc_halo_problem<T, FWD, L>(Bk->P, Bk->G, src, w, out, (gn % ntiles) * TC_BN,
+                                          smem, blockIdx.x, gridDim.x,
+                                          L == GO_LAYOUT_NHWC &&
+                                              Bk->G.bytes1 + Bk->G.halo <= (go_i64)room);
         }
     }
 }
-// The halo kernels serve 16-bit NHWC calls where go_tc_vec_params_ok holds, the source is
-// read at unit strides (the forward at stride 1; backprop_input's phases always) and a
-// group's source channels make planes that divide the block's threads (jlen / 8 of them).
-template <typename T, bool FWD>
+// The halo kernels serve 16-bit calls of layout L where go_tc_vec_params_ok holds, the
+// source is read at unit strides (the forward at stride 1; backprop_input's phases always)
+// and a group's source channels make planes that divide the block's threads (jlen / 8 of
+// them).
+template <typename T, bool FWD, int L>
 GO_DEV void conv2d_tc_halo_entry(const GoConvParams& p, unsigned char* dsmem, GoTcHaloBlock* Bk) {
     static_assert(sizeof(T) == 2, "16-bit types");
-    go_tc_vec_check<T, FWD, GO_LAYOUT_NHWC>(p);
+    go_tc_vec_check<T, FWD, L>(p);
     const go_i64 jlen = FWD ? p.ci / p.groups : p.co / p.groups;
     if ((FWD && (p.sh != 1 || p.sw != 1)) || GO_TC_HALO_THREADS % (jlen / 8) != 0) go_trap();
+    // NCHW's copies take 32-bit offsets within 8 source planes.
+    if (L == GO_LAYOUT_NCHW && (FWD ? p.hi * p.wi : p.ho * p.wo) > GO_TC_HALO_NCHW_MAX_PLANE)
+        go_trap();
     const unsigned bytes = go_dynamic_smem_bytes();
     const unsigned room = bytes < GO_TC_HALO_SMEM_ALIGN ? 0 : bytes - GO_TC_HALO_SMEM_ALIGN;
-    conv2d_tc_halo_layout<T, FWD>(p, go_smem_align<GO_TC_HALO_SMEM_ALIGN>(dsmem), room, Bk);
+    conv2d_tc_halo_layout<T, FWD, L>(p, go_smem_align<GO_TC_HALO_SMEM_ALIGN>(dsmem), room, Bk);
 }
-#define GO_TC_HALO_BODY(NAME, FWD)                                 \
+#define GO_TC_HALO_BODY(NAME, FWD, L)                              \
     template <typename T>                                          \
     GO_DEV void NAME(const GoConvParams& p) {                      \
         GO_DYNAMIC_SMEM(dsmem, GO_TC_HALO_MAX_SMEM);               \
         __shared__ GoTcHaloBlock block;                            \
-        conv2d_tc_halo_entry<T, FWD>(p, dsmem, &block);            \
+        conv2d_tc_halo_entry<T, FWD, L>(p, dsmem, &block);         \
     }
-GO_TC_HALO_BODY(conv2d_backprop_input_tc_vec_halo_body, false)
-GO_TC_HALO_BODY(conv2d_forward_tc_vec_halo_body, true)
+GO_TC_HALO_BODY(conv2d_backprop_input_tc_vec_halo_body, false, GO_LAYOUT_NHWC)
+GO_TC_HALO_BODY(conv2d_forward_tc_vec_halo_body, true, GO_LAYOUT_NHWC)
+GO_TC_HALO_BODY(conv2d_backprop_input_tc_vec_nchw_halo_body, false, GO_LAYOUT_NCHW)
+GO_TC_HALO_BODY(conv2d_forward_tc_vec_nchw_halo_body, true, GO_LAYOUT_NCHW)
 #undef GO_TC_HALO_BODY
 #endif
 #undef GO_TC_VEC_BODY
@@ -2557,6 +2657,9 @@ GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_nchw_ws_tf32, GoConvParams,
 // The halo kernels, 16-bit types, both ops.
 GO_TC_HALO_INSTANTIATE(conv2d_backprop_input_tc_vec_halo, conv2d_backprop_input_tc_vec_halo_body)
 GO_TC_HALO_INSTANTIATE(conv2d_forward_tc_vec_halo, conv2d_forward_tc_vec_halo_body)
+GO_TC_HALO_INSTANTIATE(conv2d_backprop_input_tc_vec_nchw_halo,
+                       conv2d_backprop_input_tc_vec_nchw_halo_body)
+GO_TC_HALO_INSTANTIATE(conv2d_forward_tc_vec_nchw_halo, conv2d_forward_tc_vec_nchw_halo_body)
 #endif
 
 // ---------------------------------------------------------------------------------------

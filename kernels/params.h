@@ -88,15 +88,17 @@
 #define GO_TC_WS_SMEM_ALIGN 512
 #define GO_TC_WS_MAX_STAGES 8
 #define GO_TC_WS_STAGES 6
-/* The halo wgmma kernels (conv2d_{backprop_input,forward}_tc_vec_halo_<f16|bf16>, NHWC,
- * unit source strides, compute_90a image): tiles of GO_TC_WIDE_TILE_M pixel slots of a
- * phase's padded rows x GO_TC_TILE_N channels on GO_TC_HALO_THREADS threads (two
+/* The halo wgmma kernels (conv2d_{backprop_input,forward}_tc_vec{,_nchw}_halo_<f16|bf16>,
+ * NHWC and NCHW, unit source strides, compute_90a image): tiles of GO_TC_WIDE_TILE_M pixel
+ * slots of a phase's padded rows x GO_TC_TILE_N channels on GO_TC_HALO_THREADS threads (two
  * warpgroups), each tile's source read once per channel into a halo buffer that every tap's
  * wgmma reads at its own offset, the (phase, group, channel tile)'s filter resident. Dynamic
  * shared memory: GO_TC_HALO_SMEM_ALIGN + the filter's taps x channels x GO_TC_TILE_N
- * elements + two halo buffers (launch::conv_tc_halo_smem_bytes), at most GO_TC_HALO_MAX_SMEM
- * bytes; a launch with less than the call needs traps. */
+ * elements + two halo buffers (NCHW one; launch::conv_tc_halo_smem_bytes), at most
+ * GO_TC_HALO_MAX_SMEM bytes; a launch with less than the call needs traps. */
 #define GO_TC_HALO_THREADS 256
+/* NCHW halo kernels: the most elements of a source plane (32-bit offsets in 8 planes). */
+#define GO_TC_HALO_NCHW_MAX_PLANE 536870912
 #define GO_TC_HALO_SMEM_ALIGN 512
 #define GO_TC_HALO_MAX_SMEM 231424
 

@@ -9,7 +9,8 @@
 #   pip download --no-deps nvidia-cuda-nvdisasm==13.2.51 && unzip the wheel
 # Usage: NVDISASM=/path/to/nvdisasm bash scripts/ws-loop-sizes.sh [extra nvcc flags]
 # MATCH (default _ws_) picks the kernels by a substring of their names: MATCH=_halo_ lists
-# the halo kernels' loops (the halo copies, the products of a tap and chunk, the filter's).
+# the halo kernels' loops (the halo copies, the products of a tap and chunk, the filter's;
+# NCHW's copies are the loops with LDG.E and STS).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T=.cuda-toolchain/nvidia/cu13/bin
@@ -23,7 +24,7 @@ import re, sys
 text = open(sys.argv[1]).read()
 match = sys.argv[2]
 parts = re.split(r"\n\.text\.(\S+):\n", text)
-kinds = ["LDGSTS", "HGMMA", "TRYWAIT", "ARRIVE", "LDS", "BAR.SYNC", "STG"]
+kinds = ["LDGSTS", "LDG.E", "STS", "HGMMA", "TRYWAIT", "ARRIVE", "LDS", "BAR.SYNC", "STG"]
 for name, body in zip(parts[1::2], parts[2::2]):
     if match not in name:
         continue
@@ -43,6 +44,6 @@ for name, body in zip(parts[1::2], parts[2::2]):
             continue
         loop = ins[labels[m.group(1)] : i + 1]
         counts = {k: sum(k in x for x in loop) for k in kinds}
-        if len(loop) < 800 and (counts["LDGSTS"] or counts["HGMMA"]):
+        if len(loop) < 800 and (counts["LDGSTS"] or counts["LDG.E"] or counts["HGMMA"]):
             print(f"    {len(loop)} instructions", {k: v for k, v in counts.items() if v})
 PY

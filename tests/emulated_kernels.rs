@@ -700,6 +700,8 @@ thread_local! {
     static HALO_SMEM: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
     /// The calls whose halo twin ran on this thread.
     static HALO_RUNS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Those of them in NCHW.
+    static HALO_NCHW_RUNS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// The dynamic shared memory of a launch of `kernel` in [`run_job`]: the warp-specialized
@@ -3358,17 +3360,24 @@ fn emulated_conv2d_tensor_core() {
     }
     let mut ran = 0;
     HALO_RUNS.set(0);
+    HALO_NCHW_RUNS.set(0);
     for c in cases {
         if tc_case(c, &mut rng) {
             ran += 1;
         }
     }
     // Every call of halo_tc_cases and many_pixel_tc_cases the halo tile serves, and the lean
-    // and fixed cases' (13 on 2026-12-06; random cases may add some).
+    // and fixed cases' (28 on 2026-12-06, 13 of them NCHW; random cases may add some).
+    println!(
+        "the halo twin ran for {} calls, {} of them NCHW",
+        HALO_RUNS.get(),
+        HALO_NCHW_RUNS.get()
+    );
     assert!(
-        HALO_RUNS.get() >= 13,
-        "the halo twin ran for {} calls",
-        HALO_RUNS.get()
+        HALO_RUNS.get() >= 28 && HALO_NCHW_RUNS.get() >= 13,
+        "the halo twin ran for {} calls, {} of them NCHW",
+        HALO_RUNS.get(),
+        HALO_NCHW_RUNS.get()
     );
     for f in [
         "conv2d_forward_tc",
@@ -3720,12 +3729,14 @@ fn many_pixel_tc_cases() -> Vec<TcCase> {
     cases
 }
 
-/// The halo tile's geometries (16-bit NHWC, the source read at unit strides; tc_case runs
-/// its twin wherever `launch::conv_tc_halo_smem_bytes` serves the call): several tiles a
-/// padded image row and a dilated forward (planes of 64 channels); two channel tiles of the
-/// forward and 16 planes of 128 channels with a 1 x 3 filter; backprop_input at stride 3
-/// with a 2 x 2 filter, whose phases include some no tap reaches (zeros); a 1 x 1 filter at
-/// stride 2; asymmetric padding.
+/// The halo tile's geometries (16-bit, NHWC and then NCHW, the source read at unit strides;
+/// tc_case runs its twin wherever `launch::conv_tc_halo_smem_bytes` serves the call):
+/// several tiles a padded image row and a dilated forward (planes of 64 channels); two
+/// channel tiles of the forward and 16 planes of 128 channels with a 1 x 3 filter (NCHW: two
+/// planes a warp); backprop_input at stride 3 with a 2 x 2 filter, whose phases include some
+/// no tap reaches (zeros); a 1 x 1 filter at stride 2; asymmetric padding; 32 planes (256
+/// channels; NCHW: four planes a warp). (A call's channels a tap come in 32s, 4 planes at
+/// least: `conv_tc_vec_eligible`.)
 fn halo_tc_cases() -> Vec<TcCase> {
     let case = |dt, n, cig, cog, (hi, wi), k, s, d, pad, exact| TcCase {
         dt,
@@ -3744,7 +3755,7 @@ fn halo_tc_cases() -> Vec<TcCase> {
         exact,
         tf32: false,
     };
-    vec![
+    let nhwc = [
         case(
             Dt::F16,
             2,
@@ -3805,7 +3816,22 @@ fn halo_tc_cases() -> Vec<TcCase> {
             (2, 0, 3, 0),
             false,
         ),
-    ]
+        case(
+            Dt::F16,
+            1,
+            64,
+            256,
+            (6, 11),
+            (1, 1),
+            (1, 1),
+            (1, 1),
+            (0, 0, 0, 0),
+            false,
+        ),
+    ];
+    // The same in NCHW (its halo copies through registers, slot-major across a warp).
+    let nchw = nhwc.iter().map(|&c| TcCase { layout: NCHW, ..c });
+    nhwc.iter().copied().chain(nchw).collect()
 }
 
 /// Runs one case through both tensor-core kernels; false if the geometry has no output.
@@ -4082,6 +4108,8 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                 for &(kind, plan) in twins {
                     run_twin(&format!("{name}_vec_{kind}_{}", dt.suffix()), plan);
                 }
+            }
+            if dt.size() == 2 {
                 // The halo twin where it serves the call (the source read at unit strides,
                 // the filter and a halo buffer within its shared memory): its own tiles
                 // (padded-row slots) and launch, each tile's source copied once for all its
@@ -4089,13 +4117,17 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                 // with one (the tiny grid: a block's many tiles through one buffer); with
                 // too little shared memory for the call it traps.
                 // (A build that differs in the wgmma tiles only runs their twins.)
+                // NCHW (one buffer whatever the launch gives): its copies through registers.
                 let halo_bytes = launch::conv_tc_halo_smem_bytes(&p, forward, dt.size(), 1);
                 if let Some(one) = halo_bytes.filter(|_| !only_wgmma) {
-                    let halo = format!("{name}_vec_halo_{}", dt.suffix());
+                    let halo = format!("{name}_vec{lay}_halo_{}", dt.suffix());
                     let two = launch::conv_tc_halo_smem_bytes(&p, forward, dt.size(), 2);
                     HALO_SMEM.set(two.expect("one buffer fits"));
                     run_twin(&halo, launch::conv_tc_halo);
                     HALO_RUNS.set(HALO_RUNS.get() + 1);
+                    if layout == NCHW {
+                        HALO_NCHW_RUNS.set(HALO_NCHW_RUNS.get() + 1);
+                    }
                     let l = launch::conv_tc_halo(&p, forward).expect("the halo launch");
                     let tiny = launch::Launch {
                         grid: (1, l.grid.1.min(2), l.grid.2.min(2)),

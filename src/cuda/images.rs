@@ -166,9 +166,9 @@ pub fn conv_tensor_cores_for_all_dtypes() -> bool {
 /// one); it runs on compute capability 9.0 only (the compute_90a image), elsewhere its calls
 /// run the tall tile (16-bit NHWC) or the lean one. `ws`: the warp-specialized wgmma tile for
 /// 16-bit NHWC calls and f32 ones of either layout ([`ConvTcTile::Ws`]), otherwise as
-/// `wgmma`. `halo`: the halo tile for the 16-bit NHWC calls it serves ([`ConvTcTile::Halo`]),
-/// otherwise as unset. Every tile gives the same results bit for bit (the emulator: the same
-/// products summed in the same order). Read once per process.
+/// `wgmma`. `halo`: the halo tile for the 16-bit calls it serves, NHWC and NCHW
+/// ([`ConvTcTile::Halo`]), otherwise as unset. Every tile gives the same results bit for bit
+/// (the emulator: the same products summed in the same order). Read once per process.
 pub const CONV_TC_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_TILE";
 
 /// The block tile of `conv2d_backprop_input` and `conv2d` calls on the lean tensor-core
@@ -234,17 +234,19 @@ pub enum ConvTcTile {
     /// blocks of 384 threads per SM). Checked in the emulator; not yet run on a
     /// GPU, so [`ConvTcTile::Auto`] never picks it.
     Ws,
-    /// `conv2d_backprop_input_tc_vec_halo_*` and `conv2d_forward_tc_vec_halo_*` (compute_90a
-    /// image, compute capability 9.0; 16-bit NHWC calls whose source is read at unit strides:
+    /// `conv2d_backprop_input_tc_vec_halo_*` and `conv2d_forward_tc_vec_halo_*` (NHWC;
+    /// `..._tc_vec_nchw_halo_*` for NCHW; compute_90a image, compute capability 9.0; 16-bit
+    /// calls whose source is read at unit strides:
     /// every backprop_input call, forward calls at stride 1; where a call's filter and halo
     /// buffers fit the shared memory, [`launch::conv_tc_halo_smem_bytes`]): the wgmma tile's
     /// products on tiles of 128 consecutive slots of the padded rows of a phase, each tile's
     /// source copied once per channel (not once per tap) into a halo buffer that every tap's
     /// wgmma reads from its own row (mode-0 descriptors), the filter resident in shared
     /// memory for all the tiles of a (phase, group, channel tile), the next tile's halo
-    /// copied while a tile multiplies (or one buffer, [`CONV_TC_HALO_BUFFERS_ENV`]). W4: 8
-    /// copies a thread a tile where the wgmma tile
-    /// issues 54, and 2 block barriers a tile where it has 36. The same products in the same
+    /// copied while a tile multiplies (or one buffer, [`CONV_TC_HALO_BUFFERS_ENV`]; NCHW,
+    /// whose copies go through registers, 8 loads a slot's 8 channel planes, always one, two
+    /// blocks an SM). W4 NHWC: 8 copies a thread a tile where the wgmma tile issues 54, and
+    /// 2 block barriers a tile where it has 36. The same products in the same
     /// order: the same bits. Other calls as [`ConvTcTile::Auto`]. Checked in the emulator;
     /// not yet run on a GPU, so [`ConvTcTile::Auto`] never picks it.
     ///
@@ -284,9 +286,9 @@ pub fn conv_tc_wgmma_available() -> bool {
 /// read N-major by the tensor cores; f32 and 16-bit NCHW calls: the lean wgmma tile,
 /// `conv2d_forward_tc_vec{,_nchw}_wgmma_*`; compute capability 9.0 only, as
 /// [`ConvTcTile::Wgmma`]), `ws` (`conv2d_forward_tc_vec{,_nchw}_ws_*`, 16-bit NHWC and f32
-/// calls, [`ConvTcTile::Ws`]), `halo` (`conv2d_forward_tc_vec_halo_*`, 16-bit NHWC calls at
-/// stride 1, [`ConvTcTile::Halo`]); the forward has no wide tile (`wide` reads as `tall`). Every tile
-/// gives the same results bit for bit (the emulator). Read once per process.
+/// calls, [`ConvTcTile::Ws`]), `halo` (`conv2d_forward_tc_vec{,_nchw}_halo_*`, 16-bit calls
+/// at stride 1, [`ConvTcTile::Halo`]); the forward has no wide tile (`wide` reads as `tall`).
+/// Every tile gives the same results bit for bit (the emulator). Read once per process.
 pub const CONV_TC_FORWARD_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_FORWARD_TILE";
 
 /// The 16-bit NHWC forward's tile ([`CONV_TC_FORWARD_TILE_ENV`], read on first use).
@@ -435,7 +437,8 @@ fn conv_tc_ws_stages_from_env(v: Option<&str>) -> u32 {
 /// products, so that two blocks fit an SM where two buffers would leave room for one (W4:
 /// 105 KB a block, not 137); unset or any other value: 2, the next tile's halo copied while
 /// a tile multiplies, where they fit (else one). Both give the same results bit for bit
-/// (the same products in the same order). Read once per process.
+/// (the same products in the same order). NCHW calls take one whatever this says (their
+/// copies go through registers). Read once per process.
 pub const CONV_TC_HALO_BUFFERS_ENV: &str = "GRADOPS_CUDA_CONV_TC_HALO_BUFFERS";
 
 /// The halo conv kernels' most halo buffers ([`CONV_TC_HALO_BUFFERS_ENV`], read on first

@@ -6,10 +6,11 @@ use super::params::{
     GoConvFilterParams, GoConvParams, GoPoolParams, GoResizeParams, GO_BLOCK_THREADS,
     GO_CONV_FILTER_TILE_K, GO_CONV_FILTER_TILE_M, GO_CONV_FILTER_TILE_N, GO_CONV_TILE_C,
     GO_CONV_TILE_P, GO_FILTER_HWIO, GO_LAYOUT_NCHW, GO_LAYOUT_NHWC, GO_POOL_TILE_SMEM,
-    GO_RESIZE_TILE_SMEM, GO_TC_BLOCK_THREADS, GO_TC_HALO_MAX_SMEM, GO_TC_HALO_SMEM_ALIGN,
-    GO_TC_HALO_THREADS, GO_TC_SQUARE_THREADS, GO_TC_SQUARE_TILE_M, GO_TC_TALL_TILE_M, GO_TC_TILE_M,
-    GO_TC_TILE_N, GO_TC_WIDE_THREADS, GO_TC_WIDE_TILE_M, GO_TC_WS_MAX_STAGES, GO_TC_WS_SMEM_ALIGN,
-    GO_TC_WS_SPLIT_LAG, GO_TC_WS_SPLIT_STAGE_BYTES, GO_TC_WS_STAGE_BYTES, GO_TC_WS_THREADS,
+    GO_RESIZE_TILE_SMEM, GO_TC_BLOCK_THREADS, GO_TC_HALO_MAX_SMEM, GO_TC_HALO_NCHW_MAX_PLANE,
+    GO_TC_HALO_SMEM_ALIGN, GO_TC_HALO_THREADS, GO_TC_SQUARE_THREADS, GO_TC_SQUARE_TILE_M,
+    GO_TC_TALL_TILE_M, GO_TC_TILE_M, GO_TC_TILE_N, GO_TC_WIDE_THREADS, GO_TC_WIDE_TILE_M,
+    GO_TC_WS_MAX_STAGES, GO_TC_WS_SMEM_ALIGN, GO_TC_WS_SPLIT_LAG, GO_TC_WS_SPLIT_STAGE_BYTES,
+    GO_TC_WS_STAGE_BYTES, GO_TC_WS_THREADS,
 };
 
 /// Threads per block for every kernel but the tensor-core ones (`GO_TC_BLOCK_THREADS`)
@@ -532,19 +533,21 @@ pub fn max_dynamic_smem_bytes(kernel: &str) -> u32 {
 }
 
 /// Whether `kernel` (an entry point's name) is a halo conv kernel
-/// (`conv2d_{backprop_input,forward}_tc_vec_halo_*`), whose filter and halo buffers live in
-/// dynamic shared memory ([`conv_tc_halo_smem_bytes`]).
+/// (`conv2d_{backprop_input,forward}_tc_vec_halo_*`, NHWC, and `..._tc_vec_nchw_halo_*`),
+/// whose filter and halo buffers live in dynamic shared memory ([`conv_tc_halo_smem_bytes`]).
 pub fn is_conv_tc_halo_kernel(kernel: &str) -> bool {
-    kernel.contains("_tc_vec_halo_")
+    kernel.contains("_tc_vec_halo_") || kernel.contains("_tc_vec_nchw_halo_")
 }
 
 /// The dynamic shared memory the halo kernels (`conv2d_backprop_input_tc_vec_halo_*`,
 /// `forward` false, and `conv2d_forward_tc_vec_halo_*`) take for a call with parameters `p`
 /// in elements of `elem_bytes` with at most `buffers` halo buffers (2: the next tile's halo
 /// copied while a tile multiplies; 1: before it, for two blocks an SM where two buffers would
-/// leave room for one), or `None` where they do not serve it: 16-bit elements, NHWC, the
-/// source read at unit strides (the forward at stride 1; backprop_input's phases always), a
-/// group's source channels `jlen` in planes of 8 that divide `GO_TC_HALO_THREADS`, and at
+/// leave room for one; NCHW always 1, its copies going through registers), or `None` where
+/// they do not serve it: 16-bit elements, NHWC or NCHW (a source plane of at most
+/// `GO_TC_HALO_NCHW_MAX_PLANE` elements: 32-bit offsets), the source read at unit strides
+/// (the forward at stride 1; backprop_input's phases always), a group's source channels
+/// `jlen` in planes of 8 that divide `GO_TC_HALO_THREADS`, and at
 /// most `GO_TC_HALO_MAX_SMEM` bytes with one buffer: `GO_TC_HALO_SMEM_ALIGN` + the filter of
 /// a (phase, group, channel tile), taps x `jlen` x `GO_TC_TILE_N` elements, + `buffers` (or
 /// as many as fit) halo buffers of `jlen` x (`hl` | 1) elements, `hl` = 128 + row span x
@@ -560,7 +563,21 @@ pub fn conv_tc_halo_smem_bytes(
     elem_bytes: usize,
     buffers: u32,
 ) -> Option<u32> {
-    if elem_bytes != 2 || p.layout != GO_LAYOUT_NHWC as i32 || (forward && (p.sh, p.sw) != (1, 1)) {
+    let nchw = p.layout == GO_LAYOUT_NCHW as i32;
+    if elem_bytes != 2
+        || !(nchw || p.layout == GO_LAYOUT_NHWC as i32)
+        || (forward && (p.sh, p.sw) != (1, 1))
+    {
+        return None;
+    }
+    let buffers = if nchw { 1 } else { buffers.clamp(1, 2) };
+    // NCHW's copies take 32-bit offsets within 8 source planes.
+    let plane = if forward {
+        nonneg(p.hi).saturating_mul(nonneg(p.wi))
+    } else {
+        nonneg(p.ho).saturating_mul(nonneg(p.wo))
+    };
+    if nchw && plane > u64::from(GO_TC_HALO_NCHW_MAX_PLANE) {
         return None;
     }
     let groups = nonneg(p.groups).max(1);
@@ -599,7 +616,7 @@ pub fn conv_tc_halo_smem_bytes(
         .checked_mul(jlen)?
         .checked_mul(u64::from(GO_TC_TILE_N) * elem)?;
     let halo = hl.checked_mul(jlen)?.checked_mul(elem)?;
-    (1..=u64::from(buffers.clamp(1, 2)))
+    (1..=u64::from(buffers))
         .rev()
         .filter_map(|b| {
             u64::from(GO_TC_HALO_SMEM_ALIGN)
@@ -927,8 +944,9 @@ mod tests {
     /// The halo tile's shared memory: W4 (backprop_input and forward, 64 channels a tap:
     /// 9 x 64 x 64 filter elements, two buffers of 64 x (128 + 2 x 58 + 2 = 246, odd: 247)),
     /// W5 (stride 2 backprop_input, 128 channels: at most 2 x 2 taps a phase, 28 + 1 slots a
-    /// padded row, 128 + 29 + 1 = 158, odd 159); none for the strided forward, NCHW, f32,
-    /// planes that do not divide the block (96 channels: 12) or past the limit.
+    /// padded row, 128 + 29 + 1 = 158, odd 159); NCHW with one buffer whatever is asked;
+    /// none for the strided forward, f32, planes that do not divide the block (96 channels:
+    /// 12) or past the limit.
     #[test]
     fn conv_tc_halo_smem() {
         let p = w4(64, 64, 1);
@@ -955,7 +973,42 @@ mod tests {
             layout: GO_LAYOUT_NCHW as i32,
             ..p
         };
-        assert_eq!(halo(&nchw, false, 2), None);
+        assert_eq!(halo(&nchw, false, 2), Some(one));
+        assert_eq!(halo(&nchw, true, 2), Some(one));
+        assert_eq!(conv_tc_halo_smem_bytes(&nchw, false, 2, 1), Some(one));
+        let w5_nchw = GoConvParams {
+            layout: GO_LAYOUT_NCHW as i32,
+            ..w5
+        };
+        assert_eq!(
+            halo(&w5_nchw, false, 2),
+            Some(512 + 4 * 128 * 64 * 2 + 128 * 159 * 2)
+        );
+        assert_eq!(halo(&w5_nchw, true, 2), None, "strided forward");
+        assert_eq!(halo(&nchw, false, 4), None);
+        // NCHW planes past 2^29 elements (the copies' 32-bit offsets; here 2^30); NHWC's
+        // take them.
+        let big = GoConvParams {
+            hi: 1 << 20,
+            wi: 1 << 10,
+            ho: 1 << 20,
+            wo: 1 << 10,
+            ci: 32,
+            co: 32,
+            ..p
+        };
+        assert_eq!(
+            halo(
+                &GoConvParams {
+                    layout: GO_LAYOUT_NCHW as i32,
+                    ..big
+                },
+                false,
+                2
+            ),
+            None
+        );
+        assert!(halo(&big, false, 2).is_some());
         assert_eq!(halo(&p, false, 4), None);
         assert_eq!(halo(&w4(96, 96, 1), false, 2), None);
         // 256 channels a tap: 9 x 256 x 64 x 2 = 294912 bytes of filter alone.
@@ -982,6 +1035,12 @@ mod tests {
             (GO_TC_HALO_THREADS, 1, 1)
         );
         assert!(is_conv_tc_halo_kernel("conv2d_forward_tc_vec_halo_bf16"));
+        assert!(is_conv_tc_halo_kernel(
+            "conv2d_backprop_input_tc_vec_nchw_halo_f16"
+        ));
+        assert!(!is_conv_tc_halo_kernel(
+            "conv2d_backprop_input_tc_vec_nchw_wgmma_f16"
+        ));
         assert!(!is_conv_tc_ws_kernel("conv2d_forward_tc_vec_halo_bf16"));
         assert_eq!(
             max_dynamic_smem_bytes("conv2d_backprop_input_tc_vec_halo_f16"),

@@ -797,8 +797,7 @@ fn conv_tc_family_for(
         && src.is_multiple_of(16)
         && p.w.is_multiple_of(16);
     let nchw = p.layout == GO_LAYOUT_NCHW as i32;
-    let halo_serves =
-        vec && !nchw && launch::conv_tc_halo_smem_bytes(p, forward, elem_bytes, 1).is_some();
+    let halo_serves = vec && launch::conv_tc_halo_smem_bytes(p, forward, elem_bytes, 1).is_some();
     let env_tile = match env_tile {
         ConvTcTile::Auto => conv_tc_measured_tile(p, elem_bytes, sm90a),
         // The halo tile for the calls it serves, the default's choice for the others.
@@ -807,6 +806,8 @@ fn conv_tc_family_for(
     };
     let tile = match (vec, nchw, elem_bytes) {
         (true, false, 2) => env_tile,
+        // 16-bit NCHW's halo tile (its copies through registers; halo_serves above).
+        (true, true, 2) if env_tile == ConvTcTile::Halo => ConvTcTile::Halo,
         // The warp-specialized tile serves f32 of both layouts too (backprop_input's HWIO
         // filter is K-major, as tf32 wgmma reads it; the forward's producer copies its filter
         // element by element to K-major places, and NCHW's its source from the channel
@@ -828,7 +829,7 @@ fn conv_tc_family_for(
         {
             ConvTcTile::Tall
         }
-        ConvTcTile::Wgmma | ConvTcTile::Ws if !sm90a => ConvTcTile::Lean,
+        ConvTcTile::Wgmma | ConvTcTile::Ws | ConvTcTile::Halo if !sm90a => ConvTcTile::Lean,
         tile => tile,
     };
     match (forward, vec, nchw, tile) {
@@ -850,6 +851,7 @@ fn conv_tc_family_for(
         (false, true, false, ConvTcTile::Ws) => "conv2d_backprop_input_tc_vec_ws",
         (false, true, false, ConvTcTile::Halo) => "conv2d_backprop_input_tc_vec_halo",
         (false, true, true, ConvTcTile::Wgmma) => "conv2d_backprop_input_tc_vec_nchw_wgmma",
+        (false, true, true, ConvTcTile::Halo) => "conv2d_backprop_input_tc_vec_nchw_halo",
         (false, true, true, ConvTcTile::Ws) if p.f32_precision == GO_F32_PRECISION_TF32 as i32 => {
             "conv2d_backprop_input_tc_vec_nchw_ws_tf32"
         }
@@ -869,6 +871,7 @@ fn conv_tc_family_for(
         (true, true, false, ConvTcTile::Halo) => "conv2d_forward_tc_vec_halo",
         (true, true, false, _) => "conv2d_forward_tc_vec",
         (true, true, true, ConvTcTile::Wgmma) => "conv2d_forward_tc_vec_nchw_wgmma",
+        (true, true, true, ConvTcTile::Halo) => "conv2d_forward_tc_vec_nchw_halo",
         (true, true, true, ConvTcTile::Ws) if p.f32_precision == GO_F32_PRECISION_TF32 as i32 => {
             "conv2d_forward_tc_vec_nchw_ws_tf32"
         }
@@ -2174,9 +2177,10 @@ mod tests {
         assert!(!conv_tc_family_is_sm90a(
             "conv2d_backprop_input_tc_vec_tall"
         ));
-        // The halo tile: 16-bit NHWC calls it serves (both ops at stride 1, backprop_input at
-        // stride 2 too) on its own launch in the compute_90a image; the strided forward, f32
-        // and NCHW calls as the default; without the image the tall tile.
+        // The halo tile: 16-bit calls it serves (both ops at stride 1, backprop_input at
+        // stride 2 too; NHWC and NCHW) on its own launch in the compute_90a image; the
+        // strided forward and f32 calls as the default; without the image the tall tile
+        // (NCHW: the lean one).
         use ConvTcTile::Halo;
         for forward in [false, true] {
             let op = if forward { "forward" } else { "backprop_input" };
@@ -2193,9 +2197,16 @@ mod tests {
                 fam(forward, 4, Halo, true),
                 fam(forward, 4, ConvTcTile::Auto, true)
             );
+            let nchw_halo = format!("conv2d_{op}_tc_vec_nchw_halo");
+            assert_eq!(nchw_fam(forward, 2, Halo, true), nchw_halo);
+            assert!(conv_tc_family_is_sm90a(&nchw_halo));
             assert_eq!(
-                nchw_fam(forward, 2, Halo, true),
-                nchw_fam(forward, 2, ConvTcTile::Auto, true)
+                nchw_fam(forward, 2, Halo, false),
+                format!("conv2d_{op}_tc_vec_nchw")
+            );
+            assert_eq!(
+                nchw_fam(forward, 4, Halo, true),
+                nchw_fam(forward, 4, ConvTcTile::Auto, true)
             );
             let s2 = GoConvParams { sh: 2, sw: 2, ..p };
             let f = conv_tc_family_for(&s2, (forward, 2), Halo, true);

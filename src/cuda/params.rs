@@ -32,6 +32,7 @@ pub const GO_TC_WS_SMEM_ALIGN: u32 = 512;
 pub const GO_TC_WS_MAX_STAGES: u32 = 8;
 pub const GO_TC_WS_STAGES: u32 = 6;
 pub const GO_TC_HALO_THREADS: u32 = 256;
+pub const GO_TC_HALO_NCHW_MAX_PLANE: u32 = 536870912;
 pub const GO_TC_HALO_SMEM_ALIGN: u32 = 512;
 pub const GO_TC_HALO_MAX_SMEM: u32 = 231424;
 pub const GO_CONV_FILTER_TILE_M: u32 = 64;

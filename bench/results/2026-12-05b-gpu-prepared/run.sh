@@ -30,7 +30,11 @@
 #    tests under halo, racecheck/synccheck/memcheck on the every-geometry test under halo
 #    (its first two geometries run the halo kernels; also with one halo buffer), its f16 rows
 #    beside the others' in part 2 (two halo buffers, one block an SM on W4; and one, two
-#    blocks: halo1) and ncu on its W4 backprop_input call.
+#    blocks: halo1) and ncu on its W4 backprop_input call. Since 2026-12-06 (fifth session)
+#    16-bit NCHW too (conv2d_{backprop_input,forward}_tc_vec_nchw_halo_*, copies through
+#    registers, one halo buffer): the tests above run it (their NCHW f16 calls), part 2
+#    times f16 NCHW under the default and halo (cuDNN NCHW in the same peers runs), ncu on
+#    its W4 backprop_input call.
 # 3. The one-barrier and register-source builds (as ../2026-12-04b-gpu-prepared): their
 #    suites, racecheck/synccheck under wgmma, the lean wgmma tile's rows timed beside the
 #    default build's (f32 exact and TF32, f16 NCHW), ncu on exact f32 NCHW W4.
@@ -64,8 +68,8 @@ for tool in racecheck synccheck memcheck; do
 done
 GRADOPS_REQUIRE_GPU=1 st gpu_tests 150 "$B/cuda_ops" --test-threads=1
 reap
-# 2. The ws tile's rows.
-P="--device cuda --reps 50 --dtypes f16 --layouts nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f"
+# 2. The ws tile's rows (and the NCHW halo tile's).
+P="--device cuda --reps 50 --dtypes f16 --layouts nchw,nhwc --workloads W4,W5,W4f,W5f --nhwc-workloads W4,W5,W4f,W5f"
 PYTHONUNBUFFERED=1 st peers_a 90 python3 bench/peers.py $P --json "$W/peers-a.json"; reap
 for rep in 1 2; do
   vs=(default ws ws3 ws8 wgmma halo halo1); [[ $rep == 1 ]] && vs+=(ws_tiles)
@@ -78,9 +82,14 @@ for rep in 1 2; do
     st "t${rep}_${v}_f16" 40 "${tile[@]}" "$B/gradops" bench --device cuda --dtype f16 --layout nhwc \
       --workload W4,W5,W4f,W5f --reps 50 --json "$W/t$rep-$v-f16.json"
   done
+  for v in default halo; do
+    tile=(); [[ $v != default ]] && tile=(env GRADOPS_CUDA_CONV_TC_TILE=$v GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$v)
+    st "t${rep}_${v}_f16_nchw" 40 "${tile[@]}" "$B/gradops" bench --device cuda --dtype f16 \
+      --layout nchw --workload W4,W5,W4f,W5f --reps 50 --json "$W/t$rep-$v-f16_nchw.json"
+  done
 done
 PYTHONUNBUFFERED=1 st peers_b 90 python3 bench/peers.py $P --json "$W/peers-b.json"; reap
-python3 bench/variant_summary.py "$W" "f16 NHWC: default tiles, ws (6 stages), ws at 3 and 8, ws a block a tile, wgmma, halo" | tee -a "$L" || true
+python3 bench/variant_summary.py "$W" "f16 NHWC: default tiles, ws (6 stages), ws at 3 and 8, ws a block a tile, wgmma, halo; f16 NCHW: default, halo" | tee -a "$L" || true
 mkdir -p "$W/ws" && mv "$W"/t*.json "$W"/peers-*.json "$W/ws/" 2>/dev/null
 # 2b. f32 NHWC on the ws tile, both ops (since 2026-12-06: exact 3xTF32 at 4 stages, the
 # TF32 opt-in at 6; the producer splits its stages), beside the default tiles and wgmma;
@@ -112,6 +121,10 @@ for v in halo ws wgmma; do
     --section SchedulerStats --section WarpStateStats --section MemoryWorkloadAnalysis --metrics "$M" \
     "$B/gradops" bench --device cuda --dtype f16 --layout nhwc --workload W4 --reps 3
 done
+st ncu_halo_nchw_f16_W4 40 env GRADOPS_CUDA_CONV_TC_TILE=halo "$NCU" --clock-control none \
+  -k "conv2d_backprop_input_tc_vec_nchw_halo_f16" -s 2 -c 1 --section SpeedOfLight --section Occupancy \
+  --section SchedulerStats --section WarpStateStats --section MemoryWorkloadAnalysis --metrics "$M" \
+  "$B/gradops" bench --device cuda --dtype f16 --layout nchw --workload W4 --reps 3
 st ncu_ws_tf32_W4 40 env GRADOPS_CUDA_CONV_TC_TILE=ws "$NCU" --clock-control none \
   -k "conv2d_backprop_input_tc_vec_ws_tf32_f32" -s 2 -c 1 --section SpeedOfLight --section Occupancy \
   --section SchedulerStats --section WarpStateStats --section MemoryWorkloadAnalysis --metrics "$M" \
