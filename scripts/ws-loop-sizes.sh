@@ -43,7 +43,9 @@ for name, body in zip(parts[1::2], parts[2::2]):
         if not (m and m.group(1) in labels and labels[m.group(1)] <= i):
             continue
         loop = ins[labels[m.group(1)] : i + 1]
-        counts = {k: sum(k in x for x in loop) for k in kinds}
+        # (STS: the opcode, not LDGSTS's tail.)
+        counts = {k: sum(re.search(r"(^|\s)STS", x) is not None if k == "STS" else k in x
+                         for x in loop) for k in kinds}
         if len(loop) < 800 and (counts["LDGSTS"] or counts["LDG.E"] or counts["HGMMA"]):
             print(f"    {len(loop)} instructions", {k: v for k, v in counts.items() if v})
 PY
