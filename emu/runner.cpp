@@ -140,6 +140,10 @@ int main() {
     GO_EMU_ONE(conv2d_backprop_input_tc_vec_nchw_halo, GoConvParams, 3, , bf16, __nv_bfloat16)
     GO_EMU_ONE(conv2d_forward_tc_vec_nchw_halo, GoConvParams, 3, , f16, __half)
     GO_EMU_ONE(conv2d_forward_tc_vec_nchw_halo, GoConvParams, 3, , bf16, __nv_bfloat16)
+    GO_EMU_ONE(conv2d_backprop_input_tc_vec_halo_tf32, GoConvParams, 3, , f32, float)
+    GO_EMU_ONE(conv2d_forward_tc_vec_halo_tf32, GoConvParams, 3, , f32, float)
+    GO_EMU_ONE(conv2d_backprop_input_tc_vec_nchw_halo_tf32, GoConvParams, 3, , f32, float)
+    GO_EMU_ONE(conv2d_forward_tc_vec_nchw_halo_tf32, GoConvParams, 3, , f32, float)
     GO_EMU_ONE(conv2d_backprop_filter_partial_tc_nhwc_wgmma, GoConvFilterParams, 4, , f16, __half)
     GO_EMU_ONE(conv2d_backprop_filter_partial_tc_nhwc_wgmma, GoConvFilterParams, 4, , bf16,
                __nv_bfloat16)

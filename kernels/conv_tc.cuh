@@ -311,6 +311,29 @@ GO_DEV void go_st_shared_words4(void* dst, uint32_t a, uint32_t b, uint32_t c, u
 #endif
 }
 
+// Four 32-bit words from a 16-byte aligned chunk of global memory in one read-only load
+// (volatile: issued where written, e.g. before a tile's wgmma, whose results they wait
+// for only where used.)
+GO_DEV void go_ldg_words4(const void* src, uint32_t (&w)[4]) {
+#if defined(__CUDA_ARCH__)
+    asm volatile("ld.global.nc.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                 : "l"(src));
+#else
+    std::memcpy(w, src, 16);
+#endif
+}
+// One 32-bit word of global memory, read-only, as go_ldg_words4.
+GO_DEV uint32_t go_ldg_word(const void* src) {
+    uint32_t w;
+#if defined(__CUDA_ARCH__)
+    asm volatile("ld.global.nc.b32 %0, [%1];\n" : "=r"(w) : "l"(src));
+#else
+    std::memcpy(&w, src, 4);
+#endif
+    return w;
+}
+
 // p, its provenance hidden from the optimizer: a base the loads after it offset in one
 // multiply-add each (nvcc re-derived a sum of 64-bit offsets for each of them).
 template <typename T>
@@ -2171,7 +2194,11 @@ GO_TC_WS_BODY(conv2d_forward_tc_vec_nchw_ws_tf32_body, true, true, GO_LAYOUT_NCH
 // launch::conv_tc_halo_smem_bytes, which bounds go_tc_halo_geom's bytes1 and halo over the
 // phases), or the kernel traps. NCHW: the same halo and products; the copies go through
 // registers (no 16-byte run holds a slot's channels), so one buffer (two blocks an SM hide
-// the copies, not cp.async).
+// the copies, not cp.async). TF32 (conv2d_*_tc_vec{,_nchw}_halo_tf32_f32, f32 under the TF32
+// opt-in): the same halo in 4-channel planes (a k8 of tf32 is a k16's 32 bytes) and the same
+// products on m64n64k8 tf32; its copies through registers (rounded to tf32 there), one
+// buffer, one block an SM (W4: 206 KB), so a tile's first copies are loaded while the tile
+// before it multiplies (go_tc_halo_problem).
 struct GoTcHaloGeom {
     int tymin, txmin;  // the taps' smallest source row and column shifts
     int wp;            // slots a padded row: cnt_x + the taps' column span
@@ -2214,18 +2241,22 @@ GO_DEV GoTcHaloGeom go_tc_halo_geom(const GoTcProblem& P) {
 // copied while the one before multiplies (two buffers), or (one buffer: two blocks an SM
 // where two buffers would leave room for one) before it multiplies. BKN: the forward's
 // [k][nn] B (N-major).
-template <typename T, bool BKN, int L>
+template <typename T, bool BKN, int L, bool TF32>
 GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
                                const T* __restrict__ src, const T* __restrict__ w,
                                T* __restrict__ out, go_i64 n_base, unsigned char* smem,
                                unsigned tile0, unsigned tstep, bool two) {
     typedef GoTcTraits<T> Tr;
     typedef typename Tr::S S;
-    typedef typename GoMmaKind<T>::type Kind;
     constexpr int BK = Tr::BK, VEC = GoTcGeom<T>::VEC, BM = GO_TC_WIDE_TILE_M;
     constexpr int NT = GO_TC_HALO_THREADS;
-    static_assert(sizeof(S) == 2 && BK == 32 && VEC == 8 && BM == 128 && NT == 256,
-                  "16-bit types: two m64n64k16 warpgroups, k32 chunks of four 8-channel planes");
+    // f32 (the TF32 opt-in only: 3xTF32's small parts would not fit beside the filter).
+    constexpr bool F32 = sizeof(S) == 4;
+    static_assert(((sizeof(S) == 2 && BK == 32 && VEC == 8 && !TF32) ||
+                   (F32 && TF32 && BK == 16 && VEC == 4)) &&
+                      BM == 128 && NT == 256,
+                  "16-bit types: two m64n64k16 warpgroups, k32 chunks of four 8-channel planes; "
+                  "TF32: m64n64k8, k16 chunks of four 4-channel planes (the same bytes)");
     if (tile0 >= G.tiles) return;
     const int t = threadIdx.x, warp = t / 32, lane = t % 32;
     const int jlen = (int)P.jlen, kch = jlen / BK, kg = jlen / VEC;
@@ -2234,14 +2265,52 @@ GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
     S* const Hs = Bs + ntaps * kch * TC_BN * BK;
     const int hbuf = kg * G.hlp * VEC;  // elements of a halo buffer
     // The filter: stage (tap i, chunk c) at i * kch + c, in the cursor's order, as the wgmma
-    // tile stages it.
+    // tile stages it. TF32: rounded to tf32 (go_tc_split_tf32's big parts), by each thread
+    // in the chunk it copied once the copies landed (fdst; in the first tile), or (the
+    // forward's N-major HWIO filter, which tf32 wgmma cannot read) gathered through registers
+    // FB stages at a time, threads walking nn (the loads coalesce), rounded and stored
+    // K-major in the swizzle of the wgmma tile's stages.
+    [[maybe_unused]] int fdst = 0;
     {
-        const GoTcVecB<T, BKN, true, false, NT> B(P, w, n_base, t);
         GoTcVecCursor cur(P);
         unsigned none[1] = {0};
-        for (int it = 0; it < ntaps * kch; ++it) {
-            B.copy(Bs + it * TC_BN * BK, w, (int)(BKN ? cur.btap : cur.btap + cur.j0));
-            cur.advance<BK, BKN, false, 1>(P, jlen, ntx, none);
+        const int nst = ntaps * kch;
+        if constexpr (F32 && BKN) {
+            static_assert(NT == TC_BN * (BK / VEC), "one k chunk of one nn a thread");
+            constexpr int FB = 4;
+            const int nn = t % TC_BN, kc = t / TC_BN;
+            const bool nin = n_base + nn < P.nlen;
+            const T* wr = w + P.b_off + (go_i64)kc * VEC * P.b_j + (n_base + nn) * P.b_n;
+            const int bj = (int)P.b_j, sdst = go_tc_vec_sdst<T, true>(nn, kc);
+            for (int it0 = 0; it0 < nst; it0 += FB) {
+                int bo[FB];
+#pragma unroll
+                for (int k = 0; k < FB; ++k) {
+                    bo[k] = (int)cur.btap;
+                    if (it0 + k < nst) cur.advance<BK, true, false, 1>(P, jlen, ntx, none);
+                }
+                uint32_t v[FB][VEC];
+#pragma unroll
+                for (int k = 0; k < FB; ++k)
+#pragma unroll
+                    for (int e = 0; e < VEC; ++e)
+                        v[k][e] = nin && it0 + k < nst ? go_cvt_tf32(go_ldg(wr + (bo[k] + e * bj)))
+                                                       : 0u;
+#pragma unroll
+                for (int k = 0; k < FB; ++k)
+                    if (it0 + k < nst)
+                        go_st_shared_words4(Bs + (it0 + k) * TC_BN * BK + sdst, v[k][0], v[k][1],
+                                            v[k][2], v[k][3]);
+            }
+        } else {
+            typedef GoTcVecB<T, BKN, true, false, NT> Bcopy;
+            static_assert(!F32 || Bcopy::NB == 1, "TF32: one chunk of a stage a thread (fdst)");
+            const Bcopy B(P, w, n_base, t);
+            fdst = B.dst;
+            for (int it = 0; it < nst; ++it) {
+                B.copy(Bs + it * TC_BN * BK, w, (int)(BKN ? cur.btap : cur.btap + cur.j0));
+                cur.advance<BK, BKN, false, 1>(P, jlen, ntx, none);
+            }
         }
     }
     // The halo copies. NHWC: thread t takes plane g = t % kg of slots t / kg, + NT / kg, ...
@@ -2270,7 +2339,7 @@ GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
     const go_i64 a_n = P.a_n;
     S* const hdst = Hs + g * G.hlp * VEC;
     auto fill = [=](unsigned tile, int b) {
-        if constexpr (!NC) {
+        if constexpr (!NC && !F32) {
             const T* base = src0 + (go_i64)(tile / tpi) * a_n;
             int h = t / kg;
             const go_i64 s = (go_i64)(tile % tpi) * BM + (go_i64)tymin * wp + h;
@@ -2288,7 +2357,7 @@ GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
                     off += a_row - wp * a_col;
                 }
             }
-        } else {
+        } else if constexpr (!F32) {
             // Offsets in 32 bits within the group's 8 planes of the pass (the host and the
             // entry keep a source plane within 2^29 elements), a step's rows and columns
             // found once: a slot's 8 addresses are its offset plus multiples of a_j.
@@ -2299,7 +2368,7 @@ GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
             const int dstep = dq * arow + dr * acol, dwrap = arow - wp * acol;
             for (int pi = 0; pi < ppw; ++pi) {
                 const T* base = go_opaque_ptr(src0 + (go_i64)(tile / tpi) * a_n +
-                                              (go_i64)pi * 64 * Pp->a_j);
+                                              (go_i64)pi * 8 * VEC * Pp->a_j);
                 int h = (t / 32 / kg) * 32 + t % 32;
                 const go_i64 s = (go_i64)(tile % tpi) * BM + (go_i64)tymin * wp + h;
                 int r = (int)go_floordiv(s, wp);
@@ -2342,6 +2411,85 @@ GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
             }
         }
     };
+    // TF32's copies: the same slots and planes as the 16-bit kernels' (NHWC: thread t plane
+    // g of slots t / kg, + hstep, ...; NCHW: warp w plane g, + 8, ... of slots 32 (w / kg) +
+    // lane, + hstep, ...), a thread's walked as one sequence of entries (pass pi, slot h),
+    // each a slot's plane: one 16-byte load (NHWC) or 4 of a channel plane each (NCHW),
+    // through registers (rounded to tf32 when stored; zeros outside the source). A tile's
+    // first NP entries are loaded before the tile before it multiplies and stored after it
+    // (one halo buffer, one block an SM at W4's 206 KB: their latency hides behind its
+    // products, not another block's), the rest (W4: none; W5 4) when stored.
+    constexpr int NP = F32 ? 16 : 1;
+    [[maybe_unused]] const int tppw = NC && kg > 8 ? kg / 8 : 1;
+    [[maybe_unused]] const int th0 = NC ? (t / 32 / kg) * 32 + t % 32 : t / kg;
+    [[maybe_unused]] const int tdq = hstep / wp, tdr = hstep - tdq * wp;
+    [[maybe_unused]] const go_i64 tdstep = tdq * a_row + tdr * a_col, tdwrap = a_row - wp * a_col;
+    [[maybe_unused]] const go_i64 ta_j = P.a_j, tpass = 8 * VEC * ta_j;  // (NCHW) pass to pass
+    [[maybe_unused]] const int thlp = G.hlp;
+    [[maybe_unused]] const T* tbase = src;  // the pass's source
+    [[maybe_unused]] int tps = 0, th = hl, tr = 0, tc = 0, tr0 = 0, tc0 = 0;
+    [[maybe_unused]] go_i64 toff = 0, toff0 = 0;
+    [[maybe_unused]] int td[NP];          // the entries' slots (planes on), -1: none
+    [[maybe_unused]] uint32_t tv[NP][4];  // and their 16 bytes
+    // Starts tile `tile`'s entries (its first pass).
+    [[maybe_unused]] auto tf32_start = [&](unsigned tile) {
+        const go_i64 s = (go_i64)(tile % tpi) * BM + (go_i64)tymin * wp + th0;
+        tr0 = (int)go_floordiv(s, wp);
+        tc0 = (int)(s - (go_i64)tr0 * wp) + txmin;
+        toff0 = (go_i64)tr0 * a_row + (go_i64)tc0 * a_col;
+        tbase = src0 + (go_i64)(tile / tpi) * a_n;
+        tps = 0;
+        th = th0;
+        tr = tr0;
+        tc = tc0;
+        toff = toff0;
+    };
+    // Issues the loads of the next NP entries (past the tile's last: none).
+    [[maybe_unused]] auto tf32_take = [&]() {
+#pragma unroll
+        for (int k = 0; k < NP; ++k) {
+            if (th >= hl && tps + 1 < tppw) {  // the next pass: the same slots 8 planes on
+                ++tps;
+                tbase += tpass;
+                th = th0;
+                tr = tr0;
+                tc = tc0;
+                toff = toff0;
+            }
+            const bool live = th < hl, in = live && tr >= 0 && tr < ah && tc >= 0 && tc < aw;
+            td[k] = live ? tps * 8 * thlp + th : -1;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) tv[k][e] = 0u;
+            if (in) {
+                if constexpr (NC) {
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) tv[k][e] = go_ldg_word(tbase + (toff + e * ta_j));
+                } else {
+                    go_ldg_words4(tbase + toff, tv[k]);
+                }
+            }
+            th += hstep;
+            tr += tdq;
+            tc += tdr;
+            toff += tdstep;
+            if (tc >= txmin + wp) {
+                tc -= wp;
+                ++tr;
+                toff += tdwrap;
+            }
+        }
+    };
+    // Rounds and stores the entries taken.
+    [[maybe_unused]] auto tf32_put = [&]() {
+#pragma unroll
+        for (int k = 0; k < NP; ++k)
+            if (td[k] >= 0) {
+                uint32_t b[4];
+#pragma unroll
+                for (int e = 0; e < 4; ++e) b[e] = go_cvt_tf32(go_u32_as_f32(tv[k][e]));
+                go_st_shared_words4(hdst + td[k] * VEC, b[0], b[1], b[2], b[3]);
+            }
+    };
     // The epilogue's pixels: slot q's image row a and column b, stored where b < cnt_x and a
     // < cnt_y.
     const bool pair = P.o_c == 1 && P.nlen % 2 == 0 && P.o_col % 2 == 0 && P.o_off % 2 == 0 &&
@@ -2354,6 +2502,10 @@ GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
         fill(tile0, 0);
         go_cp_async_commit();
     }
+    if constexpr (F32) {
+        tf32_start(tile0);
+        tf32_take();
+    }
     for (unsigned tile = tile0; tile < tiles; tile += tstep) {
         if (two) {
             // The buffer the tile before last read: free since that tile's closing barrier.
@@ -2363,18 +2515,37 @@ GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
             go_cp_async_wait<1>();  // this tile's halo (and the filter) landed
         } else {
             // The buffer the last tile read: free since its closing barrier.
-            fill(tile, 0);
+            if constexpr (F32) {
+                tf32_put();
+                while (th < hl || tps + 1 < tppw) {
+                    tf32_take();
+                    tf32_put();
+                }
+            } else {
+                fill(tile, 0);
+            }
             go_cp_async_commit();
             go_cp_async_wait<0>();
+            // TF32's backprop_input filter, landed: this thread's chunk of each stage rounded.
+            if constexpr (F32 && !BKN)
+                if (tile == tile0)
+                    for (int it = 0; it < ntaps * kch; ++it)
+                        go_tc_split_tf32<true>(Bs + it * TC_BN * BK + fdst, nullptr);
         }
         go_fence_proxy_async_smem();
         __syncthreads();
+        // TF32: the next tile's first entries, loading while this one multiplies.
+        if constexpr (F32)
+            if (tile + tstep < tiles) {
+                tf32_start(tile + tstep);
+                tf32_take();
+            }
         GoTcAcc<T, 16, 64> acc;
         go_tc_acc_zero<T, 16, 64>(acc);
         // Warpgroup warp / 4: rows 64 (warp / 4).. of the tile, at each tap's shift.
         const GoWgmmaDesc da0 =
             go_wgmma_desc_interleave(Hs + buf * hbuf + 64 * (warp / 4) * VEC, (uint32_t)lbo);
-        const GoWgmmaDesc db0 = go_tc_stage_desc_b<T, BKN>(Bs);
+        const GoWgmmaDesc db0 = go_tc_stage_desc_b<T, BKN && !F32>(Bs);
         int shift = ((int)P.ty0 - tymin) * wp + ((int)P.tx0 - txmin), ix = 0;
         int it = 0;
         for (int i = 0; i < ntaps; ++i) {
@@ -2382,11 +2553,17 @@ GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
                 const GoWgmmaDesc da = go_wgmma_desc_add(da0, shift * 16 + c * 4 * lbo);
                 const GoWgmmaDesc db = go_wgmma_desc_add(db0, it * TC_BN * BK * (int)sizeof(S));
                 go_wgmma_fence();
+                // A k16 (16-bit) or k8 (tf32) step: 32 bytes, two planes.
 #pragma unroll
-                for (int ks = 0; ks < 2; ++ks)
-                    go_wgmma_m64n64k16<BKN ? 1 : 0>(Kind(), &acc[0][0][0],
-                                                    go_wgmma_desc_add(da, ks * 2 * lbo),
-                                                    go_wgmma_desc_add(db, (BKN ? 1024 : 32) * ks));
+                for (int ks = 0; ks < 2; ++ks) {
+                    if constexpr (F32)
+                        go_wgmma_m64n64k8_tf32(&acc[0][0][0], go_wgmma_desc_add(da, ks * 2 * lbo),
+                                               go_wgmma_desc_add(db, 32 * ks));
+                    else
+                        go_wgmma_m64n64k16<BKN ? 1 : 0>(
+                            typename GoMmaKind<T>::type(), &acc[0][0][0], go_wgmma_desc_add(da, ks * 2 * lbo),
+                            go_wgmma_desc_add(db, (BKN ? 1024 : 32) * ks));
+                }
                 go_wgmma_commit();
                 go_wgmma_wait<1>();
             }
@@ -2424,7 +2601,7 @@ struct GoTcHaloBlock {
 // conv2d_tc_layout for the halo tile (layout L): the same problems, z over phases, y over
 // group x channel tiles, x over the problem's tiles (its own, not the other tiles' pixel
 // tiles).
-template <typename T, bool FWD, int L>
+template <typename T, bool FWD, int L, bool TF32>
 GO_DEV void conv2d_tc_halo_layout(const GoConvParams& p, unsigned char* smem, unsigned room,
                                   GoTcHaloBlock* Bk) {
     const go_i64 nlen = FWD ? p.co / p.groups : p.ci / p.groups;
@@ -2444,44 +2621,54 @@ GO_DEV void conv2d_tc_halo_layout(const GoConvParams& p, unsigned char* smem, un
             }
             __syncthreads();
             // Two halo buffers where the launch gave room for them, else one; less traps.
-            // (NCHW: one. Its copies go through registers, so a second buffer would not let
-            // them run under the products; two blocks an SM do.)
+            // (NCHW and TF32: one. Their copies go through registers, so a second buffer
+            // would not let them run under the products; two blocks an SM do, where they fit.)
             if (Bk->G.bytes1 > (go_i64)room) go_trap();
-            go_tc_halo_problem<T, FWD, L>(Bk->P, Bk->G, src, w, out, (gn % ntiles) * TC_BN,
-                                          smem, blockIdx.x, gridDim.x,
-                                          L == GO_LAYOUT_NHWC &&
-                                              Bk->G.bytes1 + Bk->G.halo <= (go_i64)room);
+            go_tc_halo_problem<T, FWD, L, TF32>(Bk->P, Bk->G, src, w, out, (gn % ntiles) * TC_BN,
+                                                smem, blockIdx.x, gridDim.x,
+                                                L == GO_LAYOUT_NHWC && !TF32 &&
+                                                    Bk->G.bytes1 + Bk->G.halo <= (go_i64)room);
         }
     }
 }
-// The halo kernels serve 16-bit calls of layout L where go_tc_vec_params_ok holds, the
-// source is read at unit strides (the forward at stride 1; backprop_input's phases always)
-// and a group's source channels make planes that divide the block's threads (jlen / 8 of
-// them).
-template <typename T, bool FWD, int L>
+// The halo kernels serve 16-bit calls, and f32 calls under the TF32 opt-in (TF32: their own
+// entry points, which trap unless the call allows TF32), of layout L where
+// go_tc_vec_params_ok holds, the source is read at unit strides (the forward at stride 1;
+// backprop_input's phases always) and a group's source channels make 16-byte planes that
+// divide the block's threads (jlen / 8 of them; f32 jlen / 4).
+template <typename T, bool FWD, int L, bool TF32>
 GO_DEV void conv2d_tc_halo_entry(const GoConvParams& p, unsigned char* dsmem, GoTcHaloBlock* Bk) {
-    static_assert(sizeof(T) == 2, "16-bit types");
+    static_assert((sizeof(T) == 2 && !TF32) || (sizeof(T) == 4 && TF32),
+                  "16-bit types; f32 under the TF32 opt-in");
     go_tc_vec_check<T, FWD, L>(p);
+    if (TF32 && p.f32_precision != GO_F32_PRECISION_TF32) go_trap();
     const go_i64 jlen = FWD ? p.ci / p.groups : p.co / p.groups;
-    if ((FWD && (p.sh != 1 || p.sw != 1)) || GO_TC_HALO_THREADS % (jlen / 8) != 0) go_trap();
+    const go_i64 planes = jlen / (16 / (go_i64)sizeof(T));
+    if ((FWD && (p.sh != 1 || p.sw != 1)) || GO_TC_HALO_THREADS % planes != 0) go_trap();
     // NCHW's copies take 32-bit offsets within 8 source planes.
     if (L == GO_LAYOUT_NCHW && (FWD ? p.hi * p.wi : p.ho * p.wo) > GO_TC_HALO_NCHW_MAX_PLANE)
         go_trap();
     const unsigned bytes = go_dynamic_smem_bytes();
     const unsigned room = bytes < GO_TC_HALO_SMEM_ALIGN ? 0 : bytes - GO_TC_HALO_SMEM_ALIGN;
-    conv2d_tc_halo_layout<T, FWD, L>(p, go_smem_align<GO_TC_HALO_SMEM_ALIGN>(dsmem), room, Bk);
+    conv2d_tc_halo_layout<T, FWD, L, TF32>(p, go_smem_align<GO_TC_HALO_SMEM_ALIGN>(dsmem), room,
+                                           Bk);
 }
-#define GO_TC_HALO_BODY(NAME, FWD, L)                              \
-    template <typename T>                                          \
-    GO_DEV void NAME(const GoConvParams& p) {                      \
-        GO_DYNAMIC_SMEM(dsmem, GO_TC_HALO_MAX_SMEM);               \
-        __shared__ GoTcHaloBlock block;                            \
-        conv2d_tc_halo_entry<T, FWD, L>(p, dsmem, &block);         \
+#define GO_TC_HALO_BODY(NAME, FWD, L, TF32)                          \
+    template <typename T>                                            \
+    GO_DEV void NAME(const GoConvParams& p) {                        \
+        GO_DYNAMIC_SMEM(dsmem, GO_TC_HALO_MAX_SMEM);                 \
+        __shared__ GoTcHaloBlock block;                              \
+        conv2d_tc_halo_entry<T, FWD, L, TF32>(p, dsmem, &block);     \
     }
-GO_TC_HALO_BODY(conv2d_backprop_input_tc_vec_halo_body, false, GO_LAYOUT_NHWC)
-GO_TC_HALO_BODY(conv2d_forward_tc_vec_halo_body, true, GO_LAYOUT_NHWC)
-GO_TC_HALO_BODY(conv2d_backprop_input_tc_vec_nchw_halo_body, false, GO_LAYOUT_NCHW)
-GO_TC_HALO_BODY(conv2d_forward_tc_vec_nchw_halo_body, true, GO_LAYOUT_NCHW)
+GO_TC_HALO_BODY(conv2d_backprop_input_tc_vec_halo_body, false, GO_LAYOUT_NHWC, false)
+GO_TC_HALO_BODY(conv2d_forward_tc_vec_halo_body, true, GO_LAYOUT_NHWC, false)
+GO_TC_HALO_BODY(conv2d_backprop_input_tc_vec_nchw_halo_body, false, GO_LAYOUT_NCHW, false)
+GO_TC_HALO_BODY(conv2d_forward_tc_vec_nchw_halo_body, true, GO_LAYOUT_NCHW, false)
+// f32 under the TF32 opt-in.
+GO_TC_HALO_BODY(conv2d_backprop_input_tc_vec_halo_tf32_body, false, GO_LAYOUT_NHWC, true)
+GO_TC_HALO_BODY(conv2d_forward_tc_vec_halo_tf32_body, true, GO_LAYOUT_NHWC, true)
+GO_TC_HALO_BODY(conv2d_backprop_input_tc_vec_nchw_halo_tf32_body, false, GO_LAYOUT_NCHW, true)
+GO_TC_HALO_BODY(conv2d_forward_tc_vec_nchw_halo_tf32_body, true, GO_LAYOUT_NCHW, true)
 #undef GO_TC_HALO_BODY
 #endif
 #undef GO_TC_VEC_BODY
@@ -2535,6 +2722,9 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 // (128 at most), where a call's filter and two halo buffers leave room for two (W4's take
 // 137 KB: one).
 #define GO_TC_BOUNDS_HALO __launch_bounds__(GO_TC_HALO_THREADS, 2)
+// The TF32 halo kernels: one block an SM (W4's filter and halo take 206 KB), so up to 255
+// registers: a tile's first 16 halo entries held (64) while the tile before multiplies.
+#define GO_TC_BOUNDS_HALO_TF32 __launch_bounds__(GO_TC_HALO_THREADS, 1)
 #else
 #define GO_TC_BOUNDS_4
 #define GO_TC_BOUNDS_3_90
@@ -2547,6 +2737,7 @@ GO_DEV void conv2d_forward_tc_body(const GoConvParams& p) {
 #define GO_TC_BOUNDS_WGMMA_LEAN
 #define GO_TC_BOUNDS_WS
 #define GO_TC_BOUNDS_HALO
+#define GO_TC_BOUNDS_HALO_TF32
 #endif
 // Every element type (the emulator's list is GO_DTYPES), 16-bit ones with bounds B16, f32
 // with B32, f64 with B64.
@@ -2660,6 +2851,17 @@ GO_TC_HALO_INSTANTIATE(conv2d_forward_tc_vec_halo, conv2d_forward_tc_vec_halo_bo
 GO_TC_HALO_INSTANTIATE(conv2d_backprop_input_tc_vec_nchw_halo,
                        conv2d_backprop_input_tc_vec_nchw_halo_body)
 GO_TC_HALO_INSTANTIATE(conv2d_forward_tc_vec_nchw_halo, conv2d_forward_tc_vec_nchw_halo_body)
+// The halo kernels of f32 under the TF32 opt-in, both ops, both layouts.
+GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_halo_tf32, GoConvParams,
+                         conv2d_backprop_input_tc_vec_halo_tf32_body, GO_TC_BOUNDS_HALO_TF32, f32,
+                         float)
+GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_halo_tf32, GoConvParams,
+                         conv2d_forward_tc_vec_halo_tf32_body, GO_TC_BOUNDS_HALO_TF32, f32, float)
+GO_INSTANTIATE_SM90A_ONE(conv2d_backprop_input_tc_vec_nchw_halo_tf32, GoConvParams,
+                         conv2d_backprop_input_tc_vec_nchw_halo_tf32_body, GO_TC_BOUNDS_HALO_TF32, f32,
+                         float)
+GO_INSTANTIATE_SM90A_ONE(conv2d_forward_tc_vec_nchw_halo_tf32, GoConvParams,
+                         conv2d_forward_tc_vec_nchw_halo_tf32_body, GO_TC_BOUNDS_HALO_TF32, f32, float)
 #endif
 
 // ---------------------------------------------------------------------------------------

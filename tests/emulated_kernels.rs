@@ -702,6 +702,8 @@ thread_local! {
     static HALO_RUNS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     /// Those of them in NCHW.
     static HALO_NCHW_RUNS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Those of f32 under the TF32 opt-in.
+    static HALO_TF32_RUNS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// The dynamic shared memory of a launch of `kernel` in [`run_job`]: the warp-specialized
@@ -3402,8 +3404,8 @@ fn emulated_conv2d_tensor_core() {
             );
         }
     }
-    // (The TF32 opt-in's ws entry point runs under TF32 only: emulated_conv2d_tf32.)
-    for name in wgmma_kernels::conv().filter(|k| !k.contains("_ws_tf32_")) {
+    // (The TF32 opt-in's ws and halo entry points run under TF32 only: emulated_conv2d_tf32.)
+    for name in wgmma_kernels::conv().filter(|k| !k.contains("_tf32_")) {
         assert!(
             KERNELS_RUN.with(|k| k.borrow().contains(name)),
             "{name} never ran"
@@ -3442,6 +3444,8 @@ fn emulated_conv2d_tf32() {
         return;
     };
     const SEED: u64 = 0x5eed_7f32;
+    HALO_TF32_RUNS.set(0);
+    HALO_NCHW_RUNS.set(0);
     let mut ran = 0;
     for (i, &(cig, cog, groups, k, s, d)) in [
         (16, 16, 1, (3, 3), (1, 1), (1, 1)),
@@ -3452,6 +3456,11 @@ fn emulated_conv2d_tf32() {
         // backprop_input's 48 channels: B rows past 32 live (the ws producer's second B
         // chunk, which it splits too), over two 128-pixel tiles.
         (48, 16, 1, (3, 3), (1, 1), (1, 1)),
+        // The halo tile's (the TF32 kernels; 19 columns: two tiles of padded rows an image):
+        // 64 channels both ways (16 planes; NCHW two a warp), and the forward's 128 (32
+        // planes; NCHW four a warp) on a 1 x 3 filter.
+        (64, 64, 1, (3, 3), (1, 1), (1, 1)),
+        (128, 32, 1, (1, 3), (1, 1), (1, 1)),
     ]
     .iter()
     .enumerate()
@@ -3469,7 +3478,7 @@ fn emulated_conv2d_tf32() {
                         cog,
                         groups,
                         hi: 6 + i as i64,
-                        wi: 7,
+                        wi: if i >= 5 { 19 } else { 7 },
                         k,
                         s,
                         d,
@@ -3485,7 +3494,7 @@ fn emulated_conv2d_tf32() {
             }
         }
     }
-    assert_eq!(ran, 30, "every TF32 geometry has an output");
+    assert_eq!(ran, 42, "every TF32 geometry has an output");
     for name in [
         "conv2d_backprop_input_tc_vec_wgmma_f32",
         "conv2d_backprop_input_tc_vec_nchw_wgmma_f32",
@@ -3506,12 +3515,27 @@ fn emulated_conv2d_tf32() {
         "conv2d_backprop_input_tc_vec_nchw_ws_f32",
         "conv2d_forward_tc_vec_nchw_ws_tf32_f32",
         "conv2d_forward_tc_vec_nchw_ws_f32",
-    ] {
+    ]
+    .into_iter()
+    .chain(
+        wgmma_kernels::HALO
+            .into_iter()
+            .filter(|k| k.ends_with("_tf32_f32")),
+    ) {
         assert!(
             KERNELS_RUN.with(|k| k.borrow().contains(name)),
             "{name} never ran"
         );
     }
+    // The TF32 halo twin: both ops at stride 1 (16 channels, NCHW only: the NHWC draw has
+    // an OIHW filter, which the lean tiles do not take; 64; the forward's 128),
+    // backprop_input at (2, 1) and of 16 channels beside the forward's 48; both layouts.
+    let (halo_runs, halo_nchw) = (HALO_TF32_RUNS.get(), HALO_NCHW_RUNS.get());
+    println!("emulated_conv2d_tf32: the TF32 halo twin ran for {halo_runs} calls, {halo_nchw} of them NCHW");
+    assert!(
+        halo_runs >= 28 && halo_nchw >= 16,
+        "the TF32 halo twin ran for {halo_runs} calls, {halo_nchw} of them NCHW"
+    );
     println!("emulated_conv2d_tf32: {ran} cases x 2 ops x 3 runs");
 }
 
@@ -3608,9 +3632,12 @@ fn wgmma_build_cases_of(build: EmuBuild, test: &str, dts: &[Dt]) {
             "{name} never ran"
         );
     }
-    for name in wgmma_kernels::conv()
-        .filter(|k| k.ends_with("_f32") && !wgmma_kernels::WS.contains(k) && dts.contains(&Dt::F32))
-    {
+    for name in wgmma_kernels::conv().filter(|k| {
+        k.ends_with("_f32")
+            && !wgmma_kernels::WS.contains(k)
+            && !wgmma_kernels::HALO.contains(k)
+            && dts.contains(&Dt::F32)
+    }) {
         assert!(
             KERNELS_RUN.with(|k| k.borrow().contains(&format!("{name} (TF32)"))),
             "{name} never ran plain TF32"
@@ -4109,7 +4136,7 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                     run_twin(&format!("{name}_vec_{kind}_{}", dt.suffix()), plan);
                 }
             }
-            if dt.size() == 2 {
+            if dt.size() == 2 || c.tf32 {
                 // The halo twin where it serves the call (the source read at unit strides,
                 // the filter and a halo buffer within its shared memory): its own tiles
                 // (padded-row slots) and launch, each tile's source copied once for all its
@@ -4118,15 +4145,21 @@ fn tc_case(c: TcCase, rng: &mut Rng) -> bool {
                 // too little shared memory for the call it traps.
                 // (A build that differs in the wgmma tiles only runs their twins.)
                 // NCHW (one buffer whatever the launch gives): its copies through registers.
+                // f32 under the TF32 opt-in (its own entry points; one buffer, both layouts):
+                // its copies through registers, rounded to tf32 there.
                 let halo_bytes = launch::conv_tc_halo_smem_bytes(&p, forward, dt.size(), 1);
                 if let Some(one) = halo_bytes.filter(|_| !only_wgmma) {
-                    let halo = format!("{name}_vec{lay}_halo_{}", dt.suffix());
+                    let tf = if c.tf32 { "_tf32" } else { "" };
+                    let halo = format!("{name}_vec{lay}_halo{tf}_{}", dt.suffix());
                     let two = launch::conv_tc_halo_smem_bytes(&p, forward, dt.size(), 2);
                     HALO_SMEM.set(two.expect("one buffer fits"));
                     run_twin(&halo, launch::conv_tc_halo);
                     HALO_RUNS.set(HALO_RUNS.get() + 1);
                     if layout == NCHW {
                         HALO_NCHW_RUNS.set(HALO_NCHW_RUNS.get() + 1);
+                    }
+                    if c.tf32 {
+                        HALO_TF32_RUNS.set(HALO_TF32_RUNS.get() + 1);
                     }
                     let l = launch::conv_tc_halo(&p, forward).expect("the halo launch");
                     let tiny = launch::Launch {

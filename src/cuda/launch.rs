@@ -5,12 +5,12 @@
 use super::params::{
     GoConvFilterParams, GoConvParams, GoPoolParams, GoResizeParams, GO_BLOCK_THREADS,
     GO_CONV_FILTER_TILE_K, GO_CONV_FILTER_TILE_M, GO_CONV_FILTER_TILE_N, GO_CONV_TILE_C,
-    GO_CONV_TILE_P, GO_FILTER_HWIO, GO_LAYOUT_NCHW, GO_LAYOUT_NHWC, GO_POOL_TILE_SMEM,
-    GO_RESIZE_TILE_SMEM, GO_TC_BLOCK_THREADS, GO_TC_HALO_MAX_SMEM, GO_TC_HALO_NCHW_MAX_PLANE,
-    GO_TC_HALO_SMEM_ALIGN, GO_TC_HALO_THREADS, GO_TC_SQUARE_THREADS, GO_TC_SQUARE_TILE_M,
-    GO_TC_TALL_TILE_M, GO_TC_TILE_M, GO_TC_TILE_N, GO_TC_WIDE_THREADS, GO_TC_WIDE_TILE_M,
-    GO_TC_WS_MAX_STAGES, GO_TC_WS_SMEM_ALIGN, GO_TC_WS_SPLIT_LAG, GO_TC_WS_SPLIT_STAGE_BYTES,
-    GO_TC_WS_STAGE_BYTES, GO_TC_WS_THREADS,
+    GO_CONV_TILE_P, GO_F32_PRECISION_TF32, GO_FILTER_HWIO, GO_LAYOUT_NCHW, GO_LAYOUT_NHWC,
+    GO_POOL_TILE_SMEM, GO_RESIZE_TILE_SMEM, GO_TC_BLOCK_THREADS, GO_TC_HALO_MAX_SMEM,
+    GO_TC_HALO_NCHW_MAX_PLANE, GO_TC_HALO_SMEM_ALIGN, GO_TC_HALO_THREADS, GO_TC_SQUARE_THREADS,
+    GO_TC_SQUARE_TILE_M, GO_TC_TALL_TILE_M, GO_TC_TILE_M, GO_TC_TILE_N, GO_TC_WIDE_THREADS,
+    GO_TC_WIDE_TILE_M, GO_TC_WS_MAX_STAGES, GO_TC_WS_SMEM_ALIGN, GO_TC_WS_SPLIT_LAG,
+    GO_TC_WS_SPLIT_STAGE_BYTES, GO_TC_WS_STAGE_BYTES, GO_TC_WS_THREADS,
 };
 
 /// Threads per block for every kernel but the tensor-core ones (`GO_TC_BLOCK_THREADS`)
@@ -543,11 +543,13 @@ pub fn is_conv_tc_halo_kernel(kernel: &str) -> bool {
 /// `forward` false, and `conv2d_forward_tc_vec_halo_*`) take for a call with parameters `p`
 /// in elements of `elem_bytes` with at most `buffers` halo buffers (2: the next tile's halo
 /// copied while a tile multiplies; 1: before it, for two blocks an SM where two buffers would
-/// leave room for one; NCHW always 1, its copies going through registers), or `None` where
-/// they do not serve it: 16-bit elements, NHWC or NCHW (a source plane of at most
-/// `GO_TC_HALO_NCHW_MAX_PLANE` elements: 32-bit offsets), the source read at unit strides
-/// (the forward at stride 1; backprop_input's phases always), a group's source channels
-/// `jlen` in planes of 8 that divide `GO_TC_HALO_THREADS`, and at
+/// leave room for one; NCHW and f32 always 1, their copies going through registers), or
+/// `None` where they do not serve it: 16-bit elements, or f32 under the TF32 opt-in
+/// (`p.f32_precision`; the `_halo_tf32_f32` kernels), NHWC or NCHW (a source plane of at
+/// most `GO_TC_HALO_NCHW_MAX_PLANE` elements: 32-bit offsets), the source read at unit
+/// strides (the forward at stride 1; backprop_input's phases always), a group's source
+/// channels `jlen` in 16-byte planes (8 channels; f32 4) whose count divides
+/// `GO_TC_HALO_THREADS`, and at
 /// most `GO_TC_HALO_MAX_SMEM` bytes with one buffer: `GO_TC_HALO_SMEM_ALIGN` + the filter of
 /// a (phase, group, channel tile), taps x `jlen` x `GO_TC_TILE_N` elements, + `buffers` (or
 /// as many as fit) halo buffers of `jlen` x (`hl` | 1) elements, `hl` = 128 + row span x
@@ -564,13 +566,14 @@ pub fn conv_tc_halo_smem_bytes(
     buffers: u32,
 ) -> Option<u32> {
     let nchw = p.layout == GO_LAYOUT_NCHW as i32;
-    if elem_bytes != 2
+    let tf32 = elem_bytes == 4 && p.f32_precision == GO_F32_PRECISION_TF32 as i32;
+    if !(elem_bytes == 2 || tf32)
         || !(nchw || p.layout == GO_LAYOUT_NHWC as i32)
         || (forward && (p.sh, p.sw) != (1, 1))
     {
         return None;
     }
-    let buffers = if nchw { 1 } else { buffers.clamp(1, 2) };
+    let buffers = if nchw || tf32 { 1 } else { buffers.clamp(1, 2) };
     // NCHW's copies take 32-bit offsets within 8 source planes.
     let plane = if forward {
         nonneg(p.hi).saturating_mul(nonneg(p.wi))
@@ -582,9 +585,10 @@ pub fn conv_tc_halo_smem_bytes(
     }
     let groups = nonneg(p.groups).max(1);
     let jlen = if forward { nonneg(p.ci) } else { nonneg(p.co) } / groups;
-    let planes = jlen / 8;
+    let plane_channels = 16 / elem_bytes as u64;
+    let planes = jlen / plane_channels;
     if planes == 0
-        || !jlen.is_multiple_of(8)
+        || !jlen.is_multiple_of(plane_channels)
         || !u64::from(GO_TC_HALO_THREADS).is_multiple_of(planes)
     {
         return None;
@@ -945,8 +949,9 @@ mod tests {
     /// 9 x 64 x 64 filter elements, two buffers of 64 x (128 + 2 x 58 + 2 = 246, odd: 247)),
     /// W5 (stride 2 backprop_input, 128 channels: at most 2 x 2 taps a phase, 28 + 1 slots a
     /// padded row, 128 + 29 + 1 = 158, odd 159); NCHW with one buffer whatever is asked;
-    /// none for the strided forward, f32, planes that do not divide the block (96 channels:
-    /// 12) or past the limit.
+    /// f32 under the TF32 opt-in (4-channel planes) with one buffer, both layouts; none for
+    /// the strided forward, exact f32, planes that do not divide the block (96 channels: 12)
+    /// or past the limit.
     #[test]
     fn conv_tc_halo_smem() {
         let p = w4(64, 64, 1);
@@ -1009,7 +1014,33 @@ mod tests {
             None
         );
         assert!(halo(&big, false, 2).is_some());
-        assert_eq!(halo(&p, false, 4), None);
+        assert_eq!(halo(&p, false, 4), None, "exact f32");
+        // TF32: W4's 147,456 bytes of filter and one buffer of 64 x 247 f32 (206 KB: one
+        // block an SM), whatever is asked; W5's 4 taps of 128 x 64 and 128 x 159; NCHW too.
+        let tf32 = |p: &GoConvParams| GoConvParams {
+            f32_precision: GO_F32_PRECISION_TF32 as i32,
+            ..*p
+        };
+        let w4_tf32 = 512 + 9 * 64 * 64 * 4 + 64 * 247 * 4;
+        for q in [&p, &nchw] {
+            assert_eq!(halo(&tf32(q), false, 4), Some(w4_tf32));
+            assert_eq!(halo(&tf32(q), true, 4), Some(w4_tf32));
+        }
+        assert_eq!(
+            halo(&tf32(&w5), false, 4),
+            Some(512 + 4 * 128 * 64 * 4 + 128 * 159 * 4)
+        );
+        assert_eq!(halo(&tf32(&w5), true, 4), None, "strided forward");
+        // 16 channels: 4 planes; 48: 12, which do not divide the block; 128 at 3 x 3:
+        // 294,912 bytes of filter.
+        assert!(halo(&tf32(&w4(16, 16, 1)), false, 4).is_some());
+        assert_eq!(halo(&tf32(&w4(48, 48, 1)), false, 4), None);
+        assert_eq!(halo(&tf32(&w4(128, 128, 1)), false, 4), None);
+        assert_eq!(
+            halo(&tf32(&p), false, 2),
+            Some(w4_bytes),
+            "16-bit: the precision moot"
+        );
         assert_eq!(halo(&w4(96, 96, 1), false, 2), None);
         // 256 channels a tap: 9 x 256 x 64 x 2 = 294912 bytes of filter alone.
         assert_eq!(halo(&w4(256, 256, 1), false, 2), None);
@@ -1037,6 +1068,12 @@ mod tests {
         assert!(is_conv_tc_halo_kernel("conv2d_forward_tc_vec_halo_bf16"));
         assert!(is_conv_tc_halo_kernel(
             "conv2d_backprop_input_tc_vec_nchw_halo_f16"
+        ));
+        assert!(is_conv_tc_halo_kernel(
+            "conv2d_forward_tc_vec_halo_tf32_f32"
+        ));
+        assert!(is_conv_tc_halo_kernel(
+            "conv2d_backprop_input_tc_vec_nchw_halo_tf32_f32"
         ));
         assert!(!is_conv_tc_halo_kernel(
             "conv2d_backprop_input_tc_vec_nchw_wgmma_f16"

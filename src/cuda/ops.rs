@@ -86,7 +86,8 @@ fn conv_dynamic_smem(kernel: &str, p: &GoConvParams) -> u32 {
         launch::conv_tc_ws_smem_bytes(kernel, conv_tc_ws_stages())
     } else if launch::is_conv_tc_halo_kernel(kernel) {
         let forward = kernel.starts_with("conv2d_forward");
-        launch::conv_tc_halo_smem_bytes(p, forward, 2, conv_tc_halo_buffers()).unwrap_or(0)
+        let elem_bytes = if kernel.ends_with("_f32") { 4 } else { 2 };
+        launch::conv_tc_halo_smem_bytes(p, forward, elem_bytes, conv_tc_halo_buffers()).unwrap_or(0)
     } else {
         0
     }
@@ -806,8 +807,9 @@ fn conv_tc_family_for(
     };
     let tile = match (vec, nchw, elem_bytes) {
         (true, false, 2) => env_tile,
-        // 16-bit NCHW's halo tile (its copies through registers; halo_serves above).
-        (true, true, 2) if env_tile == ConvTcTile::Halo => ConvTcTile::Halo,
+        // 16-bit NCHW's halo tile (its copies through registers; halo_serves above), and f32's
+        // under the TF32 opt-in, both layouts (halo_serves holds for no exact f32 call).
+        (true, true, 2) | (true, _, 4) if env_tile == ConvTcTile::Halo => ConvTcTile::Halo,
         // The warp-specialized tile serves f32 of both layouts too (backprop_input's HWIO
         // filter is K-major, as tf32 wgmma reads it; the forward's producer copies its filter
         // element by element to K-major places, and NCHW's its source from the channel
@@ -849,8 +851,14 @@ fn conv_tc_family_for(
             "conv2d_backprop_input_tc_vec_ws_tf32"
         }
         (false, true, false, ConvTcTile::Ws) => "conv2d_backprop_input_tc_vec_ws",
+        (false, true, false, ConvTcTile::Halo) if elem_bytes == 4 => {
+            "conv2d_backprop_input_tc_vec_halo_tf32"
+        }
         (false, true, false, ConvTcTile::Halo) => "conv2d_backprop_input_tc_vec_halo",
         (false, true, true, ConvTcTile::Wgmma) => "conv2d_backprop_input_tc_vec_nchw_wgmma",
+        (false, true, true, ConvTcTile::Halo) if elem_bytes == 4 => {
+            "conv2d_backprop_input_tc_vec_nchw_halo_tf32"
+        }
         (false, true, true, ConvTcTile::Halo) => "conv2d_backprop_input_tc_vec_nchw_halo",
         (false, true, true, ConvTcTile::Ws) if p.f32_precision == GO_F32_PRECISION_TF32 as i32 => {
             "conv2d_backprop_input_tc_vec_nchw_ws_tf32"
@@ -868,9 +876,15 @@ fn conv_tc_family_for(
             "conv2d_forward_tc_vec_ws_tf32"
         }
         (true, true, false, ConvTcTile::Ws) => "conv2d_forward_tc_vec_ws",
+        (true, true, false, ConvTcTile::Halo) if elem_bytes == 4 => {
+            "conv2d_forward_tc_vec_halo_tf32"
+        }
         (true, true, false, ConvTcTile::Halo) => "conv2d_forward_tc_vec_halo",
         (true, true, false, _) => "conv2d_forward_tc_vec",
         (true, true, true, ConvTcTile::Wgmma) => "conv2d_forward_tc_vec_nchw_wgmma",
+        (true, true, true, ConvTcTile::Halo) if elem_bytes == 4 => {
+            "conv2d_forward_tc_vec_nchw_halo_tf32"
+        }
         (true, true, true, ConvTcTile::Halo) => "conv2d_forward_tc_vec_nchw_halo",
         (true, true, true, ConvTcTile::Ws) if p.f32_precision == GO_F32_PRECISION_TF32 as i32 => {
             "conv2d_forward_tc_vec_nchw_ws_tf32"
@@ -882,7 +896,10 @@ fn conv_tc_family_for(
 
 /// Whether a conv family's kernels live in the compute_90a image (the wgmma tiles').
 fn conv_tc_family_is_sm90a(family: &str) -> bool {
-    family.ends_with("_wgmma") || family.ends_with("_halo") || conv_tc_family_is_ws(family)
+    family.ends_with("_wgmma")
+        || family.ends_with("_halo")
+        || family.ends_with("_halo_tf32")
+        || conv_tc_family_is_ws(family)
 }
 
 /// Whether a conv family is the warp-specialized tile's (`_ws`, f32's TF32 `_ws_tf32`).
@@ -925,7 +942,7 @@ fn conv_tc_launch(
         launch::conv_tc(p, forward)
     } else if conv_tc_family_is_ws(family) {
         launch::conv_tc_ws(p, forward)
-    } else if family.ends_with("_halo") {
+    } else if family.ends_with("_halo") || family.ends_with("_halo_tf32") {
         launch::conv_tc_halo(p, forward)
     } else if family.ends_with("_wide") || family.ends_with("_wgmma") {
         launch::conv_tc_wide(p, forward)
@@ -2208,6 +2225,32 @@ mod tests {
                 nchw_fam(forward, 4, Halo, true),
                 nchw_fam(forward, 4, ConvTcTile::Auto, true)
             );
+            // f32 under the TF32 opt-in: its own halo kernels, both layouts (W4's filter and
+            // one halo buffer in 206 KB); without the image the lean tile.
+            let tf32 = GoConvParams {
+                f32_precision: GO_F32_PRECISION_TF32 as i32,
+                ..p
+            };
+            let f = conv_tc_family_for(&tf32, (forward, 4), Halo, true);
+            assert_eq!(f, format!("conv2d_{op}_tc_vec_halo_tf32"));
+            assert!(conv_tc_family_is_sm90a(f) && !conv_tc_family_is_ws(f));
+            let l = conv_tc_launch(&tf32, forward, f, 4).expect("a launch");
+            assert_eq!(l.block, (super::super::params::GO_TC_HALO_THREADS, 1, 1));
+            assert_eq!(
+                conv_dynamic_smem(&format!("{f}_f32"), &tf32),
+                launch::conv_tc_halo_smem_bytes(&tf32, forward, 4, 1).unwrap()
+            );
+            assert_eq!(
+                conv_tc_family_for(&tf32, (forward, 4), Halo, false),
+                format!("conv2d_{op}_tc_vec")
+            );
+            let tf32_nchw = GoConvParams {
+                layout: GO_LAYOUT_NCHW as i32,
+                ..tf32
+            };
+            let f = conv_tc_family_for(&tf32_nchw, (forward, 4), Halo, true);
+            assert_eq!(f, format!("conv2d_{op}_tc_vec_nchw_halo_tf32"));
+            assert!(conv_tc_family_is_sm90a(f));
             let s2 = GoConvParams { sh: 2, sw: 2, ..p };
             let f = conv_tc_family_for(&s2, (forward, 2), Halo, true);
             if forward {

@@ -27,10 +27,10 @@ pub const WS: [&str; 12] = [
     "conv2d_forward_tc_vec_nchw_ws_tf32_f32",
 ];
 
-/// The halo tile's, 16-bit, both ops, NHWC and NCHW: two warpgroups of 128 threads (by
-/// registers two blocks of 256 per SM), the filter and the halo buffers (NHWC two, NCHW one)
-/// in dynamic shared memory.
-pub const HALO: [&str; 8] = [
+/// The halo tile's, 16-bit and f32 under the TF32 opt-in, both ops, NHWC and NCHW: two
+/// warpgroups of 128 threads (by registers two blocks of 256 per SM), the filter and the halo
+/// buffers (16-bit NHWC two, NCHW and TF32 one) in dynamic shared memory.
+pub const HALO: [&str; 12] = [
     "conv2d_backprop_input_tc_vec_halo_f16",
     "conv2d_backprop_input_tc_vec_halo_bf16",
     "conv2d_forward_tc_vec_halo_f16",
@@ -39,6 +39,10 @@ pub const HALO: [&str; 8] = [
     "conv2d_backprop_input_tc_vec_nchw_halo_bf16",
     "conv2d_forward_tc_vec_nchw_halo_f16",
     "conv2d_forward_tc_vec_nchw_halo_bf16",
+    "conv2d_backprop_input_tc_vec_halo_tf32_f32",
+    "conv2d_forward_tc_vec_halo_tf32_f32",
+    "conv2d_backprop_input_tc_vec_nchw_halo_tf32_f32",
+    "conv2d_forward_tc_vec_nchw_halo_tf32_f32",
 ];
 
 /// The lean tile's, one warpgroup of 128 threads (three blocks per SM): f32 of both ops in

@@ -38,6 +38,11 @@
 # 3. The one-barrier and register-source builds (as ../2026-12-04b-gpu-prepared): their
 #    suites, racecheck/synccheck under wgmma, the lean wgmma tile's rows timed beside the
 #    default build's (f32 exact and TF32, f16 NCHW), ncu on exact f32 NCHW W4.
+# 1c/2d (since 2026-12-06, sixth session). The halo tile for f32 under TF32
+#    (conv2d_{backprop_input,forward}_tc_vec{,_nchw}_halo_tf32_f32, one buffer, one block an
+#    SM on W4): the conv tests and sanitizers under halo reach it through gpu_conv2d_tf32's
+#    first geometry; part 2b times TF32 under halo in both layouts (cuDNN TF32 in the same
+#    peers runs) and ncu runs on its NHWC W4 backprop_input call.
 # 4. The candle CUDA tests (never run on a GPU yet).
 # Usage: run.sh BUNDLE OUT. About 11 minutes; give it timeout_s 590 (what is written under
 # OUT comes back if it is cut off: the items above are in order of importance; part 4 may
@@ -99,10 +104,11 @@ P="--device cuda --reps 50 --dtypes f32 --layouts nchw,nhwc --workloads W4,W5,W4
 PYTHONUNBUFFERED=1 st peers_f32a 90 python3 bench/peers.py $P --json "$W/peers-f32a.json"; reap
 for rep in 1 2; do
   for lay in nhwc nchw; do
-    vs=(default ws wgmma); [[ $lay == nchw ]] && vs=(default ws)
+    vs=(default ws wgmma halo); [[ $lay == nchw ]] && vs=(default ws halo)
     for v in "${vs[@]}"; do
       tile=(); [[ $v != default ]] && tile=(env GRADOPS_CUDA_CONV_TC_TILE=$v GRADOPS_CUDA_CONV_TC_FORWARD_TILE=$v)
-      for d in exact tf32; do
+      ds=(exact tf32); [[ $v == halo ]] && ds=(tf32)  # (exact f32 under halo: the default)
+      for d in "${ds[@]}"; do
         st "t${rep}_${v}_f32_${d}_$lay" 40 "${tile[@]}" "$B/gradops" bench --device cuda --dtype f32 \
           --f32-precision $d --layout $lay --workload W4,W5,W4f,W5f --reps 50 \
           --json "$W/t$rep-$v-f32_${d}_$lay.json"
@@ -111,7 +117,7 @@ for rep in 1 2; do
   done
 done
 PYTHONUNBUFFERED=1 st peers_f32b 90 python3 bench/peers.py $P --json "$W/peers-f32b.json"; reap
-python3 bench/variant_summary.py "$W" "f32, both ops: default tiles, ws, wgmma (NHWC); default, ws (NCHW)" | tee -a "$L" || true
+python3 bench/variant_summary.py "$W" "f32, both ops: default tiles, ws, wgmma (NHWC); default, ws (NCHW); halo (TF32, both)" | tee -a "$L" || true
 mkdir -p "$W/ws_f32" && mv "$W"/t*.json "$W"/peers-*.json "$W/ws_f32/" 2>/dev/null
 NCU="$(command -v ncu || ls /usr/local/cuda*/bin/ncu | head -1)"
 M='regex:^(smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio|smsp__inst_executed\.sum|sm__inst_executed_pipe_tensor\.sum|l1tex__data_bank_conflicts_pipe_lsu_mem_shared\.sum)$'
@@ -127,6 +133,10 @@ st ncu_halo_nchw_f16_W4 40 env GRADOPS_CUDA_CONV_TC_TILE=halo "$NCU" --clock-con
   "$B/gradops" bench --device cuda --dtype f16 --layout nchw --workload W4 --reps 3
 st ncu_ws_tf32_W4 40 env GRADOPS_CUDA_CONV_TC_TILE=ws "$NCU" --clock-control none \
   -k "conv2d_backprop_input_tc_vec_ws_tf32_f32" -s 2 -c 1 --section SpeedOfLight --section Occupancy \
+  --section SchedulerStats --section WarpStateStats --section MemoryWorkloadAnalysis --metrics "$M" \
+  "$B/gradops" bench --device cuda --dtype f32 --f32-precision tf32 --layout nhwc --workload W4 --reps 3
+st ncu_halo_tf32_W4 40 env GRADOPS_CUDA_CONV_TC_TILE=halo "$NCU" --clock-control none \
+  -k "conv2d_backprop_input_tc_vec_halo_tf32_f32" -s 2 -c 1 --section SpeedOfLight --section Occupancy \
   --section SchedulerStats --section WarpStateStats --section MemoryWorkloadAnalysis --metrics "$M" \
   "$B/gradops" bench --device cuda --dtype f32 --f32-precision tf32 --layout nhwc --workload W4 --reps 3
 st ncu_ws_nchw_exact_W4 40 env GRADOPS_CUDA_CONV_TC_TILE=ws "$NCU" --clock-control none \

@@ -517,10 +517,10 @@ fn bench_cuda_typed<T: Element>(
             ));
         } else if halo {
             notes.push(format!(
-                "{env}=halo: f16/bf16 {op} (NHWC and NCHW) ran the {} kernel where it \
-                 serves the call (the source read at unit strides; the filter and a halo \
-                 buffer within the shared memory; at most {} halo buffers, {}; NCHW one), \
-                 the default ({}) elsewhere",
+                "{env}=halo: f16/bf16 {op} and f32 under TF32 (NHWC and NCHW) ran the {} \
+                 kernel where it serves the call (the source read at unit strides; the filter \
+                 and a halo buffer within the shared memory; at most {} halo buffers, {}; \
+                 NCHW and TF32 one), the default ({}) elsewhere",
                 tile_name(tile),
                 gradops::cuda::conv_tc_halo_buffers(),
                 gradops::cuda::CONV_TC_HALO_BUFFERS_ENV,

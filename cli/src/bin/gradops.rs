@@ -97,7 +97,8 @@ fn info() {
              GRADOPS_CUDA_CONV_TC_TILE=wgmma, GRADOPS_CUDA_CONV_TC_FORWARD_TILE=wgmma and \
              GRADOPS_CUDA_CONV_TC_FILTER_TILE=wgmma force them; =ws, the conv tiles' \
              warp-specialized one for f16/bf16 NHWC and f32, and =halo, the halo tile for \
-             f16/bf16 at unit source strides, NHWC and NCHW, not yet timed): {}",
+             f16/bf16 and f32 under TF32 at unit source strides, NHWC and NCHW, not yet \
+             timed): {}",
             sm90a.join(", ")
         );
     }
