@@ -2418,7 +2418,7 @@ GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
     // through registers (rounded to tf32 when stored; zeros outside the source). A tile's
     // first NP entries are loaded before the tile before it multiplies and stored after it
     // (one halo buffer, one block an SM at W4's 206 KB: their latency hides behind its
-    // products, not another block's), the rest (W4: none; W5 4) when stored.
+    // products, not another block's), the rest (W4: none; W5: 3 or 4) when stored.
     constexpr int NP = F32 ? 16 : 1;
     [[maybe_unused]] const int tppw = NC && kg > 8 ? kg / 8 : 1;
     [[maybe_unused]] const int th0 = NC ? (t / 32 / kg) * 32 + t % 32 : t / kg;
@@ -2556,13 +2556,13 @@ GO_DEV void go_tc_halo_problem(const GoTcProblem& P, const GoTcHaloGeom& G,
                 // A k16 (16-bit) or k8 (tf32) step: 32 bytes, two planes.
 #pragma unroll
                 for (int ks = 0; ks < 2; ++ks) {
+                    const GoWgmmaDesc dak = go_wgmma_desc_add(da, ks * 2 * lbo),
+                                      dbk = go_wgmma_desc_add(db, (BKN && !F32 ? 1024 : 32) * ks);
                     if constexpr (F32)
-                        go_wgmma_m64n64k8_tf32(&acc[0][0][0], go_wgmma_desc_add(da, ks * 2 * lbo),
-                                               go_wgmma_desc_add(db, 32 * ks));
+                        go_wgmma_m64n64k8_tf32(&acc[0][0][0], dak, dbk);
                     else
-                        go_wgmma_m64n64k16<BKN ? 1 : 0>(
-                            typename GoMmaKind<T>::type(), &acc[0][0][0], go_wgmma_desc_add(da, ks * 2 * lbo),
-                            go_wgmma_desc_add(db, (BKN ? 1024 : 32) * ks));
+                        go_wgmma_m64n64k16<BKN ? 1 : 0>(typename GoMmaKind<T>::type(),
+                                                        &acc[0][0][0], dak, dbk);
                 }
                 go_wgmma_commit();
                 go_wgmma_wait<1>();

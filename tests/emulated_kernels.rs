@@ -3434,7 +3434,8 @@ fn emulated_conv2d_tensor_core() {
 /// twice, exact (3xTF32, within SPEC's 1e-5) and plain TF32 (within [`TF32_TOL`], and above
 /// 1e-5, so the flag demonstrably changes the arithmetic); on small-integer data (exact in
 /// TF32) plain TF32 is bitwise equal to the rounded reference. The lean twins where the host
-/// picks them (the f32 wgmma tile among them, in both arithmetics) give the same bits. Both
+/// picks them (the f32 wgmma and ws tiles among them, in both arithmetics; the halo tile's
+/// TF32 kernels under TF32, where they serve the call) give the same bits. Both
 /// layouts, both filter
 /// layouts (the forward's [k][nn] and [nn][k] B stages), strides, a dilation, groups, a
 /// channel count past one tile and one off the 16-byte path; deterministic across grids.
@@ -3531,11 +3532,10 @@ fn emulated_conv2d_tf32() {
     // an OIHW filter, which the lean tiles do not take; 64; the forward's 128),
     // backprop_input at (2, 1) and of 16 channels beside the forward's 48; both layouts.
     let (halo_runs, halo_nchw) = (HALO_TF32_RUNS.get(), HALO_NCHW_RUNS.get());
-    println!("emulated_conv2d_tf32: the TF32 halo twin ran for {halo_runs} calls, {halo_nchw} of them NCHW");
-    assert!(
-        halo_runs >= 28 && halo_nchw >= 16,
-        "the TF32 halo twin ran for {halo_runs} calls, {halo_nchw} of them NCHW"
-    );
+    let halo_ran =
+        format!("the TF32 halo twin ran for {halo_runs} calls, {halo_nchw} of them NCHW");
+    println!("emulated_conv2d_tf32: {halo_ran}");
+    assert!(halo_runs >= 28 && halo_nchw >= 16, "{halo_ran}");
     println!("emulated_conv2d_tf32: {ran} cases x 2 ops x 3 runs");
 }
 

@@ -167,8 +167,9 @@ pub fn conv_tensor_cores_for_all_dtypes() -> bool {
 /// run the tall tile (16-bit NHWC) or the lean one. `ws`: the warp-specialized wgmma tile for
 /// 16-bit NHWC calls and f32 ones of either layout ([`ConvTcTile::Ws`]), otherwise as
 /// `wgmma`. `halo`: the halo tile for the 16-bit calls it serves and the f32 ones under the
-/// TF32 opt-in, NHWC and NCHW ([`ConvTcTile::Halo`]), otherwise as unset. Every tile gives the same results bit for bit
-/// (the emulator: the same products summed in the same order). Read once per process.
+/// TF32 opt-in, NHWC and NCHW ([`ConvTcTile::Halo`]), otherwise as unset. Every tile gives
+/// the same results bit for bit (the emulator: the same products summed in the same order).
+/// Read once per process.
 pub const CONV_TC_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_TILE";
 
 /// The block tile of `conv2d_backprop_input` and `conv2d` calls on the lean tensor-core
@@ -247,8 +248,9 @@ pub enum ConvTcTile {
     /// copied while a tile multiplies (or one buffer, [`CONV_TC_HALO_BUFFERS_ENV`]; NCHW,
     /// whose copies go through registers, 8 loads a slot's 8 channel planes, always one, two
     /// blocks an SM; TF32, whose copies round each value to tf32 in registers, one, one
-    /// block an SM at W4's 206 KB). W4 NHWC: 8 copies a thread a tile where the wgmma tile issues 54, and
-    /// 2 block barriers a tile where it has 36. The same products in the same
+    /// block an SM at W4's 206 KB, a tile's first copies loaded while the tile before it
+    /// multiplies). W4 NHWC: 8 copies a thread a tile where the wgmma tile issues 54, and 2
+    /// block barriers a tile where it has 36. The same products in the same
     /// order: the same bits. Other calls as [`ConvTcTile::Auto`]. Checked in the emulator;
     /// not yet run on a GPU, so [`ConvTcTile::Auto`] never picks it.
     ///
@@ -289,7 +291,8 @@ pub fn conv_tc_wgmma_available() -> bool {
 /// `conv2d_forward_tc_vec{,_nchw}_wgmma_*`; compute capability 9.0 only, as
 /// [`ConvTcTile::Wgmma`]), `ws` (`conv2d_forward_tc_vec{,_nchw}_ws_*`, 16-bit NHWC and f32
 /// calls, [`ConvTcTile::Ws`]), `halo` (`conv2d_forward_tc_vec{,_nchw}_halo_*`, 16-bit calls
-/// and f32 under the TF32 opt-in at stride 1, [`ConvTcTile::Halo`]); the forward has no wide tile (`wide` reads as `tall`).
+/// and f32 under the TF32 opt-in at stride 1, [`ConvTcTile::Halo`]); the forward has no wide
+/// tile (`wide` reads as `tall`).
 /// Every tile gives the same results bit for bit (the emulator). Read once per process.
 pub const CONV_TC_FORWARD_TILE_ENV: &str = "GRADOPS_CUDA_CONV_TC_FORWARD_TILE";
 
