@@ -44,7 +44,7 @@
 #    first geometry; part 2b times TF32 under halo in both layouts (cuDNN TF32 in the same
 #    peers runs) and ncu runs on its NHWC W4 backprop_input call.
 # 4. The candle CUDA tests (never run on a GPU yet).
-# Usage: run.sh BUNDLE OUT. About 11 minutes; give it timeout_s 590 (what is written under
+# Usage: run.sh BUNDLE OUT. About 12 minutes; give it timeout_s 590 (what is written under
 # OUT comes back if it is cut off: the items above are in order of importance; part 4 may
 # need a second call).
 B="$1" O="$2"; W="$O/w"; rm -rf "$W"; mkdir -p "$W" "$O"; L="$O/log.txt"
