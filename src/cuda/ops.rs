@@ -2195,9 +2195,9 @@ mod tests {
             "conv2d_backprop_input_tc_vec_tall"
         ));
         // The halo tile: 16-bit calls it serves (both ops at stride 1, backprop_input at
-        // stride 2 too; NHWC and NCHW) on its own launch in the compute_90a image; the
-        // strided forward and f32 calls as the default; without the image the tall tile
-        // (NCHW: the lean one).
+        // stride 2 too; NHWC and NCHW) and f32 ones under TF32 on its own launch in the
+        // compute_90a image; the strided forward and exact f32 calls as the default; without
+        // the image the tall tile (NCHW and f32: the lean one).
         use ConvTcTile::Halo;
         for forward in [false, true] {
             let op = if forward { "forward" } else { "backprop_input" };
