@@ -177,18 +177,39 @@ pub(super) fn blocked_filter<'a, T: Element>(
             }
         }
     }
+    let f32_of = |v: &T| v.to_acc().to_f64_exact() as f32;
     tasks.into_par_iter().for_each(|(grp, jb, bw, t, dst)| {
-        for (k, row) in dst.chunks_exact_mut(bw).enumerate() {
-            for (j, d) in row.iter_mut().enumerate() {
-                let (c, o) = if by_out { (k, jb + j) } else { (jb + j, k) };
-                *d = w[(t * cig + c) * g.co + grp * cog + o]
-                    .to_acc()
-                    .to_f64_exact() as f32;
+        // Filter row of input channel `c`: its `cog` output channels of the group.
+        let row = |c: usize| &w[(t * cig + c) * g.co + grp * cog..][..cog];
+        if by_out {
+            // `[c][o]`: runs of the HWIO rows.
+            for (c, d) in dst.chunks_exact_mut(bw).enumerate() {
+                for (d, v) in d.iter_mut().zip(&row(c)[jb..]) {
+                    *d = f32_of(v);
+                }
+            }
+        } else {
+            // `[o][c]`: a transpose, TRANSPOSE_ROWS rows read at a time so that both sides run
+            // along cache lines (one element per row in turn was 2 ns an element).
+            for j0 in (0..bw).step_by(TRANSPOSE_ROWS) {
+                let jn = TRANSPOSE_ROWS.min(bw - j0);
+                let mut rows: [&[T]; TRANSPOSE_ROWS] = [&[]; TRANSPOSE_ROWS];
+                for (j, r) in rows[..jn].iter_mut().enumerate() {
+                    *r = row(jb + j0 + j);
+                }
+                for (o, d) in dst.chunks_exact_mut(bw).enumerate() {
+                    for (d, r) in d[j0..j0 + jn].iter_mut().zip(&rows[..jn]) {
+                        *d = f32_of(&r[o]);
+                    }
+                }
             }
         }
     });
     wt
 }
+
+/// Input channels per pass of [`blocked_filter`]'s transpose: one 64-byte line of its output.
+const TRANSPOSE_ROWS: usize = 16;
 
 /// `dx` from `dy` (both in `layout`) and an HWIO filter `w`; `false` (and `dx` untouched)
 /// where [`input_applies`] does not hold.

@@ -278,7 +278,7 @@ pub fn conv2d_backprop_input_into<T: Element>(
         return Ok(());
     }
     let w = filter_as_hwio(filter, attrs.filter_layout);
-    cpu_kernel::backprop_input(&g, dy.layout, dy.data, &w, dx);
+    crate::cpu::in_pool(|| cpu_kernel::backprop_input(&g, dy.layout, dy.data, &w, dx));
     Ok(())
 }
 
@@ -336,7 +336,9 @@ pub fn conv2d_backprop_filter_into<T: Element>(
     }
     let g = plan_conv2d_backprop_filter(x.shape, dy.shape, filter_shape, x.layout, attrs)?;
     check_buffer(OP, "dw", filter_shape, dw.len())?;
-    filter_kernel::backprop_filter(&g, x.layout, x.data, dy.data, attrs.filter_layout, dw);
+    crate::cpu::in_pool(|| {
+        filter_kernel::backprop_filter(&g, x.layout, x.data, dy.data, attrs.filter_layout, dw)
+    });
     Ok(())
 }
 
@@ -398,7 +400,7 @@ pub fn conv2d_into<T: Element>(
         return Ok(());
     }
     let w = filter_as_hwio(filter, attrs.filter_layout);
-    cpu_kernel::forward(&g, x.layout, x.data, &w, y);
+    crate::cpu::in_pool(|| cpu_kernel::forward(&g, x.layout, x.data, &w, y));
     Ok(())
 }
 
