@@ -494,13 +494,41 @@ simd_fn! {
                         }
                         transpose8_with(s, ho * wo, d, co, |v: T| v.to_acc());
                     }
+                    // The block's last `wo - x8` columns: one 8x8 transpose whose loads run on
+                    // into the next row, where that stays inside `dy`.
+                    if x8 == wo {
+                        continue;
+                    }
+                    let s = &dy[(c0 * ho + oy) * wo + x8..];
+                    #[cfg(target_arch = "x86_64")]
+                    if let (Some(simd), true, Some(sf), Some(df)) = (
+                        avx,
+                        7 * ho * wo + 8 <= s.len(),
+                        T::as_acc_slice(s).and_then(T::Acc::as_f32),
+                        T::Acc::as_f32_mut(&mut dst[base + x8 * co + c0..]),
+                    ) {
+                        super::filter_direct::transpose8_avx_cols(
+                            simd,
+                            sf,
+                            ho * wo,
+                            df,
+                            co,
+                            wo - x8,
+                        );
+                        continue;
+                    }
+                    for x in x8..wo {
+                        for c in c0..c0 + 8 {
+                            dst[base + x * co + c] = dy[(c * ho + oy) * wo + x].to_acc();
+                        }
+                    }
                 }
             }
+            // Channels past the last whole block of 8.
             for oy in rows {
                 let base = (oy * len + padl) * co;
                 for x in 0..wo {
-                    let cs = if x < x8 { c8 } else { 0 };
-                    for c in cs..co {
+                    for c in c8..co {
                         dst[base + x * co + c] = dy[(c * ho + oy) * wo + x].to_acc();
                     }
                 }

@@ -283,6 +283,22 @@ simd_fn! {
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(super) fn transpose8_avx(simd: pulp::x86::V3, s: &[f32], ls: usize, d: &mut [f32], ld: usize) {
+    transpose8_avx_cols(simd, s, ls, d, ld, 8)
+}
+
+/// [`transpose8_avx`] for the block's first `cols` columns of `s` (the rows `j < cols` of
+/// `d`): the loads still read 8 columns of each row (the caller keeps them inside `s`), the
+/// stores write only the `cols` rows; for a row's last columns when they are fewer than 8.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) fn transpose8_avx_cols(
+    simd: pulp::x86::V3,
+    s: &[f32],
+    ls: usize,
+    d: &mut [f32],
+    ld: usize,
+    cols: usize,
+) {
     use core::arch::x86_64::__m256;
     use pulp::bytemuck::cast;
     let avx = simd.avx;
@@ -321,7 +337,7 @@ pub(super) fn transpose8_avx(simd: pulp::x86::V3, s: &[f32], ls: usize, d: &mut 
         avx._mm256_permute2f128_ps::<0x31>(u[2], u[6]),
         avx._mm256_permute2f128_ps::<0x31>(u[3], u[7]),
     ];
-    for (j, v) in o.iter().enumerate() {
+    for (j, v) in o.iter().enumerate().take(cols) {
         d[j * ld..][..8].copy_from_slice(&cast::<__m256, [f32; 8]>(*v));
     }
 }
