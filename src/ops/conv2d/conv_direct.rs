@@ -190,7 +190,8 @@ pub(super) fn blocked_filter<'a, T: Element>(
             }
         } else {
             // `[o][c]`: a transpose, TRANSPOSE_ROWS rows read at a time so that both sides run
-            // along cache lines (one element per row in turn was 2 ns an element).
+            // along cache lines (one element per row in turn, as before, strode a whole filter
+            // row between reads).
             for j0 in (0..bw).step_by(TRANSPOSE_ROWS) {
                 let jn = TRANSPOSE_ROWS.min(bw - j0);
                 let mut rows: [&[T]; TRANSPOSE_ROWS] = [&[]; TRANSPOSE_ROWS];
