@@ -221,6 +221,10 @@ def torch_cases(args):
                 return aten.convolution_backward(dy, x, weight, None, [s, s], pad, [1, 1],
                                                  False, [0, 0], 1, mask)[which]
 
+            fn.f64 = lambda dy=dy, x=x, weight=weight, s=s, pad=pad, mask=mask, which=which: \
+                aten.convolution_backward(dy.double(), x.double(), weight.double(), None, [s, s],
+                                          pad, [1, 1], False, [0, 0], 1, mask)[which]
+
             m = "[T,F,F]" if which == 0 else "[F,T,F]"
             cases.append((wid, f"aten.convolution_backward(mask={m}, {note})", layout,
                           None, fn))
@@ -242,6 +246,9 @@ def torch_cases(args):
 
             def fn(x=x, weight=weight, s=s, pad=pad):
                 return aten.convolution(x, weight, None, [s, s], pad, [1, 1], False, [0, 0], 1)
+
+            fn.f64 = lambda x=x, weight=weight, s=s, pad=pad: aten.convolution(
+                x.double(), weight.double(), None, [s, s], pad, [1, 1], False, [0, 0], 1)
 
             cases.append((wid, f"aten.convolution({note})", layout, None, fn))
         elif wid == "W6":
@@ -339,6 +346,9 @@ def tf_cases(args):
         t = tf.constant(np.ascontiguousarray(a.transpose(0, 2, 3, 1)))
         return tf.cast(t, dtype or dt)
 
+    def f64(t):
+        return tf.cast(t, tf.float64)
+
     for wid in args.workloads:
         w = WORKLOADS[wid]
         x_shape, dy_shape = w["x"], w["dy"]
@@ -370,10 +380,12 @@ def tf_cases(args):
             dy = nhwc(rand(rng, dy_shape))
             isz = tf.constant([n, h, wd, ci], tf.int32)
 
-            def fn(dy=dy, filt=filt, isz=isz, s=s):
-                return raw.Conv2DBackpropInput(input_sizes=isz, filter=filt, out_backprop=dy,
-                                               strides=[1, s, s, 1], padding="SAME",
-                                               data_format="NHWC")
+            def fn(dy=dy, filt=filt, isz=isz, s=s, cast=lambda t: t):
+                return raw.Conv2DBackpropInput(input_sizes=isz, filter=cast(filt),
+                                               out_backprop=cast(dy), strides=[1, s, s, 1],
+                                               padding="SAME", data_format="NHWC")
+
+            fn.f64 = lambda fn=fn: fn(cast=f64)
 
             cases.append((wid, "Conv2DBackpropInput(padding=SAME)", "NHWC", None, fn))
         elif wid in CONV_FILTER:
@@ -384,10 +396,12 @@ def tf_cases(args):
             dy = nhwc(rand(rng, dy_shape))
             fsz = tf.constant([k, k, ci, co], tf.int32)  # HWIO
 
-            def fn(x=x, dy=dy, fsz=fsz, s=s):
-                return raw.Conv2DBackpropFilter(input=x, filter_sizes=fsz, out_backprop=dy,
-                                                strides=[1, s, s, 1], padding="SAME",
-                                                data_format="NHWC")
+            def fn(x=x, dy=dy, fsz=fsz, s=s, cast=lambda t: t):
+                return raw.Conv2DBackpropFilter(input=cast(x), filter_sizes=fsz,
+                                                out_backprop=cast(dy), strides=[1, s, s, 1],
+                                                padding="SAME", data_format="NHWC")
+
+            fn.f64 = lambda fn=fn: fn(cast=f64)
 
             cases.append((wid, "Conv2DBackpropFilter(padding=SAME)", "NHWC", None, fn))
         elif wid in CONV_FWD:
@@ -396,9 +410,11 @@ def tf_cases(args):
             x = nhwc(rand(rng, x_shape))
             filt = tf.cast(tf.constant(rand(rng, (k, k, ci, co))), dt)  # HWIO
 
-            def fn(x=x, filt=filt, s=s):
-                return raw.Conv2D(input=x, filter=filt, strides=[1, s, s, 1], padding="SAME",
-                                  data_format="NHWC")
+            def fn(x=x, filt=filt, s=s, cast=lambda t: t):
+                return raw.Conv2D(input=cast(x), filter=cast(filt), strides=[1, s, s, 1],
+                                  padding="SAME", data_format="NHWC")
+
+            fn.f64 = lambda fn=fn: fn(cast=f64)
 
             cases.append((wid, "Conv2D(padding=SAME)", "NHWC", None, fn))
         elif wid == "W6":
@@ -448,6 +464,32 @@ def tf_versions():
     return v
 
 
+# Above this relative L2 distance from its own f64 result, a peer's f32 conv is not plain f32
+# arithmetic (the SPEC's f32 tolerance; plain f32 sits near 1e-7, a bf16 or TF32 math mode
+# near 1e-3): its time is not comparable with gradops' exact f32 and the table says so.
+F32_REL_L2 = 1e-5
+
+
+def rel_l2_vs_f64(fn, dtype):
+    """The case's result against the same op on the same inputs in f64 (conv rows): whether
+    the peer computed in its element type's arithmetic or a reduced-precision math mode
+    (oneDNN's fpmath mode, TF32, bf16 products). Untimed, once, after the timing."""
+    import numpy as np
+
+    def arr(t):
+        if hasattr(t, "detach"):  # torch
+            return t.detach().double().numpy()
+        return np.asarray(t.numpy(), dtype=np.float64)
+
+    got, ref = arr(fn()), arr(fn.f64())
+    err = float(np.linalg.norm(got - ref) / max(np.linalg.norm(ref), 1e-300))
+    note = "" if dtype != "f32" or err <= F32_REL_L2 else \
+        f"  NOT plain f32 (over {F32_REL_L2:g}): a reduced-precision math mode?"
+    print(f"      {dtype} result vs the same op in f64: relative L2 {err:.2e}{note}",
+          file=sys.stderr, flush=True)
+    return err
+
+
 def run_worker(args):
     import numpy as np
 
@@ -477,6 +519,8 @@ def run_worker(args):
         results.append(row)
         print(f"  {wid} {args._worker:<10} {r['median_ms']:9.3f} ms median "
               f"({r['reps']} reps) {op}", file=sys.stderr, flush=True)
+        if getattr(fn, "f64", None):
+            row["rel_l2_vs_f64"] = rel_l2_vs_f64(fn, args.dtype)
     v = versions()
     v["numpy"] = np.__version__
     with open(args._out, "w") as f:
@@ -1299,8 +1343,11 @@ def print_table(results):
                   f"{'unsupported in ' + str(r.get('dtype')):>40}  {r['op']}: "
                   f"{r.get('unsupported', '')}")
             continue
+        err = r.get("rel_l2_vs_f64")
+        prec = "" if err is None else f"  [vs f64: {err:.1e}" + (
+            ", NOT plain f32]" if r.get("dtype", "f32") == "f32" and err > F32_REL_L2 else "]")
         print(f"{r['workload']:<3} {r['peer']:<17} {r['layout']:<8} {r['median_ms']:10.3f} "
-              f"{r['min_ms']:9.3f} {r['max_ms']:9.3f} {r['reps']:5d}  {r['op']}")
+              f"{r['min_ms']:9.3f} {r['max_ms']:9.3f} {r['reps']:5d}  {r['op']}{prec}")
 
 
 def argmax_kind(row):
