@@ -460,7 +460,9 @@ pub(super) const ROWS_PER_PASS: usize = 8;
 
 simd_fn! {
     /// `dst[(oy * len + padl + ox) * co + o] = dy[o][oy][ox]` (one image; 8x8 blocks), the
-    /// other columns of each row zero.
+    /// other columns of each row zero. f16/bf16 go through the f32 transposes: each pass's
+    /// rows of an 8-channel block are widened first, one vectorised conversion a channel (a
+    /// plane's rows are consecutive); element by element they cost bf16 W5 a fifth of its time.
     pub(super) fn pixel_major<T: Element>(
         dy: &[T],
         (co, ho, wo): (usize, usize, usize),
@@ -470,6 +472,10 @@ simd_fn! {
         let (c8, x8) = (co / 8 * 8, wo / 8 * 8);
         #[cfg(target_arch = "x86_64")]
         let avx = crate::cpu::simd::avx2();
+        #[cfg(not(target_arch = "x86_64"))]
+        let avx: Option<()> = None;
+        let native = T::as_acc_slice(dy).and_then(T::Acc::as_f32);
+        let mut wide: Vec<T::Acc> = Vec::new();
         for oy0 in (0..ho).step_by(ROWS_PER_PASS) {
             let rows = oy0..(oy0 + ROWS_PER_PASS).min(ho);
             for oy in rows.clone() {
@@ -479,44 +485,60 @@ simd_fn! {
                 row[(padl + wo) * co..].fill(T::Acc::zero());
             }
             for c0 in (0..c8).step_by(8) {
+                // The block's rows as f32 where the transposes below take them: (the slice,
+                // its plane stride, the offset of channel c0's row oy0).
+                let src: Option<(&[f32], usize, usize)> = match native {
+                    Some(d) => Some((d, ho * wo, (c0 * ho + oy0) * wo)),
+                    None if avx.is_some() => {
+                        let run = rows.len() * wo;
+                        wide.resize(8 * run, T::Acc::zero());
+                        for (j, w) in wide.chunks_exact_mut(run).enumerate() {
+                            T::slice_to_acc(&dy[((c0 + j) * ho + oy0) * wo..][..run], w);
+                        }
+                        T::Acc::as_f32(&wide).map(|w| (w, run, 0))
+                    }
+                    None => None,
+                };
+                #[cfg(not(target_arch = "x86_64"))]
+                let _ = src;
                 for oy in rows.clone() {
                     let base = (oy * len + padl) * co;
                     for x0 in (0..x8).step_by(8) {
-                        let s = &dy[(c0 * ho + oy) * wo + x0..];
                         let d = &mut dst[base + x0 * co + c0..];
                         #[cfg(target_arch = "x86_64")]
-                        if let (Some(simd), Some(sf), Some(df)) = (
-                            avx,
-                            T::as_acc_slice(s).and_then(T::Acc::as_f32),
-                            T::Acc::as_f32_mut(d),
-                        ) {
-                            super::filter_direct::transpose8_avx(simd, sf, ho * wo, df, co);
+                        if let (Some(simd), Some((sf, ls, at)), Some(df)) =
+                            (avx, src, T::Acc::as_f32_mut(d))
+                        {
+                            let s = &sf[at + (oy - oy0) * wo + x0..];
+                            super::filter_direct::transpose8_avx(simd, s, ls, df, co);
                             continue;
                         }
+                        let s = &dy[(c0 * ho + oy) * wo + x0..];
                         transpose8_with(s, ho * wo, d, co, |v: T| v.to_acc());
                     }
                     // The block's last `wo - x8` columns: one 8x8 transpose whose loads run on
-                    // into the next row, where that stays inside `dy`.
+                    // into the next row, where that stays inside the source.
                     if x8 == wo {
                         continue;
                     }
-                    let s = &dy[(c0 * ho + oy) * wo + x8..];
                     #[cfg(target_arch = "x86_64")]
-                    if let (Some(simd), true, Some(sf), Some(df)) = (
+                    if let (Some(simd), Some((sf, ls, at)), Some(df)) = (
                         avx,
-                        7 * ho * wo + 8 <= s.len(),
-                        T::as_acc_slice(s).and_then(T::Acc::as_f32),
+                        src,
                         T::Acc::as_f32_mut(&mut dst[base + x8 * co + c0..]),
                     ) {
-                        super::filter_direct::transpose8_avx_cols(
-                            simd,
-                            sf,
-                            ho * wo,
-                            df,
-                            co,
-                            wo - x8,
-                        );
-                        continue;
+                        let first = at + (oy - oy0) * wo + x8;
+                        if first + 7 * ls + 8 <= sf.len() {
+                            super::filter_direct::transpose8_avx_cols(
+                                simd,
+                                &sf[first..],
+                                ls,
+                                df,
+                                co,
+                                wo - x8,
+                            );
+                            continue;
+                        }
                     }
                     for x in x8..wo {
                         for c in c0..c0 + 8 {
@@ -541,7 +563,9 @@ simd_fn! {
 simd_fn! {
     /// `dx[c * plane + u * wi + x] = rows[(u * wi + x) * bw + c]` for the `bw` channels of `n`
     /// consecutive rows of `wi` pixels each (`rows` holding them one after another), rounded
-    /// once; [`ROWS_PER_PASS`] rows of a channel block at a time.
+    /// once; [`ROWS_PER_PASS`] rows of a channel block at a time. f16/bf16: the f32 transposes
+    /// into a pass's block of f32 rows, then one vectorised rounding a channel (the rows are
+    /// consecutive in a plane).
     pub(super) fn store_rows<T: Element>(
         rows: &[T::Acc],
         (n, wi, bw): (usize, usize, usize),
@@ -551,9 +575,43 @@ simd_fn! {
         let x8 = wi / 8 * 8;
         #[cfg(target_arch = "x86_64")]
         let avx = crate::cpu::simd::avx2();
+        #[cfg(target_arch = "x86_64")]
+        let narrowed = avx.is_some() && T::as_acc_slice(dx).is_none();
+        #[cfg(target_arch = "x86_64")]
+        let mut narrow: Vec<T::Acc> = Vec::new();
         for u0 in (0..n).step_by(ROWS_PER_PASS) {
+            let nu = ROWS_PER_PASS.min(n - u0);
             for c0 in (0..bw).step_by(8) {
-                for u in u0..(u0 + ROWS_PER_PASS).min(n) {
+                #[cfg(target_arch = "x86_64")]
+                if let (true, Some(simd), Some(rf)) = (narrowed, avx, T::Acc::as_f32(rows)) {
+                    let run = nu * wi;
+                    narrow.resize(8 * run, T::Acc::zero());
+                    if let Some(nf) = T::Acc::as_f32_mut(&mut narrow) {
+                        for u in 0..nu {
+                            let row = &rf[(u0 + u) * wi * bw..][..wi * bw];
+                            for x0 in (0..x8).step_by(8) {
+                                let d = &mut nf[u * wi + x0..];
+                                super::filter_direct::transpose8_avx(
+                                    simd,
+                                    &row[x0 * bw + c0..],
+                                    bw,
+                                    d,
+                                    run,
+                                );
+                            }
+                            for x in x8..wi {
+                                for j in 0..8 {
+                                    nf[j * run + u * wi + x] = row[x * bw + c0 + j];
+                                }
+                            }
+                        }
+                        for (j, w) in narrow.chunks_exact(run).enumerate() {
+                            T::slice_from_acc(w, &mut dx[(c0 + j) * plane + u0 * wi..][..run]);
+                        }
+                        continue;
+                    }
+                }
+                for u in u0..u0 + nu {
                     let row = &rows[u * wi * bw..][..wi * bw];
                     let dxu = &mut dx[u * wi..];
                     for x0 in (0..x8).step_by(8) {

@@ -389,8 +389,8 @@ fn winograd4_serves<T: Element>() -> bool {
 }
 
 /// The Winograd correlation: NHWC by F(3x3, 3x3) or F(2x2, 3x3) with the channels as vectors
-/// (`winograd_nhwc.rs`); NCHW f32 through that core between two transposes where it serves,
-/// else by F(4x4, 3x3) on large planes where the type allows it, else F(2x2, 3x3).
+/// (`winograd_nhwc.rs`); NCHW f32, f16 and bf16 through that core between two transposes where
+/// it serves, else by F(4x4, 3x3) on large planes where the type allows it, else F(2x2, 3x3).
 fn winograd<T: Element>(
     p: &WinoProblem,
     layout: Layout,
@@ -1454,6 +1454,60 @@ mod tests {
         FORCE_TILE.with(|t| t.set(None));
     }
 
+    /// A tensor's (n, c, h, w).
+    type Nchw4 = (usize, usize, usize, usize);
+
+    /// `v` (NCHW, `dims` = (n, c, h, w)) in NHWC order.
+    fn to_nhwc<E: Copy>(v: &[E], (n, c, h, w): Nchw4) -> Vec<E> {
+        let mut out = Vec::with_capacity(v.len());
+        for i in 0..n {
+            for p in 0..h * w {
+                out.extend((0..c).map(|ch| v[(i * c + ch) * h * w + p]));
+            }
+        }
+        out
+    }
+
+    /// `op` on NCHW `src` and on the same data in NHWC (the filter HWIO in both) give the same
+    /// bits, every element (f16/bf16 NCHW run the NHWC core between two transposes: the same
+    /// f32 arithmetic and one rounding; f32 the same). Random inputs in [-1, 1] rounded to `E`.
+    fn same_bits_both_layouts<E: Element>(
+        op: impl Fn(Layout, &[E], &[E], &mut [E]),
+        (src_dims, dst_dims): (Nchw4, Nchw4),
+        w_len: usize,
+        what: &str,
+    ) {
+        let mut seed = 0x005e_ed0f_b175_u64 ^ w_len as u64;
+        let mut rnd = |len: usize| -> Vec<E> {
+            (0..len)
+                .map(|_| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    E::from_f64(((seed >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0)
+                })
+                .collect()
+        };
+        let (sn, sc, sh, sw) = src_dims;
+        let (dn, dc, dh, dw) = dst_dims;
+        let (src, w) = (rnd(sn * sc * sh * sw), rnd(w_len));
+        let len = dn * dc * dh * dw;
+        let (mut a, mut b) = (
+            vec![E::from_f64(f64::NAN); len],
+            vec![E::from_f64(f64::NAN); len],
+        );
+        op(Layout::Nchw, &src, &w, &mut a);
+        op(Layout::Nhwc, &to_nhwc(&src, src_dims), &w, &mut b);
+        for (k, (x, y)) in to_nhwc(&a, dst_dims).iter().zip(&b).enumerate() {
+            assert_eq!(
+                x.to_f64().to_bits(),
+                y.to_f64().to_bits(),
+                "{what} {}: NHWC element {k}",
+                E::SUFFIX
+            );
+        }
+    }
+
     /// The F(2x2) row split against the padded row it stands for, for every start parity and
     /// clipping (including an empty segment and padding on both sides).
     #[test]
@@ -1554,6 +1608,7 @@ mod tests {
     }
 
     fn winograd_matches_phase_path_on_tile() {
+        let mut bits_checked = 0;
         let mut seed = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = |m: usize| {
             seed ^= seed << 13;
@@ -1649,6 +1704,27 @@ mod tests {
                 num.sqrt() <= 1e-3 * den.sqrt().max(1.0),
                 "f16 case {case}: {g:?}"
             );
+            // f16 and bf16 where NCHW runs the NHWC core between transposes (dx channels
+            // a multiple of the register tiles' vector width): NCHW and NHWC agree bit for bit.
+            let lanes =
+                super::super::filter_direct::lanes(super::super::filter_direct::Level::Best);
+            let via_nhwc = lanes.is_some_and(|l| cig.is_multiple_of(l) && g.ci.is_multiple_of(8));
+            let dims = (
+                (n, g.co, g.h.output, g.w.output),
+                (n, g.ci, g.h.input, g.w.input),
+            );
+            let run = |l: Layout, d: &[_], w: &[_], out: &mut [_]| {
+                backprop_input_winograd(&g, l, d, w, out)
+            };
+            let what = format!("backprop_input case {case}: {g:?}");
+            if via_nhwc {
+                same_bits_both_layouts::<half::f16>(run, dims, w.len(), &what);
+                let run = |l: Layout, d: &[_], w: &[_], out: &mut [_]| {
+                    backprop_input_winograd(&g, l, d, w, out)
+                };
+                same_bits_both_layouts::<half::bf16>(run, dims, w.len(), &what);
+                bits_checked += 1;
+            }
             // NHWC (the same data read as NHWC) against NHWC col2im: f64, f32, f16.
             let nhwc = Layout::Nhwc;
             let (mut a, mut b) = (vec![f64::NAN; len], vec![f64::NAN; len]);
@@ -1673,6 +1749,9 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 20, "only {checked} cases");
+        if super::super::filter_direct::lanes(super::super::filter_direct::Level::Best).is_some() {
+            assert!(bits_checked >= 4, "only {bits_checked} layout bit checks");
+        }
     }
 
     /// The NHWC Winograd core on planes of several tile-row blocks per image (the unit cases
@@ -2192,7 +2271,7 @@ mod tests {
     }
 
     fn forward_winograd_matches_im2col_on_tile() {
-        let mut checked = 0;
+        let (mut checked, mut bits_checked) = (0, 0);
         for case in 0..24usize {
             // Output channels 16 or 32 in every third case (the NHWC core's register tiles).
             let cog = if case % 3 == 0 {
@@ -2252,8 +2331,34 @@ mod tests {
                     "{layout} f32 case {case}: {g:?}"
                 );
             }
+            let dims = (
+                (input.n, g.ci, g.h.input, g.w.input),
+                (input.n, g.co, g.h.output, g.w.output),
+            );
+            let what = format!("forward case {case}: {g:?}");
+            // As in `winograd_matches_phase_path`: where NCHW runs the NHWC core.
+            let lanes =
+                super::super::filter_direct::lanes(super::super::filter_direct::Level::Best);
+            if lanes.is_some_and(|l| cog.is_multiple_of(l) && g.co.is_multiple_of(8)) {
+                bits_checked += 1;
+                same_bits_both_layouts::<half::f16>(
+                    |l, x, w, y| forward(&g, l, x, w, y),
+                    dims,
+                    w.len(),
+                    &what,
+                );
+                same_bits_both_layouts::<half::bf16>(
+                    |l, x, w, y| forward(&g, l, x, w, y),
+                    dims,
+                    w.len(),
+                    &what,
+                );
+            }
             checked += 1;
         }
         assert!(checked > 12, "only {checked} cases");
+        if super::super::filter_direct::lanes(super::super::filter_direct::Level::Best).is_some() {
+            assert!(bits_checked >= 4, "only {bits_checked} layout bit checks");
+        }
     }
 }
