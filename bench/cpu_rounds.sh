@@ -11,10 +11,12 @@
 # ISA=avx2: every side held to AVX2 (an AVX2-only CPU's contest on an AVX-512 machine):
 # GRADOPS_CPU_SIMD=avx2 ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2
 # MKL_ENABLE_INSTRUCTIONS=AVX2, recorded in the peers' JSON (`isa_caps`).
+# DTYPE=bf16: both sides in bf16 (peers.py --dtype, gradops bench --dtype); f32 by default.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$1 out=$2 layouts=$3 workloads=$4 rounds=$5 threads=${6:-2} prefix=${7:-}
 py=${PYTHON:-bench/.venv/bin/python}
+dtype=${DTYPE:-f32}
 case ${ISA:-} in
   "") ;;
   avx2) export GRADOPS_CPU_SIMD=avx2 ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ;;
@@ -25,8 +27,8 @@ for l in ${layouts//,/ }; do
   cl=()
   [[ $l == nhwc ]] && cl=(--torch-channels-last)
   RAYON_NUM_THREADS=$threads "$py" bench/peers.py --threads "$threads" --rounds "$rounds" \
-    --peers pytorch,tensorflow-onednn "${cl[@]}" --workloads "$workloads" \
+    --peers pytorch,tensorflow-onednn "${cl[@]}" --workloads "$workloads" --dtype "$dtype" \
     --json "$out/${prefix}peers-$l.json" \
-    --gradops-cmd "$bin bench --device cpu --layout $l --workload $workloads --json $out/${prefix}gradops-$l.json" \
+    --gradops-cmd "$bin bench --device cpu --dtype $dtype --layout $l --workload $workloads --json $out/${prefix}gradops-$l.json" \
     >"$out/${prefix}log-$l.txt" 2>&1
 done

@@ -1,6 +1,7 @@
 //! CPU building blocks shared by the ops' CPU kernels.
 
 pub(crate) mod gemm;
+pub(crate) mod scratch;
 pub(crate) mod simd;
 
 /// `f()` on a worker of rayon's pool, so that a call's several parallel passes (a filter

@@ -42,80 +42,10 @@ const fn tile_rows(lanes: usize) -> usize {
     }
 }
 
-thread_local! {
-    /// This thread's scratch vectors, kept across calls (see [`with_scratch`]).
-    static SCRATCH: std::cell::RefCell<Vec<Vec<f32>>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Runs `f` with `N` scratch vectors of this thread, kept across calls: the per-image buffers
-/// are hundreds of KB, and allocating them per call cost page faults and zero fills every
-/// call (batch 1 of W5: 1.0 ms a call instead of 0.5). Their contents are whatever the last
-/// user left: callers write before they read. The thread's vectors are a stack: a call takes
-/// the top `N` and puts them back in the same order, so a nested use (a rayon job run on this
-/// thread while another waits, as the NCHW Winograd's per-tile jobs inside its per-image
-/// ones) takes the next ones down and each nesting level keeps its own buffers across calls.
-pub(super) fn with_scratch<const N: usize, R>(f: impl FnOnce(&mut [Vec<f32>; N]) -> R) -> R {
-    let taken = SCRATCH.with(|c| {
-        let mut pool = c.try_borrow_mut().ok()?;
-        let at = pool.len().saturating_sub(N);
-        let mut top = pool.drain(at..);
-        Some(std::array::from_fn(|_| top.next().unwrap_or_default()))
-    });
-    let returned = taken.is_some();
-    let mut bufs = taken.unwrap_or_else(|| std::array::from_fn(|_| Vec::new()));
-    let out = f(&mut bufs);
-    if returned {
-        SCRATCH.with(|c| {
-            if let Ok(mut pool) = c.try_borrow_mut() {
-                pool.extend(bufs);
-            }
-        });
-    }
-    out
-}
-
-/// Test support: fills the top `count` scratch vectors of every rayon worker's scratch stack
-/// (pushing new ones where it holds fewer) with at least `len` NaNs, so that the next kernel
-/// to take its scratch there reads NaN wherever it reads what it did not write.
+// The thread scratch moved to `crate::cpu::scratch` (the max-pool kernels use it too).
 #[cfg(test)]
-pub(super) fn poison_worker_scratch(count: usize, len: usize) {
-    rayon::broadcast(|_| {
-        SCRATCH.with(|c| {
-            let mut pool = c.borrow_mut();
-            while pool.len() < count {
-                pool.push(Vec::new());
-            }
-            let at = pool.len() - count;
-            for v in &mut pool[at..] {
-                let n = v.len().max(len);
-                v.clear();
-                v.resize(n, f32::NAN);
-            }
-        })
-    });
-}
-
-/// `v` resized to `n` (new elements zero; nothing else written) and viewed as `A`.
-pub(super) fn scratch_as<A: Accum>(v: &mut Vec<f32>, n: usize) -> Option<&mut [A]> {
-    v.resize(n, 0.0);
-    A::from_f32_mut(v)
-}
-
-/// `n` elements of `A`: the scratch vector `v` where `A` is f32, else `own` (resized, new
-/// elements zero; nothing else written).
-pub(super) fn scratch_or_own<'a, A: Accum>(
-    v: &'a mut Vec<f32>,
-    own: &'a mut Vec<A>,
-    n: usize,
-) -> &'a mut [A] {
-    if A::as_f32(&[]).is_some() {
-        if let Some(s) = scratch_as::<A>(v, n) {
-            return s;
-        }
-    }
-    own.resize(n, A::zero());
-    &mut own[..n]
-}
+pub(super) use crate::cpu::scratch::poison_worker_scratch;
+pub(super) use crate::cpu::scratch::{scratch_as, scratch_or_own, with_scratch};
 
 /// Whether the direct kernels serve a call with `out_ch` output channels (of the kernel's
 /// rows: `ci` for backprop_input, `co` for the forward; NCHW is the caller's check): f32

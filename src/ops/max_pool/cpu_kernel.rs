@@ -1,12 +1,12 @@
 //! CPU max-pool kernels. Per plane (NCHW) or per image (NHWC, channels as the vector), windows
 //! in row-major order: deterministic, and each `dx` cell sums its windows in that order.
 
+use crate::cpu::scratch::{scratch_or_own, with_scratch};
 use crate::cpu::simd;
 use crate::cpu::simd::simd_fn;
 use crate::dtype::{Accum, Element};
 use crate::error::{Error, Result};
 use crate::geometry::window::PoolGeometry;
-use crate::ops::resize::cpu_kernel::acc_view;
 use crate::tensor::Layout;
 use num_traits::Zero;
 use rayon::prelude::*;
@@ -357,11 +357,51 @@ struct ChannelArgmax<A> {
 
 #[derive(Default)]
 struct Scratch<A> {
+    /// `x`, `dy` and `dx` as the accumulation type where [`with_scratch`]'s f32 vectors cannot
+    /// hold them (none of the element types now: f16/bf16 accumulate in f32, f32 and f64 are
+    /// read and written in place).
     x: Vec<A>,
     dy: Vec<A>,
     acc: Vec<A>,
     channels: ChannelArgmax<A>,
     plane: PlaneArgmax<A>,
+}
+
+/// `src` as the accumulation type: itself (f32, f64), else widened into `v` (this thread's
+/// scratch, kept across calls: f16/bf16 NHWC units are whole images, whose fresh buffers a
+/// call had cost bf16 NHWC W6 page faults and zero fills, 26 ms a one-thread call against
+/// f32's 4.5) or `own`.
+fn acc_in<'a, T: Element>(
+    src: &'a [T],
+    v: &'a mut Vec<f32>,
+    own: &'a mut Vec<T::Acc>,
+) -> &'a [T::Acc] {
+    match T::as_acc_slice(src) {
+        Some(s) => s,
+        None => {
+            let b = scratch_or_own(v, own, src.len());
+            T::slice_to_acc(src, b);
+            b
+        }
+    }
+}
+
+/// `body` on `dx` as the accumulation type: in place (f32, f64), else staged in `v` (or
+/// `own`, as [`acc_in`]) and rounded into `dx` once after. A staged buffer holds whatever it
+/// last held: `body` writes every element.
+fn with_acc_out<T: Element, R>(
+    dx: &mut [T],
+    v: &mut Vec<f32>,
+    own: &mut Vec<T::Acc>,
+    body: impl FnOnce(&mut [T::Acc]) -> R,
+) -> R {
+    if let Some(acc) = T::as_acc_slice_mut(dx) {
+        return body(acc);
+    }
+    let acc = scratch_or_own(v, own, dx.len());
+    let out = body(acc);
+    T::slice_from_acc(acc, dx);
+    out
 }
 
 pub fn forward<T: Element>(
@@ -394,22 +434,24 @@ pub fn forward<T: Element>(
         .zip(x.par_chunks(xl))
         .enumerate()
         .for_each_init(Scratch::<T::Acc>::default, |s, (u, ((yu, au), xu))| {
-            let base = (u * xl) as i64;
-            let xa = acc_view(xu, &mut s.x);
-            let mut put = |o: usize, at: usize| {
-                yu[o] = xu[at];
-                if let Some(a) = au.as_deref_mut() {
-                    a[o] = base + at as i64;
-                }
-            };
-            match layout {
-                Layout::Nchw => plane_argmax(g, &ys, &xs, &xa, &mut s.plane, &mut Put(put)),
-                Layout::Nhwc => image_argmax(&ys, &xs, w, c, &xa, &mut s.channels, |o, best| {
-                    for (ch, &i) in best.iter().enumerate() {
-                        put(o * c + ch, i as usize * c + ch);
+            with_scratch(|[xv]| {
+                let base = (u * xl) as i64;
+                let xa = acc_in(xu, xv, &mut s.x);
+                let mut put = |o: usize, at: usize| {
+                    yu[o] = xu[at];
+                    if let Some(a) = au.as_deref_mut() {
+                        a[o] = base + at as i64;
                     }
-                }),
-            }
+                };
+                match layout {
+                    Layout::Nchw => plane_argmax(g, &ys, &xs, xa, &mut s.plane, &mut Put(put)),
+                    Layout::Nhwc => image_argmax(&ys, &xs, w, c, xa, &mut s.channels, |o, best| {
+                        for (ch, &i) in best.iter().enumerate() {
+                            put(o * c + ch, i as usize * c + ch);
+                        }
+                    }),
+                }
+            })
         });
 }
 
@@ -428,42 +470,39 @@ pub(crate) fn grad<T: Element>(g: &PoolGeometry, layout: Layout, dy: &[T], x: &[
         .zip(x.par_chunks(xl))
         .zip(dy.par_chunks(yl))
         .for_each_init(Scratch::<T::Acc>::default, |s, ((dxu, xu), dyu)| {
-            let xa = acc_view(xu, &mut s.x);
-            let dya = acc_view(dyu, &mut s.dy);
-            let mut owned = std::mem::take(&mut s.acc);
-            let acc: &mut [T::Acc] = match T::as_acc_slice_mut(dxu) {
-                Some(d) => d,
-                None => {
-                    owned.resize(xl, zero);
-                    &mut owned
-                }
-            };
-            match layout {
-                Layout::Nchw => {
-                    let mut sink = PlaneGrad {
-                        acc,
-                        dy: &dya,
-                        w,
-                        zeroed: 0,
-                    };
-                    plane_argmax(g, &ys, &xs, &xa, &mut s.plane, &mut sink);
-                    // Rows no window reached.
-                    sink.rows_upto(g.h.input);
-                }
-                Layout::Nhwc => {
-                    acc.fill(zero);
-                    image_argmax(&ys, &xs, w, c, &xa, &mut s.channels, |o, best| {
-                        for (ch, &i) in best.iter().enumerate() {
-                            let at = i as usize * c + ch;
-                            acc[at] = acc[at] + dya[o * c + ch];
-                        }
-                    })
-                }
-            }
-            if T::as_acc_slice(dxu).is_none() {
-                T::slice_from_acc(&owned, dxu);
-            }
-            s.acc = owned;
+            with_scratch(|[xv, dyv, accv]| {
+                let Scratch {
+                    x: xo,
+                    dy: dyo,
+                    acc: acco,
+                    channels,
+                    plane,
+                } = s;
+                let xa = acc_in(xu, xv, xo);
+                let dya = acc_in(dyu, dyv, dyo);
+                with_acc_out(dxu, accv, acco, |acc| match layout {
+                    Layout::Nchw => {
+                        let mut sink = PlaneGrad {
+                            acc,
+                            dy: dya,
+                            w,
+                            zeroed: 0,
+                        };
+                        plane_argmax(g, &ys, &xs, xa, plane, &mut sink);
+                        // Rows no window reached.
+                        sink.rows_upto(g.h.input);
+                    }
+                    Layout::Nhwc => {
+                        acc.fill(zero);
+                        image_argmax(&ys, &xs, w, c, xa, channels, |o, best| {
+                            for (ch, &i) in best.iter().enumerate() {
+                                let at = i as usize * c + ch;
+                                acc[at] = acc[at] + dya[o * c + ch];
+                            }
+                        })
+                    }
+                })
+            })
         });
 }
 
@@ -587,7 +626,6 @@ pub(crate) fn grad_with_argmax<T: Element>(
         return Ok(());
     }
     let c = if layout == Layout::Nhwc { g.c } else { 1 };
-    let zero = T::Acc::zero();
     // Small units (NCHW planes: 50 KB on W6) are zeroed as the scatter reaches them, while in
     // cache: W6 NCHW 1.17x on one thread (Zen 4). A unit of megabytes (W6's NHWC images, 3.2 MB)
     // is zeroed whole first: one large fill ran faster there (piecemeal: 0.88x-0.93x).
@@ -597,23 +635,14 @@ pub(crate) fn grad_with_argmax<T: Element>(
         .zip(dy.par_chunks(yl).zip(argmax.par_chunks(yl)))
         .enumerate()
         .map_init(Scratch::<T::Acc>::default, |s, (u, (dxu, (dyu, au)))| {
-            let dya = acc_view(dyu, &mut s.dy);
-            let mut owned = std::mem::take(&mut s.acc);
-            let acc: &mut [T::Acc] = match T::as_acc_slice_mut(dxu) {
-                Some(d) => d,
-                None => {
-                    owned.resize(xl, zero);
-                    &mut owned
-                }
-            };
-            let lo = (u * xl) as i64;
-            let bad =
-                scatter_unit(acc, &dya, au, lo, c, lazy_zero).map(|o| (u * yl + o, au[o], lo));
-            if T::as_acc_slice(dxu).is_none() {
-                T::slice_from_acc(&owned, dxu);
-            }
-            s.acc = owned;
-            bad
+            with_scratch(|[dyv, accv]| {
+                let dya = acc_in(dyu, dyv, &mut s.dy);
+                let lo = (u * xl) as i64;
+                with_acc_out(dxu, accv, &mut s.acc, |acc| {
+                    scatter_unit(acc, dya, au, lo, c, lazy_zero)
+                })
+                .map(|o| (u * yl + o, au[o], lo))
+            })
         })
         .flatten()
         .min();
@@ -631,4 +660,94 @@ pub(crate) fn grad_with_argmax<T: Element>(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::geometry::window::Padding;
+    use crate::{Layout, MaxPoolAttrs, TensorRef};
+    use half::bf16;
+
+    /// bf16 widened, summed in f32 and rounded once: the bits of the f32 kernels on the widened
+    /// inputs rounded to bf16, in both layouts, recomputed and stored argmax, with the workers'
+    /// scratch (where bf16's staged units live) poisoned with NaN first, so a staged element
+    /// the kernels failed to write would show.
+    #[test]
+    fn bf16_staged_in_scratch_matches_f32_rounded() {
+        let (n, c, h, w) = (3, 24, 13, 11);
+        let attrs = MaxPoolAttrs::new([3, 3])
+            .strides([2, 2])
+            .padding(Padding::Same);
+        let mut seed = 0x00c0_ffee_u64;
+        let mut rnd = |len: usize| -> Vec<bf16> {
+            (0..len)
+                .map(|_| {
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    // Few distinct values: ties, which the first-max rule settles.
+                    bf16::from_f32(((seed >> 40) % 17) as f32 * 0.375 - 3.0)
+                })
+                .collect()
+        };
+        let widen = |v: &[bf16]| v.iter().map(|x| x.to_f32()).collect::<Vec<f32>>();
+        for layout in [Layout::Nchw, Layout::Nhwc] {
+            let shape = layout.shape(crate::tensor::Dims { n, c, h, w });
+            let x = rnd(n * c * h * w);
+            let (_, arg) =
+                crate::max_pool(TensorRef::new(&x, shape, layout), &attrs, true).unwrap();
+            let arg = arg.unwrap();
+            let (y, _) = crate::max_pool(TensorRef::new(&x, shape, layout), &attrs, false).unwrap();
+            let dy = rnd(y.data.len());
+            let (x32, dy32) = (widen(&x), widen(&dy));
+            let mut want = vec![f32::NAN; x.len()];
+            crate::max_pool_grad_into(
+                TensorRef::new(&dy32, y.shape, layout),
+                TensorRef::new(&x32, shape, layout),
+                None,
+                &attrs,
+                &mut want,
+            )
+            .unwrap();
+            let mut want_arg = vec![f32::NAN; x.len()];
+            crate::max_pool_grad_with_argmax_into(
+                TensorRef::new(&dy32, y.shape, layout),
+                &arg,
+                shape,
+                &attrs,
+                &mut want_arg,
+            )
+            .unwrap();
+            assert_eq!(want, want_arg, "{layout}: the two f32 gradients differ");
+            for stored in [false, true] {
+                crate::cpu::scratch::poison_worker_scratch(8, x.len());
+                let mut got = vec![bf16::NAN; x.len()];
+                if stored {
+                    crate::max_pool_grad_with_argmax_into(
+                        TensorRef::new(&dy, y.shape, layout),
+                        &arg,
+                        shape,
+                        &attrs,
+                        &mut got,
+                    )
+                } else {
+                    crate::max_pool_grad_into(
+                        TensorRef::new(&dy, y.shape, layout),
+                        TensorRef::new(&x, shape, layout),
+                        None,
+                        &attrs,
+                        &mut got,
+                    )
+                }
+                .unwrap();
+                for (k, (g, &f)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!(
+                        g.to_bits(),
+                        bf16::from_f32(f).to_bits(),
+                        "{layout} stored={stored} element {k}"
+                    );
+                }
+            }
+        }
+    }
 }
