@@ -245,22 +245,40 @@ simd_fn! {
     ) {
         #[cfg(target_arch = "x86_64")]
         let avx = crate::cpu::simd::avx2();
+        #[cfg(not(target_arch = "x86_64"))]
+        let avx: Option<()> = None;
         let p8 = np / 8 * 8;
+        let mut wide: Vec<T::Acc> = Vec::new();
         for c0 in (0..ch).step_by(cg) {
             for cb in (0..cg).step_by(nb) {
                 let w = nb.min(cg - cb);
                 let (sb, db) = (&src[(c0 + cb) * np..], &mut dst[(c0 + cb) * np..][..w * np]);
                 // `w` is a multiple of the vector width, so of 8.
                 for j0 in (0..w).step_by(8) {
+                    // The 8 channel rows as f32 for the transposes: in place, or (f16/bf16)
+                    // widened first, one vectorised conversion a row (element by element in
+                    // the portable block they cost bf16 W8 NCHW about a tenth).
+                    let rows8: Option<&[f32]> = match T::as_acc_slice(sb).and_then(T::Acc::as_f32)
+                    {
+                        Some(f) => Some(&f[j0 * np..]),
+                        None if avx.is_some() => {
+                            wide.resize(8 * np, num_traits::Zero::zero());
+                            for (j, r) in wide.chunks_exact_mut(np).enumerate() {
+                                T::slice_to_acc(&sb[(j0 + j) * np..][..np], r);
+                            }
+                            T::Acc::as_f32(&wide)
+                        }
+                        None => None,
+                    };
+                    #[cfg(not(target_arch = "x86_64"))]
+                    let _ = rows8;
                     for p0 in (0..p8).step_by(8) {
                         let (s, d) = (&sb[j0 * np + p0..], &mut db[p0 * w + j0..]);
                         #[cfg(target_arch = "x86_64")]
-                        if let (Some(simd), Some(sf), Some(df)) = (
-                            avx,
-                            T::as_acc_slice(s).and_then(T::Acc::as_f32),
-                            T::Acc::as_f32_mut(d),
-                        ) {
-                            transpose8_avx(simd, sf, np, df, w);
+                        if let (Some(simd), Some(sf), Some(df)) =
+                            (avx, rows8, T::Acc::as_f32_mut(d))
+                        {
+                            transpose8_avx(simd, &sf[p0..], np, df, w);
                             continue;
                         }
                         transpose8_with(s, np, d, w, |v: T| v.to_acc());
@@ -352,10 +370,12 @@ pub(super) fn transpose8_with<S: Copy, D: Copy>(
     ld: usize,
     f: impl Fn(S) -> D,
 ) {
-    let rows: [[D; 8]; 8] = std::array::from_fn(|i| std::array::from_fn(|j| f(s[i * ls + j])));
-    for (j, out) in d.chunks_mut(ld).take(8).enumerate() {
-        for (i, o) in out[..8].iter_mut().enumerate() {
-            *o = rows[i][j];
+    // Plain loops: `f` inside `array::from_fn`'s closures was not inlined (a call per
+    // element, seen in f16/bf16 profiles).
+    for j in 0..8 {
+        let out = &mut d[j * ld..][..8];
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = f(s[i * ls + j]);
         }
     }
 }
