@@ -104,7 +104,8 @@ pub(super) fn winograd_nhwc<T: Element>(
 /// (`store_rows`, one rounding). For f32, f16 and bf16 where the register tiles serve and the
 /// destination's channels are a multiple of 8: the two transposes cost less than the NCHW
 /// core's loss to this one (f32's NCHW core is F(2x2); f16/bf16's F(4x4) on the `gemm` crate
-/// took 6.3 ms a one-thread bf16 W4 on a Zen 5, this path 4.9). The same bits as NHWC on the
+/// took 6.35-6.45 ms a one-thread bf16 W4 on a Zen 5, this path 4.85-4.94:
+/// `bench/results/2026-12-07b-cpu-zen5-bf16/extra-ab.txt`). The same bits as NHWC on the
 /// same data. `false` (nothing written) elsewhere.
 pub(super) fn winograd_nchw_via_nhwc<T: Element>(
     p: &WinoProblem,
