@@ -11,7 +11,7 @@
 # ISA=avx2: every side held to AVX2 (an AVX2-only CPU's contest on an AVX-512 machine):
 # GRADOPS_CPU_SIMD=avx2 ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2
 # MKL_ENABLE_INSTRUCTIONS=AVX2, recorded in the peers' JSON (`isa_caps`).
-# DTYPE=bf16: both sides in bf16 (peers.py --dtype, gradops bench --dtype); f32 by default.
+# DTYPE=bf16|f16: both sides in that type (peers.py --dtype, gradops bench --dtype); f32 by default.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$1 out=$2 layouts=$3 workloads=$4 rounds=$5 threads=${6:-2} prefix=${7:-}

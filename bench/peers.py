@@ -285,10 +285,11 @@ def torch_cases(args):
     return cases
 
 
-# CPU mode's element types: f32 (the SPEC's CPU workloads) and bf16 (the half type both
-# peers' CPU kernels register; gradops bench --dtype bf16).
-CPU_DTYPES = ("f32", "bf16")
-CPU_TORCH_DTYPES = {"f32": lambda torch: torch.float32, "bf16": lambda torch: torch.bfloat16}
+# CPU mode's element types: f32 (the SPEC's CPU workloads), bf16 and f16 (the half types
+# the peers' CPU kernels register, where they do; gradops bench --dtype bf16|f16).
+CPU_DTYPES = ("f32", "bf16", "f16")
+CPU_TORCH_DTYPES = {"f32": lambda torch: torch.float32, "bf16": lambda torch: torch.bfloat16,
+                    "f16": lambda torch: torch.float16}
 
 
 def unsupported(err):
@@ -340,7 +341,7 @@ def tf_cases(args):
     raw = tf.raw_ops
     rng = np.random.default_rng(args.seed)
     cases = []
-    dt = {"f32": tf.float32, "bf16": tf.bfloat16}[args.dtype]
+    dt = {"f32": tf.float32, "bf16": tf.bfloat16, "f16": tf.float16}[args.dtype]
 
     def nhwc(a, dtype=None):
         t = tf.constant(np.ascontiguousarray(a.transpose(0, 2, 3, 1)))
@@ -354,7 +355,7 @@ def tf_cases(args):
         x_shape, dy_shape = w["x"], w["dy"]
         if wid in ("W1", "W2", "W3"):
             # ResizeBilinearGrad's grads input is float32 whatever T is (the op's signature):
-            # in bf16 only original_image and dx are bf16.
+            # in bf16/f16 only original_image and dx are bf16/f16.
             dy = nhwc(rand(rng, dy_shape), tf.float32 if wid != "W3" else None)
             x = nhwc(rand(rng, x_shape))
             if wid == "W3":
@@ -1366,7 +1367,8 @@ def compare(gradops, peer_results, dtype="f32"):
     """Per gradops row of `dtype`: best peer median among the peer rows of that dtype that ran
     (same W6 argmax kind), ratio best_peer/gradops."""
     rows = []
-    names = {"f32": ("f32", "float32"), "bf16": ("bf16", "bfloat16")}[dtype]
+    names = {"f32": ("f32", "float32"), "bf16": ("bf16", "bfloat16"),
+             "f16": ("f16", "float16")}[dtype]
     for g in gradops.get("results", []):
         wid = g.get("workload")
         if wid not in WORKLOADS or g.get("median_ms") is None:
@@ -1464,10 +1466,10 @@ def parse_args(argv):
                         "PyTorch CUDA ops at batch 32 with gradops' CUDA timing protocol "
                         "(see bench/README.md, 'GPU mode')")
     p.add_argument("--dtype", choices=CPU_DTYPES, default="f32",
-                   help="CPU mode: element type of every tensor (default f32; bf16: PyTorch "
-                        "torch.bfloat16, TensorFlow tf.bfloat16 where its CPU op has a bf16 "
-                        "kernel, else the row says unsupported; compare with `gradops bench "
-                        "--device cpu --dtype bf16`)")
+                   help="CPU mode: element type of every tensor (default f32; bf16/f16: "
+                        "PyTorch torch.bfloat16/float16, TensorFlow tf.bfloat16/float16 where "
+                        "its CPU op has a kernel for it, else the row says unsupported; compare "
+                        "with `gradops bench --device cpu --dtype bf16|f16`)")
     p.add_argument("--peers", default=",".join(CPU_PEERS),
                    help="comma list of peers (pytorch, tensorflow, tensorflow-onednn: "
                         "TensorFlow in a process with TF_ENABLE_ONEDNN_OPTS=1, its oneDNN "

@@ -184,11 +184,13 @@ impl Element for f16 {
     type Acc = f32;
     const DTYPE: DType = DType::F16;
     const SUFFIX: &'static str = "f16";
+    #[inline]
     fn to_acc(self) -> f32 {
-        self.to_f32()
+        crate::cpu::simd::f16_bits_to_f32_one(self.to_bits())
     }
+    #[inline]
     fn from_acc(a: f32) -> Self {
-        f16::from_f32(a)
+        f16::from_bits(crate::cpu::simd::f32_to_f16_bits_one(a))
     }
     fn to_f64(self) -> f64 {
         f16::to_f64(self)
@@ -197,13 +199,18 @@ impl Element for f16 {
         f16::from_f64(v)
     }
     fn slice_to_acc(src: &[Self], dst: &mut [f32]) {
-        // F16C/NEON block conversion where the CPU has it.
+        // AVX-512's 16-wide conversion where the level has it, else `half`'s (F16C eight
+        // elements a call where the CPU has it): the same bits.
         use half::slice::HalfFloatSliceExt;
-        src.convert_to_f32_slice(dst);
+        if !crate::cpu::simd::f16_bits_to_f32_avx512(src.reinterpret_cast(), dst) {
+            src.convert_to_f32_slice(dst);
+        }
     }
     fn slice_from_acc(src: &[f32], dst: &mut [Self]) {
         use half::slice::HalfFloatSliceExt;
-        dst.convert_from_f32_slice(src);
+        if !crate::cpu::simd::f32_to_f16_bits_avx512(src, dst.reinterpret_cast_mut()) {
+            dst.convert_from_f32_slice(src);
+        }
     }
     fn as_acc_slice(_: &[Self]) -> Option<&[f32]> {
         None
@@ -351,6 +358,53 @@ mod tests {
                 bf16::from_f32(f).to_bits(),
                 "{f:e}"
             );
+        }
+    }
+
+    /// gradops' f16 conversions (slices at the process's SIMD level, and single values) give
+    /// `half`'s bits (F16C's where the CPU has it): every f16 widened; rounded, every sign, exponent and kept mantissa with
+    /// the dropped bits zero, one, just under, at and just over the tie and all ones, the
+    /// specials, and random patterns.
+    #[test]
+    fn f16_conversions_match_half() {
+        let all: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
+        let mut wide = vec![0f32; all.len()];
+        f16::slice_to_acc(&all, &mut wide);
+        for (h, w) in all.iter().zip(&wide) {
+            let want = h.to_f32().to_bits();
+            assert_eq!(w.to_bits(), want, "{:#06x}", h.to_bits());
+            assert_eq!(h.to_acc().to_bits(), want, "{:#06x}", h.to_bits());
+        }
+        let mut src: Vec<f32> = vec![
+            f32::NAN,
+            -f32::NAN,
+            f32::from_bits(0x7F80_0001), // signalling NaN
+            f32::from_bits(0xFFA0_1234),
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MAX,
+            65504.0,
+            65519.99,
+            65520.0, // the tie above f16::MAX: to infinity
+            f32::MIN_POSITIVE,
+            f32::from_bits(1),
+        ];
+        let mut x = 0x2545_f491u32;
+        for hi in 0..1u32 << 19 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            for lo in [0, 1, 0x0FFF, 0x1000, 0x1001, 0x1FFF, x & 0x1FFF] {
+                src.push(f32::from_bits(hi << 13 | lo));
+            }
+            src.push(f32::from_bits(x));
+        }
+        let mut out = vec![f16::ZERO; src.len()];
+        f16::slice_from_acc(&src, &mut out);
+        for (f, h) in src.iter().zip(&out) {
+            let want = f16::from_f32(*f).to_bits();
+            assert_eq!(h.to_bits(), want, "{:#010x}", f.to_bits());
+            assert_eq!(f16::from_acc(*f).to_bits(), want, "{:#010x}", f.to_bits());
         }
     }
 
