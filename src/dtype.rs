@@ -143,7 +143,8 @@ impl Accum for f64 {
 /// common rules).
 ///
 /// Every element type is also plain device data for cudarc (`DeviceRepr`, `ValidAsZeroBits`),
-/// so device buffers (`CudaSlice<T>`) of it can be allocated, filled and copied.
+/// so device buffers (`CudaSlice<T>`) of it can be allocated, filled and copied, and plain
+/// old data for `bytemuck` (`Pod`), so slices of it can be viewed as bytes without copying.
 pub trait Element:
     sealed::Sealed
     + Copy
@@ -154,6 +155,7 @@ pub trait Element:
     + Sync
     + cudarc::driver::DeviceRepr
     + cudarc::driver::ValidAsZeroBits
+    + bytemuck::Pod
     + 'static
 {
     /// The accumulation type.

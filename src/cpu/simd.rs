@@ -3,7 +3,7 @@
 //! these loops gives bit-identical results; the register-tile kernels that take a vector width
 //! from the level ([`avx2`], [`avx512`], [`Arch`]) sum in their own orders.
 
-use crate::dtype::Accum;
+use crate::dtype::{Accum, DType, Element};
 
 /// Environment variable that caps the SIMD level of gradops' own CPU kernels: `avx512` (the
 /// default: the best the CPU has), `avx2` (AVX2+FMA even where AVX-512 is present) or `scalar`
@@ -358,11 +358,21 @@ simd_fn! {
     pub(crate) fn f32_to_bf16_bits(src: &[f32], dst: &mut [u16]) {
         assert_eq!(src.len(), dst.len(), "bf16 rounding: length mismatch");
         for (d, &f) in dst.iter_mut().zip(src) {
-            let x = f.to_bits();
-            let rounded = (x.wrapping_add(0x7FFF + ((x >> 16) & 1)) >> 16) as u16;
-            let nan = ((x >> 16) | 0x0040) as u16;
-            *d = if f.is_nan() { nan } else { rounded };
+            *d = f32_to_bf16_bits_one(f);
         }
+    }
+}
+
+/// [`f32_to_bf16_bits`] of one value.
+#[inline(always)]
+pub(crate) fn f32_to_bf16_bits_one(f: f32) -> u16 {
+    let x = f.to_bits();
+    let rounded = (x.wrapping_add(0x7FFF + ((x >> 16) & 1)) >> 16) as u16;
+    let nan = ((x >> 16) | 0x0040) as u16;
+    if f.is_nan() {
+        nan
+    } else {
+        rounded
     }
 }
 
@@ -423,15 +433,179 @@ pub(crate) fn f32_to_f16_bits_one(f: f32) -> u16 {
 }
 
 simd_fn! {
-    /// f16 bit patterns widened to `f32` by `vcvtph2ps`, sixteen at a time, where the level has
-    /// AVX-512 (`half`'s slice conversion calls F16C eight elements at a time, uninlined: W1
-    /// NHWC f16 1.77x, one thread, Zen 5), the tail by [`f16_bits_to_f32_one`]; the same bits.
-    /// False (nothing written) elsewhere: there `half`'s calls beat the portable form, which
-    /// ran 0.80x-1.02x of them capped at AVX2.
+    /// f16 bit patterns widened to `f32` by [`BlockConvert`]'s `vcvtph2ps`, where the level
+    /// has AVX-512 (`half`'s slice conversion calls F16C eight elements at a time, uninlined:
+    /// W1 NHWC f16 1.68x, one thread, Zen 5); the same bits. False (nothing written)
+    /// elsewhere: there `half`'s calls beat the portable form, which ran 0.80x-1.02x of them
+    /// capped at AVX2.
     pub(crate) fn f16_bits_to_f32_avx512(src: &[u16], dst: &mut [f32]) -> bool {
         assert_eq!(src.len(), dst.len(), "f16 widening: length mismatch");
+        let cvt = BlockConvert::new();
+        cvt.has_avx512() && {
+            cvt.f16_widen(src, dst);
+            true
+        }
+    }
+}
+
+simd_fn! {
+    /// `f32` rounded to f16 bit patterns by [`BlockConvert`]'s `vcvtps2ph`, where the level
+    /// has AVX-512; false (nothing written) elsewhere, as [`f16_bits_to_f32_avx512`].
+    pub(crate) fn f32_to_f16_bits_avx512(src: &[f32], dst: &mut [u16]) -> bool {
+        assert_eq!(src.len(), dst.len(), "f16 rounding: length mismatch");
+        let cvt = BlockConvert::new();
+        cvt.has_avx512() && {
+            cvt.f16_round(src, dst);
+            true
+        }
+    }
+}
+
+/// Element conversions for kernels compiled per SIMD level that widen their inputs and round
+/// their outputs a block at a time in the inner loop (no staged copy of the tensor), with the
+/// instruction-set token looked up once (per call) rather than per block. f16 by `vcvtph2ps`
+/// / `vcvtps2ph` sixteen at a time where the level has AVX-512, else (and for tails) by the
+/// branch-free [`f16_bits_to_f32_one`] / [`f32_to_f16_bits_one`]; bf16 by its shift and its
+/// rounding add; f32 and f64 as they are. The same bits as `Element::slice_to_acc` /
+/// `slice_from_acc`.
+#[derive(Clone, Copy)]
+pub(crate) struct BlockConvert {
+    #[cfg(target_arch = "x86_64")]
+    v4: Option<pulp::x86::V4>,
+}
+
+/// `acc[k] += w * src[k]` for f16 `src`, sixteen at a time by `vcvtph2ps`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn f16_axpy_avx512(simd: pulp::x86::V4, acc: &mut [f32], w: f32, src: &[u16]) {
+    use core::arch::x86_64::__m256i;
+    use pulp::bytemuck::cast;
+    let (a, _) = acc.as_chunks_mut::<16>();
+    let (s, _) = src.as_chunks::<16>();
+    for (a, s) in a.iter_mut().zip(s) {
+        let v: [f32; 16] = cast(simd.avx512f._mm512_cvtph_ps(cast::<_, __m256i>(*s)));
+        for (a, v) in a.iter_mut().zip(v) {
+            *a += w * v;
+        }
+    }
+}
+
+impl BlockConvert {
+    pub(crate) fn new() -> BlockConvert {
+        BlockConvert {
+            #[cfg(target_arch = "x86_64")]
+            v4: avx512(),
+        }
+    }
+
+    /// Whether the level has AVX-512 (the f16 conversions' fast form).
+    pub(crate) fn has_avx512(self) -> bool {
         #[cfg(target_arch = "x86_64")]
-        if let Some(simd) = avx512() {
+        return self.v4.is_some();
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    }
+
+    /// `acc[k] += w * src[k]` with `src` widened in registers on the way (no staged block):
+    /// [`axpy_inline`]'s sums. Lengths must match.
+    #[inline(always)]
+    pub(crate) fn axpy<T: Element>(self, acc: &mut [T::Acc], w: T::Acc, src: &[T]) {
+        if let Some(s) = T::as_acc_slice(src) {
+            return axpy_inline(acc, w, s);
+        }
+        if let (Ok(bits), Some(acc), Some(&w)) = (
+            bytemuck::try_cast_slice::<T, u16>(src),
+            T::Acc::as_f32_mut(acc),
+            T::Acc::as_f32(std::slice::from_ref(&w)).and_then(|w| w.first()),
+        ) {
+            match T::DTYPE {
+                DType::F16 => {
+                    let mut done = 0;
+                    #[cfg(target_arch = "x86_64")]
+                    if let Some(simd) = self.v4 {
+                        done = acc.len().min(bits.len()) / 16 * 16;
+                        f16_axpy_avx512(simd, &mut acc[..done], w, &bits[..done]);
+                    }
+                    for (a, &b) in acc[done..].iter_mut().zip(&bits[done..]) {
+                        *a += w * f16_bits_to_f32_one(b);
+                    }
+                    return;
+                }
+                DType::BF16 => {
+                    for (a, &b) in acc.iter_mut().zip(bits) {
+                        *a += w * f32::from_bits(u32::from(b) << 16);
+                    }
+                    return;
+                }
+                _ => {}
+            }
+        }
+        for (a, &v) in acc.iter_mut().zip(src) {
+            *a = *a + w * v.to_acc();
+        }
+    }
+
+    /// [`axpy`](Self::axpy) into a fixed-size block (`N` a multiple of 16; `src` as long),
+    /// whose sums stay in registers: on slices the f16 path's tail kept the block in memory,
+    /// each term's add waiting on the last one's store (W1 NHWC f16 twice bf16's time).
+    #[inline(always)]
+    pub(crate) fn axpy_block<T: Element, const N: usize>(
+        self,
+        acc: &mut [T::Acc; N],
+        w: T::Acc,
+        src: &[T],
+    ) {
+        const {
+            assert!(
+                N.is_multiple_of(16),
+                "axpy_block: N must be a multiple of 16"
+            )
+        };
+        // The type test first, a constant: the other types' sums stay as `axpy` has them.
+        #[cfg(target_arch = "x86_64")]
+        if T::DTYPE == DType::F16 {
+            if let (Some(simd), Ok(bits), Some(acc), Some(&w)) = (
+                self.v4,
+                bytemuck::try_cast_slice::<T, u16>(src),
+                T::Acc::as_f32_mut(acc),
+                T::Acc::as_f32(std::slice::from_ref(&w)).and_then(|w| w.first()),
+            ) {
+                f16_axpy_avx512(simd, acc, w, bits);
+                return;
+            }
+        }
+        self.axpy(acc, w, src);
+    }
+
+    /// `dst = src` rounded. Lengths must match.
+    #[inline(always)]
+    pub(crate) fn round<T: Element>(self, src: &[T::Acc], dst: &mut [T]) {
+        if let Some(d) = T::as_acc_slice_mut(dst) {
+            d.copy_from_slice(src);
+            return;
+        }
+        let f16 = T::DTYPE == DType::F16;
+        let bf16 = T::DTYPE == DType::BF16;
+        if let (Some(s), true) = (T::Acc::as_f32(src), f16 || bf16) {
+            if let Ok(bits) = bytemuck::try_cast_slice_mut::<T, u16>(dst) {
+                if f16 {
+                    self.f16_round(s, bits);
+                } else {
+                    for (d, &f) in bits.iter_mut().zip(s) {
+                        *d = f32_to_bf16_bits_one(f);
+                    }
+                }
+                return;
+            }
+        }
+        T::slice_from_acc(src, dst);
+    }
+
+    #[inline(always)]
+    fn f16_widen(self, src: &[u16], dst: &mut [f32]) {
+        let mut done = 0;
+        #[cfg(target_arch = "x86_64")]
+        if let Some(simd) = self.v4 {
             use core::arch::x86_64::__m256i;
             use pulp::bytemuck::cast;
             let (s, _) = src.as_chunks::<16>();
@@ -439,39 +613,34 @@ simd_fn! {
             for (d, s) in d.iter_mut().zip(s) {
                 *d = cast(simd.avx512f._mm512_cvtph_ps(cast::<_, __m256i>(*s)));
             }
-            let done = s.len() * 16;
-            for (d, &b) in dst[done..].iter_mut().zip(&src[done..]) {
-                *d = f16_bits_to_f32_one(b);
-            }
-            return true;
+            done = s.len().min(d.len()) * 16;
         }
-        false
+        for (d, &b) in dst[done..].iter_mut().zip(&src[done..]) {
+            *d = f16_bits_to_f32_one(b);
+        }
     }
-}
 
-simd_fn! {
-    /// `f32` rounded to f16 bit patterns by `vcvtps2ph` (to nearest even), sixteen at a time,
-    /// where the level has AVX-512, the tail by [`f32_to_f16_bits_one`]; the same bits. False
-    /// (nothing written) elsewhere, as [`f16_bits_to_f32_avx512`].
-    pub(crate) fn f32_to_f16_bits_avx512(src: &[f32], dst: &mut [u16]) -> bool {
-        assert_eq!(src.len(), dst.len(), "f16 rounding: length mismatch");
+    #[inline(always)]
+    fn f16_round(self, src: &[f32], dst: &mut [u16]) {
+        let mut done = 0;
         #[cfg(target_arch = "x86_64")]
-        if let Some(simd) = avx512() {
+        if let Some(simd) = self.v4 {
             use core::arch::x86_64::{__m512, _MM_FROUND_NO_EXC, _MM_FROUND_TO_NEAREST_INT};
             use pulp::bytemuck::cast;
             const NEAREST: i32 = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
             let (s, _) = src.as_chunks::<16>();
             let (d, _) = dst.as_chunks_mut::<16>();
             for (d, s) in d.iter_mut().zip(s) {
-                *d = cast(simd.avx512f._mm512_cvtps_ph::<NEAREST>(cast::<_, __m512>(*s)));
+                *d = cast(
+                    simd.avx512f
+                        ._mm512_cvtps_ph::<NEAREST>(cast::<_, __m512>(*s)),
+                );
             }
-            let done = s.len() * 16;
-            for (d, &f) in dst[done..].iter_mut().zip(&src[done..]) {
-                *d = f32_to_f16_bits_one(f);
-            }
-            return true;
+            done = s.len().min(d.len()) * 16;
         }
-        false
+        for (d, &f) in dst[done..].iter_mut().zip(&src[done..]) {
+            *d = f32_to_f16_bits_one(f);
+        }
     }
 }
 

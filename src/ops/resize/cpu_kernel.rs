@@ -1,15 +1,16 @@
 //! CPU gather for every resize op: `dst[i, j] = sum_a sum_b wy[a] * wx[b] * src[y[a], x[b]]`.
 
 use crate::cpu::simd::simd_fn;
-use crate::dtype::{Accum, Element};
+use crate::dtype::{Accum, DType, Element};
 use crate::geometry::resize::{AxisTable, ResizePlan};
 use crate::tensor::Layout;
 use num_traits::Zero;
 use rayon::prelude::*;
 use std::borrow::Cow;
+use std::marker::PhantomData;
 
 pub(crate) use crate::cpu::simd::axpy;
-use crate::cpu::simd::{self, BAND};
+use crate::cpu::simd::{self, BlockConvert, BAND};
 
 /// `src` as the accumulation type: borrowed for f32/f64, converted into `buf` for f16.
 #[inline]
@@ -939,44 +940,110 @@ fn fused_plane<T: Element>(
 }
 
 simd_fn! {
-    /// `acc[j][..] = sum over rows (row, wy), then entries (xi, wx) of tx[j]: wy * wx *
+    /// `out[j][..] = sum over rows (row, wy), then entries (xi, wx) of tx[j]: wy * wx *
     /// row[xi][..]` for every destination pixel `j`, `c` channels each, one pixel at a time (its
     /// channels stay in L1 for all its terms; summed source row by source row, a destination row
     /// of W x C, 32-64 KiB on W1-W3, left L1 in between). Compiled per SIMD level; each block of
     /// [`PIXEL_CHUNK`] channels is summed over all the pixel's terms in registers and stored once
     /// (summed in memory, term after term, each add waited for the last one's store: W1, 16 terms
     /// a pixel, spent half its time on that one dependency; Zen 4, W1 NHWC 25.4 -> 13.1-13.8
-    /// ms on one thread, 12.9-13.8 -> 7.6-7.9 ms on two). The same sums in the same order.
-    fn sum_pixels_nhwc<A: Accum>(
-        acc: &mut [A],
-        rows: &[(Cow<'_, [A]>, A)],
-        tx: &AxisTable<A>,
+    /// ms on one thread, 12.9-13.8 -> 7.6-7.9 ms on two). With [`Stored`] lanes f16/bf16 are
+    /// widened as each term loads its block and rounded as the block leaves the registers
+    /// (staged, the rows had been widened into scratch rows first and the sums rounded in a
+    /// second pass: one thread, Zen 5, bf16 W1-W3 NHWC 1.97x-2.22x, f16 2.27x-2.97x; W3 NHWC
+    /// f16 had been 0.69x PyTorch on two threads). The same sums in the same order.
+    fn sum_pixels_nhwc<L: Lanes>(
+        _lanes: PhantomData<L>,
+        out: &mut [L::E],
+        rows: &[(&[L::E], L::A)],
+        tx: &AxisTable<L::A>,
         c: usize,
     ) {
+        let cvt = BlockConvert::new();
         let whole = c / PIXEL_CHUNK * PIXEL_CHUNK;
-        for (j, a) in acc.chunks_exact_mut(c).enumerate() {
+        for (j, a) in out.chunks_exact_mut(c).enumerate() {
             for c0 in (0..whole).step_by(PIXEL_CHUNK) {
-                let mut r = [A::zero(); PIXEL_CHUNK];
-                for (row, wy) in rows {
+                let mut r = [L::A::zero(); PIXEL_CHUNK];
+                for &(row, wy) in rows {
                     for (xi, wx) in tx.entries(j) {
-                        let (w, src) = (*wy * wx, &row[xi * c + c0..][..PIXEL_CHUNK]);
-                        for (r, &v) in r.iter_mut().zip(src) {
-                            *r = *r + w * v;
-                        }
+                        L::axpy_block(cvt, &mut r, wy * wx, &row[xi * c + c0..][..PIXEL_CHUNK]);
                     }
                 }
-                a[c0..c0 + PIXEL_CHUNK].copy_from_slice(&r);
+                L::put(cvt, &r, &mut a[c0..c0 + PIXEL_CHUNK]);
             }
             if whole < c {
-                let a = &mut a[whole..];
-                a.fill(A::zero());
-                for (row, wy) in rows {
+                let mut r = [L::A::zero(); PIXEL_CHUNK];
+                let r = &mut r[..c - whole];
+                for &(row, wy) in rows {
                     for (xi, wx) in tx.entries(j) {
-                        simd::axpy_inline(a, *wy * wx, &row[xi * c + whole..(xi + 1) * c]);
+                        L::axpy(cvt, r, wy * wx, &row[xi * c + whole..(xi + 1) * c]);
                     }
                 }
+                L::put(cvt, r, &mut a[whole..]);
             }
         }
+    }
+}
+
+/// How [`sum_pixels_nhwc`] reads its rows and writes its sums: [`Stored`] element rows,
+/// widened in registers as each term loads its block and rounded as the block leaves them;
+/// or [`Widened`] rows of the accumulation type, summed and written as they are.
+trait Lanes {
+    type A: Accum;
+    type E: Copy;
+    /// `r[k] += w * src[k]`, `src` as long as `r`.
+    fn axpy_block<const N: usize>(
+        cvt: BlockConvert,
+        r: &mut [Self::A; N],
+        w: Self::A,
+        src: &[Self::E],
+    );
+    /// The same on a slice (a block's tail).
+    fn axpy(cvt: BlockConvert, r: &mut [Self::A], w: Self::A, src: &[Self::E]);
+    /// `dst = r`, rounded where the types differ.
+    fn put(cvt: BlockConvert, r: &[Self::A], dst: &mut [Self::E]);
+}
+
+/// Rows and sums as the tensors hold them (any element type).
+struct Stored<T>(PhantomData<T>);
+
+impl<T: Element> Lanes for Stored<T> {
+    type A = T::Acc;
+    type E = T;
+    #[inline(always)]
+    fn axpy_block<const N: usize>(cvt: BlockConvert, r: &mut [T::Acc; N], w: T::Acc, src: &[T]) {
+        cvt.axpy_block(r, w, src);
+    }
+    #[inline(always)]
+    fn axpy(cvt: BlockConvert, r: &mut [T::Acc], w: T::Acc, src: &[T]) {
+        cvt.axpy(r, w, src);
+    }
+    #[inline(always)]
+    fn put(cvt: BlockConvert, r: &[T::Acc], dst: &mut [T]) {
+        cvt.round(r, dst);
+    }
+}
+
+/// Rows widened ahead into scratch rows and sums staged in one, rounded by the caller with
+/// one `Element::slice_from_acc` over the row: f16 where the level lacks AVX-512, whose
+/// portable conversions in every term and block took W1 NHWC from 18.1 to 30.4 ms (one
+/// thread, capped at AVX2, Zen 5), while `half`'s F16C calls convert each row once.
+struct Widened<A>(PhantomData<A>);
+
+impl<A: Accum> Lanes for Widened<A> {
+    type A = A;
+    type E = A;
+    #[inline(always)]
+    fn axpy_block<const N: usize>(_: BlockConvert, r: &mut [A; N], w: A, src: &[A]) {
+        simd::axpy_inline(r, w, src);
+    }
+    #[inline(always)]
+    fn axpy(_: BlockConvert, r: &mut [A], w: A, src: &[A]) {
+        simd::axpy_inline(r, w, src);
+    }
+    #[inline(always)]
+    fn put(_: BlockConvert, r: &[A], dst: &mut [A]) {
+        dst.copy_from_slice(r);
     }
 }
 
@@ -987,34 +1054,32 @@ const PIXEL_CHUNK: usize = 64;
 fn gather_nhwc<T: Element>(plan: &ResizePlan<T::Acc>, src: &[T], dst: &mut [T]) {
     let (sh, sw, dh, dw, c) = (plan.src.h, plan.src.w, plan.dst.h, plan.dst.w, plan.src.c);
     let (ty, tx) = (&plan.y, &plan.x);
-    let zero = T::Acc::zero();
+    let widen_ahead = T::DTYPE == DType::F16 && !BlockConvert::new().has_avx512();
     dst.par_chunks_mut(dw * c).enumerate().for_each_init(
         || (Vec::new(), Vec::new()),
-        |(rowbufs, scratch): &mut (Vec<Vec<T::Acc>>, Vec<T::Acc>), (idx, d)| {
+        |(bufs, staged): &mut (Vec<Vec<T::Acc>>, Vec<T::Acc>), (idx, d)| {
             let (n, i) = (idx / dh, idx % dh);
-            // f32/f64 rows accumulate in place (see `gather_nchw`); f16/bf16 in an f32 row
-            // (sized on first use: the in-place types never allocate it).
-            let in_place = T::as_acc_slice(d).is_some();
-            let acc = match T::as_acc_slice_mut(d) {
-                Some(a) => a,
-                None => {
-                    scratch.resize(dw * c, zero);
-                    &mut scratch[..]
-                }
-            };
-            // The source rows this destination row reads (f16/bf16: converted, one buffer each).
-            rowbufs.resize_with(ty.entries(i).count(), Vec::new);
-            let rows: Vec<_> = ty
-                .entries(i)
-                .zip(rowbufs.iter_mut())
-                .map(|((r, wy), buf)| {
-                    let base = (n * sh + r) * sw * c;
-                    (acc_view(&src[base..base + sw * c], buf), wy)
-                })
-                .collect();
-            sum_pixels_nhwc(acc, &rows, tx, c);
-            if !in_place {
-                store::<T>(scratch, d);
+            // The source rows this destination row reads, with their weights.
+            let rows = ty.entries(i).map(|(r, wy)| {
+                let base = (n * sh + r) * sw * c;
+                (&src[base..base + sw * c], wy)
+            });
+            if widen_ahead {
+                bufs.resize_with(ty.entries(i).count(), Vec::new);
+                let rows: Vec<_> = rows
+                    .zip(bufs.iter_mut())
+                    .map(|((row, wy), buf)| {
+                        buf.resize(row.len(), T::Acc::zero());
+                        T::slice_to_acc(row, buf);
+                        (&buf[..], wy)
+                    })
+                    .collect();
+                staged.resize(d.len(), T::Acc::zero());
+                sum_pixels_nhwc(PhantomData::<Widened<T::Acc>>, staged, &rows, tx, c);
+                T::slice_from_acc(staged, d);
+            } else {
+                let rows: Vec<_> = rows.collect();
+                sum_pixels_nhwc(PhantomData::<Stored<T>>, d, &rows, tx, c);
             }
         },
     );
@@ -1091,6 +1156,63 @@ mod tests {
         #[cfg(target_arch = "x86_64")]
         if simd::avx2().is_some() {
             assert!(permuted >= 6, "the permuted path ran on {permuted} tables");
+        }
+    }
+
+    /// NHWC f16 and bf16, widened and rounded in registers block by block, give the bits of
+    /// the f32 gather on the widened source rounded once, with channel counts of whole
+    /// [`PIXEL_CHUNK`] blocks, blocks and a tail, and a tail alone, on gradient plans of both
+    /// ratios; source values include NaN, an infinity, subnormals and signed zeros, and the
+    /// destination is poisoned first.
+    #[test]
+    fn nhwc_half_types_match_f32_rounded() {
+        use crate::tensor::Dims;
+        use half::{bf16, f16};
+        fn check<T: Element<Acc = f32>>(
+            plan: &ResizePlan<f32>,
+            dy: &[f32],
+            what: &str,
+            to: impl Fn(f32) -> T,
+            bits: impl Fn(T) -> u16,
+        ) {
+            let dy16: Vec<T> = dy.iter().map(|&v| to(v)).collect();
+            let wide: Vec<f32> = dy16.iter().map(|v| v.to_acc()).collect();
+            let n = plan.dst.n * plan.dst.h * plan.dst.w * plan.dst.c;
+            let mut want = vec![f32::NAN; n];
+            gather_nhwc(plan, &wide, &mut want);
+            let mut got = vec![to(f32::NAN); n];
+            gather_nhwc(plan, &dy16, &mut got);
+            for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                let w = to(*w);
+                let same = bits(*g) == bits(w) || (g.to_acc().is_nan() && w.to_acc().is_nan());
+                assert!(same, "{what}: element {k}: {:?} against {:?}", g, w);
+            }
+        }
+        let mut next = uniform(0x9e37_79b9_4f1b_bd2d);
+        for c in [64, 136, 40] {
+            for ((xh, xw), (yh, yw), mode) in [
+                ((9, 11), (4, 5), ResizeMode::Linear),
+                ((6, 7), (12, 14), ResizeMode::Linear),
+                ((8, 8), (16, 16), ResizeMode::Nearest),
+            ] {
+                let attrs = ResizeAttrs::new(mode);
+                let dims = |h, w| Dims { n: 2, c, h, w };
+                let plan = ResizePlan::<f32>::backward("test", dims(xh, xw), dims(yh, yw), &attrs)
+                    .unwrap();
+                let mut dy: Vec<f32> = (0..2 * c * yh * yw).map(|_| next()).collect();
+                dy[3] = f32::NAN;
+                dy[c + 5] = f32::INFINITY;
+                dy[2 * c + 7] = -0.0;
+                dy[c * yw + 1] = 3e-6; // an f16 subnormal
+                dy[c * yw + 2] = 1e-39; // an f32 subnormal: bf16 keeps it, f16 flushes it
+                let what = format!("c {c}, dx {xh}x{xw} <- dy {yh}x{yw} {mode:?}");
+                check(&plan, &dy, &format!("f16 {what}"), f16::from_f32, |v| {
+                    v.to_bits()
+                });
+                check(&plan, &dy, &format!("bf16 {what}"), bf16::from_f32, |v| {
+                    v.to_bits()
+                });
+            }
         }
     }
 
