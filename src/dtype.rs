@@ -364,9 +364,9 @@ mod tests {
     }
 
     /// gradops' f16 conversions (slices at the process's SIMD level, and single values) give
-    /// `half`'s bits (F16C's where the CPU has it): every f16 widened; rounded, every sign, exponent and kept mantissa with
-    /// the dropped bits zero, one, just under, at and just over the tie and all ones, the
-    /// specials, and random patterns.
+    /// `half`'s bits (F16C's where the CPU has it): every f16 widened; rounded, every sign,
+    /// exponent and kept mantissa with the dropped bits zero, one, just under, at and just
+    /// over the tie and all ones, the specials, and random patterns.
     #[test]
     fn f16_conversions_match_half() {
         let all: Vec<f16> = (0..=u16::MAX).map(f16::from_bits).collect();
