@@ -2,7 +2,7 @@
 """Time PyTorch's and TensorFlow's CPU backward ops on the SPEC's CPU workloads W1-W8 (and
 the forward conv2d rows W4f, W5f).
 
-f32 (or --dtype bf16), 2 threads by default, random inputs. Each peer runs in its own subprocess (so the two
+f32 (or --dtype bf16|f16), 2 threads by default, random inputs. Each peer runs in its own subprocess (so the two
 frameworks' thread pools and OpenMP runtimes never share a process); TensorFlow runs twice, at
 its default and as `tensorflow-onednn` with TF_ENABLE_ONEDNN_OPTS=1 (its default leaves oneDNN
 off on CPUs without AVX512-VNNI and the like), so the best peer is the faster of the two. Per op: warm-up calls,
