@@ -546,8 +546,9 @@ impl BlockConvert {
     }
 
     /// [`axpy`](Self::axpy) into a fixed-size block (`N` a multiple of 16; `src` as long),
-    /// whose sums stay in registers: on slices the f16 path's tail kept the block in memory,
-    /// each term's add waiting on the last one's store (W1 NHWC f16 twice bf16's time).
+    /// whose sums stay in registers: on slices the f16 path's run-time tail kept the block in
+    /// memory, each term's add waiting on the last one's store (seen in the profile of W1
+    /// NHWC f16).
     #[inline(always)]
     pub(crate) fn axpy_block<T: Element, const N: usize>(
         self,
