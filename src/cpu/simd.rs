@@ -578,14 +578,40 @@ impl BlockConvert {
         self.axpy(acc, w, src);
     }
 
-    /// `dst = src` rounded. Lengths must match.
+    /// `dst = src` widened. Lengths must match. f16 without AVX-512 takes `half`'s slice
+    /// conversion (see [`f16_bits_to_f32_avx512`]).
+    #[inline(always)]
+    pub(crate) fn widen<T: Element>(self, src: &[T], dst: &mut [T::Acc]) {
+        if let Some(s) = T::as_acc_slice(src) {
+            dst.copy_from_slice(s);
+            return;
+        }
+        let f16 = T::DTYPE == DType::F16 && self.has_avx512();
+        let bf16 = T::DTYPE == DType::BF16;
+        if let (Some(d), true) = (T::Acc::as_f32_mut(dst), f16 || bf16) {
+            if let Ok(bits) = bytemuck::try_cast_slice::<T, u16>(src) {
+                if f16 {
+                    self.f16_widen(bits, d);
+                } else {
+                    for (d, &b) in d.iter_mut().zip(bits) {
+                        *d = f32::from_bits(u32::from(b) << 16);
+                    }
+                }
+                return;
+            }
+        }
+        T::slice_to_acc(src, dst);
+    }
+
+    /// `dst = src` rounded. Lengths must match. f16 without AVX-512 takes `half`'s slice
+    /// conversion, as [`widen`](Self::widen).
     #[inline(always)]
     pub(crate) fn round<T: Element>(self, src: &[T::Acc], dst: &mut [T]) {
         if let Some(d) = T::as_acc_slice_mut(dst) {
             d.copy_from_slice(src);
             return;
         }
-        let f16 = T::DTYPE == DType::F16;
+        let f16 = T::DTYPE == DType::F16 && self.has_avx512();
         let bf16 = T::DTYPE == DType::BF16;
         if let (Some(s), true) = (T::Acc::as_f32(src), f16 || bf16) {
             if let Ok(bits) = bytemuck::try_cast_slice_mut::<T, u16>(dst) {
