@@ -57,12 +57,12 @@ fn per_image<T: Element>(
             match T::as_acc_slice_mut(d) {
                 Some(out) => {
                     out.fill(zero);
-                    body(&input, out, &mut s.col);
+                    body(input, out, &mut s.col);
                 }
                 None => {
                     s.out.clear();
                     s.out.resize(dst_len, zero);
-                    body(&input, &mut s.out, &mut s.col);
+                    body(input, &mut s.out, &mut s.col);
                     store::<T>(&s.out, d);
                 }
             }

@@ -6,24 +6,20 @@ use crate::geometry::resize::{AxisTable, ResizePlan};
 use crate::tensor::Layout;
 use num_traits::Zero;
 use rayon::prelude::*;
-use std::borrow::Cow;
 use std::marker::PhantomData;
 
 pub(crate) use crate::cpu::simd::axpy;
 use crate::cpu::simd::{self, BlockConvert, BAND};
 
-/// `src` as the accumulation type: borrowed for f32/f64, converted into `buf` for f16.
+/// `src` as the accumulation type: itself for f32/f64, widened into `buf` for f16/bf16.
 #[inline]
-pub(crate) fn acc_view<'a, T: Element>(
-    src: &'a [T],
-    buf: &'a mut Vec<T::Acc>,
-) -> Cow<'a, [T::Acc]> {
+pub(crate) fn acc_view<'a, T: Element>(src: &'a [T], buf: &'a mut Vec<T::Acc>) -> &'a [T::Acc] {
     match T::as_acc_slice(src) {
-        Some(s) => Cow::Borrowed(s),
+        Some(s) => s,
         None => {
             buf.resize(src.len(), T::Acc::zero());
             T::slice_to_acc(src, buf);
-            Cow::Borrowed(&buf[..])
+            buf
         }
     }
 }
@@ -770,13 +766,13 @@ fn gather_nchw_in<T: Element>(
         .for_each_init(PlaneScratch::default, |s, (d, sp)| {
             let plane = acc_view(sp, &mut s.plane);
             s.acc.resize(dw, zero);
-            if order == PlaneOrder::Fused && fused_plane(plan, horizontal, &plane, d, &mut s.acc) {
+            if order == PlaneOrder::Fused && fused_plane(plan, horizontal, plane, d, &mut s.acc) {
                 return;
             }
             if order == PlaneOrder::VerticalFirst {
                 s.row.resize(sw, zero);
                 if let Some(out) = T::as_acc_slice_mut(d) {
-                    if vertical_first_plane(plan, horizontal, &plane, out, &mut s.row) {
+                    if vertical_first_plane(plan, horizontal, plane, out, &mut s.row) {
                         return;
                     }
                 }
