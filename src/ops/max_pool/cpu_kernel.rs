@@ -615,7 +615,7 @@ simd_fn! {
     /// another. The same sums and roundings. False, with `dx` partly written, on an index
     /// outside the cell rows its window row reaches (-1 aside): the caller stages the plane
     /// instead, which adds an in-plane index anywhere and names a bad one. (NHWC images ran
-    /// slower this way, 2.3 ms against 1.9 on one thread, and stay staged.)
+    /// slower this way on one thread, 2.2-2.8 ms against 1.8-2.0, and stay staged.)
     fn scatter_rounding_rows<T: Element>(
         g: &PoolGeometry,
         dx: &mut [T],
