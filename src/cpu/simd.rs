@@ -464,9 +464,10 @@ simd_fn! {
 /// Element conversions for kernels compiled per SIMD level that widen their inputs and round
 /// their outputs a block at a time in the inner loop (no staged copy of the tensor), with the
 /// instruction-set token looked up once (per call) rather than per block. f16 by `vcvtph2ps`
-/// / `vcvtps2ph` sixteen at a time where the level has AVX-512, else (and for tails) by the
-/// branch-free [`f16_bits_to_f32_one`] / [`f32_to_f16_bits_one`]; bf16 by its shift and its
-/// rounding add; f32 and f64 as they are. The same bits as `Element::slice_to_acc` /
+/// / `vcvtps2ph` sixteen at a time where the level has AVX-512 (tails by the branch-free
+/// [`f16_bits_to_f32_one`] / [`f32_to_f16_bits_one`]); without AVX-512 `axpy` takes those
+/// branch-free forms and `widen` / `round` take `half`'s slice conversions; bf16 by its shift
+/// and its rounding add; f32 and f64 as they are. The same bits as `Element::slice_to_acc` /
 /// `slice_from_acc`.
 #[derive(Clone, Copy)]
 pub(crate) struct BlockConvert {
