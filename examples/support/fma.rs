@@ -34,7 +34,7 @@ pub fn chains(iters: usize, seed: f32) -> (f32, usize) {
     let op = Chains { iters, seed };
     #[cfg(target_arch = "x86_64")]
     match gradops::simd_level() {
-        gradops::SimdLevel::Avx512 => {
+        gradops::SimdLevel::Avx512 | gradops::SimdLevel::Avx512Bf16 => {
             if let Some(simd) = pulp::x86::V4::try_new() {
                 return <pulp::x86::V4 as Simd>::vectorize(simd, op);
             }

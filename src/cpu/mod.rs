@@ -1,5 +1,7 @@
 //! CPU building blocks shared by the ops' CPU kernels.
 
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod bf16_dot;
 pub(crate) mod gemm;
 pub(crate) mod scratch;
 pub(crate) mod simd;

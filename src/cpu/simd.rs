@@ -5,9 +5,10 @@
 
 use crate::dtype::{Accum, DType, Element};
 
-/// Environment variable that caps the SIMD level of gradops' own CPU kernels: `avx512` (the
-/// default: the best the CPU has), `avx2` (AVX2+FMA even where AVX-512 is present) or `scalar`
-/// (the baseline build, no dispatched SIMD). A level above the CPU's is the CPU's; any other
+/// Environment variable that caps the SIMD level of gradops' own CPU kernels: `avx512bf16`
+/// (the default: the best the CPU has), `avx512` (AVX-512 without the AVX512_BF16 kernels, as
+/// oneDNN's `avx512_core` below `avx512_core_bf16`), `avx2` (AVX2+FMA even where AVX-512 is
+/// present) or `scalar` (the baseline build, no dispatched SIMD). A level above the CPU's is the CPU's; any other
 /// value is ignored. Read once per process, like oneDNN's `ONEDNN_MAX_CPU_ISA`. On aarch64,
 /// `scalar` turns NEON off and the x86 names leave it on. The `gemm` crate, behind the general
 /// CPU conv paths' products, picks its own level (it has no cap).
@@ -22,6 +23,9 @@ pub enum SimdLevel {
     Avx2,
     /// x86-64-v4: AVX-512 F/BW/CD/DQ/VL on top of x86-64-v3 (16 f32 lanes).
     Avx512,
+    /// x86-64-v4 with AVX512_BF16: as [`SimdLevel::Avx512`], and the bf16 conv kernels
+    /// multiply bf16 pairs with `vdpbf16ps` instead of widening to the f32 kernels.
+    Avx512Bf16,
     /// aarch64 NEON.
     Neon,
 }
@@ -33,6 +37,7 @@ impl SimdLevel {
             SimdLevel::Scalar => "scalar",
             SimdLevel::Avx2 => "avx2",
             SimdLevel::Avx512 => "avx512",
+            SimdLevel::Avx512Bf16 => "avx512bf16",
             SimdLevel::Neon => "neon",
         }
     }
@@ -44,6 +49,7 @@ impl SimdLevel {
             "scalar" => Some(SimdLevel::Scalar),
             "avx2" => Some(SimdLevel::Avx2),
             "avx512" => Some(SimdLevel::Avx512),
+            "avx512bf16" => Some(SimdLevel::Avx512Bf16),
             _ => None,
         }
     }
@@ -70,6 +76,9 @@ pub fn detected_simd_level() -> SimdLevel {
     #[cfg(target_arch = "x86_64")]
     {
         if pulp::x86::V4::try_new().is_some() {
+            if crate::cpu::bf16_dot::V4Bf16::try_new().is_some() {
+                return SimdLevel::Avx512Bf16;
+            }
             return SimdLevel::Avx512;
         }
         if pulp::x86::V3::try_new().is_some() {
@@ -119,7 +128,7 @@ static ARCH: std::sync::OnceLock<Arch> = std::sync::OnceLock::new();
 /// Caps the SIMD level of gradops' CPU kernels from code, as `GRADOPS_CPU_SIMD` does from the
 /// environment (which it overrides), like oneDNN's `dnnl_set_max_cpu_isa`: only before the
 /// level is fixed, by the first CPU op, [`simd_level`] or an earlier call. Returns the level
-/// the kernels will run at (the CPU's under `cap`; `Avx512` and `Neon` cap nothing). Calling
+/// the kernels will run at (the CPU's under `cap`; `Avx512Bf16` and `Neon` cap nothing). Calling
 /// it after the level is fixed returns that level if `cap` would give the same, else an
 /// [`Error::Attr`](crate::Error::Attr) naming both.
 pub fn set_max_simd_level(cap: SimdLevel) -> crate::Result<SimdLevel> {
@@ -193,6 +202,12 @@ pub(crate) fn avx2() -> Option<pulp::x86::V3> {
 #[cfg(target_arch = "x86_64")]
 pub(crate) fn avx512() -> Option<pulp::x86::V4> {
     Arch::new().v4
+}
+
+/// Whether the capped level allows the AVX512_BF16 kernels (the CPU has them only then).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn bf16_dot_allowed() -> bool {
+    Arch::new().level == SimdLevel::Avx512Bf16
 }
 
 /// Whether the capped level has AVX2+FMA (false off x86-64).
@@ -711,12 +726,17 @@ mod tests {
         use SimdLevel::*;
         assert_eq!(SimdLevel::from_cap("avx2"), Some(Avx2));
         assert_eq!(SimdLevel::from_cap(" AVX512 "), Some(Avx512));
+        assert_eq!(SimdLevel::from_cap("avx512BF16"), Some(Avx512Bf16));
         assert_eq!(SimdLevel::from_cap("Scalar"), Some(Scalar));
         for v in ["", "neon", "avx", "sse2", "avx-512", "best"] {
             assert_eq!(SimdLevel::from_cap(v), None, "{v:?}");
         }
         let table = [
             (Avx512, None, Avx512),
+            (Avx512Bf16, None, Avx512Bf16),
+            (Avx512Bf16, Some(Avx512), Avx512),
+            (Avx512Bf16, Some(Avx2), Avx2),
+            (Avx512, Some(Avx512Bf16), Avx512),
             (Avx512, Some(Avx2), Avx2),
             (Avx512, Some(Scalar), Scalar),
             (Avx2, Some(Avx512), Avx2),
@@ -728,7 +748,7 @@ mod tests {
         for (detected, cap, want) in table {
             assert_eq!(detected.capped(cap), want, "{detected} under {cap:?}");
         }
-        for l in [Scalar, Avx2, Avx512] {
+        for l in [Scalar, Avx2, Avx512, Avx512Bf16] {
             assert_eq!(SimdLevel::from_cap(l.name()), Some(l));
         }
     }
@@ -744,6 +764,10 @@ mod tests {
         #[cfg(target_arch = "x86_64")]
         {
             assert_eq!(avx512().is_some(), want >= SimdLevel::Avx512);
+            assert_eq!(
+                crate::cpu::bf16_dot::Bf16Dot::new().is_some(),
+                want == SimdLevel::Avx512Bf16
+            );
             assert_eq!(avx2().is_some(), want >= SimdLevel::Avx2);
         }
         // Which level a `simd_fn!` body ran at: its `Simd` type's f32 lane count.
@@ -759,7 +783,7 @@ mod tests {
         let want_lanes = match want {
             SimdLevel::Scalar => 1,
             SimdLevel::Avx2 => 8,
-            SimdLevel::Avx512 => 16,
+            SimdLevel::Avx512 | SimdLevel::Avx512Bf16 => 16,
             SimdLevel::Neon => 4,
         };
         assert_eq!(lanes, want_lanes, "{CPU_SIMD_ENV}={raw:?}: level {want}");
@@ -825,7 +849,7 @@ mod tests {
     #[test]
     fn the_cap_reaches_the_dispatch() {
         let exe = std::env::current_exe().expect("the test binary's path");
-        for value in ["scalar", "avx2", "AVX512", "sse9", ""] {
+        for value in ["scalar", "avx2", "AVX512", "avx512bf16", "sse9", ""] {
             let out = std::process::Command::new(&exe)
                 .args([
                     "--exact",

@@ -77,10 +77,15 @@ pub(crate) fn backprop_input<T: Element>(
     w: &[T],
     dx: &mut [T],
 ) {
+    let level = super::filter_direct::Level::Best;
+    if super::conv_direct::pairs_first::<T>(g.co / g.groups)
+        && super::conv_direct::backprop_input_direct(g, layout, dy, w, dx, level)
+    {
+        return;
+    }
     if winograd_applies(g) {
         return backprop_input_winograd(g, layout, dy, w, dx);
     }
-    let level = super::filter_direct::Level::Best;
     if super::phase_winograd::backprop_input_phase_winograd(g, layout, dy, w, dx, level)
         || super::conv_direct::backprop_input_direct(g, layout, dy, w, dx, level)
     {
@@ -1190,10 +1195,15 @@ fn col2im_nhwc<A: Accum>(
 
 /// `y` from `x` and an HWIO filter.
 pub(crate) fn forward<T: Element>(g: &ConvGeometry, layout: Layout, x: &[T], w: &[T], y: &mut [T]) {
+    let level = super::filter_direct::Level::Best;
+    if super::conv_direct::pairs_first::<T>(g.ci / g.groups)
+        && super::conv_direct::forward_direct(g, layout, x, w, y, level)
+    {
+        return;
+    }
     if winograd_applies(g) {
         return forward_winograd(g, layout, x, w, y);
     }
-    let level = super::filter_direct::Level::Best;
     if super::phase_winograd::forward_row_winograd(g, layout, x, w, y, level)
         || super::conv_direct::forward_direct(g, layout, x, w, y, level)
     {
@@ -2041,6 +2051,134 @@ mod tests {
         } else {
             println!("direct_matches_gemm_paths: SKIPPED (no AVX2+FMA: the direct kernels never run here)");
         }
+    }
+
+    /// bf16 on AVX512_BF16 (the `vdpbf16ps` pair tiles of `conv_direct.rs`), through the ops'
+    /// routing (`backprop_input`, `forward`) on real-valued data: within one bf16 rounding of
+    /// the f64 result on the same bf16 inputs (relative L2 under 4e-3; SPEC 1e-2), the same
+    /// bits in both layouts and on a second run, the outputs poisoned first; the pair tiles
+    /// serve every call whose reduction channels per group are even (3x3 stride 1, Winograd's
+    /// shape, included) and none whose count is odd. Skips where the CPU lacks the instruction.
+    #[test]
+    fn bf16_pair_tiles_within_one_rounding() {
+        use super::super::conv_direct::pairs_first;
+        if crate::cpu::bf16_dot::Bf16Dot::new().is_none() {
+            println!(
+                "bf16_pair_tiles_within_one_rounding: SKIPPED (no AVX512_BF16 on this CPU, or \
+                 GRADOPS_CPU_SIMD below avx512bf16: the pair tiles never run here)"
+            );
+            return;
+        }
+        let mut seed = 0xbf16_0d07_5eed_u64;
+        let mut next = |m: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % m as u64) as usize
+        };
+        let (mut paired, mut odd) = (0, 0);
+        for case in 0..48 {
+            let forward = case % 2 == 1;
+            let groups = [1, 1, 2][next(3)];
+            let out_ch = [16, 32, 48, 64][next(4)];
+            let red_ch = [2, 4, 6, 16, 18, 32, 64, 3, 7][next(9)];
+            let (cig, cog) = if forward {
+                (red_ch, out_ch)
+            } else {
+                (out_ch, red_ch)
+            };
+            // Every fourth case 3x3 stride 1 SAME (the Winograd shape); the rest anything.
+            let wino = case % 4 == 0;
+            let (kh, kw) = if wino {
+                (3, 3)
+            } else {
+                (1 + next(4), 1 + next(4))
+            };
+            let attrs = WindowAttrs {
+                strides: if wino {
+                    [1, 1]
+                } else {
+                    [1 + next(3), 1 + next(3)]
+                },
+                dilations: if wino {
+                    [1, 1]
+                } else {
+                    [1 + next(2), 1 + next(2)]
+                },
+                padding: match if wino { 0 } else { next(3) } {
+                    0 => Padding::Same,
+                    1 => Padding::Valid,
+                    _ => Padding::Explicit([[next(3), next(3)], [next(3), next(3)]]),
+                },
+                dim_rounding: None,
+            };
+            let n = 1 + next(2);
+            let input = Dims {
+                n,
+                c: cig * groups,
+                h: 1 + next(10),
+                w: 1 + next(24),
+            };
+            let Ok(g) = ConvGeometry::new("t", input, [kh, kw, cig, cog * groups], &attrs) else {
+                continue;
+            };
+            let x_dims = (n, g.ci, g.h.input, g.w.input);
+            let y_dims = (n, g.co, g.h.output, g.w.output);
+            let (src_dims, dst_dims) = if forward {
+                (x_dims, y_dims)
+            } else {
+                (y_dims, x_dims)
+            };
+            let len = |(a, b, c, d): Nchw4| a * b * c * d;
+            let mut rnd = |k: usize| -> Vec<half::bf16> {
+                (0..k)
+                    .map(|_| half::bf16::from_f64(next(20001) as f64 / 10000.0 - 1.0))
+                    .collect()
+            };
+            let (src, w) = (rnd(len(src_dims)), rnd(kh * kw * cig * g.co));
+            let wide = |v: &[half::bf16]| v.iter().map(|v| v.to_f64()).collect::<Vec<f64>>();
+            let mut exact = vec![f64::NAN; len(dst_dims)];
+            let run = |layout: Layout, s: &[half::bf16], out: &mut [half::bf16]| {
+                if forward {
+                    super::forward(&g, layout, s, &w, out)
+                } else {
+                    super::backprop_input(&g, layout, s, &w, out)
+                }
+            };
+            if forward {
+                forward_col(&g, Layout::Nchw, &wide(&src), &wide(&w), &mut exact);
+            } else {
+                backprop_input_col2im(&g, Layout::Nchw, &wide(&src), &wide(&w), &mut exact);
+            }
+            let mut got = vec![half::bf16::NAN; exact.len()];
+            run(Layout::Nchw, &src, &mut got);
+            let (mut err, mut norm) = (0f64, 0f64);
+            for (&v, &e) in got.iter().zip(&exact) {
+                err += (v.to_f64() - e).powi(2);
+                norm += e * e;
+            }
+            let rel = (err / norm.max(1e-300)).sqrt();
+            assert!(rel < 4e-3, "case {case}: relative L2 {rel:e}: {g:?}");
+            let mut again = vec![half::bf16::NAN; exact.len()];
+            run(Layout::Nchw, &src, &mut again);
+            let mut nhwc = vec![half::bf16::NAN; exact.len()];
+            run(Layout::Nhwc, &to_nhwc(&src, src_dims), &mut nhwc);
+            let bits = |v: &[half::bf16]| v.iter().map(|v| v.to_bits()).collect::<Vec<u16>>();
+            assert_eq!(bits(&again), bits(&got), "case {case}: second run");
+            assert_eq!(
+                bits(&nhwc),
+                bits(&to_nhwc(&got, dst_dims)),
+                "case {case}: NHWC against NCHW"
+            );
+            let takes = pairs_first::<half::bf16>(red_ch);
+            assert_eq!(takes, red_ch % 2 == 0, "case {case}: red_ch {red_ch}");
+            if takes {
+                paired += 1;
+            } else {
+                odd += 1;
+            }
+        }
+        assert!(paired > 25 && odd > 3, "{paired} paired, {odd} odd calls");
     }
 
     /// The stride-2 phase Winograd input gradient (`phase_winograd.rs`) against the col2im
