@@ -268,7 +268,7 @@ pub fn cpu_simd_description() -> String {
     match gradops::simd_cap() {
         (None, _) => active.to_string(),
         (Some(raw), None) => format!(
-            "{active} ({}={raw:?} is not a level: scalar, avx2 or avx512; ignored)",
+            "{active} ({}={raw:?} is not a level: scalar, avx2, avx512 or avx512bf16; ignored)",
             gradops::CPU_SIMD_ENV
         ),
         (Some(raw), Some(_)) if active != detected => format!(

@@ -17,6 +17,12 @@
 //! once, pixel-major, then transposed into the channel planes (NCHW, AVX 8x8 transposes) or
 //! copied into its pixels (NHWC) ([`OutImage`]).
 //!
+//! bf16 where the CPU has AVX512_BF16 (`SimdLevel::Avx512Bf16`): the same rows and stores on
+//! pair tiles ([`tile_pairs`]): the operand's reduction channels and the filter's `k` taken two
+//! at a time as bf16 pairs, one `vdpbf16ps` per pixel, pair and vector (twice the products
+//! of an f32 FMA). Even reduction channels per group and 16-channel blocks only; the routing
+//! ([`pairs_first`]) puts them ahead of the Winograd paths.
+//!
 //! Deterministic: each output element is one register lane's sum in a fixed order (taps
 //! ascending, then reduction channels ascending), written once; work items are whole images.
 
@@ -188,7 +194,7 @@ pub(super) fn backprop_input_direct<T: Element>(
                     with_scratch(|[dytv, rowv, pv]| {
                         let (Some(dyt), Some(rowbuf)) = (
                             scratch_as::<T::Acc>(dytv, ho * len * g.co),
-                            scratch_as::<T::Acc>(rowv, wi * nb),
+                            scratch_as::<T::Acc>(rowv, ROWS_PER_PASS * wi * nb),
                         ) else {
                             return;
                         };
@@ -208,8 +214,13 @@ pub(super) fn backprop_input_direct<T: Element>(
                             for cb in (0..cig).step_by(nb) {
                                 let bw = nb.min(cig - cb);
                                 let wtb = &wt[(grp * cig + cb) * ntaps * cog..][..bw * ntaps * cog];
-                                for yp in &hph {
-                                    for qy in 0..yp.n {
+                                // Rows in bands of ROWS_PER_PASS, stored together: each
+                                // NCHW channel plane written in runs of rows.
+                                for y0 in (0..hi).step_by(ROWS_PER_PASS) {
+                                    let band = ROWS_PER_PASS.min(hi - y0);
+                                    for u in 0..band {
+                                        let y = y0 + u;
+                                        let (yp, qy) = (&hph[y % g.h.stride], y / g.h.stride);
                                         // One segment per column phase: its taps that reach a dy row.
                                         taps.clear();
                                         segs.clear();
@@ -237,13 +248,12 @@ pub(super) fn backprop_input_direct<T: Element>(
                                                 taps: first..taps.len(),
                                             });
                                         }
-                                        let y = qy * g.h.stride + yp.ph;
-                                        let at = img.at(grp * cig + cb, y);
+                                        let row = &mut rowbuf[u * wi * bw..][..wi * bw];
                                         #[cfg(target_arch = "x86_64")]
                                         if let (Some(d), Some(ap), Some(wp)) = (dot, dyp, wtp) {
                                             halve_offsets(taps, segs);
                                             let blk = (grp * cig + cb) * ntaps * cog / 2;
-                                            run_row_pairs::<T>(
+                                            row_pairs_into::<T>(
                                                 d,
                                                 RowPairs {
                                                     a: ap,
@@ -252,12 +262,12 @@ pub(super) fn backprop_input_direct<T: Element>(
                                                     segs,
                                                     taps,
                                                 },
-                                                (rowbuf, wi, bw),
-                                                (img, &mut dxi[at..]),
+                                                row,
+                                                bw,
                                             );
                                             continue;
                                         }
-                                        run_row::<T>(
+                                        row_into::<T>(
                                             RowOperands {
                                                 a: dyt,
                                                 wt: wtb,
@@ -265,11 +275,17 @@ pub(super) fn backprop_input_direct<T: Element>(
                                                 segs,
                                                 taps,
                                             },
-                                            (rowbuf, wi, bw),
-                                            (img, &mut dxi[at..]),
+                                            row,
+                                            bw,
                                             level,
                                         );
                                     }
+                                    let at = img.at(grp * cig + cb, y0);
+                                    img.store::<T>(
+                                        &rowbuf[..band * wi * bw],
+                                        (band, bw),
+                                        &mut dxi[at..],
+                                    );
                                 }
                             }
                         }
@@ -316,7 +332,7 @@ pub(super) fn forward_direct<T: Element>(
                     with_scratch(|[xtv, rowv, pv]| {
                         let (Some(xt), Some(rowbuf)) = (
                             scratch_as::<T::Acc>(xtv, hi * len * g.ci),
-                            scratch_as::<T::Acc>(rowv, wo * nb),
+                            scratch_as::<T::Acc>(rowv, ROWS_PER_PASS * wo * nb),
                         ) else {
                             return;
                         };
@@ -336,57 +352,69 @@ pub(super) fn forward_direct<T: Element>(
                             for ob in (0..cog).step_by(nb) {
                                 let bw = nb.min(cog - ob);
                                 let wtb = &wt[(grp * cog + ob) * ntaps * cig..][..bw * ntaps * cig];
-                                for oy in 0..ho {
-                                    taps.clear();
-                                    segs.clear();
-                                    for ky in 0..g.h.kernel {
-                                        let Some(iy) = g.h.input_index(oy, ky) else {
-                                            continue;
-                                        };
-                                        for kx in 0..kw {
-                                            taps.push((
-                                                (ky * kw + kx) * cig * bw,
-                                                (iy * len + kx * g.w.dilation) * g.ci + grp * cig,
-                                            ));
+                                // Rows in bands, as in `backprop_input_direct`.
+                                for oy0 in (0..ho).step_by(ROWS_PER_PASS) {
+                                    let band = ROWS_PER_PASS.min(ho - oy0);
+                                    for u in 0..band {
+                                        let oy = oy0 + u;
+                                        taps.clear();
+                                        segs.clear();
+                                        for ky in 0..g.h.kernel {
+                                            let Some(iy) = g.h.input_index(oy, ky) else {
+                                                continue;
+                                            };
+                                            for kx in 0..kw {
+                                                taps.push((
+                                                    (ky * kw + kx) * cig * bw,
+                                                    (iy * len + kx * g.w.dilation) * g.ci
+                                                        + grp * cig,
+                                                ));
+                                            }
                                         }
-                                    }
-                                    segs.push(Segment {
-                                        x0: 0,
-                                        sx: 1,
-                                        n: wo,
-                                        lda: g.w.stride * g.ci,
-                                        taps: 0..taps.len(),
-                                    });
-                                    let at = img.at(grp * cog + ob, oy);
-                                    #[cfg(target_arch = "x86_64")]
-                                    if let (Some(d), Some(ap), Some(wp)) = (dot, xp, wtp) {
-                                        halve_offsets(taps, segs);
-                                        let blk = (grp * cog + ob) * ntaps * cig / 2;
-                                        run_row_pairs::<T>(
-                                            d,
-                                            RowPairs {
-                                                a: ap,
-                                                wt: &wp[blk..][..bw * ntaps * cig / 2],
-                                                kp: cig / 2,
+                                        segs.push(Segment {
+                                            x0: 0,
+                                            sx: 1,
+                                            n: wo,
+                                            lda: g.w.stride * g.ci,
+                                            taps: 0..taps.len(),
+                                        });
+                                        let row = &mut rowbuf[u * wo * bw..][..wo * bw];
+                                        #[cfg(target_arch = "x86_64")]
+                                        if let (Some(d), Some(ap), Some(wp)) = (dot, xp, wtp) {
+                                            halve_offsets(taps, segs);
+                                            let blk = (grp * cog + ob) * ntaps * cig / 2;
+                                            row_pairs_into::<T>(
+                                                d,
+                                                RowPairs {
+                                                    a: ap,
+                                                    wt: &wp[blk..][..bw * ntaps * cig / 2],
+                                                    kp: cig / 2,
+                                                    segs,
+                                                    taps,
+                                                },
+                                                row,
+                                                bw,
+                                            );
+                                            continue;
+                                        }
+                                        row_into::<T>(
+                                            RowOperands {
+                                                a: xt,
+                                                wt: wtb,
+                                                k: cig,
                                                 segs,
                                                 taps,
                                             },
-                                            (rowbuf, wo, bw),
-                                            (img, &mut yi[at..]),
+                                            row,
+                                            bw,
+                                            level,
                                         );
-                                        continue;
                                     }
-                                    run_row::<T>(
-                                        RowOperands {
-                                            a: xt,
-                                            wt: wtb,
-                                            k: cig,
-                                            segs,
-                                            taps,
-                                        },
-                                        (rowbuf, wo, bw),
-                                        (img, &mut yi[at..]),
-                                        level,
+                                    let at = img.at(grp * cog + ob, oy0);
+                                    img.store::<T>(
+                                        &rowbuf[..band * wo * bw],
+                                        (band, bw),
+                                        &mut yi[at..],
                                     );
                                 }
                             }
@@ -409,18 +437,12 @@ pub(super) struct RowOperands<'a> {
     pub(super) taps: &'a [(usize, usize)],
 }
 
-/// Computes one output row of `bw` channels into `rowbuf` (`[x][c]`, `width` pixels) and
-/// stores it into `out` (at the row's first channel in `img`), rounding once.
-fn run_row<T: Element>(
-    ops: RowOperands,
-    (rowbuf, width, bw): (&mut [T::Acc], usize, usize),
-    (img, out): (OutImage, &mut [T]),
-    level: Level,
-) {
-    if let Some(row) = T::Acc::as_f32_mut(&mut rowbuf[..width * bw]) {
+/// Computes one output row of `bw` channels into `row` (`[x][c]`, pixel-major; every pixel
+/// written); the caller stores it.
+fn row_into<T: Element>(ops: RowOperands, row: &mut [T::Acc], bw: usize, level: Level) {
+    if let Some(row) = T::Acc::as_f32_mut(row) {
         Row { ops, row, bw }.run(level);
     }
-    img.store::<T>(&rowbuf[..width * bw], (1, bw), out);
 }
 
 /// A run of output pixels of a row: columns `x0 + sx * q` for `q < n`, the operand of pixel
@@ -908,19 +930,12 @@ fn operand_pairs<'a>(a: &[f32], dst: &'a mut Vec<f32>) -> &'a [u32] {
     out
 }
 
-/// One output row of one channel block from bf16 pairs (offsets of `taps` and `segs` in
-/// pairs), into the pixel-major f32 `row`, then stored as [`run_row`] stores it.
+/// [`row_into`] from bf16 pairs (offsets of `taps` and `segs` in pairs).
 #[cfg(target_arch = "x86_64")]
-fn run_row_pairs<T: Element>(
-    dot: Bf16Dot,
-    ops: RowPairs,
-    (rowbuf, width, bw): (&mut [T::Acc], usize, usize),
-    (img, out): (OutImage, &mut [T]),
-) {
-    if let Some(row) = T::Acc::as_f32_mut(&mut rowbuf[..width * bw]) {
+fn row_pairs_into<T: Element>(dot: Bf16Dot, ops: RowPairs, row: &mut [T::Acc], bw: usize) {
+    if let Some(row) = T::Acc::as_f32_mut(row) {
         row_pairs(dot, ops, row, bw);
     }
-    img.store::<T>(&rowbuf[..width * bw], (1, bw), out);
 }
 
 /// [`RowOperands`] in bf16 pairs: `a` and `wt` as `u32` pair lanes, `kp` pairs per tap.
