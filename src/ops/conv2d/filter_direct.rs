@@ -17,14 +17,21 @@
 //! the NCHW tiles: slower than the GEMM path, 4.75-4.81 against 4.37-4.61 ms on one Zen 5
 //! thread. The tiles now take either layout's strides.)
 //!
+//! bf16 NHWC where the CPU has AVX512_BF16 (`SimdLevel::Avx512Bf16`): the same units on pair
+//! tiles ([`Unit::nhwc_pairs`]), the reduction over output pixels taken two consecutive columns
+//! at a time, one `vdpbf16ps` per filter row, pixel pair and vector; routed ahead of the
+//! Winograd F(3x3, 2x2) path ([`pairs_first`]).
+//!
 //! Determinism: the same fixed (image, row tile) ranges and range-ordered sum of partial
-//! filters as the GEMM path; within a range, pixels are added in order.
+//! filters as the GEMM path; within a range, pixels are added in order (pairs in order).
 
 use super::conv_direct::{scratch_as, with_scratch};
 use super::filter_kernel::FilterSplit;
 use super::filter_kernel::{store_filter, sum_partials};
+#[cfg(target_arch = "x86_64")]
+use crate::cpu::bf16_dot::{pair_bits, Bf16Dot};
 use crate::cpu::simd::simd_fn;
-use crate::dtype::{Accum, Element};
+use crate::dtype::{Accum, DType, Element};
 use crate::geometry::window::ConvGeometry;
 use crate::ops::conv2d::FilterLayout;
 use crate::tensor::Layout;
@@ -128,6 +135,8 @@ pub(super) fn backprop_filter_direct<T: Element>(
     let (hi, wi, ho, wo) = (g.h.input, g.w.input, g.h.output, g.w.output);
     let (ximg, np) = (g.ci * hi * wi, ho * wo);
     let dyimg = g.co * np;
+    #[cfg(target_arch = "x86_64")]
+    let pairs = pair_dot::<T>(level);
     // The partial filters in this thread's scratch, each zeroed by the job that fills it (a
     // fresh zeroed vector per call was a 2.4 MB memset on W8, 5% of a one-thread call).
     with_scratch(|[partials]| {
@@ -209,6 +218,8 @@ pub(super) fn backprop_filter_direct<T: Element>(
                             packed: &mut packed,
                             xpacked: &mut xpacked,
                             rows: &mut rows,
+                            #[cfg(target_arch = "x86_64")]
+                            pairs,
                         };
                         unit.run(level);
                     }
@@ -401,11 +412,18 @@ struct Unit<'a> {
     xpacked: &'a mut Vec<f32>,
     /// Scratch: NHWC, the (input row, unit row) of each output row one kernel row reaches.
     rows: &'a mut Vec<(usize, usize)>,
+    /// bf16 NHWC on AVX512_BF16: the tokens of the pair tiles ([`Unit::nhwc_pairs`]).
+    #[cfg(target_arch = "x86_64")]
+    pairs: Option<Bf16Dot>,
 }
 
 impl Unit<'_> {
     #[inline(never)]
     fn run(self, level: Level) {
+        #[cfg(target_arch = "x86_64")]
+        if let (Layout::Nhwc, Some(dot)) = (self.layout, self.pairs) {
+            return self.nhwc_pairs(dot);
+        }
         level.dispatch(self)
     }
 }
@@ -425,6 +443,7 @@ impl pulp::WithSimd for Unit<'_> {
             packed,
             xpacked,
             rows,
+            ..
         } = self;
         let lanes = S::F32_LANES;
         let nb = vectors(lanes) * lanes;
@@ -558,6 +577,250 @@ impl pulp::WithSimd for Unit<'_> {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Whether a bf16 filter gradient in `layout` takes the pair tiles before any other path
+/// (the Winograd F(3x3, 2x2) one included).
+pub(super) fn pairs_first<T: Element>(layout: Layout) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        layout == Layout::Nhwc && pair_dot::<T>(Level::Best).is_some()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = layout;
+        false
+    }
+}
+
+/// The AVX512_BF16 tokens where a bf16 filter gradient at `level` takes the NHWC pair tiles
+/// ([`Unit::nhwc_pairs`]): 16-lane blocks ([`applies`] made the output channels per group a
+/// multiple of them).
+#[cfg(target_arch = "x86_64")]
+fn pair_dot<T: Element>(level: Level) -> Option<Bf16Dot> {
+    (T::DTYPE == DType::BF16 && lanes(level) == Some(16))
+        .then(Bf16Dot::new)
+        .flatten()
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Unit<'_> {
+    /// The NHWC loop of [`Unit::with_simd`] on bf16 pairs of consecutive output columns: per
+    /// tap, `x`'s pixels packed as pairs (`(q, q + 1)` of the tap's columns, each channel one
+    /// `u32` lane, the last pair's second pixel zero where the count is odd) and `dy`'s, per
+    /// column tap, as pairs of the same pixels (`[block][row][pair][w]`); each tile sum gains
+    /// a pixel pair's two products per `vdpbf16ps`. The sums are the partial filter's, in
+    /// pair order.
+    #[inline(never)]
+    fn nhwc_pairs(self, dot: Bf16Dot) {
+        let Unit {
+            g,
+            x: xf,
+            dyt,
+            oy: (oy0, tr),
+            part,
+            runs,
+            packed,
+            xpacked,
+            rows,
+            ..
+        } = self;
+        let nb = 64;
+        let (wi, wo) = (g.w.input, g.w.output);
+        let (cig, cog, kw) = (g.ci / g.groups, g.co / g.groups, g.w.kernel);
+        let lines = cig.div_ceil(16);
+        let xps = 16 * (lines + (lines + 1) % 2);
+        // `dy` pairs of every column tap: (offset, first column, pairs a row).
+        let taps_x: Vec<(usize, usize, usize, usize)> = {
+            let mut at = 0;
+            (0..kw)
+                .map(|kx| {
+                    let q = g.w.windows_reaching(kx);
+                    let nqp = q.len().div_ceil(2);
+                    let t = (at, q.start, q.len(), nqp);
+                    at += cog * tr * nqp;
+                    t
+                })
+                .collect()
+        };
+        let dlen = taps_x.last().map_or(0, |t| t.0 + cog * tr * t.3);
+        packed.resize(dlen, 0.0);
+        let dyp: &mut [u32] = bytemuck::cast_slice_mut(&mut packed[..dlen]);
+        dot.vectorize(
+            #[inline(always)]
+            || {
+                for grp in 0..g.groups {
+                    for &(at, q0, nq, nqp) in &taps_x {
+                        let mut o = at;
+                        for cb in (0..cog).step_by(nb) {
+                            let w = (cog - cb).min(nb);
+                            for r in 0..tr {
+                                let px = |q: usize| {
+                                    &dyt[((oy0 + r) * wo + q0 + q) * g.co + grp * cog + cb..][..w]
+                                };
+                                for jp in 0..nqp {
+                                    let lo = px(2 * jp);
+                                    let d = &mut dyp[o..][..w];
+                                    if 2 * jp + 1 < nq {
+                                        for ((d, &l), &h) in
+                                            d.iter_mut().zip(lo).zip(px(2 * jp + 1))
+                                        {
+                                            *d = pair_bits(l, h);
+                                        }
+                                    } else {
+                                        for (d, &l) in d.iter_mut().zip(lo) {
+                                            *d = pair_bits(l, 0.0);
+                                        }
+                                    }
+                                    o += w;
+                                }
+                            }
+                        }
+                    }
+                    for ky in 0..g.h.kernel {
+                        rows.clear();
+                        rows.extend(
+                            (oy0..oy0 + tr)
+                                .filter_map(|oy| g.h.input_index(oy, ky).map(|y| (y, oy - oy0))),
+                        );
+                        for (kx, &(dat, q0, nq, nqp)) in taps_x.iter().enumerate() {
+                            if nq == 0 || rows.is_empty() {
+                                continue;
+                            }
+                            let first = g.w.input_index(q0, kx).unwrap_or(0);
+                            let len = rows.len() * nqp * xps;
+                            if xpacked.len() < len {
+                                xpacked.resize(len, 0.0);
+                            }
+                            let xp: &mut [u32] = bytemuck::cast_slice_mut(&mut xpacked[..len]);
+                            for (ri, &(y, _)) in rows.iter().enumerate() {
+                                let row = &xf[y * wi * g.ci..][..wi * g.ci];
+                                let px = |qi: usize| {
+                                    let col = first + qi * g.w.stride;
+                                    &row[col * g.ci + grp * cig..][..cig]
+                                };
+                                for jp in 0..nqp {
+                                    let d = &mut xp[(ri * nqp + jp) * xps..][..cig];
+                                    if 2 * jp + 1 < nq {
+                                        for ((d, &l), &h) in
+                                            d.iter_mut().zip(px(2 * jp)).zip(px(2 * jp + 1))
+                                        {
+                                            *d = pair_bits(l, h);
+                                        }
+                                    } else {
+                                        for (d, &l) in d.iter_mut().zip(px(2 * jp)) {
+                                            *d = pair_bits(l, 0.0);
+                                        }
+                                    }
+                                }
+                            }
+                            let xp: &[u32] = xp;
+                            let mut c0 = 0;
+                            while c0 < cig {
+                                let nr = tile_rows(cig - c0);
+                                for cb in (0..cog).step_by(nb) {
+                                    let nv = (cog - cb).min(nb) / 16;
+                                    let w = nv * 16;
+                                    runs.clear();
+                                    runs.extend(rows.iter().enumerate().map(|(ri, &(_, r))| {
+                                        (ri * nqp * xps, dat + cb * tr * nqp + r * nqp * w)
+                                    }));
+                                    let t = PairTileArgs {
+                                        x: &xp[c0..],
+                                        xps,
+                                        runs,
+                                        nqp,
+                                        b: &*dyp,
+                                        w,
+                                        c: &mut part
+                                            [((ky * kw + kx) * cig + c0) * g.co + grp * cog + cb..],
+                                        ldc: g.co,
+                                    };
+                                    pair_tile_dispatch(dot, nr, nv, t);
+                                }
+                                c0 += nr;
+                            }
+                        }
+                    }
+                }
+            },
+        )
+    }
+}
+
+/// A pair tile's operands: `x` pairs of the tile's first filter row (`xps` apart a pixel
+/// pair, the rows consecutive), each run's at its first offset; `b` the `dy` pairs (`w`
+/// lanes a pixel pair), each run's at its second; `nqp` pairs a run; `c` rows `ldc` apart.
+#[cfg(target_arch = "x86_64")]
+struct PairTileArgs<'a> {
+    x: &'a [u32],
+    xps: usize,
+    runs: &'a [(usize, usize)],
+    nqp: usize,
+    b: &'a [u32],
+    w: usize,
+    c: &'a mut [f32],
+    ldc: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn pair_tile_dispatch(dot: Bf16Dot, nr: usize, nv: usize, t: PairTileArgs) {
+    macro_rules! go {
+        ($($r:literal, $v:literal);*) => {
+            match (nr, nv) {
+                $(($r, $v) => pair_tile::<$r, $v>(dot, t),)*
+                _ => unreachable!("pair tile shape {nr}x{nv}"),
+            }
+        };
+    }
+    go!(6, 4; 6, 3; 6, 2; 6, 1; 4, 4; 4, 3; 4, 2; 4, 1; 2, 4; 2, 3; 2, 2; 2, 1; 1, 4; 1, 3; 1, 2; 1, 1)
+}
+
+/// `c[r][v] += sum over runs and pairs j of dot(x[run.0 + j xps + r], b[run.1 + j w][v])`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn pair_tile<const NR: usize, const NV: usize>(dot: Bf16Dot, t: PairTileArgs) {
+    use pulp::x86::V4;
+    let PairTileArgs {
+        x,
+        xps,
+        runs,
+        nqp,
+        b,
+        w,
+        c,
+        ldc,
+    } = t;
+    let v4 = dot.v4;
+    let mut acc = [[v4.splat_f32x16(0.0); NV]; NR];
+    for (r, row) in acc.iter_mut().enumerate() {
+        for (v, a) in row.iter_mut().enumerate() {
+            *a = <V4 as Simd>::as_simd_f32s(&c[r * ldc + v * 16..][..16]).0[0];
+        }
+    }
+    for &(ao, bo) in runs {
+        if nqp == 0 {
+            continue;
+        }
+        let xr = &x[ao..][..(nqp - 1) * xps + NR];
+        let bs = &b[bo..][..(nqp - 1) * w + NV * 16];
+        for j in 0..nqp {
+            let xq = &xr[j * xps..][..NR];
+            let (bq, _) = <V4 as Simd>::as_simd_u32s(&bs[j * w..][..NV * 16]);
+            for r in 0..NR {
+                let av = v4.splat_u32x16(xq[r]);
+                for v in 0..NV {
+                    acc[r][v] = dot.dot(acc[r][v], av, bq[v]);
+                }
+            }
+        }
+    }
+    for (r, row) in acc.iter().enumerate() {
+        for (v, &val) in row.iter().enumerate() {
+            <V4 as Simd>::as_mut_simd_f32s(&mut c[r * ldc + v * 16..][..16]).0[0] = val;
         }
     }
 }
