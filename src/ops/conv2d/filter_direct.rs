@@ -17,15 +17,15 @@
 //! the NCHW tiles: slower than the GEMM path, 4.75-4.81 against 4.37-4.61 ms on one Zen 5
 //! thread. The tiles now take either layout's strides.)
 //!
-//! bf16 NHWC where the CPU has AVX512_BF16 (`SimdLevel::Avx512Bf16`): the same units on pair
-//! tiles ([`Unit::nhwc_pairs`]), the reduction over output pixels taken two consecutive columns
+//! bf16 where the CPU has AVX512_BF16 (`SimdLevel::Avx512Bf16`): the same units on pair
+//! tiles ([`Unit::pairs`], either layout, both operands packed per tap as in NHWC), the reduction over output pixels taken two consecutive columns
 //! at a time, one `vdpbf16ps` per filter row, pixel pair and vector; routed ahead of the
 //! Winograd F(3x3, 2x2) path ([`pairs_first`]).
 //!
 //! Determinism: the same fixed (image, row tile) ranges and range-ordered sum of partial
 //! filters as the GEMM path; within a range, pixels are added in order (pairs in order).
 
-use super::conv_direct::{scratch_as, with_scratch};
+use super::conv_direct::{scratch_as, to_pixel_major, with_scratch};
 use super::filter_kernel::FilterSplit;
 use super::filter_kernel::{store_filter, sum_partials};
 #[cfg(target_arch = "x86_64")]
@@ -137,6 +137,10 @@ pub(super) fn backprop_filter_direct<T: Element>(
     let dyimg = g.co * np;
     #[cfg(target_arch = "x86_64")]
     let pairs = pair_dot::<T>(level);
+    #[cfg(target_arch = "x86_64")]
+    let nchw_as_nhwc = pairs.is_some() && layout == Layout::Nchw;
+    #[cfg(not(target_arch = "x86_64"))]
+    let nchw_as_nhwc = false;
     // The partial filters in this thread's scratch, each zeroed by the job that fills it (a
     // fresh zeroed vector per call was a 2.4 MB memset on W8, 5% of a one-thread call).
     with_scratch(|[partials]| {
@@ -175,6 +179,15 @@ pub(super) fn backprop_filter_direct<T: Element>(
                     for unit in split.range(g.n, s) {
                         let (i, t) = (unit / split.tiles, unit % split.tiles);
                         let xi = &x[i * ximg..][..ximg];
+                        if cur != i && nchw_as_nhwc {
+                            // The pair tiles read NHWC: both images transposed (and widened)
+                            // once (in their planes, packing each tap's pairs cost twice the
+                            // f32 tiles' time on W7).
+                            let dyi = &dy[i * dyimg..][..dyimg];
+                            to_pixel_major::<T>(layout, xi, (g.ci, hi, wi), (wi, 0), xa);
+                            to_pixel_major::<T>(layout, dyi, (g.co, ho, wo), (wo, 0), dya);
+                            cur = i;
+                        }
                         if cur != i {
                             // f32 `x` is read in place; f16/bf16 converted once per image.
                             if T::as_acc_slice(xi).is_none() {
@@ -209,7 +222,7 @@ pub(super) fn backprop_filter_direct<T: Element>(
                         let oy0 = t * split.rows;
                         let unit = Unit {
                             g,
-                            layout,
+                            layout: if nchw_as_nhwc { Layout::Nhwc } else { layout },
                             x: xf,
                             dyt,
                             oy: (oy0, split.rows.min(ho - oy0)),
@@ -412,7 +425,7 @@ struct Unit<'a> {
     xpacked: &'a mut Vec<f32>,
     /// Scratch: NHWC, the (input row, unit row) of each output row one kernel row reaches.
     rows: &'a mut Vec<(usize, usize)>,
-    /// bf16 NHWC on AVX512_BF16: the tokens of the pair tiles ([`Unit::nhwc_pairs`]).
+    /// bf16 on AVX512_BF16: the tokens of the pair tiles ([`Unit::pairs`]).
     #[cfg(target_arch = "x86_64")]
     pairs: Option<Bf16Dot>,
 }
@@ -421,8 +434,8 @@ impl Unit<'_> {
     #[inline(never)]
     fn run(self, level: Level) {
         #[cfg(target_arch = "x86_64")]
-        if let (Layout::Nhwc, Some(dot)) = (self.layout, self.pairs) {
-            return self.nhwc_pairs(dot);
+        if let Some(dot) = self.pairs {
+            return self.pairs(dot);
         }
         level.dispatch(self)
     }
@@ -581,12 +594,13 @@ impl pulp::WithSimd for Unit<'_> {
     }
 }
 
-/// Whether a bf16 filter gradient in `layout` takes the pair tiles before any other path
-/// (the Winograd F(3x3, 2x2) one included).
+/// Whether a bf16 filter gradient in `layout` (either) takes the pair tiles before any other
+/// path (the Winograd F(3x3, 2x2) one included).
 pub(super) fn pairs_first<T: Element>(layout: Layout) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        layout == Layout::Nhwc && pair_dot::<T>(Level::Best).is_some()
+        let _ = layout;
+        pair_dot::<T>(Level::Best).is_some()
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -595,8 +609,8 @@ pub(super) fn pairs_first<T: Element>(layout: Layout) -> bool {
     }
 }
 
-/// The AVX512_BF16 tokens where a bf16 filter gradient at `level` takes the NHWC pair tiles
-/// ([`Unit::nhwc_pairs`]): 16-lane blocks ([`applies`] made the output channels per group a
+/// The AVX512_BF16 tokens where a bf16 filter gradient at `level` takes the pair tiles
+/// ([`Unit::pairs`]): 16-lane blocks ([`applies`] made the output channels per group a
 /// multiple of them).
 #[cfg(target_arch = "x86_64")]
 fn pair_dot<T: Element>(level: Level) -> Option<Bf16Dot> {
@@ -607,16 +621,18 @@ fn pair_dot<T: Element>(level: Level) -> Option<Bf16Dot> {
 
 #[cfg(target_arch = "x86_64")]
 impl Unit<'_> {
-    /// The NHWC loop of [`Unit::with_simd`] on bf16 pairs of consecutive output columns: per
+    /// The NHWC loop of [`Unit::with_simd`] on bf16 pairs of consecutive output columns (NCHW
+    /// calls with both images made NHWC first, [`backprop_filter_direct`]): per
     /// tap, `x`'s pixels packed as pairs (`(q, q + 1)` of the tap's columns, each channel one
     /// `u32` lane, the last pair's second pixel zero where the count is odd) and `dy`'s, per
     /// column tap, as pairs of the same pixels (`[block][row][pair][w]`); each tile sum gains
     /// a pixel pair's two products per `vdpbf16ps`. The sums are the partial filter's, in
     /// pair order.
     #[inline(never)]
-    fn nhwc_pairs(self, dot: Bf16Dot) {
+    fn pairs(self, dot: Bf16Dot) {
         let Unit {
             g,
+            layout,
             x: xf,
             dyt,
             oy: (oy0, tr),
@@ -628,6 +644,8 @@ impl Unit<'_> {
             ..
         } = self;
         let nb = 64;
+        // NCHW calls reach here with both operands made NHWC per image.
+        debug_assert_eq!(layout, Layout::Nhwc);
         let (wi, wo) = (g.w.input, g.w.output);
         let (cig, cog, kw) = (g.ci / g.groups, g.co / g.groups, g.w.kernel);
         let lines = cig.div_ceil(16);

@@ -988,8 +988,8 @@ mod tests {
         assert!(checked > 50, "only {checked} valid cases");
     }
 
-    /// bf16 NHWC on AVX512_BF16 (the filter gradient's `vdpbf16ps` pair tiles,
-    /// `filter_direct.rs`), through `backprop_filter` on real-valued data: within one bf16
+    /// bf16 on AVX512_BF16 (the filter gradient's `vdpbf16ps` pair tiles, `filter_direct.rs`),
+    /// through `backprop_filter` on real-valued data, NCHW and NHWC by turns: within one bf16
     /// rounding of naive f64 loops on the same bf16 inputs (relative L2 under 4e-3; SPEC 1e-2)
     /// and the same bits on a second run, the output poisoned first; odd and even column
     /// counts per tap (the last pair's zero partner), column strides 1 and 2, paddings,
@@ -997,7 +997,7 @@ mod tests {
     /// lacks the instruction.
     #[test]
     fn bf16_filter_pair_tiles_within_one_rounding() {
-        if !super::super::filter_direct::pairs_first::<half::bf16>(Layout::Nhwc) {
+        if !super::super::filter_direct::pairs_first::<half::bf16>(Layout::Nchw) {
             println!(
                 "bf16_filter_pair_tiles_within_one_rounding: SKIPPED (no AVX512_BF16 on this \
                  CPU, or GRADOPS_CPU_SIMD below avx512bf16: the pair tiles never run here)"
@@ -1058,10 +1058,15 @@ mod tests {
             let x = rnd(n * g.ci * g.h.input * g.w.input);
             let dy = rnd(n * g.co * g.h.output * g.w.output);
             let wide = |v: &[half::bf16]| v.iter().map(|v| v.to_f64()).collect::<Vec<f64>>();
-            let want = naive(&g, Layout::Nhwc, &wide(&x), &wide(&dy));
+            let layout = if case % 2 == 0 {
+                Layout::Nhwc
+            } else {
+                Layout::Nchw
+            };
+            let want = naive(&g, layout, &wide(&x), &wide(&dy));
             let run = || {
                 let mut got = vec![half::bf16::NAN; want.len()];
-                backprop_filter(&g, Layout::Nhwc, &x, &dy, FilterLayout::Hwio, &mut got);
+                backprop_filter(&g, layout, &x, &dy, FilterLayout::Hwio, &mut got);
                 got
             };
             let got = run();
@@ -1071,9 +1076,12 @@ mod tests {
                 norm += e * e;
             }
             let rel = (err / norm.max(1e-300)).sqrt();
-            assert!(rel < 4e-3, "case {case}: relative L2 {rel:e}: {g:?}");
+            assert!(
+                rel < 4e-3,
+                "case {case} {layout}: relative L2 {rel:e}: {g:?}"
+            );
             let bits = |v: &[half::bf16]| v.iter().map(|v| v.to_bits()).collect::<Vec<u16>>();
-            assert_eq!(bits(&run()), bits(&got), "case {case}: second run");
+            assert_eq!(bits(&run()), bits(&got), "case {case} {layout}: second run");
             ran += 1;
         }
         assert!(ran > 25, "only {ran} calls");
