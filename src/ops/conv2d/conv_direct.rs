@@ -185,6 +185,8 @@ pub(super) fn backprop_input_direct<T: Element>(
         let wt = blocked_filter(g, w, (nb, false), wtv);
         #[cfg(target_arch = "x86_64")]
         let wtp = dot.map(|_| filter_pairs(wt, (g.groups, cig, ntaps, cog, nb), wpv));
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = wpv;
         let (dyimg, dximg) = (g.co * ho * wo, g.ci * hi * wi);
         dx.par_chunks_mut(dximg)
             .zip(dy.par_chunks(dyimg))
@@ -204,6 +206,8 @@ pub(super) fn backprop_input_direct<T: Element>(
                         };
                         #[cfg(target_arch = "x86_64")]
                         let dyp = dot.map(|_| operand_pairs(dyt, pv));
+                        #[cfg(not(target_arch = "x86_64"))]
+                        let _ = pv;
                         let img = OutImage {
                             layout,
                             h: hi,
@@ -323,6 +327,8 @@ pub(super) fn forward_direct<T: Element>(
         let wt = blocked_filter(g, w, (nb, true), wtv);
         #[cfg(target_arch = "x86_64")]
         let wtp = dot.map(|_| filter_pairs(wt, (g.groups, cog, ntaps, cig, nb), wpv));
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = wpv;
         let (ximg, yimg) = (g.ci * hi * wi, g.co * ho * wo);
         y.par_chunks_mut(yimg)
             .zip(x.par_chunks(ximg))
@@ -342,6 +348,8 @@ pub(super) fn forward_direct<T: Element>(
                         };
                         #[cfg(target_arch = "x86_64")]
                         let xp = dot.map(|_| operand_pairs(xt, pv));
+                        #[cfg(not(target_arch = "x86_64"))]
+                        let _ = pv;
                         let img = OutImage {
                             layout,
                             h: ho,

@@ -109,7 +109,7 @@ pub(crate) fn backprop_filter<T: Element>(
             super::filter_direct::Level::Best,
         )
     };
-    if super::filter_direct::pairs_first::<T>(layout) && direct(dw) {
+    if super::filter_direct::pairs_first::<T>() && direct(dw) {
         return;
     }
     if winograd_applies(g) {
@@ -997,7 +997,7 @@ mod tests {
     /// lacks the instruction.
     #[test]
     fn bf16_filter_pair_tiles_within_one_rounding() {
-        if !super::super::filter_direct::pairs_first::<half::bf16>(Layout::Nchw) {
+        if !super::super::filter_direct::pairs_first::<half::bf16>() {
             println!(
                 "bf16_filter_pair_tiles_within_one_rounding: SKIPPED (no AVX512_BF16 on this \
                  CPU, or GRADOPS_CPU_SIMD below avx512bf16: the pair tiles never run here)"
