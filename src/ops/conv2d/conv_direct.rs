@@ -873,8 +873,9 @@ fn tile<S: Simd, const NR: usize, const NV: usize>(simd: S, t: TileArgs) {
 }
 
 /// Whether a bf16 call with `kg` reduction channels per group takes the pair tiles before any
-/// other path (Winograd included: on a Zen 5, one thread, W4 ran 4.25 ms direct on pairs
-/// against 4.3 by F(4x4) in f32, with exact products; W5 2.6-3.0 against 3.6-3.9).
+/// other path (Winograd included: on a Zen 5, one thread, NHWC W4 ran 4.36 ms on pairs against
+/// 4.28 by F(4x4) in f32 and W4f 4.34 against 4.41, now with exact products; W5 2.34 against
+/// 3.60 by the phase Winograd; BENCHMARKS.md, 2026-12-07, fifth session).
 pub(super) fn pairs_first<T: Element>(kg: usize) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
