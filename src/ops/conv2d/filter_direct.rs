@@ -46,6 +46,12 @@ const R: usize = 6;
 /// `4 x 16` floats) stay within about 32 KiB of L1.
 const UNIT_PIXELS: usize = 128;
 
+/// Output rows per unit of the pair path ([`Unit::run_pairs`]): its tiles' sums are loaded
+/// and stored once per tap, channel tile and unit, and the partial filter they live in
+/// (W7's 147 KB) is not in L1; at 128 pixels those loads and stores were about 7% of W7's
+/// tile function. 256 ran one-thread NHWC W7 4.6-4.9 ms against 5.0-5.3 (512 as 256).
+const PAIR_UNIT_PIXELS: usize = 256;
+
 /// Whether the direct kernel serves this call: f32 accumulation,
 /// column stride 1 or 2, an x86 CPU with AVX2+FMA or AVX-512, and output channels per group a
 /// multiple of the vector width.
@@ -105,9 +111,15 @@ pub(super) fn lanes(level: Level) -> Option<usize> {
     None
 }
 
-/// The split for the direct kernel: units of whole output rows, about [`UNIT_PIXELS`] each.
-pub(super) fn split(g: &ConvGeometry) -> FilterSplit {
-    let rows = (UNIT_PIXELS / g.w.output.max(1)).clamp(1, g.h.output.max(1));
+/// The split for the direct kernel: units of whole output rows, about [`UNIT_PIXELS`] each
+/// ([`PAIR_UNIT_PIXELS`] on the pair path).
+pub(super) fn split<T: Element>(g: &ConvGeometry) -> FilterSplit {
+    let px = if pairs_first::<T>() {
+        PAIR_UNIT_PIXELS
+    } else {
+        UNIT_PIXELS
+    };
+    let rows = (px / g.w.output.max(1)).clamp(1, g.h.output.max(1));
     FilterSplit::with_rows(g, rows)
 }
 
@@ -153,6 +165,8 @@ pub(super) fn backprop_filter_direct<T: Element>(
                 with_scratch(|[xav, dyav]| {
                     let (mut runs, mut packed, mut xpacked, mut rows) =
                         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+                    #[cfg(target_arch = "x86_64")]
+                    let mut pair_scratch = PairScratch::default();
                     let (Some(xa), Some(dya)) = (
                         // f32 `x` needs no copy.
                         scratch_as::<T::Acc>(
@@ -231,6 +245,8 @@ pub(super) fn backprop_filter_direct<T: Element>(
                             packed: &mut packed,
                             xpacked: &mut xpacked,
                             rows: &mut rows,
+                            #[cfg(target_arch = "x86_64")]
+                            pair_scratch: &mut pair_scratch,
                             #[cfg(target_arch = "x86_64")]
                             pairs,
                         };
@@ -425,6 +441,9 @@ struct Unit<'a> {
     xpacked: &'a mut Vec<f32>,
     /// Scratch: NHWC, the (input row, unit row) of each output row one kernel row reaches.
     rows: &'a mut Vec<(usize, usize)>,
+    /// Scratch of the pair path.
+    #[cfg(target_arch = "x86_64")]
+    pair_scratch: &'a mut PairScratch,
     /// bf16 on AVX512_BF16: the tokens of the pair tiles ([`Unit::run_pairs`]).
     #[cfg(target_arch = "x86_64")]
     pairs: Option<Bf16Dot>,
@@ -618,15 +637,51 @@ fn pair_dot<T: Element>(level: Level) -> Option<Bf16Dot> {
         .flatten()
 }
 
+/// A column tap of the pair path ([`Unit::run_pairs`]): its output columns `q0..q0 + nq`
+/// and first input column; its full pairs' place in the `dy` packing of `q0`'s parity
+/// (`dres`, first pair `dstart`) and in the `x` packing of `first`'s residue modulo twice the
+/// stride (`xres`, an index into [`PairScratch::xres`], first pair `xstart`); for an odd `nq`,
+/// where its last pixel's tails lie (`dtail` in `dy`'s buffer, `xtail` in `x`'s).
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct ColumnTap {
+    q0: usize,
+    nq: usize,
+    first: usize,
+    dres: usize,
+    dstart: usize,
+    xres: usize,
+    xstart: usize,
+    dtail: usize,
+    xtail: usize,
+}
+
+/// The pair path's scratch, kept across a range's units (no allocation per unit).
+#[cfg(target_arch = "x86_64")]
+#[derive(Default)]
+pub(super) struct PairScratch {
+    taps: Vec<ColumnTap>,
+    /// Per `x` packing: (column residue, pairs a row, offset).
+    xres: Vec<(usize, usize, usize)>,
+    /// Per input row from the unit's first: its slot in the `x` packings (`usize::MAX`: not
+    /// reached).
+    slot: Vec<usize>,
+    runs: Vec<[usize; 4]>,
+}
+
 #[cfg(target_arch = "x86_64")]
 impl Unit<'_> {
     /// The NHWC loop of [`Unit::with_simd`] on bf16 pairs of consecutive output columns (NCHW
-    /// calls with both images made NHWC first, [`backprop_filter_direct`]): per
-    /// tap, `x`'s pixels packed as pairs (`(q, q + 1)` of the tap's columns, each channel one
-    /// `u32` lane, the last pair's second pixel zero where the count is odd) and `dy`'s, per
-    /// column tap, as pairs of the same pixels (`[block][row][pair][w]`); each tile sum gains
-    /// a pixel pair's two products per `vdpbf16ps`. The sums are the partial filter's, in
-    /// pair order.
+    /// calls with both images made NHWC first, [`backprop_filter_direct`]). Each operand is
+    /// packed once per unit as pairs, each channel one `u32` lane: `dy`'s rows per parity of
+    /// the first column (`(q, q + 1)`, `[block][row][pair][w]`), `x`'s input rows per residue
+    /// of the first column modulo twice the stride (columns `(c, c + stride)`, `[row][pair][xps]`),
+    /// so that a tap's full pairs are a run of consecutive pairs of one packing, whichever
+    /// kernel row and column it is (per tap packing, nine times per row at 3x3, took about an
+    /// eighth of W7's tile function). A tap with an odd count ends on a tail of its own: its
+    /// last pixel paired with zero on both sides (a pair reaching past the tap would multiply
+    /// a pixel outside it by zero, which is not zero for an infinity or a NaN). Each tile sum
+    /// gains a pixel pair's two products per `vdpbf16ps`, in pair order.
     #[inline(never)]
     fn run_pairs(self, dot: Bf16Dot) {
         let Unit {
@@ -636,126 +691,199 @@ impl Unit<'_> {
             dyt,
             oy: (oy0, tr),
             part,
-            runs,
             packed,
             xpacked,
-            rows,
+            pair_scratch: ps,
             ..
         } = self;
         let nb = 64;
         // NCHW calls reach here with both operands made NHWC per image.
         debug_assert_eq!(layout, Layout::Nhwc);
-        let (wi, wo) = (g.w.input, g.w.output);
+        let (wi, wo, s) = (g.w.input, g.w.output, g.w.stride);
         let (cig, cog, kw) = (g.ci / g.groups, g.co / g.groups, g.w.kernel);
         let lines = cig.div_ceil(16);
         let xps = 16 * (lines + (lines + 1) % 2);
-        // `dy` pairs of every column tap: (offset, first output column, columns, pairs a row).
-        let taps_x: Vec<(usize, usize, usize, usize)> = {
-            let mut at = 0;
-            (0..kw)
-                .map(|kx| {
-                    let q = g.w.windows_reaching(kx);
-                    let nqp = q.len().div_ceil(2);
-                    let t = (at, q.start, q.len(), nqp);
-                    at += cog * tr * nqp;
-                    t
-                })
-                .collect()
+        // The input rows the unit reaches, and their slots.
+        let reach = |oy: usize| (0..g.h.kernel).filter_map(move |ky| g.h.input_index(oy, ky));
+        let (Some(ymin), Some(ymax)) = (
+            (oy0..oy0 + tr).flat_map(reach).min(),
+            (oy0..oy0 + tr).flat_map(reach).max(),
+        ) else {
+            return;
         };
-        let dlen = taps_x.last().map_or(0, |t| t.0 + cog * tr * t.3);
+        ps.slot.clear();
+        ps.slot.resize(ymax + 1 - ymin, usize::MAX);
+        for y in (oy0..oy0 + tr).flat_map(reach) {
+            ps.slot[y - ymin] = 0;
+        }
+        let mut nslots = 0;
+        for sl in ps.slot.iter_mut().filter(|sl| **sl == 0) {
+            *sl = nslots;
+            nslots += 1;
+        }
+        // The column taps, the packings' sizes and offsets.
+        ps.taps.clear();
+        ps.xres.clear();
+        let mut npd = [0usize; 2];
+        for kx in 0..kw {
+            let q = g.w.windows_reaching(kx);
+            let first = g.w.input_index(q.start, kx).unwrap_or(0);
+            let (res, xstart) = (first % (2 * s), first / (2 * s));
+            let xres = match ps.xres.iter().position(|r| r.0 == res) {
+                Some(i) => i,
+                None => {
+                    ps.xres.push((res, 0, 0));
+                    ps.xres.len() - 1
+                }
+            };
+            let t = ColumnTap {
+                q0: q.start,
+                nq: q.len(),
+                first,
+                dres: q.start % 2,
+                dstart: q.start / 2,
+                xres,
+                xstart,
+                dtail: 0,
+                xtail: 0,
+            };
+            if t.nq > 0 {
+                npd[t.dres] = npd[t.dres].max(t.dstart + t.nq / 2);
+                let r = &mut ps.xres[xres];
+                r.1 = r.1.max(xstart + t.nq / 2);
+            }
+            ps.taps.push(t);
+        }
+        let dbase = [0, cog * tr * npd[0]];
+        let mut dlen = dbase[1] + cog * tr * npd[1];
+        let mut xlen = 0;
+        for r in ps.xres.iter_mut() {
+            r.2 = xlen;
+            xlen += nslots * r.1 * xps;
+        }
+        for t in ps.taps.iter_mut().filter(|t| t.nq % 2 == 1) {
+            (t.dtail, t.xtail) = (dlen, xlen);
+            dlen += cog * tr;
+            xlen += nslots * xps;
+        }
         packed.resize(dlen, 0.0);
         let dyp: &mut [u32] = bytemuck::cast_slice_mut(&mut packed[..dlen]);
+        if xpacked.len() < xlen {
+            xpacked.resize(xlen, 0.0);
+        }
+        let xp: &mut [u32] = bytemuck::cast_slice_mut(&mut xpacked[..xlen]);
+        let PairScratch {
+            taps,
+            xres,
+            slot,
+            runs,
+        } = ps;
         dot.vectorize(
             #[inline(always)]
             || {
+                let pack = |d: &mut [u32], lo: &[f32], hi: Option<&[f32]>| match hi {
+                    Some(hi) => {
+                        for ((d, &l), &h) in d.iter_mut().zip(lo).zip(hi) {
+                            *d = pair_bits(l, h);
+                        }
+                    }
+                    None => {
+                        for (d, &l) in d.iter_mut().zip(lo) {
+                            *d = pair_bits(l, 0.0);
+                        }
+                    }
+                };
                 for grp in 0..g.groups {
-                    for &(at, q0, nq, nqp) in &taps_x {
-                        let mut o = at;
+                    // `dy`: each parity's pairs, then the odd taps' tails.
+                    let dpx = |r: usize, q: usize, cb: usize, w: usize| {
+                        &dyt[((oy0 + r) * wo + q) * g.co + grp * cog + cb..][..w]
+                    };
+                    for (e, (&np, &base)) in npd.iter().zip(&dbase).enumerate() {
                         for cb in (0..cog).step_by(nb) {
                             let w = (cog - cb).min(nb);
                             for r in 0..tr {
-                                let px = |q: usize| {
-                                    &dyt[((oy0 + r) * wo + q0 + q) * g.co + grp * cog + cb..][..w]
-                                };
-                                for jp in 0..nqp {
-                                    let lo = px(2 * jp);
-                                    let d = &mut dyp[o..][..w];
-                                    if 2 * jp + 1 < nq {
-                                        for ((d, &l), &h) in
-                                            d.iter_mut().zip(lo).zip(px(2 * jp + 1))
-                                        {
-                                            *d = pair_bits(l, h);
-                                        }
-                                    } else {
-                                        for (d, &l) in d.iter_mut().zip(lo) {
-                                            *d = pair_bits(l, 0.0);
-                                        }
-                                    }
-                                    o += w;
+                                for j in 0..np {
+                                    let q = e + 2 * j;
+                                    let d = &mut dyp[base + cb * tr * np + (r * np + j) * w..];
+                                    pack(&mut d[..w], dpx(r, q, cb, w), Some(dpx(r, q + 1, cb, w)));
                                 }
                             }
                         }
                     }
+                    for t in taps.iter().filter(|t| t.nq % 2 == 1) {
+                        for cb in (0..cog).step_by(nb) {
+                            let w = (cog - cb).min(nb);
+                            for r in 0..tr {
+                                let d = &mut dyp[t.dtail + cb * tr + r * w..][..w];
+                                pack(d, dpx(r, t.q0 + t.nq - 1, cb, w), None);
+                            }
+                        }
+                    }
+                    // `x`: each residue's pairs of every reached row, then the tails.
+                    let xpx =
+                        |y: usize, col: usize| &xf[(y * wi + col) * g.ci + grp * cig..][..cig];
+                    for (y, &sl) in (ymin..).zip(slot.iter()) {
+                        if sl == usize::MAX {
+                            continue;
+                        }
+                        for &(res, np, base) in xres.iter() {
+                            for j in 0..np {
+                                let c = res + 2 * j * s;
+                                let d = &mut xp[base + (sl * np + j) * xps..][..cig];
+                                pack(d, xpx(y, c), Some(xpx(y, c + s)));
+                            }
+                        }
+                        for t in taps.iter().filter(|t| t.nq % 2 == 1) {
+                            let d = &mut xp[t.xtail + sl * xps..][..cig];
+                            pack(d, xpx(y, t.first + (t.nq - 1) * s), None);
+                        }
+                    }
+                    let (xp, dyp): (&[u32], &[u32]) = (xp, dyp);
                     for ky in 0..g.h.kernel {
-                        rows.clear();
-                        rows.extend(
-                            (oy0..oy0 + tr)
-                                .filter_map(|oy| g.h.input_index(oy, ky).map(|y| (y, oy - oy0))),
-                        );
-                        for (kx, &(dat, q0, nq, nqp)) in taps_x.iter().enumerate() {
-                            if nq == 0 || rows.is_empty() {
+                        for (kx, t) in taps.iter().enumerate() {
+                            if t.nq == 0 {
                                 continue;
                             }
-                            let first = g.w.input_index(q0, kx).unwrap_or(0);
-                            let len = rows.len() * nqp * xps;
-                            if xpacked.len() < len {
-                                xpacked.resize(len, 0.0);
-                            }
-                            let xp: &mut [u32] = bytemuck::cast_slice_mut(&mut xpacked[..len]);
-                            for (ri, &(y, _)) in rows.iter().enumerate() {
-                                let row = &xf[y * wi * g.ci..][..wi * g.ci];
-                                let px = |qi: usize| {
-                                    let col = first + qi * g.w.stride;
-                                    &row[col * g.ci + grp * cig..][..cig]
-                                };
-                                for jp in 0..nqp {
-                                    let d = &mut xp[(ri * nqp + jp) * xps..][..cig];
-                                    if 2 * jp + 1 < nq {
-                                        for ((d, &l), &h) in
-                                            d.iter_mut().zip(px(2 * jp)).zip(px(2 * jp + 1))
-                                        {
-                                            *d = pair_bits(l, h);
-                                        }
-                                    } else {
-                                        for (d, &l) in d.iter_mut().zip(px(2 * jp)) {
-                                            *d = pair_bits(l, 0.0);
-                                        }
-                                    }
-                                }
-                            }
-                            let xp: &[u32] = xp;
+                            let (_, np, xbase) = xres[t.xres];
                             let mut c0 = 0;
                             while c0 < cig {
                                 let nr = tile_rows(cig - c0);
                                 for cb in (0..cog).step_by(nb) {
                                     let nv = (cog - cb).min(nb) / 16;
                                     let w = nv * 16;
+                                    let npd = npd[t.dres];
+                                    let dblk = dbase[t.dres] + cb * tr * npd;
+                                    // A plain loop: an iterator adaptor's closure here
+                                    // was called out of line, past a `vzeroupper`, per tile
+                                    // (about 8% of W7).
                                     runs.clear();
-                                    runs.extend(rows.iter().enumerate().map(|(ri, &(_, r))| {
-                                        (ri * nqp * xps, dat + cb * tr * nqp + r * nqp * w)
-                                    }));
-                                    let t = PairTileArgs {
+                                    for r in 0..tr {
+                                        let Some(y) = g.h.input_index(oy0 + r, ky) else {
+                                            continue;
+                                        };
+                                        let sl = slot[y - ymin];
+                                        runs.push([
+                                            xbase + (sl * np + t.xstart) * xps,
+                                            dblk + (r * npd + t.dstart) * w,
+                                            t.xtail + sl * xps,
+                                            t.dtail + cb * tr + r * w,
+                                        ]);
+                                    }
+                                    if runs.is_empty() {
+                                        continue;
+                                    }
+                                    let pt = PairTileArgs {
                                         x: &xp[c0..],
                                         xps,
                                         runs,
-                                        nqp,
-                                        b: &*dyp,
+                                        pairs: (t.nq / 2, t.nq % 2 == 1),
+                                        b: dyp,
                                         w,
                                         c: &mut part
                                             [((ky * kw + kx) * cig + c0) * g.co + grp * cog + cb..],
                                         ldc: g.co,
                                     };
-                                    pair_tile_dispatch(dot, nr, nv, t);
+                                    pair_tile_dispatch(dot, nr, nv, pt);
                                 }
                                 c0 += nr;
                             }
@@ -767,15 +895,16 @@ impl Unit<'_> {
     }
 }
 
-/// A pair tile's operands: `x` pairs of the tile's first filter row (`xps` apart a pixel
-/// pair, the rows consecutive), each run's at its first offset; `b` the `dy` pairs (`w`
-/// lanes a pixel pair), each run's at its second; `nqp` pairs a run; `c` rows `ldc` apart.
+/// A pair tile's operands: `x` the packed `x` pairs from the tile's first filter row (`xps`
+/// apart a pixel pair), `b` the packed `dy` pairs (`w` lanes a pixel pair); per run, the
+/// offsets of its first `x` pair, first `dy` pair, `x` tail and `dy` tail; `pairs` = (full
+/// pairs a run, whether a tail follows them); `c` rows `ldc` apart.
 #[cfg(target_arch = "x86_64")]
 struct PairTileArgs<'a> {
     x: &'a [u32],
     xps: usize,
-    runs: &'a [(usize, usize)],
-    nqp: usize,
+    runs: &'a [[usize; 4]],
+    pairs: (usize, bool),
     b: &'a [u32],
     w: usize,
     c: &'a mut [f32],
@@ -796,7 +925,8 @@ fn pair_tile_dispatch(dot: Bf16Dot, nr: usize, nv: usize, t: PairTileArgs) {
     go!(6, 4; 6, 3; 6, 2; 6, 1; 4, 4; 4, 3; 4, 2; 4, 1; 2, 4; 2, 3; 2, 2; 2, 1; 1, 4; 1, 3; 1, 2; 1, 1)
 }
 
-/// `c[r][v] += sum over runs and pairs j of dot(x[run.0 + j xps + r], b[run.1 + j w][v])`.
+/// `c[r][v] += sum over runs of (sum over its pairs j of dot(x[run.0 + j xps + r], b[run.1 +
+/// j w][v])) + dot(x[run.2 + r], b[run.3][v])` (the tail where `pairs.1`).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn pair_tile<const NR: usize, const NV: usize>(dot: Bf16Dot, t: PairTileArgs) {
@@ -805,7 +935,7 @@ fn pair_tile<const NR: usize, const NV: usize>(dot: Bf16Dot, t: PairTileArgs) {
         x,
         xps,
         runs,
-        nqp,
+        pairs: (nqp, tail),
         b,
         w,
         c,
@@ -818,21 +948,27 @@ fn pair_tile<const NR: usize, const NV: usize>(dot: Bf16Dot, t: PairTileArgs) {
             *a = <V4 as Simd>::as_simd_f32s(&c[r * ldc + v * 16..][..16]).0[0];
         }
     }
-    for &(ao, bo) in runs {
-        if nqp == 0 {
-            continue;
-        }
-        let xr = &x[ao..][..(nqp - 1) * xps + NR];
-        let bs = &b[bo..][..(nqp - 1) * w + NV * 16];
-        for j in 0..nqp {
-            let xq = &xr[j * xps..][..NR];
-            let (bq, _) = <V4 as Simd>::as_simd_u32s(&bs[j * w..][..NV * 16]);
+    macro_rules! pair {
+        ($xq:expr, $bq:expr) => {{
+            let (xq, (bq, _)) = ($xq, <V4 as Simd>::as_simd_u32s($bq));
             for r in 0..NR {
                 let av = v4.splat_u32x16(xq[r]);
                 for v in 0..NV {
                     acc[r][v] = dot.dot(acc[r][v], av, bq[v]);
                 }
             }
+        }};
+    }
+    for &[ao, bo, xto, bto] in runs {
+        if nqp > 0 {
+            let xr = &x[ao..][..(nqp - 1) * xps + NR];
+            let bs = &b[bo..][..(nqp - 1) * w + NV * 16];
+            for j in 0..nqp {
+                pair!(&xr[j * xps..][..NR], &bs[j * w..][..NV * 16]);
+            }
+        }
+        if tail {
+            pair!(&x[xto..][..NR], &b[bto..][..NV * 16]);
         }
     }
     for (r, row) in acc.iter().enumerate() {

@@ -105,7 +105,7 @@ pub(crate) fn backprop_filter<T: Element>(
             dy,
             filter_layout,
             dw,
-            super::filter_direct::split(g),
+            super::filter_direct::split::<T>(g),
             super::filter_direct::Level::Best,
         )
     };
@@ -1087,6 +1087,75 @@ mod tests {
         assert!(ran > 25, "only {ran} calls");
     }
 
+    /// The pair tiles' odd taps end on a tail of their own: with 14 columns, SAME 3x3 stride
+    /// 1, the column taps 0 and 2 cover 13 output columns each, and pairing their last pixel
+    /// with the next column (as a shared packing would) multiplies a pixel outside the tap by
+    /// zero. An infinity there must stay out of the tap: `x`'s last column reaches no
+    /// `dw[.][0]`, `dy`'s last column no `dw[.][2]`. Every entry finite exactly where the f64
+    /// sum is, the finite ones within a rounding.
+    #[test]
+    fn bf16_filter_pair_tails_keep_infinities_out() {
+        if !super::super::filter_direct::pairs_first::<half::bf16>() {
+            println!(
+                "bf16_filter_pair_tails_keep_infinities_out: SKIPPED (no AVX512_BF16 on this \
+                 CPU, or GRADOPS_CPU_SIMD below avx512bf16: the pair tiles never run here)"
+            );
+            return;
+        }
+        let (n, c, h, w, co) = (2, 5, 6, 14, 32);
+        let attrs = WindowAttrs {
+            strides: [1, 1],
+            dilations: [1, 1],
+            padding: Padding::Same,
+            dim_rounding: None,
+        };
+        let input = Dims { n, c, h, w };
+        let g = ConvGeometry::new("t", input, [3, 3, c, co], &attrs).unwrap();
+        let at = |layout: Layout, ch: usize, (i, y, col): (usize, usize, usize), chans: usize| {
+            match layout {
+                Layout::Nhwc => ((i * h + y) * w + col) * chans + ch,
+                Layout::Nchw => ((i * chans + ch) * h + y) * w + col,
+            }
+        };
+        let value = |k: usize| half::bf16::from_f64(((k * 37 + 11) % 23) as f64 / 8.0 - 1.4);
+        for layout in [Layout::Nhwc, Layout::Nchw] {
+            for in_x in [true, false] {
+                let mut x: Vec<half::bf16> = (0..n * c * h * w).map(value).collect();
+                let mut dy: Vec<half::bf16> = (0..n * co * h * w).map(|k| value(k + 5)).collect();
+                if in_x {
+                    x[at(layout, 1, (1, 2, w - 1), c)] = half::bf16::INFINITY;
+                } else {
+                    dy[at(layout, 5, (0, 3, w - 1), co)] = half::bf16::INFINITY;
+                }
+                let wide = |v: &[half::bf16]| v.iter().map(|v| v.to_f64()).collect::<Vec<f64>>();
+                let want = naive(&g, layout, &wide(&x), &wide(&dy));
+                let mut got = vec![half::bf16::ZERO; want.len()];
+                backprop_filter(&g, layout, &x, &dy, FilterLayout::Hwio, &mut got);
+                let (mut err, mut norm, mut nonfinite) = (0f64, 0f64, 0);
+                for (k, (&v, &e)) in got.iter().zip(&want).enumerate() {
+                    let (tap, o) = (k / (c * co), k % co);
+                    assert_eq!(
+                        v.is_finite(),
+                        e.is_finite(),
+                        "{layout} infinity in {}: dw tap {tap} channel {} output {o}: {v} \
+                         against {e}",
+                        if in_x { "x" } else { "dy" },
+                        k / co % c
+                    );
+                    if e.is_finite() {
+                        err += (v.to_f64() - e).powi(2);
+                        norm += e * e;
+                    } else {
+                        nonfinite += 1;
+                    }
+                }
+                assert!(nonfinite > 0, "{layout}: the infinity reached no tap");
+                let rel = (err / norm).sqrt();
+                assert!(rel < 4e-3, "{layout}: relative L2 {rel:e}");
+            }
+        }
+    }
+
     /// The direct kernel (AVX-512 where present, and AVX2; NCHW and NHWC by turns) against
     /// naive loops on integer data (every f32 sum exact: equal bits): channel counts that
     /// leave every register-tile remainder (rows 6/4/2/1, 1-4 vectors), column strides 1 and 2
@@ -1144,7 +1213,7 @@ mod tests {
                 x.iter().map(|&v| v as f32).collect(),
                 dy.iter().map(|&v| v as f32).collect(),
             );
-            let base = direct_split(&g);
+            let base = direct_split::<f32>(&g);
             for level in [Level::Best, Level::Avx2] {
                 if !super::super::filter_direct::applies::<f32>(&g, level) {
                     continue;
