@@ -200,12 +200,21 @@ pub(super) fn backprop_input_direct<T: Element>(
                         ) else {
                             return;
                         };
-                        to_pixel_major::<T>(layout, dyi, (g.co, ho, wo), (len, padl), dyt);
+                        #[cfg(target_arch = "x86_64")]
+                        let in_place = dot.is_some() && bf16_nhwc::<T>(layout);
+                        #[cfg(not(target_arch = "x86_64"))]
+                        let in_place = false;
+                        if !in_place {
+                            to_pixel_major::<T>(layout, dyi, (g.co, ho, wo), (len, padl), dyt);
+                        }
                         let Some(dyt) = T::Acc::as_f32(dyt) else {
                             return;
                         };
                         #[cfg(target_arch = "x86_64")]
-                        let dyp = dot.map(|_| operand_pairs(dyt, pv));
+                        let dyp = dot.map(|_| match in_place {
+                            true => nhwc_bf16_pairs(dyi, (g.co, ho, wo), (len, padl), pv),
+                            false => operand_pairs(dyt, pv),
+                        });
                         #[cfg(not(target_arch = "x86_64"))]
                         let _ = pv;
                         let img = OutImage {
@@ -342,12 +351,21 @@ pub(super) fn forward_direct<T: Element>(
                         ) else {
                             return;
                         };
-                        to_pixel_major::<T>(layout, xi, (g.ci, hi, wi), (len, padl), xt);
+                        #[cfg(target_arch = "x86_64")]
+                        let in_place = dot.is_some() && bf16_nhwc::<T>(layout);
+                        #[cfg(not(target_arch = "x86_64"))]
+                        let in_place = false;
+                        if !in_place {
+                            to_pixel_major::<T>(layout, xi, (g.ci, hi, wi), (len, padl), xt);
+                        }
                         let Some(xt) = T::Acc::as_f32(xt) else {
                             return;
                         };
                         #[cfg(target_arch = "x86_64")]
-                        let xp = dot.map(|_| operand_pairs(xt, pv));
+                        let xp = dot.map(|_| match in_place {
+                            true => nhwc_bf16_pairs(xi, (g.ci, hi, wi), (len, padl), pv),
+                            false => operand_pairs(xt, pv),
+                        });
                         #[cfg(not(target_arch = "x86_64"))]
                         let _ = pv;
                         let img = OutImage {
@@ -935,6 +953,44 @@ fn operand_pairs<'a>(a: &[f32], dst: &'a mut Vec<f32>) -> &'a [u32] {
     let out: &mut [u32] = bytemuck::cast_slice_mut(&mut dst[..]);
     for (d, s) in out.iter_mut().zip(a.chunks_exact(2)) {
         *d = pair_bits(s[0], s[1]);
+    }
+    out
+}
+
+/// Whether a pair tile call's operand image (bf16 in `layout`) is made pairs in place
+/// ([`nhwc_bf16_pairs`]) rather than widened and packed ([`operand_pairs`]).
+#[cfg(target_arch = "x86_64")]
+fn bf16_nhwc<T: Element>(layout: Layout) -> bool {
+    T::DTYPE == DType::BF16 && layout == Layout::Nhwc
+}
+
+/// One NHWC bf16 image `src` (`(c, h, w)`, `c` even) as pairs of consecutive channels in
+/// [`to_pixel_major`]'s padded order (`[(y * len + padl + x) * c / 2 + k]`, the other columns
+/// zero): NHWC channel pairs are the pairs, so the stored bits are copied as they are, where
+/// widening to f32 and packing again cost two passes (the same bits as [`operand_pairs`]).
+#[cfg(target_arch = "x86_64")]
+fn nhwc_bf16_pairs<'a, T: Element>(
+    src: &[T],
+    (c, h, w): (usize, usize, usize),
+    (len, padl): (usize, usize),
+    dst: &'a mut Vec<f32>,
+) -> &'a [u32] {
+    let bits: &[u16] = bytemuck::cast_slice(src);
+    let cp = c / 2;
+    let n = h * len * cp;
+    dst.resize(n, 0.0);
+    let out: &mut [u32] = bytemuck::cast_slice_mut(&mut dst[..n]);
+    for (y, d) in out.chunks_exact_mut(len * cp).enumerate() {
+        let (left, rest) = d.split_at_mut(padl * cp);
+        let (mid, right) = rest.split_at_mut(w * cp);
+        left.fill(0);
+        right.fill(0);
+        for (d, s) in mid
+            .iter_mut()
+            .zip(bits[y * w * c..][..w * c].chunks_exact(2))
+        {
+            *d = u32::from(s[0]) | (u32::from(s[1]) << 16);
+        }
     }
     out
 }
