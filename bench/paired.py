@@ -64,6 +64,8 @@ def parse_args(argv):
     p.add_argument("--layout", choices=("nchw", "nhwc"), default="nchw")
     p.add_argument("--workloads", default="W4,W5", help="comma list (default W4,W5)")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--dtype", choices=peers.CPU_DTYPES, default="f32",
+                   help="element type of both sides (default f32)")
     p.add_argument("--pairs", type=int, default=100, help="timed pairs per workload")
     p.add_argument("--warmup", type=int, default=5, help="untimed pairs first (default 5)")
     p.add_argument("--seed", type=int, default=0)
@@ -89,7 +91,8 @@ def parse_args(argv):
 def peer_calls(a):
     """{workload: (op description, layout, the peer's call)} for the requested workloads."""
     ids = list(dict.fromkeys(base_id(w) for w in a.workloads))
-    argv = ["--workloads", ",".join(ids), "--threads", str(a.threads), "--seed", str(a.seed)]
+    argv = ["--workloads", ",".join(ids), "--threads", str(a.threads), "--seed", str(a.seed),
+            "--dtype", a.dtype]
     if not any(w.endswith(":stored") for w in a.workloads):
         argv.append("--no-tf-argmax")
     if a.peer == "pytorch" and a.layout == "nhwc":
@@ -125,7 +128,8 @@ class Gradops:
     """`gradops bench --serve`: one call per request."""
 
     def __init__(self, a, binary=None):
-        cmd = [binary or a.gradops, "bench", "--device", "cpu", "--layout", a.layout,
+        cmd = [binary or a.gradops, "bench", "--device", "cpu", "--dtype", a.dtype,
+               "--layout", a.layout,
                "--workload", ",".join(dict.fromkeys(base_id(w) for w in a.workloads)),
                "--serve"]
         if a.scale_down != 1:
@@ -199,14 +203,14 @@ def run(a):
             gc.enable()
             ratios = [p / q for p, q in zip(pt, gt)]
             r25, rmed, r75 = quartiles(ratios)
-            row = dict(workload=wid, layout=a.layout.upper(), peer=a.peer, peer_op=op,
+            row = dict(workload=wid, dtype=a.dtype, layout=a.layout.upper(), peer=a.peer, peer_op=op,
                        peer_layout=peer_layout, threads=a.threads, pairs=a.pairs,
                        gradops_median_ms=statistics.median(gt), gradops_min_ms=min(gt),
                        peer_median_ms=statistics.median(pt), peer_min_ms=min(pt),
                        paired_ratio_median=rmed, paired_ratio_p25=r25, paired_ratio_p75=r75,
                        gradops_ms=gt, peer_ms=pt)
             rows.append(row)
-            print(f"{wid} {a.layout.upper()} {a.threads}t vs {a.peer} ({peer_layout}): "
+            print(f"{wid} {a.dtype} {a.layout.upper()} {a.threads}t vs {a.peer} ({peer_layout}): "
                   f"paired ratio {rmed:.3f} (p25 {r25:.3f}, p75 {r75:.3f}, {a.pairs} pairs); "
                   f"gradops median {row['gradops_median_ms']:.2f} min {row['gradops_min_ms']:.2f}"
                   f" ms, {a.peer} median {row['peer_median_ms']:.2f} min "

@@ -193,7 +193,7 @@ pub(super) fn backprop_input_direct<T: Element>(
             .for_each_init(
                 || (Vec::new(), Vec::new()),
                 |(taps, segs), (dxi, dyi)| {
-                    with_scratch(|[dytv, rowv, pv]| {
+                    with_scratch(|[dytv, rowv, pv, planes]| {
                         let (Some(dyt), Some(rowbuf)) = (
                             scratch_as::<T::Acc>(dytv, ho * len * g.co),
                             scratch_as::<T::Acc>(rowv, ROWS_PER_PASS * wi * nb),
@@ -201,22 +201,19 @@ pub(super) fn backprop_input_direct<T: Element>(
                             return;
                         };
                         #[cfg(target_arch = "x86_64")]
-                        let in_place = dot.is_some() && bf16_nhwc::<T>(layout);
+                        let dyp = dot.map(|_| {
+                            bf16_pairs(layout, dyi, (g.co, ho, wo), (len, padl), [pv, planes])
+                        });
+                        #[cfg(target_arch = "x86_64")]
+                        let widen = dyp.is_none();
                         #[cfg(not(target_arch = "x86_64"))]
-                        let in_place = false;
-                        if !in_place {
+                        let (widen, _) = (true, (pv, planes));
+                        if widen {
                             to_pixel_major::<T>(layout, dyi, (g.co, ho, wo), (len, padl), dyt);
                         }
                         let Some(dyt) = T::Acc::as_f32(dyt) else {
                             return;
                         };
-                        #[cfg(target_arch = "x86_64")]
-                        let dyp = dot.map(|_| match in_place {
-                            true => nhwc_bf16_pairs(dyi, (g.co, ho, wo), (len, padl), pv),
-                            false => operand_pairs(dyt, pv),
-                        });
-                        #[cfg(not(target_arch = "x86_64"))]
-                        let _ = pv;
                         let img = OutImage {
                             layout,
                             h: hi,
@@ -344,7 +341,7 @@ pub(super) fn forward_direct<T: Element>(
             .for_each_init(
                 || (Vec::new(), Vec::new()),
                 |(taps, segs), (yi, xi)| {
-                    with_scratch(|[xtv, rowv, pv]| {
+                    with_scratch(|[xtv, rowv, pv, planes]| {
                         let (Some(xt), Some(rowbuf)) = (
                             scratch_as::<T::Acc>(xtv, hi * len * g.ci),
                             scratch_as::<T::Acc>(rowv, ROWS_PER_PASS * wo * nb),
@@ -352,22 +349,19 @@ pub(super) fn forward_direct<T: Element>(
                             return;
                         };
                         #[cfg(target_arch = "x86_64")]
-                        let in_place = dot.is_some() && bf16_nhwc::<T>(layout);
+                        let xp = dot.map(|_| {
+                            bf16_pairs(layout, xi, (g.ci, hi, wi), (len, padl), [pv, planes])
+                        });
+                        #[cfg(target_arch = "x86_64")]
+                        let widen = xp.is_none();
                         #[cfg(not(target_arch = "x86_64"))]
-                        let in_place = false;
-                        if !in_place {
+                        let (widen, _) = (true, (pv, planes));
+                        if widen {
                             to_pixel_major::<T>(layout, xi, (g.ci, hi, wi), (len, padl), xt);
                         }
                         let Some(xt) = T::Acc::as_f32(xt) else {
                             return;
                         };
-                        #[cfg(target_arch = "x86_64")]
-                        let xp = dot.map(|_| match in_place {
-                            true => nhwc_bf16_pairs(xi, (g.ci, hi, wi), (len, padl), pv),
-                            false => operand_pairs(xt, pv),
-                        });
-                        #[cfg(not(target_arch = "x86_64"))]
-                        let _ = pv;
                         let img = OutImage {
                             layout,
                             h: ho,
@@ -945,54 +939,63 @@ fn filter_pairs<'a>(
     out
 }
 
-/// The pixel-major f32 operand (exact bf16 values, channels even per pixel) as pairs of
-/// consecutive channels.
+/// One bf16 operand image `src` in `layout` (`(c, h, w)`, `c` even) as pairs of consecutive
+/// channels in [`to_pixel_major`]'s padded order (`[(y * len + padl + x) * c / 2 + k]`, the
+/// other columns zero), from the stored bits (widening to f32 and packing the pairs again
+/// cost two passes). NHWC channel pairs are the pairs: copied as they are. NCHW: each two
+/// channel planes interleaved into one plane of pairs (in `planes`), then the pair planes
+/// made pixel-major by [`pixel_major`]'s f32 transposes (moves only, on the pairs' bits): half
+/// the transposes of the widened image. The buffer is `dst`.
 #[cfg(target_arch = "x86_64")]
-fn operand_pairs<'a>(a: &[f32], dst: &'a mut Vec<f32>) -> &'a [u32] {
-    dst.resize(a.len() / 2, 0.0);
-    let out: &mut [u32] = bytemuck::cast_slice_mut(&mut dst[..]);
-    for (d, s) in out.iter_mut().zip(a.chunks_exact(2)) {
-        *d = pair_bits(s[0], s[1]);
-    }
-    out
-}
-
-/// Whether a pair tile call's operand image (bf16 in `layout`) is made pairs in place
-/// ([`nhwc_bf16_pairs`]) rather than widened and packed ([`operand_pairs`]).
-#[cfg(target_arch = "x86_64")]
-fn bf16_nhwc<T: Element>(layout: Layout) -> bool {
-    T::DTYPE == DType::BF16 && layout == Layout::Nhwc
-}
-
-/// One NHWC bf16 image `src` (`(c, h, w)`, `c` even) as pairs of consecutive channels in
-/// [`to_pixel_major`]'s padded order (`[(y * len + padl + x) * c / 2 + k]`, the other columns
-/// zero): NHWC channel pairs are the pairs, so the stored bits are copied as they are, where
-/// widening to f32 and packing again cost two passes (the same bits as [`operand_pairs`]).
-#[cfg(target_arch = "x86_64")]
-fn nhwc_bf16_pairs<'a, T: Element>(
+fn bf16_pairs<'a, T: Element>(
+    layout: Layout,
     src: &[T],
     (c, h, w): (usize, usize, usize),
     (len, padl): (usize, usize),
-    dst: &'a mut Vec<f32>,
+    [dst, planes]: [&'a mut Vec<f32>; 2],
 ) -> &'a [u32] {
     let bits: &[u16] = bytemuck::cast_slice(src);
-    let cp = c / 2;
+    let pair = |lo: u16, hi: u16| u32::from(lo) | (u32::from(hi) << 16);
+    let (cp, plane) = (c / 2, h * w);
     let n = h * len * cp;
     dst.resize(n, 0.0);
-    let out: &mut [u32] = bytemuck::cast_slice_mut(&mut dst[..n]);
-    for (y, d) in out.chunks_exact_mut(len * cp).enumerate() {
-        let (left, rest) = d.split_at_mut(padl * cp);
-        let (mid, right) = rest.split_at_mut(w * cp);
-        left.fill(0);
-        right.fill(0);
-        for (d, s) in mid
-            .iter_mut()
-            .zip(bits[y * w * c..][..w * c].chunks_exact(2))
-        {
-            *d = u32::from(s[0]) | (u32::from(s[1]) << 16);
+    match layout {
+        Layout::Nhwc => {
+            let out: &mut [u32] = bytemuck::cast_slice_mut(&mut dst[..n]);
+            for (y, d) in out.chunks_exact_mut(len * cp).enumerate() {
+                let (left, rest) = d.split_at_mut(padl * cp);
+                let (mid, right) = rest.split_at_mut(w * cp);
+                left.fill(0);
+                right.fill(0);
+                for (d, s) in mid
+                    .iter_mut()
+                    .zip(bits[y * w * c..][..w * c].chunks_exact(2))
+                {
+                    *d = pair(s[0], s[1]);
+                }
+            }
+        }
+        Layout::Nchw => {
+            planes.resize(cp * plane, 0.0);
+            let pp: &mut [u32] = bytemuck::cast_slice_mut(&mut planes[..cp * plane]);
+            for (k, d) in pp.chunks_exact_mut(plane).enumerate() {
+                let (lo, hi) = (
+                    &bits[2 * k * plane..][..plane],
+                    &bits[(2 * k + 1) * plane..][..plane],
+                );
+                for ((d, &l), &h) in d.iter_mut().zip(lo).zip(hi) {
+                    *d = pair(l, h);
+                }
+            }
+            pixel_major::<f32>(
+                &planes[..cp * plane],
+                (cp, h, w),
+                (len, padl),
+                &mut dst[..n],
+            );
         }
     }
-    out
+    bytemuck::cast_slice(&dst[..n])
 }
 
 /// [`row_into`] from bf16 pairs (offsets of `taps` and `segs` in pairs).
