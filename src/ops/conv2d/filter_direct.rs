@@ -17,10 +17,11 @@
 //! the NCHW tiles: slower than the GEMM path, 4.75-4.81 against 4.37-4.61 ms on one Zen 5
 //! thread. The tiles now take either layout's strides.)
 //!
-//! bf16 where the CPU has AVX512_BF16 (`SimdLevel::Avx512Bf16`): the same units on pair
-//! tiles ([`Unit::run_pairs`]; NCHW images made NHWC once per image), the reduction over output
-//! pixels taken two consecutive columns at a time, one `vdpbf16ps` per filter row, pixel pair
-//! and vector; routed ahead of the Winograd F(3x3, 2x2) path ([`pairs_first`]).
+//! bf16 where the CPU has AVX512_BF16 (`SimdLevel::Avx512Bf16`): the same units (larger:
+//! [`PAIR_UNIT_PIXELS`]) on pair tiles ([`Unit::run_pairs`]; NCHW images made NHWC once per
+//! image), the reduction over output pixels taken two consecutive columns at a time, one
+//! `vdpbf16ps` per filter row, pixel pair and vector, both operands packed as pairs once per
+//! unit; routed ahead of the Winograd F(3x3, 2x2) path ([`pairs_first`]).
 //!
 //! Determinism: the same fixed (image, row tile) ranges and range-ordered sum of partial
 //! filters as the GEMM path; within a range, pixels are added in order (pairs in order).
