@@ -50,7 +50,8 @@ const UNIT_PIXELS: usize = 128;
 /// Output rows per unit of the pair path ([`Unit::run_pairs`]): its tiles' sums are loaded
 /// and stored once per tap, channel tile and unit, and the partial filter they live in
 /// (W7's 147 KB) is not in L1; at 128 pixels those loads and stores were about 7% of W7's
-/// tile function. 256 ran one-thread NHWC W7 4.6-4.9 ms against 5.0-5.3 (512 as 256).
+/// tile function. 256 ran one-thread NHWC W7 4.7-4.9 ms against 5.1-5.3, 512 as 256
+/// (`bench/results/2026-12-07f-cpu-zen5-bf16-packing/unit-size-ab.txt`).
 const PAIR_UNIT_PIXELS: usize = 256;
 
 /// Whether the direct kernel serves this call: f32 accumulation,
