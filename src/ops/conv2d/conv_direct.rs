@@ -20,8 +20,9 @@
 //! bf16 where the CPU has AVX512_BF16 (`SimdLevel::Avx512Bf16`): the same rows and stores on
 //! pair tiles ([`tile_pairs`]): the operand's reduction channels and the filter's `k` taken two
 //! at a time as bf16 pairs, one `vdpbf16ps` per pixel, pair and vector (twice the products
-//! of an f32 FMA). Even reduction channels per group and 16-channel blocks only; the routing
-//! ([`pairs_first`]) puts them ahead of the Winograd paths.
+//! of an f32 FMA). Both operands' pairs come from the stored bits ([`bf16_pairs`],
+//! [`filter_pairs`]); no f32 copy of either is made. Even reduction channels per group and
+//! 16-channel blocks only; the routing ([`pairs_first`]) puts them ahead of the Winograd paths.
 //!
 //! Deterministic: each output element is one register lane's sum in a fixed order (taps
 //! ascending, then reduction channels ascending), written once; work items are whole images.
@@ -29,7 +30,7 @@
 use super::cpu_kernel::axis_phases;
 use super::filter_direct::{lanes, transpose8_with, Level};
 #[cfg(target_arch = "x86_64")]
-use crate::cpu::bf16_dot::{pair_bits, Bf16Dot};
+use crate::cpu::bf16_dot::Bf16Dot;
 use crate::cpu::simd::simd_fn;
 use crate::dtype::{Accum, DType, Element};
 use crate::geometry::window::ConvGeometry;
@@ -99,54 +100,90 @@ pub(super) fn blocked_filter<'a, T: Element>(
     (nb, by_out): (usize, bool),
     wt: &'a mut Vec<f32>,
 ) -> &'a [f32] {
+    let (cig, cog) = (g.ci / g.groups, g.co / g.groups);
+    // Every element is written below: one per filter element.
+    wt.resize(g.h.kernel * g.w.kernel * cig * g.co, 0.0);
+    let f32_of = |v: &T| v.to_acc().to_f64_exact() as f32;
+    filter_blocks(g, (nb, by_out), 1, wt)
+        .into_par_iter()
+        .for_each(|b| {
+            let FilterBlock {
+                grp,
+                jb,
+                bw,
+                t,
+                dst,
+            } = b;
+            // Filter row of input channel `c`: its `cog` output channels of the group.
+            let row = |c: usize| &w[(t * cig + c) * g.co + grp * cog..][..cog];
+            if by_out {
+                // `[c][o]`: runs of the HWIO rows.
+                for (c, d) in dst.chunks_exact_mut(bw).enumerate() {
+                    for (d, v) in d.iter_mut().zip(&row(c)[jb..]) {
+                        *d = f32_of(v);
+                    }
+                }
+            } else {
+                // `[o][c]`: a transpose, TRANSPOSE_ROWS rows read at a time so that both sides run
+                // along cache lines (one element per row in turn, as before, strode a whole filter
+                // row between reads).
+                for j0 in (0..bw).step_by(TRANSPOSE_ROWS) {
+                    let jn = TRANSPOSE_ROWS.min(bw - j0);
+                    let mut rows: [&[T]; TRANSPOSE_ROWS] = [&[]; TRANSPOSE_ROWS];
+                    for (j, r) in rows[..jn].iter_mut().enumerate() {
+                        *r = row(jb + j0 + j);
+                    }
+                    for (o, d) in dst.chunks_exact_mut(bw).enumerate() {
+                        for (d, r) in d[j0..j0 + jn].iter_mut().zip(&rows[..jn]) {
+                            *d = f32_of(&r[o]);
+                        }
+                    }
+                }
+            }
+        });
+    wt
+}
+
+/// One (group, block, tap) of the blocked filter: its `[k][bw]` elements (`k` in `per_k`
+/// units) in `dst`.
+struct FilterBlock<'a, E> {
+    grp: usize,
+    jb: usize,
+    bw: usize,
+    t: usize,
+    dst: &'a mut [E],
+}
+
+/// `dst` cut into [`blocked_filter`]'s (group, block, tap) blocks, in order, `k / per_k`
+/// rows of `bw` elements each: one task each, the filter being laid out again on every call
+/// (serially it would be a sizeable share of a two-thread call).
+fn filter_blocks<'a, E>(
+    g: &ConvGeometry,
+    (nb, by_out): (usize, bool),
+    per_k: usize,
+    dst: &'a mut [E],
+) -> Vec<FilterBlock<'a, E>> {
     let (cig, cog, ntaps) = (g.ci / g.groups, g.co / g.groups, g.h.kernel * g.w.kernel);
     let (outg, kg) = if by_out { (cog, cig) } else { (cig, cog) };
-    // Every element is written below.
-    wt.resize(g.groups * outg * ntaps * kg, 0.0);
-    // One task per (group, channel block, tap): the filter is re-laid out on every call, and
-    // serially it would be a sizeable share of a two-thread call.
-    let mut tasks = Vec::new();
-    let mut rest = &mut wt[..];
+    let mut blocks = Vec::new();
+    let mut rest = dst;
     for grp in 0..g.groups {
         for jb in (0..outg).step_by(nb) {
             let bw = nb.min(outg - jb);
             for t in 0..ntaps {
-                let (chunk, tail) = rest.split_at_mut(kg * bw);
-                tasks.push((grp, jb, bw, t, chunk));
+                let (chunk, tail) = rest.split_at_mut(kg / per_k * bw);
+                blocks.push(FilterBlock {
+                    grp,
+                    jb,
+                    bw,
+                    t,
+                    dst: chunk,
+                });
                 rest = tail;
             }
         }
     }
-    let f32_of = |v: &T| v.to_acc().to_f64_exact() as f32;
-    tasks.into_par_iter().for_each(|(grp, jb, bw, t, dst)| {
-        // Filter row of input channel `c`: its `cog` output channels of the group.
-        let row = |c: usize| &w[(t * cig + c) * g.co + grp * cog..][..cog];
-        if by_out {
-            // `[c][o]`: runs of the HWIO rows.
-            for (c, d) in dst.chunks_exact_mut(bw).enumerate() {
-                for (d, v) in d.iter_mut().zip(&row(c)[jb..]) {
-                    *d = f32_of(v);
-                }
-            }
-        } else {
-            // `[o][c]`: a transpose, TRANSPOSE_ROWS rows read at a time so that both sides run
-            // along cache lines (one element per row in turn, as before, strode a whole filter
-            // row between reads).
-            for j0 in (0..bw).step_by(TRANSPOSE_ROWS) {
-                let jn = TRANSPOSE_ROWS.min(bw - j0);
-                let mut rows: [&[T]; TRANSPOSE_ROWS] = [&[]; TRANSPOSE_ROWS];
-                for (j, r) in rows[..jn].iter_mut().enumerate() {
-                    *r = row(jb + j0 + j);
-                }
-                for (o, d) in dst.chunks_exact_mut(bw).enumerate() {
-                    for (d, r) in d[j0..j0 + jn].iter_mut().zip(&rows[..jn]) {
-                        *d = f32_of(&r[o]);
-                    }
-                }
-            }
-        }
-    });
-    wt
+    blocks
 }
 
 /// Input channels per pass of [`blocked_filter`]'s transpose: one 64-byte line of its output.
@@ -182,11 +219,15 @@ pub(super) fn backprop_input_direct<T: Element>(
     #[cfg(target_arch = "x86_64")]
     let dot = pair_dot::<T>(cog, level);
     with_scratch(|[wtv, wpv]| {
-        let wt = blocked_filter(g, w, (nb, false), wtv);
+        // The pair tiles read only the pair filter; the f32 one is made where they do not run.
         #[cfg(target_arch = "x86_64")]
-        let wtp = dot.map(|_| filter_pairs(wt, (g.groups, cig, ntaps, cog, nb), wpv));
+        let wtp = dot.map(|_| filter_pairs(g, w, (nb, false), wpv));
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = wpv;
+        let (wtp, _) = (None::<()>, wpv);
+        let wt: &[f32] = match wtp {
+            Some(_) => &[],
+            None => blocked_filter(g, w, (nb, false), wtv),
+        };
         let (dyimg, dximg) = (g.co * ho * wo, g.ci * hi * wi);
         dx.par_chunks_mut(dximg)
             .zip(dy.par_chunks(dyimg))
@@ -194,12 +235,6 @@ pub(super) fn backprop_input_direct<T: Element>(
                 || (Vec::new(), Vec::new()),
                 |(taps, segs), (dxi, dyi)| {
                     with_scratch(|[dytv, rowv, pv, planes]| {
-                        let (Some(dyt), Some(rowbuf)) = (
-                            scratch_as::<T::Acc>(dytv, ho * len * g.co),
-                            scratch_as::<T::Acc>(rowv, ROWS_PER_PASS * wi * nb),
-                        ) else {
-                            return;
-                        };
                         #[cfg(target_arch = "x86_64")]
                         let dyp = dot.map(|_| {
                             bf16_pairs(layout, dyi, (g.co, ho, wo), (len, padl), [pv, planes])
@@ -208,6 +243,14 @@ pub(super) fn backprop_input_direct<T: Element>(
                         let widen = dyp.is_none();
                         #[cfg(not(target_arch = "x86_64"))]
                         let (widen, _) = (true, (pv, planes));
+                        // The widened image only where the pairs are not made (`dytv` left as
+                        // it is: truncated, a later f32 call would zero it again).
+                        let (Some(dyt), Some(rowbuf)) = (
+                            widened::<T>(widen, dytv, ho * len * g.co),
+                            scratch_as::<T::Acc>(rowv, ROWS_PER_PASS * wi * nb),
+                        ) else {
+                            return;
+                        };
                         if widen {
                             to_pixel_major::<T>(layout, dyi, (g.co, ho, wo), (len, padl), dyt);
                         }
@@ -223,7 +266,6 @@ pub(super) fn backprop_input_direct<T: Element>(
                         for grp in 0..g.groups {
                             for cb in (0..cig).step_by(nb) {
                                 let bw = nb.min(cig - cb);
-                                let wtb = &wt[(grp * cig + cb) * ntaps * cog..][..bw * ntaps * cog];
                                 // Rows in bands of ROWS_PER_PASS, stored together: each
                                 // NCHW channel plane written in runs of rows.
                                 for y0 in (0..hi).step_by(ROWS_PER_PASS) {
@@ -280,7 +322,9 @@ pub(super) fn backprop_input_direct<T: Element>(
                                         row_into::<T>(
                                             RowOperands {
                                                 a: dyt,
-                                                wt: wtb,
+                                                // The f32 filter (made: not the pair path).
+                                                wt: &wt[(grp * cig + cb) * ntaps * cog..]
+                                                    [..bw * ntaps * cog],
                                                 k: cog,
                                                 segs,
                                                 taps,
@@ -330,11 +374,15 @@ pub(super) fn forward_direct<T: Element>(
     #[cfg(target_arch = "x86_64")]
     let dot = pair_dot::<T>(cig, level);
     with_scratch(|[wtv, wpv]| {
-        let wt = blocked_filter(g, w, (nb, true), wtv);
+        // As in `backprop_input_direct`: one filter layout, the one the tiles read.
         #[cfg(target_arch = "x86_64")]
-        let wtp = dot.map(|_| filter_pairs(wt, (g.groups, cog, ntaps, cig, nb), wpv));
+        let wtp = dot.map(|_| filter_pairs(g, w, (nb, true), wpv));
         #[cfg(not(target_arch = "x86_64"))]
-        let _ = wpv;
+        let (wtp, _) = (None::<()>, wpv);
+        let wt: &[f32] = match wtp {
+            Some(_) => &[],
+            None => blocked_filter(g, w, (nb, true), wtv),
+        };
         let (ximg, yimg) = (g.ci * hi * wi, g.co * ho * wo);
         y.par_chunks_mut(yimg)
             .zip(x.par_chunks(ximg))
@@ -342,12 +390,6 @@ pub(super) fn forward_direct<T: Element>(
                 || (Vec::new(), Vec::new()),
                 |(taps, segs), (yi, xi)| {
                     with_scratch(|[xtv, rowv, pv, planes]| {
-                        let (Some(xt), Some(rowbuf)) = (
-                            scratch_as::<T::Acc>(xtv, hi * len * g.ci),
-                            scratch_as::<T::Acc>(rowv, ROWS_PER_PASS * wo * nb),
-                        ) else {
-                            return;
-                        };
                         #[cfg(target_arch = "x86_64")]
                         let xp = dot.map(|_| {
                             bf16_pairs(layout, xi, (g.ci, hi, wi), (len, padl), [pv, planes])
@@ -356,6 +398,12 @@ pub(super) fn forward_direct<T: Element>(
                         let widen = xp.is_none();
                         #[cfg(not(target_arch = "x86_64"))]
                         let (widen, _) = (true, (pv, planes));
+                        let (Some(xt), Some(rowbuf)) = (
+                            widened::<T>(widen, xtv, hi * len * g.ci),
+                            scratch_as::<T::Acc>(rowv, ROWS_PER_PASS * wo * nb),
+                        ) else {
+                            return;
+                        };
                         if widen {
                             to_pixel_major::<T>(layout, xi, (g.ci, hi, wi), (len, padl), xt);
                         }
@@ -371,7 +419,6 @@ pub(super) fn forward_direct<T: Element>(
                         for grp in 0..g.groups {
                             for ob in (0..cog).step_by(nb) {
                                 let bw = nb.min(cog - ob);
-                                let wtb = &wt[(grp * cog + ob) * ntaps * cig..][..bw * ntaps * cig];
                                 // Rows in bands, as in `backprop_input_direct`.
                                 for oy0 in (0..ho).step_by(ROWS_PER_PASS) {
                                     let band = ROWS_PER_PASS.min(ho - oy0);
@@ -420,7 +467,8 @@ pub(super) fn forward_direct<T: Element>(
                                         row_into::<T>(
                                             RowOperands {
                                                 a: xt,
-                                                wt: wtb,
+                                                wt: &wt[(grp * cog + ob) * ntaps * cig..]
+                                                    [..bw * ntaps * cig],
                                                 k: cig,
                                                 segs,
                                                 taps,
@@ -444,6 +492,16 @@ pub(super) fn forward_direct<T: Element>(
             );
     });
     true
+}
+
+/// The scratch `v` as the widened operand image of `n` elements where `widen`, else empty
+/// (and `v` untouched).
+fn widened<T: Element>(widen: bool, v: &mut Vec<f32>, n: usize) -> Option<&mut [T::Acc]> {
+    if widen {
+        scratch_as::<T::Acc>(v, n)
+    } else {
+        Some(&mut [])
+    }
 }
 
 /// What one output row reads: the operand image `a` (pixel-major, padded), the channel
@@ -910,33 +968,52 @@ fn pair_dot<T: Element>(kg: usize, level: Level) -> Option<Bf16Dot> {
         .flatten()
 }
 
-/// The blocked f32 filter `wt` (`[group][block][tap][k][bw]`, exact bf16 values) as bf16
-/// pairs along `k`: `[group][block][tap][k/2][bw]`, each lane `k` even in its low half.
+/// [`blocked_filter`]'s layout in bf16 pairs along `k`, from the stored bits of the bf16
+/// HWIO `w`: `[group][block][tap][k/2][bw]`, each lane's `k` even in its low half. Forward
+/// (`by_out`, `k` = c): two HWIO rows interleaved; backprop_input (`k` = o): a pair is two
+/// consecutive elements of an HWIO row, the rows transposed as `u32`s. No f32 filter (its
+/// layout, widened, cost W5 66 us of a 1.6 ms two-thread call).
 #[cfg(target_arch = "x86_64")]
-fn filter_pairs<'a>(
-    wt: &[f32],
-    (groups, outg, ntaps, kg, nb): (usize, usize, usize, usize, usize),
+fn filter_pairs<'a, T: Element>(
+    g: &ConvGeometry,
+    w: &[T],
+    (nb, by_out): (usize, bool),
     dst: &'a mut Vec<f32>,
 ) -> &'a [u32] {
-    dst.resize(wt.len() / 2, 0.0);
-    let out: &mut [u32] = bytemuck::cast_slice_mut(&mut dst[..]);
-    let mut at = 0;
-    for _ in 0..groups {
-        for jb in (0..outg).step_by(nb) {
-            let bw = nb.min(outg - jb);
-            for _ in 0..ntaps {
-                let (src, dst) = (&wt[at..][..kg * bw], &mut out[at / 2..][..kg / 2 * bw]);
-                for (kk, d) in dst.chunks_exact_mut(bw).enumerate() {
-                    let (lo, hi) = (&src[2 * kk * bw..][..bw], &src[(2 * kk + 1) * bw..][..bw]);
+    debug_assert_eq!(T::DTYPE, DType::BF16);
+    let bits: &[u16] = bytemuck::cast_slice(w);
+    let (cig, cog) = (g.ci / g.groups, g.co / g.groups);
+    let n = g.h.kernel * g.w.kernel * cig * g.co / 2;
+    // Every element is written below.
+    dst.resize(n, 0.0);
+    let out: &mut [u32] = bytemuck::cast_slice_mut(&mut dst[..n]);
+    let pair = |lo: u16, hi: u16| u32::from(lo) | (u32::from(hi) << 16);
+    filter_blocks(g, (nb, by_out), 2, out)
+        .into_par_iter()
+        .for_each(|b| {
+            let FilterBlock {
+                grp,
+                jb,
+                bw,
+                t,
+                dst,
+            } = b;
+            let row = |c: usize| &bits[(t * cig + c) * g.co + grp * cog..][..cog];
+            for (kk, d) in dst.chunks_exact_mut(bw).enumerate() {
+                if by_out {
+                    let (lo, hi) = (&row(2 * kk)[jb..][..bw], &row(2 * kk + 1)[jb..][..bw]);
                     for ((d, &l), &h) in d.iter_mut().zip(lo).zip(hi) {
-                        *d = pair_bits(l, h);
+                        *d = pair(l, h);
+                    }
+                } else {
+                    for (j, d) in d.iter_mut().enumerate() {
+                        let r = row(jb + j);
+                        *d = pair(r[2 * kk], r[2 * kk + 1]);
                     }
                 }
-                at += kg * bw;
             }
-        }
-    }
-    out
+        });
+    bytemuck::cast_slice(&dst[..n])
 }
 
 /// One bf16 operand image `src` in `layout` (`(c, h, w)`, `c` even) as pairs of consecutive
