@@ -14,8 +14,10 @@ use crate::dtype::{Accum, DType, Element};
 /// CPU conv paths' products, picks its own level (it has no cap).
 pub const CPU_SIMD_ENV: &str = "GRADOPS_CPU_SIMD";
 
-/// A SIMD level gradops' CPU kernels are compiled for.
+/// A SIMD level gradops' CPU kernels are compiled for. `#[non_exhaustive]`: later CPUs add
+/// levels (AVX512_FP16, SVE) without a breaking release; a `match` needs a `_` arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum SimdLevel {
     /// The baseline build (SSE2 on x86-64): no dispatched SIMD.
     Scalar,
