@@ -82,16 +82,15 @@ impl Bf16Dot {
     }
 }
 
-/// A pair of bf16 values as one `vdpbf16ps` operand lane, from the f32 values they widened to
-/// (the low 16 bits of each are zero, so this is exact): `lo` in the low half.
-#[inline(always)]
-pub(crate) fn pair_bits(lo: f32, hi: f32) -> u32 {
-    (lo.to_bits() >> 16) | (hi.to_bits() & 0xffff_0000)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{pair_bits, Bf16Dot};
+    use super::Bf16Dot;
+
+    /// A pair of bf16 values as one `vdpbf16ps` operand lane, from f32 values exact in bf16:
+    /// `lo` in the low half (the kernels pair the stored bits themselves).
+    fn pair_bits(lo: f32, hi: f32) -> u32 {
+        (lo.to_bits() >> 16) | (hi.to_bits() & 0xffff_0000)
+    }
 
     /// Where the CPU has the instruction: each lane adds both products of its pair, exactly
     /// for small integers; elsewhere the test says why it checks nothing.

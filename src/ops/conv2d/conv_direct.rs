@@ -237,7 +237,7 @@ pub(super) fn backprop_input_direct<T: Element>(
                     with_scratch(|[dytv, rowv, pv, planes]| {
                         #[cfg(target_arch = "x86_64")]
                         let dyp = dot.map(|_| {
-                            bf16_pairs(layout, dyi, (g.co, ho, wo), (len, padl), [pv, planes])
+                            bf16_pairs(layout, dyi, (g.co, ho, wo), (len, padl), (pv, planes))
                         });
                         #[cfg(target_arch = "x86_64")]
                         let widen = dyp.is_none();
@@ -392,7 +392,7 @@ pub(super) fn forward_direct<T: Element>(
                     with_scratch(|[xtv, rowv, pv, planes]| {
                         #[cfg(target_arch = "x86_64")]
                         let xp = dot.map(|_| {
-                            bf16_pairs(layout, xi, (g.ci, hi, wi), (len, padl), [pv, planes])
+                            bf16_pairs(layout, xi, (g.ci, hi, wi), (len, padl), (pv, planes))
                         });
                         #[cfg(target_arch = "x86_64")]
                         let widen = xp.is_none();
@@ -1024,12 +1024,12 @@ fn filter_pairs<'a, T: Element>(
 /// made pixel-major by [`pixel_major`]'s f32 transposes (moves only, on the pairs' bits): half
 /// the transposes of the widened image. The buffer is `dst`.
 #[cfg(target_arch = "x86_64")]
-fn bf16_pairs<'a, T: Element>(
+pub(super) fn bf16_pairs<'a, T: Element>(
     layout: Layout,
     src: &[T],
     (c, h, w): (usize, usize, usize),
     (len, padl): (usize, usize),
-    [dst, planes]: [&'a mut Vec<f32>; 2],
+    (dst, planes): (&'a mut Vec<f32>, &mut Vec<f32>),
 ) -> &'a [u32] {
     let bits: &[u16] = bytemuck::cast_slice(src);
     let pair = |lo: u16, hi: u16| u32::from(lo) | (u32::from(hi) << 16);

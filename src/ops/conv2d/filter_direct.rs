@@ -18,19 +18,21 @@
 //! thread. The tiles now take either layout's strides.)
 //!
 //! bf16 where the CPU has AVX512_BF16 (`SimdLevel::Avx512Bf16`): the same units (larger:
-//! [`PAIR_UNIT_PIXELS`]) on pair tiles ([`Unit::run_pairs`]; NCHW images made NHWC once per
-//! image), the reduction over output pixels taken two consecutive columns at a time, one
+//! [`PAIR_UNIT_PIXELS`]) on pair tiles ([`Unit::run_pairs`]; both images' bf16 bits made
+//! NHWC once per image, no f32 copy), the reduction over output pixels taken two consecutive columns at a time, one
 //! `vdpbf16ps` per filter row, pixel pair and vector, both operands packed as pairs once per
 //! unit; routed ahead of the Winograd F(3x3, 2x2) path ([`pairs_first`]).
 //!
 //! Determinism: the same fixed (image, row tile) ranges and range-ordered sum of partial
 //! filters as the GEMM path; within a range, pixels are added in order (pairs in order).
 
-use super::conv_direct::{scratch_as, to_pixel_major, with_scratch};
+#[cfg(target_arch = "x86_64")]
+use super::conv_direct::bf16_pairs;
+use super::conv_direct::{scratch_as, with_scratch};
 use super::filter_kernel::FilterSplit;
 use super::filter_kernel::{store_filter, sum_partials};
 #[cfg(target_arch = "x86_64")]
-use crate::cpu::bf16_dot::{pair_bits, Bf16Dot};
+use crate::cpu::bf16_dot::Bf16Dot;
 use crate::cpu::simd::simd_fn;
 use crate::dtype::{Accum, DType, Element};
 use crate::geometry::window::ConvGeometry;
@@ -151,10 +153,6 @@ pub(super) fn backprop_filter_direct<T: Element>(
     let dyimg = g.co * np;
     #[cfg(target_arch = "x86_64")]
     let pairs = pair_dot::<T>(level);
-    #[cfg(target_arch = "x86_64")]
-    let nchw_as_nhwc = pairs.is_some() && layout == Layout::Nchw;
-    #[cfg(not(target_arch = "x86_64"))]
-    let nchw_as_nhwc = false;
     // The partial filters in this thread's scratch, each zeroed by the job that fills it (a
     // fresh zeroed vector per call was a 2.4 MB memset on W8, 5% of a one-thread call).
     with_scratch(|[partials]| {
@@ -164,11 +162,56 @@ pub(super) fn backprop_filter_direct<T: Element>(
             .enumerate()
             .for_each(|(s, part)| {
                 part.fill(0.0);
-                with_scratch(|[xav, dyav]| {
+                with_scratch(|[xav, dyav, planes]| {
                     let (mut runs, mut packed, mut xpacked, mut rows) =
                         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
                     #[cfg(target_arch = "x86_64")]
                     let mut pair_scratch = PairScratch::default();
+                    #[cfg(target_arch = "x86_64")]
+                    if let Some(dot) = pairs {
+                        // The pair tiles' packing reads NHWC bf16 bits, once per image: NHWC
+                        // copied (read in place, from memory, the packing ran W8 0.9x of the
+                        // widened copy; from this L2-resident copy 1.05x), NCHW transposed as
+                        // channel pairs (widened first, the transposes moved twice the bytes).
+                        let (mut cur, mut xb, mut dyb): (usize, &[u16], &[u16]) =
+                            (usize::MAX, &[], &[]);
+                        for unit in split.range(g.n, s) {
+                            let (i, t) = (unit / split.tiles, unit % split.tiles);
+                            if cur != i {
+                                let (xi, dyi) = (&x[i * ximg..][..ximg], &dy[i * dyimg..][..dyimg]);
+                                (xb, dyb) = match layout {
+                                    Layout::Nhwc => {
+                                        (copy_bits(xi, &mut *xav), copy_bits(dyi, &mut *dyav))
+                                    }
+                                    Layout::Nchw => (
+                                        nhwc_bits(xi, (g.ci, hi, wi), (&mut *xav, &mut *planes)),
+                                        nhwc_bits(dyi, (g.co, ho, wo), (&mut *dyav, &mut *planes)),
+                                    ),
+                                };
+                                cur = i;
+                            }
+                            let oy0 = t * split.rows;
+                            let unit = Unit {
+                                g,
+                                layout: Layout::Nhwc,
+                                x: &[],
+                                dyt: &[],
+                                oy: (oy0, split.rows.min(ho - oy0)),
+                                part: &mut *part,
+                                runs: &mut runs,
+                                packed: &mut packed,
+                                xpacked: &mut xpacked,
+                                rows: &mut rows,
+                                pair_scratch: &mut pair_scratch,
+                                bits: (xb, dyb),
+                                pairs: Some(dot),
+                            };
+                            unit.run(level);
+                        }
+                        return;
+                    }
+                    #[cfg(not(target_arch = "x86_64"))]
+                    let _ = planes;
                     let (Some(xa), Some(dya)) = (
                         // f32 `x` needs no copy.
                         scratch_as::<T::Acc>(
@@ -195,15 +238,6 @@ pub(super) fn backprop_filter_direct<T: Element>(
                     for unit in split.range(g.n, s) {
                         let (i, t) = (unit / split.tiles, unit % split.tiles);
                         let xi = &x[i * ximg..][..ximg];
-                        if cur != i && nchw_as_nhwc {
-                            // The pair tiles read NHWC: both images transposed (and widened)
-                            // once (in their planes, packing each tap's pairs cost twice the
-                            // f32 tiles' time on W7).
-                            let dyi = &dy[i * dyimg..][..dyimg];
-                            to_pixel_major::<T>(layout, xi, (g.ci, hi, wi), (wi, 0), xa);
-                            to_pixel_major::<T>(layout, dyi, (g.co, ho, wo), (wo, 0), dya);
-                            cur = i;
-                        }
                         if cur != i {
                             // f32 `x` is read in place; f16/bf16 converted once per image.
                             if T::as_acc_slice(xi).is_none() {
@@ -238,7 +272,7 @@ pub(super) fn backprop_filter_direct<T: Element>(
                         let oy0 = t * split.rows;
                         let unit = Unit {
                             g,
-                            layout: if nchw_as_nhwc { Layout::Nhwc } else { layout },
+                            layout,
                             x: xf,
                             dyt,
                             oy: (oy0, split.rows.min(ho - oy0)),
@@ -250,7 +284,9 @@ pub(super) fn backprop_filter_direct<T: Element>(
                             #[cfg(target_arch = "x86_64")]
                             pair_scratch: &mut pair_scratch,
                             #[cfg(target_arch = "x86_64")]
-                            pairs,
+                            bits: (&[], &[]),
+                            #[cfg(target_arch = "x86_64")]
+                            pairs: None,
                         };
                         unit.run(level);
                     }
@@ -446,6 +482,10 @@ struct Unit<'a> {
     /// Scratch of the pair path.
     #[cfg(target_arch = "x86_64")]
     pair_scratch: &'a mut PairScratch,
+    /// The pair path's operands: the image's `x` and `dy` as NHWC bf16 bits (`x` and `dyt`
+    /// empty); empty elsewhere.
+    #[cfg(target_arch = "x86_64")]
+    bits: (&'a [u16], &'a [u16]),
     /// bf16 on AVX512_BF16: the tokens of the pair tiles ([`Unit::run_pairs`]).
     #[cfg(target_arch = "x86_64")]
     pairs: Option<Bf16Dot>,
@@ -639,6 +679,46 @@ fn pair_dot<T: Element>(level: Level) -> Option<Bf16Dot> {
         .flatten()
 }
 
+/// A bf16 image's bits copied into `dst`.
+#[cfg(target_arch = "x86_64")]
+fn copy_bits<'a, T: Element>(src: &[T], dst: &'a mut Vec<f32>) -> &'a [u16] {
+    let bits: &[u16] = bytemuck::cast_slice(src);
+    dst.resize(bits.len().div_ceil(2), 0.0);
+    let out = &mut bytemuck::cast_slice_mut::<f32, u16>(&mut dst[..])[..bits.len()];
+    out.copy_from_slice(bits);
+    out
+}
+
+/// An NCHW bf16 image (`(c, h, w)`) as NHWC bf16 bits in `dst`: for even `c`, pairs of channel
+/// planes through [`bf16_pairs`]' transposes (a pair of channels is one `u32`, as the NHWC
+/// bits read in pairs); an odd count (a first layer's three) element by element.
+#[cfg(target_arch = "x86_64")]
+fn nhwc_bits<'a, T: Element>(
+    src: &[T],
+    (c, h, w): (usize, usize, usize),
+    (dst, planes): (&'a mut Vec<f32>, &mut Vec<f32>),
+) -> &'a [u16] {
+    if c % 2 == 0 {
+        return bytemuck::cast_slice(bf16_pairs(
+            Layout::Nchw,
+            src,
+            (c, h, w),
+            (w, 0),
+            (dst, planes),
+        ));
+    }
+    let bits: &[u16] = bytemuck::cast_slice(src);
+    let n = c * h * w;
+    dst.resize(n.div_ceil(2), 0.0);
+    let out = &mut bytemuck::cast_slice_mut::<f32, u16>(&mut dst[..])[..n];
+    for (p, d) in out.chunks_exact_mut(c).enumerate() {
+        for (ch, d) in d.iter_mut().enumerate() {
+            *d = bits[ch * h * w + p];
+        }
+    }
+    out
+}
+
 /// A column tap of the pair path ([`Unit::run_pairs`]): its output columns `q0..q0 + nq`
 /// and first input column; its full pairs' place in the `dy` packing of `q0`'s parity
 /// (`dres`, first pair `dstart`) and in the `x` packing of `first`'s residue modulo twice the
@@ -673,8 +753,9 @@ pub(super) struct PairScratch {
 
 #[cfg(target_arch = "x86_64")]
 impl Unit<'_> {
-    /// The NHWC loop of [`Unit::with_simd`] on bf16 pairs of consecutive output columns (NCHW
-    /// calls with both images made NHWC first, [`backprop_filter_direct`]). Each operand is
+    /// The NHWC loop of [`Unit::with_simd`] on bf16 pairs of consecutive output columns, from
+    /// [`Unit::bits`] (both layouts' images as NHWC bits, [`backprop_filter_direct`]). Each
+    /// operand is
     /// packed once per unit as pairs, each channel one `u32` lane: `dy`'s rows per parity of
     /// the first column (`(q, q + 1)`, `[block][row][pair][w]`), `x`'s input rows per residue
     /// of the first column modulo twice the stride (columns `(c, c + stride)`, `[row][pair][xps]`),
@@ -688,19 +769,15 @@ impl Unit<'_> {
     fn run_pairs(self, dot: Bf16Dot) {
         let Unit {
             g,
-            layout,
-            x: xf,
-            dyt,
             oy: (oy0, tr),
             part,
             packed,
             xpacked,
             pair_scratch: ps,
+            bits: (xf, dyt),
             ..
         } = self;
         let nb = 64;
-        // NCHW calls reach here with both operands made NHWC per image.
-        debug_assert_eq!(layout, Layout::Nhwc);
         let (wi, wo, s) = (g.w.input, g.w.output, g.w.stride);
         let (cig, cog, kw) = (g.ci / g.groups, g.co / g.groups, g.w.kernel);
         let lines = cig.div_ceil(16);
@@ -783,15 +860,15 @@ impl Unit<'_> {
         dot.vectorize(
             #[inline(always)]
             || {
-                let pack = |d: &mut [u32], lo: &[f32], hi: Option<&[f32]>| match hi {
+                let pack = |d: &mut [u32], lo: &[u16], hi: Option<&[u16]>| match hi {
                     Some(hi) => {
                         for ((d, &l), &h) in d.iter_mut().zip(lo).zip(hi) {
-                            *d = pair_bits(l, h);
+                            *d = u32::from(l) | (u32::from(h) << 16);
                         }
                     }
                     None => {
                         for (d, &l) in d.iter_mut().zip(lo) {
-                            *d = pair_bits(l, 0.0);
+                            *d = u32::from(l);
                         }
                     }
                 };
