@@ -19,9 +19,10 @@
 //!
 //! bf16 where the CPU has AVX512_BF16 (`SimdLevel::Avx512Bf16`): the same units (larger:
 //! [`PAIR_UNIT_PIXELS`]) on pair tiles ([`Unit::run_pairs`]; both images' bf16 bits made
-//! NHWC once per image, no f32 copy), the reduction over output pixels taken two consecutive columns at a time, one
-//! `vdpbf16ps` per filter row, pixel pair and vector, both operands packed as pairs once per
-//! unit; routed ahead of the Winograd F(3x3, 2x2) path ([`pairs_first`]).
+//! NHWC once per image, no f32 copy), the reduction over output pixels taken two consecutive
+//! columns at a time, one `vdpbf16ps` per filter row, pixel pair and vector, both operands
+//! packed as pairs once per unit; routed ahead of the Winograd F(3x3, 2x2) path
+//! ([`pairs_first`]).
 //!
 //! Determinism: the same fixed (image, row tile) ranges and range-ordered sum of partial
 //! filters as the GEMM path; within a range, pixels are added in order (pairs in order).
@@ -755,16 +756,15 @@ pub(super) struct PairScratch {
 impl Unit<'_> {
     /// The NHWC loop of [`Unit::with_simd`] on bf16 pairs of consecutive output columns, from
     /// [`Unit::bits`] (both layouts' images as NHWC bits, [`backprop_filter_direct`]). Each
-    /// operand is
-    /// packed once per unit as pairs, each channel one `u32` lane: `dy`'s rows per parity of
-    /// the first column (`(q, q + 1)`, `[block][row][pair][w]`), `x`'s input rows per residue
-    /// of the first column modulo twice the stride (columns `(c, c + stride)`, `[row][pair][xps]`),
-    /// so that a tap's full pairs are a run of consecutive pairs of one packing, whichever
-    /// kernel row and column it is (per tap packing, nine times per row at 3x3, took about an
-    /// eighth of W7's tile function). A tap with an odd count ends on a tail of its own: its
-    /// last pixel paired with zero on both sides (a pair reaching past the tap would multiply
-    /// a pixel outside it by zero, which is not zero for an infinity or a NaN). Each tile sum
-    /// gains a pixel pair's two products per `vdpbf16ps`, in pair order.
+    /// operand is packed once per unit as pairs, each channel one `u32` lane: `dy`'s rows per
+    /// parity of the first column (`(q, q + 1)`, `[block][row][pair][w]`), `x`'s input rows
+    /// per residue of the first column modulo twice the stride (columns `(c, c + stride)`,
+    /// `[row][pair][xps]`), so that a tap's full pairs are a run of consecutive pairs of one
+    /// packing, whichever kernel row and column it is (per tap packing, nine times per row at
+    /// 3x3, took about an eighth of W7's tile function). A tap with an odd count ends on a
+    /// tail of its own: its last pixel paired with zero on both sides (a pair reaching past
+    /// the tap would multiply a pixel outside it by zero, which is not zero for an infinity or
+    /// a NaN). Each tile sum gains a pixel pair's two products per `vdpbf16ps`, in pair order.
     #[inline(never)]
     fn run_pairs(self, dot: Bf16Dot) {
         let Unit {
@@ -774,7 +774,7 @@ impl Unit<'_> {
             packed,
             xpacked,
             pair_scratch: ps,
-            bits: (xf, dyt),
+            bits: (xb, dyb),
             ..
         } = self;
         let nb = 64;
@@ -875,7 +875,7 @@ impl Unit<'_> {
                 for grp in 0..g.groups {
                     // `dy`: each parity's pairs, then the odd taps' tails.
                     let dpx = |r: usize, q: usize, cb: usize, w: usize| {
-                        &dyt[((oy0 + r) * wo + q) * g.co + grp * cog + cb..][..w]
+                        &dyb[((oy0 + r) * wo + q) * g.co + grp * cog + cb..][..w]
                     };
                     for (e, (&np, &base)) in npd.iter().zip(&dbase).enumerate() {
                         for cb in (0..cog).step_by(nb) {
@@ -900,7 +900,7 @@ impl Unit<'_> {
                     }
                     // `x`: each residue's pairs of every reached row, then the tails.
                     let xpx =
-                        |y: usize, col: usize| &xf[(y * wi + col) * g.ci + grp * cig..][..cig];
+                        |y: usize, col: usize| &xb[(y * wi + col) * g.ci + grp * cig..][..cig];
                     for (y, &sl) in (ymin..).zip(slot.iter()) {
                         if sl == usize::MAX {
                             continue;
