@@ -82,6 +82,12 @@ impl Bf16Dot {
     }
 }
 
+/// One [`Bf16Dot::dot`] operand lane from two stored bf16 bit patterns: `lo | hi << 16`.
+#[inline(always)]
+pub(crate) fn pair(lo: u16, hi: u16) -> u32 {
+    u32::from(lo) | (u32::from(hi) << 16)
+}
+
 #[cfg(test)]
 mod tests {
     use super::Bf16Dot;

@@ -393,6 +393,30 @@ pub(crate) fn f32_to_bf16_bits_one(f: f32) -> u16 {
     }
 }
 
+/// [`f32_to_bf16_bits_one`] of the 8 lanes of an AVX register, in registers (for a result
+/// that leaves a transpose's registers without a round trip through an f32 buffer); inlined
+/// into callers compiled with AVX2.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) fn f32x8_to_bf16_bits(simd: pulp::x86::V3, v: core::arch::x86_64::__m256) -> [u16; 8] {
+    use core::arch::x86_64::_CMP_UNORD_Q;
+    let (avx, avx2) = (simd.avx, simd.avx2);
+    let x = avx._mm256_castps_si256(v);
+    let high = avx2._mm256_srli_epi32::<16>(x);
+    let lsb = avx2._mm256_and_si256(high, avx._mm256_set1_epi32(1));
+    let biased =
+        avx2._mm256_add_epi32(x, avx2._mm256_add_epi32(avx._mm256_set1_epi32(0x7FFF), lsb));
+    let rounded = avx2._mm256_srli_epi32::<16>(biased);
+    let nan = avx2._mm256_or_si256(high, avx._mm256_set1_epi32(0x40));
+    let is_nan = avx._mm256_castps_si256(avx._mm256_cmp_ps::<_CMP_UNORD_Q>(v, v));
+    let bits = avx2._mm256_blendv_epi8(rounded, nan, is_nan);
+    // Every lane is below 2^16: the unsigned-saturating pack keeps it; it packs within each
+    // 128-bit half, so the two halves' first 64 bits are gathered.
+    let packed = avx2._mm256_packus_epi32(bits, bits);
+    let low = avx2._mm256_permute4x64_epi64::<0b1000>(packed);
+    pulp::bytemuck::cast(avx._mm256_castsi256_si128(low))
+}
+
 /// An f16 bit pattern widened to `f32`: exact, the same bits as F16C's `vcvtph2ps` and
 /// `half::f16::to_f32` (NaNs quieted, payload kept), branch-free so that loops over it
 /// vectorise (`half` converts a single value behind a CPU feature check). Subnormals by one
@@ -720,6 +744,53 @@ mod tests {
             scale_into(&mut got, w, &x);
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&got), bits(&want), "w = {w}");
+        }
+    }
+
+    /// [`f32x8_to_bf16_bits`] gives [`f32_to_bf16_bits_one`]'s bits: ties both ways, the
+    /// carry to infinity, infinities, NaNs of either sign with payloads in either half,
+    /// subnormals and zeros, then random patterns.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn bf16_rounding_in_registers_matches_the_scalar() {
+        let Some(simd) = avx2() else {
+            println!("skipped: no AVX2 on this CPU");
+            return;
+        };
+        let mut bits: Vec<u32> = vec![
+            0x3F80_8000,
+            0x3F81_8000,
+            0x3F80_8001,
+            0x3F80_7FFF,
+            0x7F7F_FFFF,
+            0xFF7F_8000,
+            0x7F80_0000,
+            0xFF80_0000,
+            0x7F80_0001,
+            0x7FC0_0000,
+            0xFFC0_0000,
+            0x7FBF_FFFF,
+            0xFF80_8000,
+            0x7F81_0000,
+            0x0000_0001,
+            0x8000_FFFF,
+            0x0000_8000,
+            0x0001_8000,
+            0x0000_0000,
+            0x8000_0000,
+        ];
+        let mut seed = 0x2545_F491_u32;
+        bits.extend((0..4000).map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed
+        }));
+        for chunk in bits.chunks_exact(8) {
+            let v: [f32; 8] = std::array::from_fn(|i| f32::from_bits(chunk[i]));
+            let got = simd.vectorize(|| f32x8_to_bf16_bits(simd, pulp::bytemuck::cast(v)));
+            let want = v.map(f32_to_bf16_bits_one);
+            assert_eq!(got, want, "{chunk:08x?}");
         }
     }
 

@@ -30,7 +30,9 @@
 use super::cpu_kernel::axis_phases;
 use super::filter_direct::{lanes, transpose8_with, Level};
 #[cfg(target_arch = "x86_64")]
-use crate::cpu::bf16_dot::Bf16Dot;
+use crate::cpu::bf16_dot::{pair, Bf16Dot};
+#[cfg(target_arch = "x86_64")]
+use crate::cpu::simd::f32x8_to_bf16_bits;
 use crate::cpu::simd::simd_fn;
 use crate::dtype::{Accum, DType, Element};
 use crate::geometry::window::ConvGeometry;
@@ -234,15 +236,14 @@ pub(super) fn backprop_input_direct<T: Element>(
             .for_each_init(
                 || (Vec::new(), Vec::new()),
                 |(taps, segs), (dxi, dyi)| {
-                    with_scratch(|[dytv, rowv, pv, planes]| {
+                    with_scratch(|[dytv, rowv, pv]| {
                         #[cfg(target_arch = "x86_64")]
-                        let dyp = dot.map(|_| {
-                            bf16_pairs(layout, dyi, (g.co, ho, wo), (len, padl), (pv, planes))
-                        });
+                        let dyp =
+                            dot.map(|_| bf16_pairs(layout, dyi, (g.co, ho, wo), (len, padl), pv));
                         #[cfg(target_arch = "x86_64")]
                         let widen = dyp.is_none();
                         #[cfg(not(target_arch = "x86_64"))]
-                        let (widen, _) = (true, (pv, planes));
+                        let (widen, _) = (true, pv);
                         // The widened image only where the pairs are not made (`dytv` left as
                         // it is: truncated, a later f32 call would zero it again).
                         let (Some(dyt), Some(rowbuf)) = (
@@ -389,15 +390,14 @@ pub(super) fn forward_direct<T: Element>(
             .for_each_init(
                 || (Vec::new(), Vec::new()),
                 |(taps, segs), (yi, xi)| {
-                    with_scratch(|[xtv, rowv, pv, planes]| {
+                    with_scratch(|[xtv, rowv, pv]| {
                         #[cfg(target_arch = "x86_64")]
-                        let xp = dot.map(|_| {
-                            bf16_pairs(layout, xi, (g.ci, hi, wi), (len, padl), (pv, planes))
-                        });
+                        let xp =
+                            dot.map(|_| bf16_pairs(layout, xi, (g.ci, hi, wi), (len, padl), pv));
                         #[cfg(target_arch = "x86_64")]
                         let widen = xp.is_none();
                         #[cfg(not(target_arch = "x86_64"))]
-                        let (widen, _) = (true, (pv, planes));
+                        let (widen, _) = (true, pv);
                         let (Some(xt), Some(rowbuf)) = (
                             widened::<T>(widen, xtv, hi * len * g.ci),
                             scratch_as::<T::Acc>(rowv, ROWS_PER_PASS * wo * nb),
@@ -645,8 +645,9 @@ simd_fn! {
 simd_fn! {
     /// `dx[c * plane + u * wi + x] = rows[(u * wi + x) * bw + c]` for the `bw` channels of `n`
     /// consecutive rows of `wi` pixels each (`rows` holding them one after another), rounded
-    /// once; [`ROWS_PER_PASS`] rows of a channel block at a time. f16/bf16: the f32 transposes
-    /// into a pass's block of f32 rows, then one vectorised rounding a channel (the rows are
+    /// once; [`ROWS_PER_PASS`] rows of a channel block at a time. bf16: rounded in the
+    /// transpose's registers. f16 (no F16C in the AVX2 token): the f32 transposes into a
+    /// pass's block of f32 rows, then one vectorised rounding a channel (the rows are
     /// consecutive in a plane).
     pub(super) fn store_rows<T: Element>(
         rows: &[T::Acc],
@@ -666,6 +667,32 @@ simd_fn! {
             for c0 in (0..bw).step_by(8) {
                 #[cfg(target_arch = "x86_64")]
                 if let (true, Some(simd), Some(rf)) = (narrowed, avx, T::Acc::as_f32(rows)) {
+                    if T::DTYPE == DType::BF16 {
+                        // Rounded in the transpose's registers: no f32 block between. A
+                        // row's last columns, fewer than 8, in one block with zero lanes
+                        // (kept apart: a variable width in every block stored through
+                        // `memcpy` calls, W4 0.87x).
+                        let db: &mut [u16] = bytemuck::cast_slice_mut(dx);
+                        for u in u0..u0 + nu {
+                            let row = &rf[u * wi * bw..][..wi * bw];
+                            for x0 in (0..x8).step_by(8) {
+                                let o = transposed8(simd, &row[x0 * bw + c0..], bw, 8);
+                                for (j, v) in o.into_iter().enumerate() {
+                                    db[(c0 + j) * plane + u * wi + x0..][..8]
+                                        .copy_from_slice(&f32x8_to_bf16_bits(simd, v));
+                                }
+                            }
+                            if x8 < wi {
+                                let cols = wi - x8;
+                                let o = transposed8(simd, &row[x8 * bw + c0..], bw, cols);
+                                for (j, v) in o.into_iter().enumerate() {
+                                    db[(c0 + j) * plane + u * wi + x8..][..cols]
+                                        .copy_from_slice(&f32x8_to_bf16_bits(simd, v)[..cols]);
+                                }
+                            }
+                        }
+                        continue;
+                    }
                     let run = nu * wi;
                     narrow.resize(8 * run, T::Acc::zero());
                     if let Some(nf) = T::Acc::as_f32_mut(&mut narrow) {
@@ -987,7 +1014,6 @@ fn filter_pairs<'a, T: Element>(
     // Every element is written below.
     dst.resize(n, 0.0);
     let out: &mut [u32] = bytemuck::cast_slice_mut(&mut dst[..n]);
-    let pair = |lo: u16, hi: u16| u32::from(lo) | (u32::from(hi) << 16);
     filter_blocks(g, (nb, by_out), 2, out)
         .into_par_iter()
         .for_each(|b| {
@@ -1019,21 +1045,18 @@ fn filter_pairs<'a, T: Element>(
 /// One bf16 operand image `src` in `layout` (`(c, h, w)`, `c` even) as pairs of consecutive
 /// channels in [`to_pixel_major`]'s padded order (`[(y * len + padl + x) * c / 2 + k]`, the
 /// other columns zero), from the stored bits (widening to f32 and packing the pairs again
-/// cost two passes). NHWC channel pairs are the pairs: copied as they are. NCHW: each two
-/// channel planes interleaved into one plane of pairs (in `planes`), then the pair planes
-/// made pixel-major by [`pixel_major`]'s f32 transposes (moves only, on the pairs' bits): half
-/// the transposes of the widened image. The buffer is `dst`.
+/// cost two passes). NHWC channel pairs are the pairs: copied as they are. NCHW: two channel
+/// planes interleaved and transposed in one pass ([`pair_transpose`]). The buffer is `dst`.
 #[cfg(target_arch = "x86_64")]
 pub(super) fn bf16_pairs<'a, T: Element>(
     layout: Layout,
     src: &[T],
     (c, h, w): (usize, usize, usize),
     (len, padl): (usize, usize),
-    (dst, planes): (&'a mut Vec<f32>, &mut Vec<f32>),
+    dst: &'a mut Vec<f32>,
 ) -> &'a [u32] {
     let bits: &[u16] = bytemuck::cast_slice(src);
-    let pair = |lo: u16, hi: u16| u32::from(lo) | (u32::from(hi) << 16);
-    let (cp, plane) = (c / 2, h * w);
+    let cp = c / 2;
     let n = h * len * cp;
     dst.resize(n, 0.0);
     match layout {
@@ -1053,26 +1076,124 @@ pub(super) fn bf16_pairs<'a, T: Element>(
             }
         }
         Layout::Nchw => {
-            planes.resize(cp * plane, 0.0);
-            let pp: &mut [u32] = bytemuck::cast_slice_mut(&mut planes[..cp * plane]);
-            for (k, d) in pp.chunks_exact_mut(plane).enumerate() {
-                let (lo, hi) = (
-                    &bits[2 * k * plane..][..plane],
-                    &bits[(2 * k + 1) * plane..][..plane],
-                );
-                for ((d, &l), &h) in d.iter_mut().zip(lo).zip(hi) {
-                    *d = pair(l, h);
-                }
-            }
-            pixel_major::<f32>(
-                &planes[..cp * plane],
-                (cp, h, w),
-                (len, padl),
-                &mut dst[..n],
-            );
+            let out: &mut [u32] = bytemuck::cast_slice_mut(&mut dst[..n]);
+            pair_transpose(bits, (cp, h, w), (len, padl), out);
         }
     }
     bytemuck::cast_slice(&dst[..n])
+}
+
+#[cfg(target_arch = "x86_64")]
+simd_fn! {
+    /// `dst[(y * len + padl + x) * cp + k] = pair(bits[2k][y][x], bits[2k + 1][y][x])` for
+    /// the `2 * cp` channel planes of `bits` (`(h, w)` each), the other columns of each row
+    /// zero. Blocks of 8 pairs by 8 pixels: the 16 channel rows' halves interleaved into 8
+    /// pair vectors and transposed in registers (one pass over the stored bits; interleaving
+    /// into pair planes and then transposing them cost NCHW bf16 W4 a second pass). The rest
+    /// one pair at a time.
+    fn pair_transpose(
+        bits: &[u16],
+        (cp, h, w): (usize, usize, usize),
+        (len, padl): (usize, usize),
+        dst: &mut [u32],
+    ) {
+        let plane = h * w;
+        let k8 = cp / 8 * 8;
+        let avx = crate::cpu::simd::avx2();
+        let one = |k: usize, y: usize, x: usize| {
+            let at = y * w + x;
+            pair(bits[2 * k * plane + at], bits[(2 * k + 1) * plane + at])
+        };
+        for y0 in (0..h).step_by(ROWS_PER_PASS) {
+            let rows = y0..(y0 + ROWS_PER_PASS).min(h);
+            for y in rows.clone() {
+                // The pad columns (the buffer is reused: nothing else clears them).
+                let row = &mut dst[y * len * cp..][..len * cp];
+                row[..padl * cp].fill(0);
+                row[(padl + w) * cp..].fill(0);
+            }
+            for k0 in (0..k8).step_by(8) {
+                for y in rows.clone() {
+                    let base = (y * len + padl) * cp + k0;
+                    let mut x0 = 0;
+                    if let Some(simd) = avx {
+                        // A row's last block reads on into the next row, where that stays
+                        // inside `bits` (it stores only the row's columns).
+                        while x0 < w && (2 * k0 + 15) * plane + y * w + x0 + 8 <= bits.len() {
+                            let cols = 8.min(w - x0);
+                            let (s, d) = (&bits[2 * k0 * plane + y * w + x0..], &mut dst[base + x0 * cp..]);
+                            pair_transpose8(simd, s, plane, d, cp, cols);
+                            x0 += 8;
+                        }
+                    }
+                    for x in x0..w {
+                        for k in 0..8 {
+                            dst[base + x * cp + k] = one(k0 + k, y, x);
+                        }
+                    }
+                }
+            }
+            // Pairs past the last whole block of 8.
+            for y in rows {
+                let base = (y * len + padl) * cp;
+                for x in 0..w {
+                    for k in k8..cp {
+                        dst[base + x * cp + k] = one(k, y, x);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One block of [`pair_transpose`]: `d[x * ld + j] = pair(s[2j * ls + x], s[(2j + 1) * ls +
+/// x])` for 8 pairs `j` and the first `cols` of 8 columns `x` (the loads read all 8).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn pair_transpose8(
+    simd: pulp::x86::V3,
+    s: &[u16],
+    ls: usize,
+    d: &mut [u32],
+    ld: usize,
+    cols: usize,
+) {
+    use core::arch::x86_64::{__m128i, __m256};
+    use pulp::bytemuck::cast;
+    let half = |at: usize| {
+        let mut a = [0u16; 8];
+        a.copy_from_slice(&s[at..][..8]);
+        cast::<[u16; 8], __m128i>(a)
+    };
+    let r: [__m256; 8] = std::array::from_fn(|j| {
+        let (lo, hi) = (half(2 * j * ls), half((2 * j + 1) * ls));
+        // Columns 0-3 then 4-7, each `lo | hi << 16`.
+        cast::<[__m128i; 2], __m256>([
+            simd.sse2._mm_unpacklo_epi16(lo, hi),
+            simd.sse2._mm_unpackhi_epi16(lo, hi),
+        ])
+    });
+    let o = super::filter_direct::transpose8_regs(simd, r);
+    for (x, v) in o.iter().enumerate().take(cols) {
+        d[x * ld..][..8].copy_from_slice(&cast::<__m256, [u32; 8]>(*v));
+    }
+}
+
+/// `o[j]` lane `i` = `s[i * ls + j]` for the first `cols` of 8 rows `i` (the others zero): an
+/// 8x8 f32 block transposed into registers, for a result rounded there.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn transposed8(
+    simd: pulp::x86::V3,
+    s: &[f32],
+    ls: usize,
+    cols: usize,
+) -> [core::arch::x86_64::__m256; 8] {
+    let mut r = [[0f32; 8]; 8];
+    for (i, r) in r.iter_mut().enumerate().take(cols) {
+        r.copy_from_slice(&s[i * ls..][..8]);
+    }
+    super::filter_direct::transpose8_regs(simd, pulp::bytemuck::cast(r))
 }
 
 /// [`row_into`] from bf16 pairs (offsets of `taps` and `segs` in pairs).
@@ -1201,6 +1322,56 @@ fn halve_offsets(taps: &mut [(usize, usize)], segs: &mut [Segment]) {
 #[cfg(test)]
 mod tests {
     use super::with_scratch;
+
+    /// [`super::pair_transpose`] against one pair at a time from its definition: shapes with
+    /// whole 8x8 blocks, a row's last columns fewer than 8 (whose block's loads run into the
+    /// next row, and at the last row of the last block fall back), pairs past the last block
+    /// of 8, left and right pad columns; `dst` poisoned first.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn pair_transpose_matches_its_definition() {
+        let mut seed = 0x9E37_79B9_u32;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            seed as u16
+        };
+        for (cp, h, w, padl, padr) in [
+            (8, 8, 8, 0, 0),
+            (32, 10, 56, 1, 1),
+            (8, 3, 13, 2, 0),
+            (12, 5, 7, 0, 3),
+            (3, 4, 9, 1, 2),
+            (16, 1, 28, 0, 1),
+        ] {
+            let len = padl + w + padr;
+            let bits: Vec<u16> = (0..2 * cp * h * w).map(|_| next()).collect();
+            let mut dst = vec![0xDEAD_BEEF_u32; h * len * cp];
+            super::pair_transpose(&bits, (cp, h, w), (len, padl), &mut dst);
+            for y in 0..h {
+                for col in 0..len {
+                    for k in 0..cp {
+                        let want = match col.checked_sub(padl).filter(|&x| x < w) {
+                            Some(x) => {
+                                let at = y * w + x;
+                                super::pair(
+                                    bits[2 * k * h * w + at],
+                                    bits[(2 * k + 1) * h * w + at],
+                                )
+                            }
+                            None => 0,
+                        };
+                        assert_eq!(
+                            dst[(y * len + col) * cp + k],
+                            want,
+                            "cp {cp} h {h} w {w} pad {padl}/{padr}: y {y} col {col} pair {k}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     /// Nested uses of the thread scratch (a rayon job run inside another's) each keep their
     /// own buffers across calls: the second round reuses the first round's allocations at

@@ -33,7 +33,7 @@ use super::conv_direct::{scratch_as, with_scratch};
 use super::filter_kernel::FilterSplit;
 use super::filter_kernel::{store_filter, sum_partials};
 #[cfg(target_arch = "x86_64")]
-use crate::cpu::bf16_dot::Bf16Dot;
+use crate::cpu::bf16_dot::{pair, Bf16Dot};
 use crate::cpu::simd::simd_fn;
 use crate::dtype::{Accum, DType, Element};
 use crate::geometry::window::ConvGeometry;
@@ -163,7 +163,7 @@ pub(super) fn backprop_filter_direct<T: Element>(
             .enumerate()
             .for_each(|(s, part)| {
                 part.fill(0.0);
-                with_scratch(|[xav, dyav, planes]| {
+                with_scratch(|[xav, dyav]| {
                     let (mut runs, mut packed, mut xpacked, mut rows) =
                         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
                     #[cfg(target_arch = "x86_64")]
@@ -185,8 +185,8 @@ pub(super) fn backprop_filter_direct<T: Element>(
                                         (copy_bits(xi, &mut *xav), copy_bits(dyi, &mut *dyav))
                                     }
                                     Layout::Nchw => (
-                                        nhwc_bits(xi, (g.ci, hi, wi), (&mut *xav, &mut *planes)),
-                                        nhwc_bits(dyi, (g.co, ho, wo), (&mut *dyav, &mut *planes)),
+                                        nhwc_bits(xi, (g.ci, hi, wi), &mut *xav),
+                                        nhwc_bits(dyi, (g.co, ho, wo), &mut *dyav),
                                     ),
                                 };
                                 cur = i;
@@ -211,8 +211,6 @@ pub(super) fn backprop_filter_direct<T: Element>(
                         }
                         return;
                     }
-                    #[cfg(not(target_arch = "x86_64"))]
-                    let _ = planes;
                     let (Some(xa), Some(dya)) = (
                         // f32 `x` needs no copy.
                         scratch_as::<T::Acc>(
@@ -398,12 +396,26 @@ pub(super) fn transpose8_avx_cols(
 ) {
     use core::arch::x86_64::__m256;
     use pulp::bytemuck::cast;
-    let avx = simd.avx;
     let r: [__m256; 8] = std::array::from_fn(|i| {
         let mut a = [0f32; 8];
         a.copy_from_slice(&s[i * ls..][..8]);
         cast::<[f32; 8], __m256>(a)
     });
+    let o = transpose8_regs(simd, r);
+    for (j, v) in o.iter().enumerate().take(cols) {
+        d[j * ld..][..8].copy_from_slice(&cast::<__m256, [f32; 8]>(*v));
+    }
+}
+
+/// The 8x8 transpose of [`transpose8_avx`] on registers: `o[j]` lane `i` is `r[i]` lane `j`
+/// (any 32-bit lanes: the bits move, nothing is computed).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) fn transpose8_regs(
+    simd: pulp::x86::V3,
+    r: [core::arch::x86_64::__m256; 8],
+) -> [core::arch::x86_64::__m256; 8] {
+    let avx = simd.avx;
     let t = [
         avx._mm256_unpacklo_ps(r[0], r[1]),
         avx._mm256_unpackhi_ps(r[0], r[1]),
@@ -424,7 +436,7 @@ pub(super) fn transpose8_avx_cols(
         avx._mm256_shuffle_ps::<0x44>(t[5], t[7]),
         avx._mm256_shuffle_ps::<0xEE>(t[5], t[7]),
     ];
-    let o = [
+    [
         avx._mm256_permute2f128_ps::<0x20>(u[0], u[4]),
         avx._mm256_permute2f128_ps::<0x20>(u[1], u[5]),
         avx._mm256_permute2f128_ps::<0x20>(u[2], u[6]),
@@ -433,10 +445,7 @@ pub(super) fn transpose8_avx_cols(
         avx._mm256_permute2f128_ps::<0x31>(u[1], u[5]),
         avx._mm256_permute2f128_ps::<0x31>(u[2], u[6]),
         avx._mm256_permute2f128_ps::<0x31>(u[3], u[7]),
-    ];
-    for (j, v) in o.iter().enumerate().take(cols) {
-        d[j * ld..][..8].copy_from_slice(&cast::<__m256, [f32; 8]>(*v));
-    }
+    ]
 }
 
 /// One 8x8 block: `d[j * ld + i] = f(s[i * ls + j])` (the portable path; inlined into callers
@@ -691,22 +700,16 @@ fn copy_bits<'a, T: Element>(src: &[T], dst: &'a mut Vec<f32>) -> &'a [u16] {
 }
 
 /// An NCHW bf16 image (`(c, h, w)`) as NHWC bf16 bits in `dst`: for even `c`, pairs of channel
-/// planes through [`bf16_pairs`]' transposes (a pair of channels is one `u32`, as the NHWC
+/// planes through [`bf16_pairs`]' transpose (a pair of channels is one `u32`, as the NHWC
 /// bits read in pairs); an odd count (a first layer's three) element by element.
 #[cfg(target_arch = "x86_64")]
 fn nhwc_bits<'a, T: Element>(
     src: &[T],
     (c, h, w): (usize, usize, usize),
-    (dst, planes): (&'a mut Vec<f32>, &mut Vec<f32>),
+    dst: &'a mut Vec<f32>,
 ) -> &'a [u16] {
     if c % 2 == 0 {
-        return bytemuck::cast_slice(bf16_pairs(
-            Layout::Nchw,
-            src,
-            (c, h, w),
-            (w, 0),
-            (dst, planes),
-        ));
+        return bytemuck::cast_slice(bf16_pairs(Layout::Nchw, src, (c, h, w), (w, 0), dst));
     }
     let bits: &[u16] = bytemuck::cast_slice(src);
     let n = c * h * w;
@@ -863,7 +866,7 @@ impl Unit<'_> {
                 let pack = |d: &mut [u32], lo: &[u16], hi: Option<&[u16]>| match hi {
                     Some(hi) => {
                         for ((d, &l), &h) in d.iter_mut().zip(lo).zip(hi) {
-                            *d = u32::from(l) | (u32::from(h) << 16);
+                            *d = pair(l, h);
                         }
                     }
                     None => {
