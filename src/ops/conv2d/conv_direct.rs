@@ -1121,7 +1121,8 @@ simd_fn! {
                         // inside `bits` (it stores only the row's columns).
                         while x0 < w && (2 * k0 + 15) * plane + y * w + x0 + 8 <= bits.len() {
                             let cols = 8.min(w - x0);
-                            let (s, d) = (&bits[2 * k0 * plane + y * w + x0..], &mut dst[base + x0 * cp..]);
+                            let s = &bits[2 * k0 * plane + y * w + x0..];
+                            let d = &mut dst[base + x0 * cp..];
                             pair_transpose8(simd, s, plane, d, cp, cols);
                             x0 += 8;
                         }
