@@ -417,6 +417,26 @@ pub(crate) fn f32x8_to_bf16_bits(simd: pulp::x86::V3, v: core::arch::x86_64::__m
     pulp::bytemuck::cast(avx._mm256_castsi256_si128(low))
 }
 
+/// [`f32x8_to_bf16_bits`] of the 16 lanes of an AVX-512 register (a register tile's
+/// accumulators rounded as they leave it); inlined into callers compiled with AVX-512.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) fn f32x16_to_bf16_bits(simd: pulp::x86::V4, v: pulp::f32x16) -> [u16; 16] {
+    use core::arch::x86_64::_CMP_UNORD_Q;
+    let f = simd.avx512f;
+    let v = pulp::bytemuck::cast(v);
+    let x = f._mm512_castps_si512(v);
+    let high = f._mm512_srli_epi32::<16>(x);
+    let lsb = f._mm512_and_si512(high, f._mm512_set1_epi32(1));
+    let biased = f._mm512_add_epi32(x, f._mm512_add_epi32(f._mm512_set1_epi32(0x7FFF), lsb));
+    let rounded = f._mm512_srli_epi32::<16>(biased);
+    let nan = f._mm512_or_si512(high, f._mm512_set1_epi32(0x40));
+    let is_nan = f._mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+    let bits = f._mm512_mask_blend_epi32(is_nan, rounded, nan);
+    // Every lane is below 2^16: the truncating narrow keeps it.
+    pulp::bytemuck::cast(f._mm512_cvtepi32_epi16(bits))
+}
+
 /// An f16 bit pattern widened to `f32`: exact, the same bits as F16C's `vcvtph2ps` and
 /// `half::f16::to_f32` (NaNs quieted, payload kept), branch-free so that loops over it
 /// vectorise (`half` converts a single value behind a CPU feature check). Subnormals by one
@@ -747,9 +767,9 @@ mod tests {
         }
     }
 
-    /// [`f32x8_to_bf16_bits`] gives [`f32_to_bf16_bits_one`]'s bits: ties both ways, the
-    /// carry to infinity, infinities, NaNs of either sign with payloads in either half,
-    /// subnormals and zeros, then random patterns.
+    /// [`f32x8_to_bf16_bits`] and [`f32x16_to_bf16_bits`] give [`f32_to_bf16_bits_one`]'s
+    /// bits: ties both ways, the carry to infinity, infinities, NaNs of either sign with
+    /// payloads in either half, subnormals and zeros, then random patterns.
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn bf16_rounding_in_registers_matches_the_scalar() {
@@ -789,6 +809,16 @@ mod tests {
         for chunk in bits.chunks_exact(8) {
             let v: [f32; 8] = std::array::from_fn(|i| f32::from_bits(chunk[i]));
             let got = simd.vectorize(|| f32x8_to_bf16_bits(simd, pulp::bytemuck::cast(v)));
+            let want = v.map(f32_to_bf16_bits_one);
+            assert_eq!(got, want, "{chunk:08x?}");
+        }
+        let Some(v4) = avx512() else {
+            println!("skipped the 16 lanes: no AVX-512 on this CPU");
+            return;
+        };
+        for chunk in bits.chunks_exact(16) {
+            let v: [f32; 16] = std::array::from_fn(|i| f32::from_bits(chunk[i]));
+            let got = v4.vectorize(|| f32x16_to_bf16_bits(v4, pulp::bytemuck::cast(v)));
             let want = v.map(f32_to_bf16_bits_one);
             assert_eq!(got, want, "{chunk:08x?}");
         }

@@ -21,8 +21,10 @@
 //! pair tiles ([`tile_pairs`]): the operand's reduction channels and the filter's `k` taken two
 //! at a time as bf16 pairs, one `vdpbf16ps` per pixel, pair and vector (twice the products
 //! of an f32 FMA). Both operands' pairs come from the stored bits ([`bf16_pairs`],
-//! [`filter_pairs`]); no f32 copy of either is made. Even reduction channels per group and
-//! 16-channel blocks only; the routing ([`pairs_first`]) puts them ahead of the Winograd paths.
+//! [`filter_pairs`]); no f32 copy of either is made. In NHWC the tiles round their sums to
+//! bf16 and store them into the output's pixels themselves ([`PairRow::Bits`]). Even
+//! reduction channels per group and 16-channel blocks only; the routing ([`pairs_first`])
+//! puts them ahead of the Winograd paths.
 //!
 //! Deterministic: each output element is one register lane's sum in a fixed order (taps
 //! ascending, then reduction channels ascending), written once; work items are whole images.
@@ -31,9 +33,9 @@ use super::cpu_kernel::axis_phases;
 use super::filter_direct::{lanes, transpose8_with, Level};
 #[cfg(target_arch = "x86_64")]
 use crate::cpu::bf16_dot::{pair, Bf16Dot};
-#[cfg(target_arch = "x86_64")]
-use crate::cpu::simd::f32x8_to_bf16_bits;
 use crate::cpu::simd::simd_fn;
+#[cfg(target_arch = "x86_64")]
+use crate::cpu::simd::{f32x16_to_bf16_bits, f32x8_to_bf16_bits};
 use crate::dtype::{Accum, DType, Element};
 use crate::geometry::window::ConvGeometry;
 use crate::tensor::Layout;
@@ -220,6 +222,11 @@ pub(super) fn backprop_input_direct<T: Element>(
     let len = padl + wo.max((hi_col + 1).max(0) as usize);
     #[cfg(target_arch = "x86_64")]
     let dot = pair_dot::<T>(cog, level);
+    // NHWC pair tiles round into the output themselves: no f32 rows to store.
+    #[cfg(target_arch = "x86_64")]
+    let direct = pairs_into_bits::<T>(layout, dot);
+    #[cfg(not(target_arch = "x86_64"))]
+    let direct = false;
     with_scratch(|[wtv, wpv]| {
         // The pair tiles read only the pair filter; the f32 one is made where they do not run.
         #[cfg(target_arch = "x86_64")]
@@ -315,8 +322,13 @@ pub(super) fn backprop_input_direct<T: Element>(
                                                     segs,
                                                     taps,
                                                 },
-                                                row,
-                                                bw,
+                                                (row, bw),
+                                                nhwc_bits_row(
+                                                    layout,
+                                                    dxi,
+                                                    img.at(grp * cig + cb, y),
+                                                    g.ci,
+                                                ),
                                             );
                                             continue;
                                         }
@@ -335,12 +347,14 @@ pub(super) fn backprop_input_direct<T: Element>(
                                             level,
                                         );
                                     }
-                                    let at = img.at(grp * cig + cb, y0);
-                                    img.store::<T>(
-                                        &rowbuf[..band * wi * bw],
-                                        (band, bw),
-                                        &mut dxi[at..],
-                                    );
+                                    if !direct {
+                                        let at = img.at(grp * cig + cb, y0);
+                                        img.store::<T>(
+                                            &rowbuf[..band * wi * bw],
+                                            (band, bw),
+                                            &mut dxi[at..],
+                                        );
+                                    }
                                 }
                             }
                         }
@@ -374,6 +388,11 @@ pub(super) fn forward_direct<T: Element>(
     let len = reach.max(padl + wi);
     #[cfg(target_arch = "x86_64")]
     let dot = pair_dot::<T>(cig, level);
+    // NHWC pair tiles round into the output themselves: no f32 rows to store.
+    #[cfg(target_arch = "x86_64")]
+    let direct = pairs_into_bits::<T>(layout, dot);
+    #[cfg(not(target_arch = "x86_64"))]
+    let direct = false;
     with_scratch(|[wtv, wpv]| {
         // As in `backprop_input_direct`: one filter layout, the one the tiles read.
         #[cfg(target_arch = "x86_64")]
@@ -459,8 +478,13 @@ pub(super) fn forward_direct<T: Element>(
                                                     segs,
                                                     taps,
                                                 },
-                                                row,
-                                                bw,
+                                                (row, bw),
+                                                nhwc_bits_row(
+                                                    layout,
+                                                    yi,
+                                                    img.at(grp * cog + ob, oy),
+                                                    g.co,
+                                                ),
                                             );
                                             continue;
                                         }
@@ -478,12 +502,14 @@ pub(super) fn forward_direct<T: Element>(
                                             level,
                                         );
                                     }
-                                    let at = img.at(grp * cog + ob, oy0);
-                                    img.store::<T>(
-                                        &rowbuf[..band * wo * bw],
-                                        (band, bw),
-                                        &mut yi[at..],
-                                    );
+                                    if !direct {
+                                        let at = img.at(grp * cog + ob, oy0);
+                                        img.store::<T>(
+                                            &rowbuf[..band * wo * bw],
+                                            (band, bw),
+                                            &mut yi[at..],
+                                        );
+                                    }
                                 }
                             }
                         }
@@ -1067,12 +1093,10 @@ pub(super) fn bf16_pairs<'a, T: Element>(
                 let (mid, right) = rest.split_at_mut(w * cp);
                 left.fill(0);
                 right.fill(0);
-                for (d, s) in mid
-                    .iter_mut()
-                    .zip(bits[y * w * c..][..w * c].chunks_exact(2))
-                {
-                    *d = pair(s[0], s[1]);
-                }
+                // A pixel's channel pairs are its stored halves in order: `pair(lo, hi)` is
+                // the little-endian `u32` of the two, so the row is one copy.
+                let mid: &mut [u16] = bytemuck::cast_slice_mut(mid);
+                mid.copy_from_slice(&bits[y * w * c..][..w * c]);
             }
         }
         Layout::Nchw => {
@@ -1197,11 +1221,58 @@ fn transposed8(
     super::filter_direct::transpose8_regs(simd, pulp::bytemuck::cast(r))
 }
 
-/// [`row_into`] from bf16 pairs (offsets of `taps` and `segs` in pairs).
+/// Whether the pair tiles write the output themselves ([`PairRow::Bits`]): NHWC, where a
+/// block's pixels are runs of the output's own rows; NCHW rows go through an f32 row and the
+/// transposing store.
 #[cfg(target_arch = "x86_64")]
-fn row_pairs_into<T: Element>(dot: Bf16Dot, ops: RowPairs, row: &mut [T::Acc], bw: usize) {
-    if let Some(row) = T::Acc::as_f32_mut(row) {
-        row_pairs(dot, ops, row, bw);
+fn pairs_into_bits<T: Element>(layout: Layout, dot: Option<Bf16Dot>) -> bool {
+    layout == Layout::Nhwc && dot.is_some() && T::DTYPE == DType::BF16
+}
+
+/// The NHWC output row from `at` as bf16 bits, `pitch` elements a pixel, where
+/// [`pairs_into_bits`]; else `None`.
+#[cfg(target_arch = "x86_64")]
+fn nhwc_bits_row<T: Element>(
+    layout: Layout,
+    out: &mut [T],
+    at: usize,
+    pitch: usize,
+) -> Option<(&mut [u16], usize)> {
+    if layout != Layout::Nhwc || T::DTYPE != DType::BF16 {
+        return None;
+    }
+    // bf16 and u16: the same size and alignment, so the cast cannot fail.
+    let bits = bytemuck::try_cast_slice_mut(&mut out[at..]);
+    debug_assert!(bits.is_ok());
+    Some((bits.ok()?, pitch))
+}
+
+/// Where [`tile_pairs`] leaves an output row of one channel block.
+#[cfg(target_arch = "x86_64")]
+enum PairRow<'a> {
+    /// `[x][bw]` in f32, for the caller to store (NCHW: transposed into the channel planes).
+    F32(&'a mut [f32], usize),
+    /// The NHWC output row's bf16 bits from the block's first channel, `pitch` elements a
+    /// pixel: rounded as they leave the registers, no f32 row between.
+    Bits(&'a mut [u16], usize),
+}
+
+/// [`row_into`] from bf16 pairs (offsets of `taps` and `segs` in pairs) into `row`, or, where
+/// `bits` is given, into the NHWC output row it holds (see [`PairRow::Bits`]).
+#[cfg(target_arch = "x86_64")]
+fn row_pairs_into<T: Element>(
+    dot: Bf16Dot,
+    ops: RowPairs,
+    (row, bw): (&mut [T::Acc], usize),
+    bits: Option<(&mut [u16], usize)>,
+) {
+    match bits {
+        Some((out, pitch)) => row_pairs(dot, ops, PairRow::Bits(out, pitch), bw),
+        None => {
+            if let Some(row) = T::Acc::as_f32_mut(row) {
+                row_pairs(dot, ops, PairRow::F32(row, bw), bw);
+            }
+        }
     }
 }
 
@@ -1217,7 +1288,7 @@ struct RowPairs<'a> {
 
 #[cfg(target_arch = "x86_64")]
 #[inline(never)]
-fn row_pairs(dot: Bf16Dot, ops: RowPairs, row: &mut [f32], bw: usize) {
+fn row_pairs(dot: Bf16Dot, ops: RowPairs, mut row: PairRow, bw: usize) {
     dot.vectorize(
         #[inline(always)]
         || {
@@ -1233,7 +1304,7 @@ fn row_pairs(dot: Bf16Dot, ops: RowPairs, row: &mut [f32], bw: usize) {
                         taps: &ops.taps[seg.taps.clone()],
                         kp: ops.kp,
                         q0,
-                        out: (&mut *row, bw, seg.x0, seg.sx),
+                        out: (&mut row, seg.x0, seg.sx),
                     };
                     pair_tile_dispatch(dot, nr, nv, t);
                     q0 += nr;
@@ -1244,14 +1315,14 @@ fn row_pairs(dot: Bf16Dot, ops: RowPairs, row: &mut [f32], bw: usize) {
 }
 
 #[cfg(target_arch = "x86_64")]
-struct PairTileArgs<'a> {
+struct PairTileArgs<'a, 'b> {
     a: &'a [u32],
     lda: usize,
     wt: &'a [u32],
     taps: &'a [(usize, usize)],
     kp: usize,
     q0: usize,
-    out: (&'a mut [f32], usize, usize, usize),
+    out: (&'a mut PairRow<'b>, usize, usize),
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -1281,7 +1352,7 @@ fn tile_pairs<const NR: usize, const NV: usize>(dot: Bf16Dot, t: PairTileArgs) {
         taps,
         kp,
         q0,
-        out: (row, bw, x0, sx),
+        out: (row, x0, sx),
     } = t;
     let v4 = dot.v4;
     let mut acc = [[v4.splat_f32x16(0.0); NV]; NR];
@@ -1303,7 +1374,14 @@ fn tile_pairs<const NR: usize, const NV: usize>(dot: Bf16Dot, t: PairTileArgs) {
     for (r, accr) in acc.iter().enumerate() {
         let x = (q0 + r) * sx + x0;
         for (v, &val) in accr.iter().enumerate() {
-            <V4 as Simd>::as_mut_simd_f32s(&mut row[x * bw + v * 16..][..16]).0[0] = val;
+            match row {
+                PairRow::F32(row, bw) => {
+                    <V4 as Simd>::as_mut_simd_f32s(&mut row[x * *bw + v * 16..][..16]).0[0] = val;
+                }
+                PairRow::Bits(out, pitch) => {
+                    out[x * *pitch + v * 16..][..16].copy_from_slice(&f32x16_to_bf16_bits(v4, val))
+                }
+            }
         }
     }
 }
