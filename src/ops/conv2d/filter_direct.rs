@@ -164,10 +164,7 @@ pub(super) fn backprop_filter_direct<T: Element>(
             .for_each(|(s, part)| {
                 part.fill(0.0);
                 with_scratch(|[xav, dyav]| {
-                    let (mut runs, mut packed, mut xpacked, mut rows) =
-                        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-                    #[cfg(target_arch = "x86_64")]
-                    let mut pair_scratch = PairScratch::default();
+                    let mut scratch = UnitScratch::default();
                     #[cfg(target_arch = "x86_64")]
                     if let Some(dot) = pairs {
                         // The pair tiles' packing reads NHWC bf16 bits, once per image: NHWC
@@ -199,11 +196,7 @@ pub(super) fn backprop_filter_direct<T: Element>(
                                 dyt: &[],
                                 oy: (oy0, split.rows.min(ho - oy0)),
                                 part: &mut *part,
-                                runs: &mut runs,
-                                packed: &mut packed,
-                                xpacked: &mut xpacked,
-                                rows: &mut rows,
-                                pair_scratch: &mut pair_scratch,
+                                scratch: &mut scratch,
                                 bits: (xb, dyb),
                                 pairs: Some(dot),
                             };
@@ -276,12 +269,7 @@ pub(super) fn backprop_filter_direct<T: Element>(
                             dyt,
                             oy: (oy0, split.rows.min(ho - oy0)),
                             part: &mut *part,
-                            runs: &mut runs,
-                            packed: &mut packed,
-                            xpacked: &mut xpacked,
-                            rows: &mut rows,
-                            #[cfg(target_arch = "x86_64")]
-                            pair_scratch: &mut pair_scratch,
+                            scratch: &mut scratch,
                             #[cfg(target_arch = "x86_64")]
                             bits: (&[], &[]),
                             #[cfg(target_arch = "x86_64")]
@@ -481,17 +469,8 @@ struct Unit<'a> {
     oy: (usize, usize),
     /// HWIO partial filter (`k x co`).
     part: &'a mut [f32],
-    /// Scratch: (`x` offset of the input row, `dy` block offset of the output row) per row.
-    runs: &'a mut Vec<(usize, usize)>,
-    /// Scratch: NHWC `dy`'s output-channel blocks of the unit's pixels, packed.
-    packed: &'a mut Vec<f32>,
-    /// Scratch: NHWC `x`'s pixels of one tap, packed.
-    xpacked: &'a mut Vec<f32>,
-    /// Scratch: NHWC, the (input row, unit row) of each output row one kernel row reaches.
-    rows: &'a mut Vec<(usize, usize)>,
-    /// Scratch of the pair path.
-    #[cfg(target_arch = "x86_64")]
-    pair_scratch: &'a mut PairScratch,
+    /// The worker's scratch, kept from unit to unit.
+    scratch: &'a mut UnitScratch,
     /// The pair path's operands: the image's `x` and `dy` as NHWC bf16 bits (`x` and `dyt`
     /// empty); empty elsewhere.
     #[cfg(target_arch = "x86_64")]
@@ -499,6 +478,22 @@ struct Unit<'a> {
     /// bf16 on AVX512_BF16: the tokens of the pair tiles ([`Unit::run_pairs`]).
     #[cfg(target_arch = "x86_64")]
     pairs: Option<Bf16Dot>,
+}
+
+/// A worker's scratch for its [`Unit`]s.
+#[derive(Default)]
+struct UnitScratch {
+    /// (`x` offset of the input row, `dy` block offset of the output row) per row.
+    runs: Vec<(usize, usize)>,
+    /// NHWC `dy`'s output-channel blocks of the unit's pixels, packed.
+    packed: Vec<f32>,
+    /// NHWC `x`'s pixels of one tap, packed.
+    xpacked: Vec<f32>,
+    /// NHWC, the (input row, unit row) of each output row one kernel row reaches.
+    rows: Vec<(usize, usize)>,
+    /// The pair path's.
+    #[cfg(target_arch = "x86_64")]
+    pairs: PairScratch,
 }
 
 impl Unit<'_> {
@@ -523,12 +518,16 @@ impl pulp::WithSimd for Unit<'_> {
             dyt,
             oy: (oy0, tr),
             part,
+            scratch,
+            ..
+        } = self;
+        let UnitScratch {
             runs,
             packed,
             xpacked,
             rows,
             ..
-        } = self;
+        } = scratch;
         let lanes = S::F32_LANES;
         let nb = vectors(lanes) * lanes;
         let (hi, wi, ho, wo) = (g.h.input, g.w.input, g.h.output, g.w.output);
@@ -774,12 +773,16 @@ impl Unit<'_> {
             g,
             oy: (oy0, tr),
             part,
-            packed,
-            xpacked,
-            pair_scratch: ps,
+            scratch,
             bits: (xb, dyb),
             ..
         } = self;
+        let UnitScratch {
+            packed,
+            xpacked,
+            pairs: ps,
+            ..
+        } = scratch;
         let nb = 64;
         let (wi, wo, s) = (g.w.input, g.w.output, g.w.stride);
         let (cig, cog, kw) = (g.ci / g.groups, g.co / g.groups, g.w.kernel);
